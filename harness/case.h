@@ -1,0 +1,61 @@
+/* case_t: one captured GEMM call, as read from a schema-v1 case file
+ * (cases/SCHEMA.md).  Every array is owned by the case and freed by
+ * case_free(); absent optional datasets are NULL. */
+#ifndef KR_CASE_H
+#define KR_CASE_H
+
+#include <stdint.h>
+
+#include "formats.h"
+#include "kr_error.h"
+#include "mxfp4_weight.h"
+#include "quant_fp8.h"
+
+#define CASE_SCHEMA_V1 "kreplay.case/1"
+
+typedef enum {
+    X_STORED_NONE = 0,
+    X_STORED_BF16,      /* uint16 dataset with attribute dtype = "bfloat16" */
+    X_STORED_F32,
+} x_storage_t;
+
+typedef enum {
+    WEIGHT_ORDER_CHECKPOINT = 0, /* [N, K/2], row n holds W[n][0..K) */
+    WEIGHT_ORDER_FRAGMENT,       /* WPERM fragment order (attribute order = "fragment") */
+} weight_order_t;
+
+typedef struct {
+    char *path;                 /* file it came from (owned) */
+    int64_t M, N, K;
+
+    /* Source activations, decoded to fp32.  NULL if the case has none. */
+    float *x;                   /* [M, K] */
+    x_storage_t x_storage;
+
+    /* Activations as the production kernel received them.  NULL if absent. */
+    uint8_t *x_fp8;             /* [M, K] fp8 codes */
+    fp8_format_t x_fp8_format;
+    float *x_scale;             /* [M] */
+
+    /* MXFP4 weight, as stored (fragment order is NOT undone on read). */
+    uint8_t *weight;            /* [N, K/2] */
+    weight_order_t weight_order;
+    uint8_t *weight_scale;      /* [N, K/32] or [K/32, N] by scale_layout */
+    scale_layout_t scale_layout;
+    uint8_t *weight_ref;        /* the kernel's route/folding argument; NULL if absent */
+    int64_t weight_ref_len;     /* N (folded), 2 (per-block), 1 (aiter) */
+
+    /* Outputs recorded in production, bf16 bits [M, N].  NULL if absent. */
+    uint16_t *out;
+    uint16_t *out_rerun;
+    uint16_t *aiter;
+
+    /* Provenance (owned strings; NULL if absent). */
+    char *kernel_path;          /* e.g. "radiance::mxfp4_linear" */
+    char *layer;
+    char *model;
+    char *capture_time;         /* ISO 8601 */
+    char *env_flags;            /* "KEY=VALUE" lines, '\n'-separated */
+} case_t;
+
+#endif

@@ -1,0 +1,71 @@
+/* Error metrics between an output and a reference.
+ *
+ * Outputs are compared in fp64.  Non-finite elements never enter the
+ * norms: they are counted, split by side (input / output / reference) and by
+ * sign, and the finite-only metrics are computed over elements finite on both
+ * sides.  NaN compares as NaN, never by bits. */
+#ifndef KR_METRICS_H
+#define KR_METRICS_H
+
+#include <stdint.h>
+
+/* bf16 ULP-distance histogram bins: 0, 1, 2, 3-4, 5-8, 9-16, ..., 2^14+1-2^15,
+ * > 2^15, and one bin for pairs where either side is NaN or an Inf differs. */
+enum {
+    ULP_BIN_0 = 0,
+    ULP_BIN_1,
+    ULP_BIN_2,
+    ULP_BIN_3_4,          /* then 5-8, 9-16, ... each (2^(j-1), 2^j] */
+    ULP_BIN_LAST_FINITE = 17, /* (2^15, inf) */
+    ULP_BIN_NONFINITE = 18,
+    ULP_BIN_COUNT = 19
+};
+
+/* Human label of a bin ("0", "1", "2", "3-4", "5-8", ..., ">32768", "nonfinite"). */
+const char *ulp_bin_label(int bin);
+/* Bin of a finite distance d >= 0. */
+int ulp_bin_of(uint64_t d);
+
+typedef struct {
+    int64_t nan, pos_inf, neg_inf;
+} nonfinite_t;
+
+typedef struct {
+    int64_t count;          /* elements compared (M * N) */
+    int64_t finite_count;   /* elements finite on both sides */
+    double rel_fro;         /* ||out - ref||_F / ||ref||_F over finite pairs (NaN if ||ref|| = 0) */
+    double nmse;            /* ||out - ref||^2 / ||ref||^2 */
+    double max_abs;         /* max |out - ref| */
+    int64_t max_abs_index;  /* flat index of it, -1 if none */
+    double worst_row_rel;   /* max over rows of the row's relative Frobenius error */
+    int64_t worst_row;      /* -1 if none */
+    double cosine;          /* <out, ref> / (|out| |ref|) */
+    double mag_ratio;       /* ||out||_F / ||ref||_F */
+    nonfinite_t out_nf;     /* non-finite elements of the output */
+    nonfinite_t ref_nf;     /* ... of the reference */
+} metrics_t;
+
+/* out and ref are fp32 arrays of M*N (an output in bf16 is decoded first). */
+void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m);
+
+/* Non-finite counts of any fp32 array (used for the input side). */
+void nonfinite_count(const float *x, int64_t n, nonfinite_t *nf);
+
+typedef struct {
+    int64_t count;
+    int64_t identical;      /* bit-identical, or both NaN (NaN == NaN here, whatever the payload) */
+    double identical_frac;
+    uint64_t max_ulp;       /* over finite pairs */
+    int64_t bins[ULP_BIN_COUNT];
+} ulp_stats_t;
+
+/* ULP distance between two bf16 values in the total order of finite bf16
+ * (so +0 and -0 are 0 apart and the distance crosses zero correctly).
+ * Returns UINT64_MAX if either is NaN, or if exactly one is infinite or the
+ * infinities differ. */
+uint64_t bf16_ulp_distance(uint16_t a, uint16_t b);
+
+/* Histogram over two bf16 arrays of n elements. */
+void ulp_stats_bf16(const uint16_t *a, const uint16_t *b, int64_t n, ulp_stats_t *s);
+
+#endif

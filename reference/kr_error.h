@@ -1,0 +1,22 @@
+/* Error reporting shared by every component.
+ *
+ * A failing function fills a kr_error_t with one human-readable line (file,
+ * dataset, what was expected) and returns nonzero.  The CLI prints that line
+ * and exits 2.  Nothing here allocates, so it is safe on every error path. */
+#ifndef KR_ERROR_H
+#define KR_ERROR_H
+
+#include <stdarg.h>
+
+#define KR_ERROR_MSG_MAX 1024
+
+typedef struct {
+    char msg[KR_ERROR_MSG_MAX];
+} kr_error_t;
+
+/* Formats into err->msg (if err is not NULL) and returns -1, so callers can
+ * write `return kr_fail(err, "...", ...);`. */
+int kr_fail(kr_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif
