@@ -26,7 +26,12 @@ typedef struct {
 #define GEMM_REF_CHUNK_N 2048
 
 /* C[M, N] fp32 = A[M, K] fp32 @ dequant(W)^T; chunk_n <= 0 means the default.
- * Returns 0, or -1 with err filled (allocation failure, bad dimensions). */
+ * Returns 0, or -1 with err filled (allocation failure, bad dimensions).
+ * The bits can depend on chunk_n (and on the CPU OpenBLAS picks kernels for):
+ * OpenBLAS 0.3.21 on SkylakeX-class cores sends calls with M*n <= 1200 and
+ * M*n*K <= 1e6 to a "small matrix" kernel with another summation order.
+ * Every result stays within gamma_K of the exact product; for bit-stable
+ * references keep chunk_n fixed. */
 int gemm_ref_f32(const float *A, int64_t M, const mxfp4_weight_t *W, int64_t chunk_n,
                  float *C, kr_error_t *err);
 
