@@ -10,12 +10,16 @@
 #include <stdint.h>
 
 /* bf16 ULP-distance histogram bins: 0, 1, 2, 3-4, 5-8, 9-16, ..., 2^14+1-2^15,
- * > 2^15, and one bin for pairs where either side is NaN or an Inf differs. */
+ * > 2^15, and one bin for pairs where either side is NaN or an Inf differs.
+ * Bin j in 1..16 holds distances d in (2^(j-2), 2^(j-1)] (bin 1 = {1},
+ * bin 2 = {2}, bin 3 = 3-4, ..., bin 16 = 16385-32768), i.e.
+ * j = ceil(log2 d) + 1; bin 17 holds d > 2^15 (the largest finite bf16
+ * distance, -max to +max, is 65278). */
 enum {
     ULP_BIN_0 = 0,
     ULP_BIN_1,
     ULP_BIN_2,
-    ULP_BIN_3_4,          /* then 5-8, 9-16, ... each (2^(j-1), 2^j] */
+    ULP_BIN_3_4,          /* then bin j = (2^(j-2), 2^(j-1)]: 4 = 5-8, 5 = 9-16, ... */
     ULP_BIN_LAST_FINITE = 17, /* (2^15, inf) */
     ULP_BIN_NONFINITE = 18,
     ULP_BIN_COUNT = 19
@@ -45,7 +49,18 @@ typedef struct {
     nonfinite_t ref_nf;     /* ... of the reference */
 } metrics_t;
 
-/* out and ref are fp32 arrays of M*N (an output in bf16 is decoded first). */
+/* out and ref are fp32 arrays of M*N (an output in bf16 is decoded first).
+ * Single pass, fp64 sums.  A pair (o, r) is "finite" if both are finite; only
+ * finite pairs enter any norm, max or row statistic.  Conventions:
+ *  - rel_fro, nmse, mag_ratio: NaN when the finite ref norm is 0.
+ *  - cosine: NaN when either finite norm is 0.
+ *  - max_abs: NaN and max_abs_index -1 when there is no finite pair; ties go
+ *    to the lowest flat index.
+ *  - worst_row_rel: per row over its finite pairs, sqrt(sum d^2 / sum r^2);
+ *    a row with ref norm 0 is skipped if its diff norm is 0 too, and counts
+ *    as +INFINITY otherwise; ties go to the lowest row; NaN and worst_row -1
+ *    when every row is skipped.
+ *  - out_nf / ref_nf: NaN, +Inf, -Inf over ALL elements of each side. */
 void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m);
 
 /* Non-finite counts of any fp32 array (used for the input side). */
@@ -65,7 +80,13 @@ typedef struct {
  * infinities differ. */
 uint64_t bf16_ulp_distance(uint16_t a, uint16_t b);
 
-/* Histogram over two bf16 arrays of n elements. */
+/* Histogram over two bf16 arrays of n elements.  Per pair:
+ *  - both NaN (any payloads, any signs): identical, bin 0;
+ *  - otherwise identical iff the bits are equal (so +0 vs -0 is NOT
+ *    identical, though its distance is 0 and it lands in bin 0);
+ *  - distance UINT64_MAX (one NaN, or an Inf mismatch): ULP_BIN_NONFINITE;
+ *  - else bin ulp_bin_of(d), and d enters max_ulp.
+ * identical_frac = identical / n (NaN when n = 0). */
 void ulp_stats_bf16(const uint16_t *a, const uint16_t *b, int64_t n, ulp_stats_t *s);
 
 #endif

@@ -1,0 +1,580 @@
+/* Unit tests of harness/metrics: hand-worked cases, the non-finite and
+ * zero-norm conventions, and bf16 ULP distances/bins against oracles that do
+ * not share code or formulas with metrics.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "test_support.h"
+
+#define TOL 1e-15
+
+static void assert_close(double got, double want, double rtol)
+{
+    if (!(fabs(got - want) <= rtol * fabs(want) + 1e-300)) {
+        print_error("got %.17g want %.17g\n", got, want);
+        fail();
+    }
+}
+
+/* out = [1 2; 3 4], ref = [1 2; 3 5]:
+ *   d = [0 0; 0 -1], sum d^2 = 1, sum r^2 = 1+4+9+25 = 39, sum o^2 = 30,
+ *   sum o*r = 1+4+9+20 = 34.
+ *   rel = 1/sqrt(39), nmse = 1/39, max_abs = 1 at flat index 3,
+ *   cosine = 34/sqrt(30*39) = 34/sqrt(1170), mag = sqrt(30/39),
+ *   row 0 rel 0, row 1 rel = 1/sqrt(9+25) = 1/sqrt(34) -> worst row 1. */
+static void test_hand_case(void **state)
+{
+    (void)state;
+    const float out[] = {1, 2, 3, 4}, ref[] = {1, 2, 3, 5};
+    metrics_t m;
+    metrics_compute(out, ref, 2, 2, &m);
+    assert_int_equal(m.count, 4);
+    assert_int_equal(m.finite_count, 4);
+    assert_close(m.rel_fro, 1.0 / sqrt(39.0), TOL);
+    assert_close(m.nmse, 1.0 / 39.0, TOL);
+    assert_close(m.max_abs, 1.0, 0);
+    assert_int_equal(m.max_abs_index, 3);
+    assert_close(m.cosine, 34.0 / sqrt(1170.0), TOL);
+    assert_close(m.mag_ratio, sqrt(30.0 / 39.0), TOL);
+    assert_close(m.worst_row_rel, 1.0 / sqrt(34.0), TOL);
+    assert_int_equal(m.worst_row, 1);
+    assert_int_equal(m.out_nf.nan + m.out_nf.pos_inf + m.out_nf.neg_inf, 0);
+    assert_int_equal(m.ref_nf.nan + m.ref_nf.pos_inf + m.ref_nf.neg_inf, 0);
+
+    /* Same data as one row: same global metrics, worst row 0 = global rel. */
+    metrics_compute(out, ref, 1, 4, &m);
+    assert_close(m.rel_fro, 1.0 / sqrt(39.0), TOL);
+    assert_close(m.worst_row_rel, 1.0 / sqrt(39.0), TOL);
+    assert_int_equal(m.worst_row, 0);
+}
+
+/* Negative correlation and ties: out = -ref gives cosine -1, mag 1, rel 2;
+ * max |d| ties between index 0 (|2 - -2| = 4) and 3 (|-2 - 2| = 4): first wins. */
+static void test_opposite_and_ties(void **state)
+{
+    (void)state;
+    const float ref[] = {2, 1, 1, -2}, out[] = {-2, -1, -1, 2};
+    metrics_t m;
+    metrics_compute(out, ref, 2, 2, &m);
+    assert_close(m.cosine, -1.0, TOL);
+    assert_close(m.mag_ratio, 1.0, TOL);
+    assert_close(m.rel_fro, 2.0, TOL);
+    assert_close(m.nmse, 4.0, TOL);
+    assert_close(m.max_abs, 4.0, 0);
+    assert_int_equal(m.max_abs_index, 0);
+    /* Both rows have rel exactly 2: the first row wins the tie. */
+    assert_close(m.worst_row_rel, 2.0, TOL);
+    assert_int_equal(m.worst_row, 0);
+}
+
+/* Non-finite elements are counted per side and sign and excluded from norms.
+ *   idx  out    ref
+ *    0   NaN    1        out NaN
+ *    1   +Inf   1        out +Inf
+ *    2   -Inf   -Inf     out -Inf, ref -Inf (same value, still excluded)
+ *    3   1      +Inf     ref +Inf
+ *    4   2      -NaN     ref NaN (negative NaN counts as NaN)
+ *    5   -Inf   NaN      out -Inf, ref NaN
+ *    6   3      4        finite pair: d = -1
+ *    7   5      5        finite pair: d = 0
+ * finite pairs: 6, 7 -> sum d^2 = 1, sum r^2 = 16 + 25 = 41, sum o^2 = 34,
+ * sum o r = 12 + 25 = 37. */
+static void test_nonfinite_split(void **state)
+{
+    (void)state;
+    const float out[] = {NAN, INFINITY, -INFINITY, 1, 2, -INFINITY, 3, 5};
+    const float ref[] = {1, 1, -INFINITY, INFINITY, -NAN, NAN, 4, 5};
+    metrics_t m;
+    metrics_compute(out, ref, 2, 4, &m);
+    assert_int_equal(m.count, 8);
+    assert_int_equal(m.finite_count, 2);
+    assert_int_equal(m.out_nf.nan, 1);
+    assert_int_equal(m.out_nf.pos_inf, 1);
+    assert_int_equal(m.out_nf.neg_inf, 2);
+    assert_int_equal(m.ref_nf.nan, 2);
+    assert_int_equal(m.ref_nf.pos_inf, 1);
+    assert_int_equal(m.ref_nf.neg_inf, 1);
+    assert_close(m.rel_fro, 1.0 / sqrt(41.0), TOL);
+    assert_close(m.nmse, 1.0 / 41.0, TOL);
+    assert_close(m.cosine, 37.0 / sqrt(34.0 * 41.0), TOL);
+    assert_close(m.mag_ratio, sqrt(34.0 / 41.0), TOL);
+    assert_close(m.max_abs, 1.0, 0);
+    assert_int_equal(m.max_abs_index, 6);
+    /* Row 0 has no finite pair (skipped); row 1 is the only candidate. */
+    assert_int_equal(m.worst_row, 1);
+    assert_close(m.worst_row_rel, 1.0 / sqrt(41.0), TOL);
+
+    nonfinite_t nf;
+    nonfinite_count(ref, 8, &nf);
+    assert_int_equal(nf.nan, 2);
+    assert_int_equal(nf.pos_inf, 1);
+    assert_int_equal(nf.neg_inf, 1);
+    /* Largest finite value and smallest subnormal are finite. */
+    const float edge[] = {3.4028234663852886e38f, -3.4028234663852886e38f, 1e-45f, -0.0f};
+    nonfinite_count(edge, 4, &nf);
+    assert_int_equal(nf.nan + nf.pos_inf + nf.neg_inf, 0);
+}
+
+static void test_all_nonfinite(void **state)
+{
+    (void)state;
+    const float out[] = {NAN, INFINITY}, ref[] = {1, 2};
+    metrics_t m;
+    metrics_compute(out, ref, 1, 2, &m);
+    assert_int_equal(m.finite_count, 0);
+    assert_true(isnan(m.rel_fro));
+    assert_true(isnan(m.nmse));
+    assert_true(isnan(m.cosine));
+    assert_true(isnan(m.mag_ratio));
+    assert_true(isnan(m.max_abs));
+    assert_int_equal(m.max_abs_index, -1);
+    assert_true(isnan(m.worst_row_rel));
+    assert_int_equal(m.worst_row, -1);
+}
+
+/* Zero reference norm.
+ * (a) ref = 0, out = 0: no relative error exists -> NaN; max_abs 0 at index
+ *     0; every row skipped.
+ * (b) ref = 0, out != 0: rel NaN (undefined), but the offending row is +inf.
+ * (c) rows: [0 0 | 0 0] skipped, [2 0 | 2 1] rel 1/2, [0 0 | 0 1e-30] +inf:
+ *     the last row is the worst even though its absolute error is tiny. */
+static void test_zero_ref(void **state)
+{
+    (void)state;
+    metrics_t m;
+    const float z[] = {0, 0, 0, 0};
+    metrics_compute(z, z, 2, 2, &m);
+    assert_true(isnan(m.rel_fro));
+    assert_true(isnan(m.nmse));
+    assert_true(isnan(m.cosine));
+    assert_true(isnan(m.mag_ratio));
+    assert_close(m.max_abs, 0.0, 0);
+    assert_int_equal(m.max_abs_index, 0);
+    assert_int_equal(m.worst_row, -1);
+    assert_true(isnan(m.worst_row_rel));
+
+    const float o2[] = {0, 0, 0, 3};
+    metrics_compute(o2, z, 2, 2, &m);
+    assert_true(isnan(m.rel_fro));
+    assert_true(isnan(m.cosine));
+    assert_close(m.max_abs, 3.0, 0);
+    assert_int_equal(m.max_abs_index, 3);
+    assert_int_equal(m.worst_row, 1);
+    assert_true(isinf(m.worst_row_rel) && m.worst_row_rel > 0);
+
+    const float ref3[] = {0, 0, 2, 0, 0, 0}, out3[] = {0, 0, 2, 1, 0, 1e-30f};
+    metrics_compute(out3, ref3, 3, 2, &m);
+    assert_close(m.rel_fro, sqrt(1.0 + 1e-60) / 2.0, 1e-7); /* 1e-30f is not exact */
+    assert_int_equal(m.worst_row, 2);
+    assert_true(isinf(m.worst_row_rel));
+    assert_int_equal(m.max_abs_index, 3);
+
+    /* Without the +inf row, row 1 (rel 1/2) is the worst; row 0 is skipped. */
+    metrics_compute(out3, ref3, 2, 2, &m);
+    assert_int_equal(m.worst_row, 1);
+    assert_close(m.worst_row_rel, 0.5, TOL);
+
+    /* out = 0, ref != 0: rel 1, cosine undefined (|out| = 0), mag 0. */
+    const float r4[] = {3, 4};
+    const float o4[] = {0, 0};
+    metrics_compute(o4, r4, 1, 2, &m);
+    assert_close(m.rel_fro, 1.0, TOL);
+    assert_true(isnan(m.cosine));
+    assert_close(m.mag_ratio, 0.0, 0);
+    assert_close(m.max_abs, 4.0, 0);
+    assert_int_equal(m.max_abs_index, 1);
+}
+
+/* The max and the sums must not depend on where a non-finite element sits
+ * in a row (metrics.c switches to a careful per-element path from the first
+ * group holding one) nor on the row length being a multiple of anything.
+ * ref = 1..11, out = ref except: out[2] += 3, out[5] = NaN, out[9] -= 3,
+ * out[10] += 2.  Finite pairs exclude index 5 (ref 6):
+ *   sum d^2 = 9 + 9 + 4 = 22, sum r^2 = 506 - 36 = 470,
+ *   max |d| = 3 first reached at index 2 (index 9 ties, later). */
+static void test_max_paths(void **state)
+{
+    (void)state;
+    float ref[11], out[11];
+    for (int i = 0; i < 11; i++)
+        ref[i] = out[i] = (float)(i + 1);
+    out[2] += 3;
+    out[5] = NAN;
+    out[9] -= 3;
+    out[10] += 2;
+    metrics_t m;
+    metrics_compute(out, ref, 1, 11, &m);
+    assert_int_equal(m.finite_count, 10);
+    assert_close(m.rel_fro, sqrt(22.0 / 470.0), TOL);
+    assert_close(m.max_abs, 3.0, 0);
+    assert_int_equal(m.max_abs_index, 2);
+    assert_int_equal(m.out_nf.nan, 1);
+    /* Without the early one, the max is at 9, after the NaN. */
+    out[2] = 3;
+    metrics_compute(out, ref, 1, 11, &m);
+    assert_close(m.rel_fro, sqrt(13.0 / 470.0), TOL);
+    assert_int_equal(m.max_abs_index, 9);
+    /* Without the NaN (all on the fast path) the sums include index 5. */
+    out[5] = 6;
+    metrics_compute(out, ref, 1, 11, &m);
+    assert_int_equal(m.finite_count, 11);
+    assert_close(m.rel_fro, sqrt(13.0 / 506.0), TOL);
+    assert_int_equal(m.max_abs_index, 9);
+    /* Same pair as a 11 x 1 matrix: one element per row, tail path only. */
+    metrics_compute(out, ref, 11, 1, &m);
+    assert_close(m.rel_fro, sqrt(13.0 / 506.0), TOL);
+    assert_int_equal(m.max_abs_index, 9);
+    assert_int_equal(m.worst_row, 9); /* |-3| / 10 beats 2 / 11 */
+    assert_close(m.worst_row_rel, 0.3, TOL);
+}
+
+/* Worst-row identification on a random matrix where one planted row has a
+ * large error, plus agreement with a naive long double oracle. */
+static void test_random_vs_oracle(void **state)
+{
+    (void)state;
+    enum { M = 37, N = 53 };
+    test_rng_t rng = {0x5eed0001};
+    static float out[M * N], ref[M * N];
+    for (int i = 0; i < M * N; i++) {
+        ref[i] = (float)(test_rng_normal(&rng) * 10.0);
+        out[i] = ref[i] * (float)(1.0 + 1e-3 * test_rng_normal(&rng));
+    }
+    for (int j = 0; j < N; j++)
+        out[21 * N + j] = ref[21 * N + j] * 1.1f; /* row 21 is 10% off */
+    out[5] = NAN;
+    ref[100] = -INFINITY;
+    out[200] = INFINITY;
+    ref[200] = INFINITY;
+
+    long double d2 = 0, r2 = 0, o2 = 0, orr = 0, mx = -1;
+    long nfin = 0, mxi = -1;
+    long double rowrel[M];
+    for (int i = 0; i < M; i++) {
+        long double rd = 0, rr = 0;
+        for (int j = 0; j < N; j++) {
+            long double o = out[i * N + j], r = ref[i * N + j];
+            if (!isfinite(out[i * N + j]) || !isfinite(ref[i * N + j]))
+                continue;
+            nfin++;
+            rd += (o - r) * (o - r);
+            rr += r * r;
+            o2 += o * o;
+            orr += o * r;
+            if (fabsl(o - r) > mx) {
+                mx = fabsl(o - r);
+                mxi = i * N + j;
+            }
+        }
+        d2 += rd;
+        r2 += rr;
+        rowrel[i] = sqrtl(rd / rr);
+    }
+    int worst = 0;
+    for (int i = 1; i < M; i++)
+        if (rowrel[i] > rowrel[worst])
+            worst = i;
+
+    metrics_t m;
+    metrics_compute(out, ref, M, N, &m);
+    assert_int_equal(m.finite_count, nfin);
+    assert_int_equal(m.finite_count, M * N - 3);
+    assert_close(m.rel_fro, (double)sqrtl(d2 / r2), 1e-12);
+    assert_close(m.nmse, (double)(d2 / r2), 1e-12);
+    assert_close(m.cosine, (double)(orr / sqrtl(o2 * r2)), 1e-12);
+    assert_close(m.mag_ratio, (double)sqrtl(o2 / r2), 1e-12);
+    assert_close(m.max_abs, (double)mx, 1e-15);
+    assert_int_equal(m.max_abs_index, mxi);
+    assert_int_equal(worst, 21);
+    assert_int_equal(m.worst_row, 21);
+    assert_close(m.worst_row_rel, (double)rowrel[21], 1e-12);
+    assert_close(m.worst_row_rel, 0.1, 1e-5); /* 1.1f and the fp32 product round */
+    assert_int_equal(m.out_nf.nan, 1);
+    assert_int_equal(m.out_nf.pos_inf, 1);
+    assert_int_equal(m.ref_nf.pos_inf, 1);
+    assert_int_equal(m.ref_nf.neg_inf, 1);
+}
+
+/* ---- bf16 ULPs ---- */
+
+#define BF16_ONE 0x3F80
+#define BF16_PINF 0x7F80
+#define BF16_NINF 0xFF80
+#define BF16_MAXF 0x7F7F
+
+static void test_ulp_hand_pairs(void **state)
+{
+    (void)state;
+    assert_true(bf16_ulp_distance(BF16_ONE, BF16_ONE) == 0);
+    assert_true(bf16_ulp_distance(BF16_ONE, 0x3F81) == 1);        /* 1.0 vs nextafter */
+    assert_true(bf16_ulp_distance(0x3F81, BF16_ONE) == 1);        /* symmetric */
+    assert_true(bf16_ulp_distance(BF16_ONE, 0x3F7F) == 1);        /* 1.0 vs nextbelow (binade edge) */
+    assert_true(bf16_ulp_distance(0x0000, 0x8000) == 0);          /* +0 vs -0 */
+    assert_true(bf16_ulp_distance(0x0001, 0x8001) == 2);          /* +-min subnormal */
+    assert_true(bf16_ulp_distance(0x0001, 0x0000) == 1);
+    assert_true(bf16_ulp_distance(0x8001, 0x0000) == 1);
+    assert_true(bf16_ulp_distance(0x0080, 0x007F) == 1);          /* min normal vs max subnormal */
+    /* 1.0 and -1.0: 0x3F80 codes on each side of zero -> 2 * 16256. */
+    assert_true(bf16_ulp_distance(BF16_ONE, 0xBF80) == 32512);
+    assert_true(bf16_ulp_distance(BF16_MAXF, 0xFF7F) == 65278);   /* the largest distance */
+    /* Non-finite. */
+    assert_true(bf16_ulp_distance(BF16_MAXF, BF16_PINF) == UINT64_MAX);
+    assert_true(bf16_ulp_distance(BF16_PINF, BF16_PINF) == 0);
+    assert_true(bf16_ulp_distance(BF16_NINF, BF16_NINF) == 0);
+    assert_true(bf16_ulp_distance(BF16_PINF, BF16_NINF) == UINT64_MAX);
+    assert_true(bf16_ulp_distance(0x7FC0, 0x7FC0) == UINT64_MAX); /* NaN has no distance */
+    assert_true(bf16_ulp_distance(0x7FC0, BF16_ONE) == UINT64_MAX);
+    assert_true(bf16_ulp_distance(0x0000, 0xFF81) == UINT64_MAX); /* signalling -NaN */
+}
+
+/* Oracle for bins, written from the definition "bin j >= 1 is the smallest j
+ * with d <= 2^(j-1), capped at 17". */
+static int oracle_bin(uint64_t d)
+{
+    if (d == 0)
+        return 0;
+    for (int j = 1; j <= 16; j++)
+        if (d <= (1ull << (j - 1)))
+            return j;
+    return 17;
+}
+
+static void test_ulp_bins(void **state)
+{
+    (void)state;
+    for (uint64_t d = 0; d <= 70000; d++) {
+        if (ulp_bin_of(d) != oracle_bin(d)) {
+            print_error("d=%llu bin %d want %d\n", (unsigned long long)d, ulp_bin_of(d),
+                        oracle_bin(d));
+            fail();
+        }
+    }
+    assert_int_equal(ulp_bin_of(UINT64_MAX - 1), ULP_BIN_LAST_FINITE);
+    assert_int_equal(ulp_bin_of(1ull << 40), ULP_BIN_LAST_FINITE);
+    /* Spot values from the header's description. */
+    assert_int_equal(ulp_bin_of(3), ULP_BIN_3_4);
+    assert_int_equal(ulp_bin_of(4), ULP_BIN_3_4);
+    assert_int_equal(ulp_bin_of(5), 4);
+    assert_int_equal(ulp_bin_of(32768), 16);
+    assert_int_equal(ulp_bin_of(32769), 17);
+    /* Labels agree with the bins' contents: parse "a-b" and check both ends. */
+    assert_string_equal(ulp_bin_label(0), "0");
+    assert_string_equal(ulp_bin_label(1), "1");
+    assert_string_equal(ulp_bin_label(2), "2");
+    for (int j = 3; j <= 16; j++) {
+        unsigned long lo, hi;
+        assert_int_equal(sscanf(ulp_bin_label(j), "%lu-%lu", &lo, &hi), 2);
+        assert_int_equal(oracle_bin(lo), j);
+        assert_int_equal(oracle_bin(hi), j);
+        assert_int_equal(oracle_bin(lo - 1), j - 1);
+        assert_int_equal(oracle_bin(hi + 1), j + 1);
+    }
+    assert_string_equal(ulp_bin_label(ULP_BIN_LAST_FINITE), ">32768");
+    assert_string_equal(ulp_bin_label(ULP_BIN_NONFINITE), "nonfinite");
+    assert_string_equal(ulp_bin_label(-1), "?");
+    assert_string_equal(ulp_bin_label(ULP_BIN_COUNT), "?");
+}
+
+/* Distance oracle: decode every finite bf16 code to float (bits << 16),
+ * sort the distinct values, and count the representable values between a
+ * and b as the difference of their ranks.  +0 and -0 are one value. */
+static float oracle_decode(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static long rank_of(const float *vals, long n, float v)
+{
+    long lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        long mid = (lo + hi) / 2;
+        if (vals[mid] < v)
+            lo = mid + 1;
+        else if (vals[mid] > v)
+            hi = mid - 1;
+        else
+            return mid;
+    }
+    return -1;
+}
+
+static int bf16_finite_code(uint16_t h) { return (h & 0x7F80) != 0x7F80; }
+
+static void test_ulp_distance_vs_enumeration(void **state)
+{
+    (void)state;
+    float *vals = malloc(65536 * sizeof *vals);
+    assert_non_null(vals);
+    long n = 0;
+    for (uint32_t h = 0; h < 65536; h++)
+        if (bf16_finite_code((uint16_t)h))
+            vals[n++] = oracle_decode((uint16_t)h);
+    qsort(vals, (size_t)n, sizeof *vals, cmp_float);
+    long u = 0; /* dedupe: only +0 / -0 collide */
+    for (long i = 0; i < n; i++)
+        if (u == 0 || vals[i] != vals[u - 1])
+            vals[u++] = vals[i];
+    assert_int_equal(n, 65536 - 256); /* exponent 0xFF: 2 signs x 128 mantissas */
+    assert_int_equal(u, n - 1);
+
+    test_rng_t rng = {0xb16b00b5};
+    for (int t = 0; t < 6000; t++) {
+        uint16_t a, b;
+        do
+            a = (uint16_t)test_rng_u64(&rng);
+        while (!bf16_finite_code(a));
+        if (t % 2) {
+            /* Half the pairs close together (small distances, crossing zero
+             * and binade edges); the other half anywhere. */
+            do
+                b = (uint16_t)(a + (int)(test_rng_u64(&rng) % 41) - 20);
+            while (!bf16_finite_code(b));
+        } else {
+            do
+                b = (uint16_t)test_rng_u64(&rng);
+            while (!bf16_finite_code(b));
+        }
+        long ra = rank_of(vals, u, oracle_decode(a)), rb = rank_of(vals, u, oracle_decode(b));
+        assert_true(ra >= 0 && rb >= 0);
+        uint64_t want = (uint64_t)(ra > rb ? ra - rb : rb - ra);
+        if (bf16_ulp_distance(a, b) != want) {
+            print_error("a=%04x b=%04x got %llu want %llu\n", a, b,
+                        (unsigned long long)bf16_ulp_distance(a, b), (unsigned long long)want);
+            fail();
+        }
+    }
+    /* And around zero exhaustively: all small-magnitude pairs. */
+    for (int x = -40; x <= 40; x++)
+        for (int y = -40; y <= 40; y++) {
+            uint16_t a = (uint16_t)(x < 0 ? 0x8000 | -x : x);
+            uint16_t b = (uint16_t)(y < 0 ? 0x8000 | -y : y);
+            long ra = rank_of(vals, u, oracle_decode(a)), rb = rank_of(vals, u, oracle_decode(b));
+            assert_true(bf16_ulp_distance(a, b) == (uint64_t)labs(ra - rb));
+        }
+    free(vals);
+}
+
+/* ulp_stats_bf16 on hand-picked pairs:
+ *   idx a       b       identical  bin        distance
+ *    0  1.0     1.0     yes        0          0
+ *    1  1.0     next    no         1          1
+ *    2  +0      -0      no         0          0
+ *    3  NaN     -NaN'   yes        0          -   (NaNs agree, any payload)
+ *    4  NaN     1.0     no         nonfinite  -
+ *    5  +Inf    +Inf    yes        0          0
+ *    6  max     +Inf    no         nonfinite  -
+ *    7  1.0     -1.0    no         16         32512 (max_ulp)
+ *    8  3 ulp   apart   no         3          3
+ *    9  -Inf    +Inf    no         nonfinite  -
+ * identical = 3 / 10. */
+static void test_ulp_stats(void **state)
+{
+    (void)state;
+    const uint16_t a[] = {BF16_ONE, BF16_ONE, 0x0000, 0x7FC0, 0x7FC0,
+                          BF16_PINF, BF16_MAXF, BF16_ONE, 0x4000, BF16_NINF};
+    const uint16_t b[] = {BF16_ONE, 0x3F81, 0x8000, 0xFFC1, BF16_ONE,
+                          BF16_PINF, BF16_PINF, 0xBF80, 0x4003, BF16_PINF};
+    ulp_stats_t s;
+    ulp_stats_bf16(a, b, 10, &s);
+    assert_int_equal(s.count, 10);
+    assert_int_equal(s.identical, 3);
+    assert_close(s.identical_frac, 0.3, TOL);
+    assert_true(s.max_ulp == 32512);
+    int64_t want[ULP_BIN_COUNT] = {0};
+    want[0] = 4;
+    want[1] = 1;
+    want[3] = 1;
+    want[16] = 1;
+    want[ULP_BIN_NONFINITE] = 3;
+    for (int j = 0; j < ULP_BIN_COUNT; j++) {
+        if (s.bins[j] != want[j]) {
+            print_error("bin %d: %lld want %lld\n", j, (long long)s.bins[j], (long long)want[j]);
+            fail();
+        }
+    }
+
+    ulp_stats_bf16(a, b, 0, &s);
+    assert_int_equal(s.count, 0);
+    assert_true(isnan(s.identical_frac));
+}
+
+/* Random bf16 arrays: the histogram sums to n and matches per-pair distances
+ * classified by the independent oracle_bin. */
+static void test_ulp_stats_random(void **state)
+{
+    (void)state;
+    enum { n = 5000 };
+    static uint16_t a[n], b[n];
+    test_rng_t rng = {42};
+    int64_t want[ULP_BIN_COUNT] = {0};
+    int64_t ident = 0;
+    uint64_t mx = 0;
+    for (int i = 0; i < n; i++) {
+        a[i] = (uint16_t)test_rng_u64(&rng);
+        uint64_t r = test_rng_u64(&rng);
+        b[i] = (r % 4 == 0) ? (uint16_t)(r >> 8) : (uint16_t)(a[i] + (int)((r >> 8) % 9) - 4);
+        int an = (a[i] & 0x7FFF) > 0x7F80, bn = (b[i] & 0x7FFF) > 0x7F80;
+        if (an && bn) {
+            ident++;
+            want[0]++;
+            continue;
+        }
+        if (a[i] == b[i])
+            ident++;
+        uint64_t d = bf16_ulp_distance(a[i], b[i]);
+        if (d == UINT64_MAX) {
+            want[ULP_BIN_NONFINITE]++;
+        } else {
+            want[oracle_bin(d)]++;
+            if (d > mx)
+                mx = d;
+        }
+    }
+    ulp_stats_t s;
+    ulp_stats_bf16(a, b, n, &s);
+    int64_t total = 0;
+    for (int j = 0; j < ULP_BIN_COUNT; j++) {
+        assert_int_equal(s.bins[j], want[j]);
+        total += s.bins[j];
+    }
+    assert_int_equal(total, n);
+    assert_int_equal(s.identical, ident);
+    assert_true(s.max_ulp == mx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_case),
+        cmocka_unit_test(test_opposite_and_ties),
+        cmocka_unit_test(test_nonfinite_split),
+        cmocka_unit_test(test_all_nonfinite),
+        cmocka_unit_test(test_zero_ref),
+        cmocka_unit_test(test_max_paths),
+        cmocka_unit_test(test_random_vs_oracle),
+        cmocka_unit_test(test_ulp_hand_pairs),
+        cmocka_unit_test(test_ulp_bins),
+        cmocka_unit_test(test_ulp_distance_vs_enumeration),
+        cmocka_unit_test(test_ulp_stats),
+        cmocka_unit_test(test_ulp_stats_random),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
