@@ -23,4 +23,29 @@ int case_validate(const case_t *c, const char *what, kr_error_t *err);
 /* Frees everything the case owns and zeroes it.  Safe on a zeroed case. */
 void case_free(case_t *c);
 
+/* ---- Schema vocabulary and rules, shared by the reader, the validator and
+ * the writer (and usable by tools that build cases, e.g. the generator). ---- */
+
+/* Hard cap on the element count of any one array (M*K, N*K, M*N): a header
+ * claiming more is refused before anything is allocated. */
+#define CASE_MAX_ELEMENTS (INT64_C(1) << 40)
+
+/* Attribute spellings of the enums ("checkpoint" / "fragment", "e4m3fn" /
+ * "e4m3fnuz"; weight_scale's layout attribute is scale_layout_name()'s
+ * "N,K/32" / "K/32,N").  The *_from_attr functions return 0 and set *out for
+ * a known spelling, -1 otherwise. */
+const char *case_weight_order_attr(weight_order_t o);
+int case_weight_order_from_attr(const char *s, weight_order_t *out);
+const char *case_fp8_format_attr(fp8_format_t f);
+int case_fp8_format_from_attr(const char *s, fp8_format_t *out);
+
+/* The dimension rules alone: M, N, K > 0, K % 32 == 0, and M*K, N*K, M*N
+ * each at most CASE_MAX_ELEMENTS (computed without overflow).  `what` names
+ * the file in the message. */
+int case_check_dims(int64_t M, int64_t N, int64_t K, const char *what, kr_error_t *err);
+
+/* a*b into *out; returns -1 (and leaves *out alone) if it overflows int64 or
+ * either factor is negative. */
+int case_mul_i64(int64_t a, int64_t b, int64_t *out);
+
 #endif

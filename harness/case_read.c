@@ -1,0 +1,807 @@
+/* case_read: schema-v1 case file -> case_t (cases/SCHEMA.md).
+ *
+ * Case files come from production dumps, converters and hand edits, so the
+ * reader trusts nothing: every dataset's rank, dims and dtype (class, size,
+ * sign) are checked against M/N/K before a byte is allocated, and every
+ * failure becomes one line "<path>: <object>: <problem>; expected <what>".
+ * Data is read with explicit native memory types so HDF5 converts the file's
+ * byte order (a big-endian file reads the same as a little-endian one). */
+#include "case_io.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef enum { EL_U8, EL_U16, EL_F32 } elem_t;
+
+static const char *elem_name(elem_t e)
+{
+    return e == EL_U8 ? "uint8" : e == EL_U16 ? "uint16" : "float32";
+}
+
+static size_t elem_size(elem_t e)
+{
+    return e == EL_U8 ? 1 : e == EL_U16 ? 2 : 4;
+}
+
+static hid_t elem_memtype(elem_t e)
+{
+    return e == EL_U8 ? H5T_NATIVE_UINT8 : e == EL_U16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_FLOAT;
+}
+
+typedef struct {
+    const char *path;
+    hid_t file, root;
+    int64_t file_size;          /* bytes on disk, for the truncation check */
+    kr_error_t *err;
+} rd_t;
+
+/* "<path>: <obj>: <formatted problem>" */
+__attribute__((format(printf, 3, 4)))
+static int fail(rd_t *rd, const char *obj, const char *fmt, ...)
+{
+    char buf[KR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return kr_fail(rd->err, "%s: %s: %s", rd->path, obj, buf);
+}
+
+/* ---- describing what was found, for messages ---- */
+
+static void type_desc(hid_t t, char *buf, size_t cap)
+{
+    H5T_class_t cls = H5Tget_class(t);
+    size_t sz = H5Tget_size(t);
+    switch (cls) {
+    case H5T_INTEGER:
+        snprintf(buf, cap, "%s%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int", sz * 8);
+        break;
+    case H5T_FLOAT:
+        snprintf(buf, cap, "float%zu", sz * 8);
+        break;
+    case H5T_STRING:
+        snprintf(buf, cap, "string");
+        break;
+    case H5T_COMPOUND:
+        snprintf(buf, cap, "compound");
+        break;
+    case H5T_ENUM:
+        snprintf(buf, cap, "enum");
+        break;
+    case H5T_OPAQUE:
+        snprintf(buf, cap, "opaque");
+        break;
+    case H5T_ARRAY:
+        snprintf(buf, cap, "array");
+        break;
+    case H5T_VLEN:
+        snprintf(buf, cap, "vlen");
+        break;
+    default:
+        snprintf(buf, cap, "type class %d", (int)cls);
+        break;
+    }
+}
+
+static int type_is(hid_t t, elem_t e)
+{
+    H5T_class_t cls = H5Tget_class(t);
+    size_t sz = H5Tget_size(t);
+    if (e == EL_F32)
+        return cls == H5T_FLOAT && sz == 4;
+    return cls == H5T_INTEGER && sz == elem_size(e) && H5Tget_sign(t) == H5T_SGN_NONE;
+}
+
+#define MAX_RANK 8
+
+/* Rank and dims of a dataspace; rank -1 for a null or unreadable one. */
+static int space_shape(hid_t space, hsize_t dims[MAX_RANK])
+{
+    H5S_class_t cls = H5Sget_simple_extent_type(space);
+    if (cls == H5S_SCALAR)
+        return 0;
+    if (cls != H5S_SIMPLE)
+        return -1;
+    int rank = H5Sget_simple_extent_ndims(space);
+    if (rank < 0 || rank > MAX_RANK)
+        return rank < 0 ? -1 : rank;
+    if (H5Sget_simple_extent_dims(space, dims, NULL) < 0)
+        return -1;
+    return rank;
+}
+
+static void shape_desc(int rank, const hsize_t *dims, char *buf, size_t cap)
+{
+    if (rank < 0) {
+        snprintf(buf, cap, "a null dataspace");
+        return;
+    }
+    if (rank > MAX_RANK) {
+        snprintf(buf, cap, "rank %d", rank);
+        return;
+    }
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "",
+                              (unsigned long long)dims[i]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+/* ---- attributes ---- */
+
+/* 1 and *attr open if obj has attribute `name`, 0 if not, -1 on error. */
+static int open_attr(rd_t *rd, hid_t obj, const char *label, const char *name, hid_t *attr)
+{
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0)
+        return fail(rd, label, "cannot look up attribute %s (corrupt file?); expected a readable "
+                               "object header", name);
+    if (ex == 0)
+        return 0;
+    *attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (*attr < 0)
+        return fail(rd, label, "cannot open attribute %s (corrupt file?); expected a readable "
+                               "attribute", name);
+    return 1;
+}
+
+/* One-element attribute: scalar, or simple with one element. */
+static int attr_is_single(hid_t attr)
+{
+    hid_t sp = H5Aget_space(attr);
+    if (sp < 0)
+        return 0;
+    hssize_t n = H5Sget_simple_extent_npoints(sp);
+    H5S_class_t cls = H5Sget_simple_extent_type(sp);
+    H5Sclose(sp);
+    return (cls == H5S_SCALAR || cls == H5S_SIMPLE) && n == 1;
+}
+
+/* String attribute, variable- or fixed-length, into a malloc'd C string.
+ * `label` is the object named in messages ("schema" for a root attribute,
+ * the dataset's name for one of its attributes).  Returns 1 (found), 0
+ * (absent: *out = NULL) or -1. */
+static int read_str_attr(rd_t *rd, hid_t obj, const char *label, const char *name, char **out)
+{
+    hid_t attr = -1, ftype = -1, mtype = -1;
+    int rc = -1;
+    char tdesc[64];
+    *out = NULL;
+    int o = open_attr(rd, obj, label, name, &attr);
+    if (o <= 0)
+        return o;
+    ftype = H5Aget_type(attr);
+    if (ftype < 0) {
+        fail(rd, label, "cannot read the type of attribute %s (corrupt file?); expected a string",
+             name);
+        goto done;
+    }
+    if (H5Tget_class(ftype) != H5T_STRING || !attr_is_single(attr)) {
+        type_desc(ftype, tdesc, sizeof tdesc);
+        fail(rd, label, "attribute %s is not a single string (found %s%s); expected a scalar "
+                        "string attribute", name, tdesc,
+             attr_is_single(attr) ? "" : " with more than one element");
+        goto done;
+    }
+    /* Character sets must match or HDF5 refuses the conversion. */
+    mtype = H5Tcopy(H5T_C_S1);
+    if (mtype < 0 || H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0)
+        goto read_fail;
+    htri_t vl = H5Tis_variable_str(ftype);
+    if (vl < 0)
+        goto read_fail;
+    if (vl) {
+        char *p = NULL;
+        if (H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Aread(attr, mtype, &p) < 0)
+            goto read_fail;
+        *out = strdup(p ? p : "");
+        if (p)
+            H5free_memory(p);
+    } else {
+        size_t sz = H5Tget_size(ftype);
+        if (sz == 0 || sz > (1u << 20)) {
+            fail(rd, label, "attribute %s has a fixed string size of %zu bytes; expected 1 byte "
+                            "to 1 MiB", name, sz);
+            goto done;
+        }
+        char *buf = calloc(sz + 1, 1);
+        if (!buf) {
+            fail(rd, label, "out of memory reading attribute %s; expected %zu bytes", name, sz);
+            goto done;
+        }
+        if (H5Tset_size(mtype, sz) < 0 || H5Tset_strpad(mtype, H5T_STR_NULLPAD) < 0 ||
+            H5Aread(attr, mtype, buf) < 0) {
+            free(buf);
+            goto read_fail;
+        }
+        buf[sz] = '\0';
+        *out = buf;
+    }
+    if (!*out) {
+        fail(rd, label, "out of memory reading attribute %s; expected a string", name);
+        goto done;
+    }
+    rc = 1;
+    goto done;
+read_fail:
+    fail(rd, label, "cannot read attribute %s (corrupt file?); expected a readable string", name);
+done:
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    H5Aclose(attr);
+    return rc;
+}
+
+/* Required integer root attribute (any integer type), into int64. */
+static int read_int_attr(rd_t *rd, const char *name, int64_t *out)
+{
+    hid_t attr = -1, ftype = -1;
+    int rc = -1;
+    char tdesc[64];
+    int o = open_attr(rd, rd->root, name, name, &attr);
+    if (o < 0)
+        return -1;
+    if (o == 0)
+        return fail(rd, name, "root attribute missing; expected an integer scalar %s", name);
+    ftype = H5Aget_type(attr);
+    if (ftype < 0 || H5Tget_class(ftype) != H5T_INTEGER || !attr_is_single(attr)) {
+        if (ftype >= 0)
+            type_desc(ftype, tdesc, sizeof tdesc);
+        else
+            snprintf(tdesc, sizeof tdesc, "an unreadable type");
+        fail(rd, name, "root attribute is %s%s; expected an integer scalar", tdesc,
+             ftype >= 0 && !attr_is_single(attr) ? " with more than one element" : "");
+        goto done;
+    }
+    /* HDF5 clips out-of-range values (a uint64 above INT64_MAX) to
+     * INT64_MAX, which the size checks then refuse. */
+    if (H5Aread(attr, H5T_NATIVE_INT64, out) < 0) {
+        fail(rd, name, "cannot read root attribute (corrupt file?); expected an integer scalar");
+        goto done;
+    }
+    rc = 0;
+done:
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    H5Aclose(attr);
+    return rc;
+}
+
+/* ---- datasets ---- */
+
+/* 1 and *ds open if root has a dataset `name`; 0 if no such link; -1 if the
+ * lookup fails or `name` is something other than a dataset. */
+static int open_ds(rd_t *rd, const char *name, hid_t *ds)
+{
+    htri_t ex = H5Lexists(rd->root, name, H5P_DEFAULT);
+    if (ex < 0)
+        return fail(rd, name, "cannot look up the dataset (corrupt file?); expected a readable "
+                              "root group");
+    if (ex == 0)
+        return 0;
+    hid_t obj = H5Oopen(rd->root, name, H5P_DEFAULT);
+    if (obj < 0)
+        return fail(rd, name, "cannot open the object (corrupt file or dangling link?); "
+                              "expected a dataset");
+    if (H5Iget_type(obj) != H5I_DATASET) {
+        H5Oclose(obj);
+        return fail(rd, name, "is not a dataset (a group or a named type); expected a dataset");
+    }
+    *ds = obj;
+    return 1;
+}
+
+/* Checks that ds has dtype e and exactly the given dims; `expect` says in
+ * words what the dims are ("(N, K/2)").  A dataset whose dtype is right but
+ * whose shape is [a, 1] where [a] is wanted is not accepted here; callers
+ * that allow alternatives check them first. */
+static int check_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int rank,
+                    const int64_t *want, const char *expect)
+{
+    hsize_t dims[MAX_RANK];
+    int frank = -1;
+    hid_t ftype = H5Dget_type(ds), space = H5Dget_space(ds);
+    int type_ok = 0, shape_ok = 0;
+    char tdesc[64] = "an unreadable type", sdesc[256], wdesc[256];
+    if (ftype >= 0) {
+        type_desc(ftype, tdesc, sizeof tdesc);
+        type_ok = type_is(ftype, e);
+        H5Tclose(ftype);
+    }
+    if (space >= 0) {
+        frank = space_shape(space, dims);
+        H5Sclose(space);
+    }
+    shape_ok = frank == rank;
+    for (int i = 0; shape_ok && i < rank; i++)
+        shape_ok = dims[i] == (hsize_t)want[i];
+    if (type_ok && shape_ok)
+        return 0;
+    hsize_t w[MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        w[i] = (hsize_t)want[i];
+    shape_desc(rank, w, wdesc, sizeof wdesc);
+    if (space < 0)
+        snprintf(sdesc, sizeof sdesc, "an unreadable dataspace");
+    else
+        shape_desc(frank, dims, sdesc, sizeof sdesc);
+    return fail(rd, name, "wrong %s; expected %s %s %s, found %s %s",
+                !type_ok && !shape_ok ? "shape and dtype" : !type_ok ? "dtype" : "shape",
+                wdesc, expect, elem_name(e), sdesc, tdesc);
+}
+
+/* Allocates count elements of e (count already bounded by the dims checks)
+ * and reads the whole dataset into it with e's native memory type. */
+static int read_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int64_t count, void **out)
+{
+    size_t es = elem_size(e);
+    if (count <= 0 || (uint64_t)count > SIZE_MAX / es)
+        return fail(rd, name, "%lld elements do not fit in memory; expected at most %zu",
+                    (long long)count, (size_t)(SIZE_MAX / es));
+    /* HDF5 checks the end-of-file address only on open; a file cut short
+     * whose superblock still matches (or was patched) reads the missing part
+     * of a contiguous dataset as zeros.  Its data must lie inside the file. */
+    haddr_t off = H5Dget_offset(ds);
+    hsize_t stored = H5Dget_storage_size(ds);
+    if (off != HADDR_UNDEF && (uint64_t)off + (uint64_t)stored > (uint64_t)rd->file_size)
+        return fail(rd, name, "data at bytes [%llu, %llu) lies beyond the end of the file (%lld "
+                              "bytes; truncated file?); expected the data inside the file",
+                    (unsigned long long)off, (unsigned long long)(off + stored),
+                    (long long)rd->file_size);
+    void *buf = malloc((size_t)count * es);
+    if (!buf)
+        return fail(rd, name, "out of memory allocating %lld %s elements; expected to fit in "
+                              "memory", (long long)count, elem_name(e));
+    if (H5Dread(ds, elem_memtype(e), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        free(buf);
+        return fail(rd, name, "reading the data failed (truncated or corrupt file?); expected "
+                              "%lld readable %s elements", (long long)count, elem_name(e));
+    }
+    *out = buf;
+    return 0;
+}
+
+/* Dtype attribute of a uint16 bf16 array: must be present and "bfloat16". */
+static int check_bf16_attr(rd_t *rd, const char *name, hid_t ds)
+{
+    char *dt = NULL;
+    int r = read_str_attr(rd, ds, name, "dtype", &dt);
+    if (r < 0)
+        return -1;
+    if (r == 0)
+        return fail(rd, name, "uint16 data without attribute dtype; expected dtype = "
+                              "\"bfloat16\" on a uint16 array");
+    if (strcmp(dt, "bfloat16") != 0) {
+        fail(rd, name, "attribute dtype = \"%.64s\" on uint16 data; expected dtype = "
+                       "\"bfloat16\"", dt);
+        free(dt);
+        return -1;
+    }
+    free(dt);
+    return 0;
+}
+
+/* A [M, N] bf16 output (out, out_rerun, aiter); absent -> *out stays NULL. */
+static int read_output(rd_t *rd, const char *name, const case_t *c, uint16_t **out)
+{
+    hid_t ds;
+    int o = open_ds(rd, name, &ds);
+    if (o <= 0)
+        return o;
+    const int64_t want[2] = {c->M, c->N};
+    void *buf = NULL;
+    int rc = -1;
+    if (check_ds(rd, name, ds, EL_U16, 2, want, "(M, N) bf16 bits as") == 0 &&
+        check_bf16_attr(rd, name, ds) == 0 && read_ds(rd, name, ds, EL_U16, c->M * c->N, &buf) == 0) {
+        *out = buf;
+        rc = 0;
+    }
+    H5Dclose(ds);
+    return rc;
+}
+
+static int read_weight(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "weight", &ds);
+    if (o < 0)
+        return -1;
+    if (o == 0)
+        return fail(rd, "weight", "dataset missing; expected [%lld, %lld] (N, K/2) uint8 packed "
+                                  "e2m1", (long long)c->N, (long long)(c->K / 2));
+    const int64_t want[2] = {c->N, c->K / 2};
+    char *order = NULL;
+    void *buf = NULL;
+    int rc = -1;
+    if (check_ds(rd, "weight", ds, EL_U8, 2, want, "(N, K/2)") != 0)
+        goto done;
+    int r = read_str_attr(rd, ds, "weight", "order", &order);
+    if (r < 0)
+        goto done;
+    c->weight_order = WEIGHT_ORDER_CHECKPOINT;
+    if (r == 1 && case_weight_order_from_attr(order, &c->weight_order) != 0) {
+        fail(rd, "weight", "attribute order = \"%.64s\" is unknown; expected \"checkpoint\" or "
+                           "\"fragment\"", order);
+        goto done;
+    }
+    if (c->weight_order == WEIGHT_ORDER_FRAGMENT && (c->N % 16 != 0 || c->K % 16 != 0)) {
+        fail(rd, "weight", "order \"fragment\" with N=%lld, K=%lld; expected N %% 16 == 0 and "
+                           "K %% 16 == 0 for fragment order", (long long)c->N, (long long)c->K);
+        goto done;
+    }
+    if (read_ds(rd, "weight", ds, EL_U8, c->N * (c->K / 2), &buf) != 0)
+        goto done;
+    c->weight = buf;
+    rc = 0;
+done:
+    free(order);
+    H5Dclose(ds);
+    return rc;
+}
+
+static int read_weight_scale(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "weight_scale", &ds);
+    if (o < 0)
+        return -1;
+    if (o == 0)
+        return fail(rd, "weight_scale", "dataset missing; expected e8m0 uint8 [%lld, %lld] "
+                                        "(N, K/32) or [%lld, %lld] (K/32, N) with attribute layout",
+                    (long long)c->N, (long long)(c->K / 32), (long long)(c->K / 32),
+                    (long long)c->N);
+    char *layout = NULL;
+    void *buf = NULL;
+    int rc = -1;
+    /* The layout attribute comes first: without it the shape cannot be
+     * judged, and for a square [N, K/32] the shape cannot tell the two apart. */
+    int r = read_str_attr(rd, ds, "weight_scale", "layout", &layout);
+    if (r < 0)
+        goto done;
+    if (r == 0) {
+        fail(rd, "weight_scale", "attribute layout missing; expected layout = \"N,K/32\" or "
+                                 "\"K/32,N\"");
+        goto done;
+    }
+    if (scale_layout_from_name(layout, &c->scale_layout) != 0) {
+        fail(rd, "weight_scale", "attribute layout = \"%.64s\" is unknown; expected \"N,K/32\" or "
+                                 "\"K/32,N\"", layout);
+        goto done;
+    }
+    int64_t want[2] = {c->N, c->K / 32};
+    const char *expect = "(N, K/32)";
+    if (c->scale_layout == SCALE_LAYOUT_KN) {
+        want[0] = c->K / 32;
+        want[1] = c->N;
+        expect = "(K/32, N)";
+    }
+    if (check_ds(rd, "weight_scale", ds, EL_U8, 2, want, expect) != 0 ||
+        read_ds(rd, "weight_scale", ds, EL_U8, c->N * (c->K / 32), &buf) != 0)
+        goto done;
+    c->weight_scale = buf;
+    rc = 0;
+done:
+    free(layout);
+    H5Dclose(ds);
+    return rc;
+}
+
+static int read_weight_ref(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "weight_ref", &ds);
+    if (o <= 0)
+        return o;
+    int rc = -1;
+    void *buf = NULL;
+    hsize_t dims[MAX_RANK];
+    hid_t space = H5Dget_space(ds);
+    int rank = space >= 0 ? space_shape(space, dims) : -1;
+    if (space >= 0)
+        H5Sclose(space);
+    /* The length IS the route (N folded, 2 per-block, 1 aiter), so check it
+     * against the three before the generic check reports a mismatch. */
+    int64_t len = rank == 1 ? (int64_t)dims[0] : -1;
+    if (rank == 1 && len != c->N && len != 2 && len != 1) {
+        fail(rd, "weight_ref", "length %lld is not a known route; expected [%lld] (N, folded), "
+                               "[2] (per-block) or [1] (aiter) uint8", (long long)len,
+             (long long)c->N);
+        goto done;
+    }
+    const int64_t want[1] = {rank == 1 ? len : c->N};
+    if (check_ds(rd, "weight_ref", ds, EL_U8, 1, want, "(N | 2 | 1)") != 0 ||
+        read_ds(rd, "weight_ref", ds, EL_U8, len, &buf) != 0)
+        goto done;
+    c->weight_ref = buf;
+    c->weight_ref_len = len;
+    rc = 0;
+done:
+    H5Dclose(ds);
+    return rc;
+}
+
+/* RNE is not needed here: bf16 -> fp32 is exact (the bits shifted up). */
+static void bf16_to_f32(const uint16_t *in, int64_t n, float *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)in[i] << 16;
+        memcpy(&out[i], &u, sizeof u);
+    }
+}
+
+static int read_x(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "x", &ds);
+    if (o <= 0)
+        return o;
+    int rc = -1;
+    void *raw = NULL;
+    char *dt = NULL;
+    const int64_t want[2] = {c->M, c->K};
+    const int64_t n = c->M * c->K;
+    hid_t ftype = H5Dget_type(ds);
+    int is_u16 = ftype >= 0 && type_is(ftype, EL_U16);
+    int is_f32 = ftype >= 0 && type_is(ftype, EL_F32);
+    char tdesc[64] = "an unreadable type";
+    if (ftype >= 0) {
+        type_desc(ftype, tdesc, sizeof tdesc);
+        H5Tclose(ftype);
+    }
+    if (!is_u16 && !is_f32) {
+        fail(rd, "x", "wrong dtype; expected [%lld, %lld] (M, K) uint16 (bf16 bits, dtype = "
+                      "\"bfloat16\") or float32, found %s", (long long)c->M, (long long)c->K,
+             tdesc);
+        goto done;
+    }
+    if (is_u16) {
+        if (check_ds(rd, "x", ds, EL_U16, 2, want, "(M, K) bf16 bits as") != 0 ||
+            check_bf16_attr(rd, "x", ds) != 0 || read_ds(rd, "x", ds, EL_U16, n, &raw) != 0)
+            goto done;
+        float *f = malloc((size_t)n * sizeof *f);
+        if (!f) {
+            fail(rd, "x", "out of memory decoding %lld bf16 elements; expected to fit in memory",
+                 (long long)n);
+            goto done;
+        }
+        bf16_to_f32(raw, n, f);
+        c->x = f;
+        c->x_storage = X_STORED_BF16;
+    } else {
+        /* A float32 x may carry dtype = "float32"; anything else contradicts it. */
+        int r = read_str_attr(rd, ds, "x", "dtype", &dt);
+        if (r < 0)
+            goto done;
+        if (r == 1 && strcmp(dt, "float32") != 0) {
+            fail(rd, "x", "attribute dtype = \"%.64s\" on float32 data; expected no dtype "
+                          "attribute or dtype = \"float32\"", dt);
+            goto done;
+        }
+        if (check_ds(rd, "x", ds, EL_F32, 2, want, "(M, K)") != 0 ||
+            read_ds(rd, "x", ds, EL_F32, n, &raw) != 0)
+            goto done;
+        c->x = raw;
+        raw = NULL;
+        c->x_storage = X_STORED_F32;
+    }
+    rc = 0;
+done:
+    free(raw);
+    free(dt);
+    H5Dclose(ds);
+    return rc;
+}
+
+static int read_x_fp8(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "x_fp8", &ds);
+    if (o <= 0)
+        return o;
+    int rc = -1;
+    char *fmt = NULL;
+    void *buf = NULL;
+    const int64_t want[2] = {c->M, c->K};
+    if (check_ds(rd, "x_fp8", ds, EL_U8, 2, want, "(M, K) fp8 codes as") != 0)
+        goto done;
+    int r = read_str_attr(rd, ds, "x_fp8", "format", &fmt);
+    if (r < 0)
+        goto done;
+    c->x_fp8_format = FP8_E4M3FN;
+    if (r == 1 && case_fp8_format_from_attr(fmt, &c->x_fp8_format) != 0) {
+        fail(rd, "x_fp8", "attribute format = \"%.64s\" is unknown; expected \"e4m3fn\" or "
+                          "\"e4m3fnuz\"", fmt);
+        goto done;
+    }
+    if (read_ds(rd, "x_fp8", ds, EL_U8, c->M * c->K, &buf) != 0)
+        goto done;
+    c->x_fp8 = buf;
+    rc = 0;
+done:
+    free(fmt);
+    H5Dclose(ds);
+    return rc;
+}
+
+static int read_x_scale(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "x_scale", &ds);
+    if (o <= 0)
+        return o;
+    int rc = -1;
+    void *buf = NULL;
+    hsize_t dims[MAX_RANK];
+    hid_t space = H5Dget_space(ds);
+    int rank = space >= 0 ? space_shape(space, dims) : -1;
+    if (space >= 0)
+        H5Sclose(space);
+    /* torch keeps per-token scales as [M, 1]; the production code views
+     * them as [M].  Both are the same bytes. */
+    int r2 = rank == 2 && dims[1] == 1;
+    const int64_t want[2] = {c->M, 1};
+    if (check_ds(rd, "x_scale", ds, EL_F32, r2 ? 2 : 1, want,
+                 r2 ? "(M, 1)" : "(M, or [M, 1])") != 0 ||
+        read_ds(rd, "x_scale", ds, EL_F32, c->M, &buf) != 0)
+        goto done;
+    c->x_scale = buf;
+    rc = 0;
+done:
+    H5Dclose(ds);
+    return rc;
+}
+
+static int read_all(rd_t *rd, case_t *c)
+{
+    char *schema = NULL;
+    int r = read_str_attr(rd, rd->root, "schema", "schema", &schema);
+    if (r < 0)
+        return -1;
+    if (r == 0)
+        return fail(rd, "schema", "root attribute missing; expected schema = \"%s\"",
+                    CASE_SCHEMA_V1);
+    if (strcmp(schema, CASE_SCHEMA_V1) != 0) {
+        fail(rd, "schema", "\"%.64s\" is not a supported schema; expected \"%s\"", schema,
+             CASE_SCHEMA_V1);
+        free(schema);
+        return -1;
+    }
+    free(schema);
+
+    if (read_int_attr(rd, "M", &c->M) || read_int_attr(rd, "N", &c->N) ||
+        read_int_attr(rd, "K", &c->K))
+        return -1;
+    /* Every product below (M*K, N*K/2, M*N) is bounded by this. */
+    if (case_check_dims(c->M, c->N, c->K, rd->path, rd->err) != 0)
+        return -1;
+
+    struct { const char *name; char **dst; } prov[] = {
+        {"kernel_path", &c->kernel_path}, {"layer", &c->layer}, {"model", &c->model},
+        {"capture_time", &c->capture_time}, {"env_flags", &c->env_flags},
+    };
+    for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
+        if (read_str_attr(rd, rd->root, prov[i].name, prov[i].name, prov[i].dst) < 0)
+            return -1;
+
+    if (read_weight(rd, c) || read_weight_scale(rd, c) || read_weight_ref(rd, c) ||
+        read_x(rd, c) || read_x_fp8(rd, c) || read_x_scale(rd, c))
+        return -1;
+    if (c->x_fp8 && !c->x_scale)
+        return fail(rd, "x_scale", "dataset missing while x_fp8 is present; expected x_scale "
+                                   "[%lld] float32 with x_fp8", (long long)c->M);
+    if (c->x_scale && !c->x_fp8)
+        return fail(rd, "x_fp8", "dataset missing while x_scale is present; expected x_fp8 "
+                                 "[%lld, %lld] uint8 with x_scale", (long long)c->M,
+                    (long long)c->K);
+    if (!c->x && !c->x_fp8)
+        return fail(rd, "x", "neither x nor x_fp8 is present; expected x [%lld, %lld] (bf16 or "
+                             "float32) and/or x_fp8 [%lld, %lld] uint8 + x_scale [%lld] float32",
+                    (long long)c->M, (long long)c->K, (long long)c->M, (long long)c->K,
+                    (long long)c->M);
+
+    if (read_output(rd, "out", c, &c->out) < 0 ||
+        read_output(rd, "out_rerun", c, &c->out_rerun) < 0 ||
+        read_output(rd, "aiter", c, &c->aiter) < 0)
+        return -1;
+    return 0;
+}
+
+int case_read(const char *path, case_t *c, kr_error_t *err)
+{
+    if (!c)
+        return kr_fail(err, "%s: case: NULL output; expected a case_t to fill",
+                       path ? path : "(null)");
+    memset(c, 0, sizeof *c);
+    if (!path)
+        return kr_fail(err, "(null): file: no path given; expected a case file path");
+
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return kr_fail(err, "%s: file: cannot open (%s); expected an existing HDF5 case file",
+                       path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return kr_fail(err, "%s: file: is a directory; expected an HDF5 case file", path);
+
+    /* HDF5 prints its whole error stack to stderr by default; every failure
+     * is reported through err instead. */
+    H5E_auto2_t old_func = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+
+    rd_t rd = {.path = path, .file = -1, .root = -1, .file_size = (int64_t)st.st_size,
+               .err = err};
+    case_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    hid_t fapl = -1;
+    int rc = -1;
+
+    /* Checked first so a text file or an empty file gets a plain message
+     * instead of whatever H5Fopen's failure would suggest. */
+#if H5_VERSION_GE(1, 12, 0)
+    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
+#else
+    htri_t is = H5Fis_hdf5(path);
+#endif
+    if (is <= 0) {
+        if (is == 0)
+            kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected an HDF5 case "
+                         "file (schema %s)", path, CASE_SCHEMA_V1);
+        else
+            kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected an "
+                         "HDF5 case file", path);
+        goto done;
+    }
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0) {
+        kr_fail(err, "%s: file: cannot set up an HDF5 property list; expected a working HDF5 "
+                     "library", path);
+        goto done;
+    }
+#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
+    /* Read-only access needs no lock; where the file system has none (NFS,
+     * Lustre) HDF5 would otherwise refuse to open the file at all. */
+    H5Pset_file_locking(fapl, 1, 1);
+#endif
+    rd.file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (rd.file < 0) {
+        kr_fail(err, "%s: file: HDF5 cannot open it (truncated or corrupt file?); expected a "
+                     "complete HDF5 file", path);
+        goto done;
+    }
+    rd.root = H5Gopen2(rd.file, "/", H5P_DEFAULT);
+    if (rd.root < 0) {
+        kr_fail(err, "%s: /: cannot open the root group (corrupt file?); expected a readable "
+                     "root group", path);
+        goto done;
+    }
+    if (read_all(&rd, &tmp) != 0)
+        goto done;
+    tmp.path = strdup(path);
+    if (!tmp.path) {
+        kr_fail(err, "%s: file: out of memory; expected to fit in memory", path);
+        goto done;
+    }
+    *c = tmp;
+    memset(&tmp, 0, sizeof tmp);
+    rc = 0;
+done:
+    case_free(&tmp);
+    if (rd.root >= 0)
+        H5Gclose(rd.root);
+    if (rd.file >= 0)
+        H5Fclose(rd.file);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    return rc;
+}
