@@ -1,7 +1,30 @@
-/* The kreplay command line: one function per subcommand, dispatched by name. */
+/* The kreplay command line: one function per subcommand, dispatched by name
+ * in cli_main.c.  Each returns the process exit code: 0 success, 1 a
+ * failing verdict, 2 a usage or input error. */
 #ifndef KR_CLI_H
 #define KR_CLI_H
 
+#define EXIT_VERDICT_FAILED 1
+#define EXIT_USAGE 2
+
 int kreplay_main(int argc, char **argv);
+
+int cli_replay(int argc, char **argv);
+int cli_list(int argc, char **argv);
+int cli_synth(int argc, char **argv);
+int cli_inspect(int argc, char **argv);
+
+/* Shared helpers. */
+/* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */
+int cli_parse_int_list(const char *s, long long *values, int cap);
+/* Expands CASE arguments: files as given, directories to their *.h5 and *.pt
+ * files in name order.  Returns a malloc'd NULL-terminated array of strings. */
+char **cli_expand_cases(int n, char **args, int *count);
+void cli_free_strings(char **list);
+/* The command line as one string, for provenance. */
+char *cli_command_line(int argc, char **argv);
+/* The build's version and commit. */
+const char *cli_version(void);
+const char *cli_git_commit(void);
 
 #endif

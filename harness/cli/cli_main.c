@@ -1,11 +1,48 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: kreplay <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  replay CASE...        replay cases through the kernel models and references\n"
+            "  list kernels          the kernel registry (--verbose: formats and accumulation order)\n"
+            "  synth                 write synthetic schema-v1 cases\n"
+            "  inspect CASE...       what a case holds, and the health of its inputs\n"
+            "  version               print the version\n"
+            "\n"
+            "Run 'kreplay <command> --help' for a command's options.\n"
+            "Exit codes: 0 pass, 1 a failing verdict, 2 a usage or input error.\n");
+}
 
 int kreplay_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "kreplay: under construction\n");
-    return 2;
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "replay"))
+        return cli_replay(argc - 1, argv + 1);
+    if (!strcmp(cmd, "list"))
+        return cli_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "synth"))
+        return cli_synth(argc - 1, argv + 1);
+    if (!strcmp(cmd, "inspect"))
+        return cli_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("kreplay %s (commit %s)\n", cli_version(), cli_git_commit());
+        return 0;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "kreplay: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
 }

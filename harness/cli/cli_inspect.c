@@ -1,0 +1,52 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "case_io.h"
+#include "cli.h"
+#include "input_health.h"
+
+static const char *or_dash(const char *s)
+{
+    return s ? s : "-";
+}
+
+int cli_inspect(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fprintf(argc < 2 ? stderr : stdout, "usage: kreplay inspect CASE...\n");
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    int status = 0;
+    for (int i = 1; i < argc; i++) {
+        case_t c;
+        kr_error_t err = {{0}};
+        if (case_read(argv[i], &c, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            status = EXIT_USAGE;
+            continue;
+        }
+        input_health_t h;
+        input_health_compute(&c, &h);
+        char health[512];
+        input_health_describe(&h, health, sizeof health);
+        printf("%s\n", argv[i]);
+        printf("  shape:        M=%lld N=%lld K=%lld\n", (long long)c.M, (long long)c.N, (long long)c.K);
+        printf("  x:            %s\n", c.x ? (c.x_storage == X_STORED_BF16 ? "bf16" : "fp32") : "absent");
+        printf("  x_fp8:        %s\n", c.x_fp8 ? (c.x_fp8_format == FP8_E4M3FN ? "e4m3fn + x_scale" : "e4m3fnuz + x_scale") : "absent");
+        printf("  weight:       %s order, scales [%s]\n",
+               c.weight_order == WEIGHT_ORDER_FRAGMENT ? "fragment (WPERM)" : "checkpoint",
+               scale_layout_name(c.scale_layout));
+        printf("  weight_ref:   %s\n", !c.weight_ref ? "absent"
+                                       : c.weight_ref_len == c.N ? "per-row (folded path)"
+                                       : c.weight_ref_len == 2 ? "2 elements (per-block path)"
+                                                               : "1 element (aiter route)");
+        printf("  recorded:     out %s, out_rerun %s, aiter %s\n", c.out ? "yes" : "no",
+               c.out_rerun ? "yes" : "no", c.aiter ? "yes" : "no");
+        printf("  provenance:   kernel_path=%s layer=%s model=%s captured=%s\n", or_dash(c.kernel_path),
+               or_dash(c.layer), or_dash(c.model), or_dash(c.capture_time));
+        printf("  env flags:    %s\n", or_dash(c.env_flags));
+        printf("  input health: %s\n", health);
+        case_free(&c);
+    }
+    return status;
+}

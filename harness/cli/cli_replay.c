@@ -1,0 +1,234 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "case_io.h"
+#include "cli.h"
+#include "replay.h"
+#include "report.h"
+
+static void replay_usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: kreplay replay [options] CASE|DIR...\n"
+            "\n"
+            "Replays each case through the selected kernels' CPU models and compares every\n"
+            "output, and the outputs recorded in the case, with the references.\n"
+            "\n"
+            "  -k, --kernels PATTERNS   comma-separated globs over kernel names (default: all;\n"
+            "                           see 'kreplay list kernels')\n"
+            "  -r, --refs LIST          references: exact,source (default: both)\n"
+            "      --act-source MODE    auto (recorded fp8 if present, else quantize x),\n"
+            "                           recorded, quantize (default: auto)\n"
+            "      --fp8-quant V        vllm | traced | pure | reciprocal (default: vllm)\n"
+            "      --mxfp4-quant V      aiter-even | ocp | ceil (default: aiter-even)\n"
+            "      --e8m0-zero          weight scale byte 0 decodes to 0.0 (Triton's fallback)\n"
+            "      --no-recorded        no rows for the outputs recorded in the case\n"
+            "      --json               print JSON on stdout instead of the table\n"
+            "  -o, --out DIR            write DIR/results.json, results.csv and report.md\n"
+            "      --save-outputs FILE  HDF5 file with every kernel output and its operands\n"
+            "  -t, --threads N          threads for the models (default: all cores)\n"
+            "      --oracle             also compute every reference in fp64 and report the fp32\n"
+            "                           reference's own error (column ref_f32_vs_f64)\n"
+            "\n"
+            "Exit: 0 all rows pass, 1 a failing verdict, 2 a usage or input error.\n");
+}
+
+static int parse_refs(const char *s, unsigned *refs)
+{
+    *refs = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(p, "exact") || !strcmp(p, "R_exact"))
+            *refs |= REF_EXACT;
+        else if (!strcmp(p, "source") || !strcmp(p, "R_source"))
+            *refs |= REF_SOURCE;
+        else
+            return -1;
+    }
+    return *refs ? 0 : -1;
+}
+
+int cli_replay(int argc, char **argv)
+{
+    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE };
+    static const struct option longopts[] = {
+        {"kernels", required_argument, 0, 'k'},
+        {"refs", required_argument, 0, 'r'},
+        {"act-source", required_argument, 0, OPT_ACT},
+        {"fp8-quant", required_argument, 0, OPT_FP8},
+        {"mxfp4-quant", required_argument, 0, OPT_MX},
+        {"e8m0-zero", no_argument, 0, OPT_E8M0},
+        {"no-recorded", no_argument, 0, OPT_NOREC},
+        {"json", no_argument, 0, OPT_JSON},
+        {"out", required_argument, 0, 'o'},
+        {"save-outputs", required_argument, 0, OPT_SAVE},
+        {"threads", required_argument, 0, 't'},
+        {"oracle", no_argument, 0, OPT_ORACLE},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    replay_options_t opt;
+    replay_options_default(&opt);
+    const char *out_dir = NULL, *save_path = NULL;
+    int json = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "k:r:o:t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'k':
+            opt.kernel_patterns = optarg;
+            break;
+        case 'r':
+            if (parse_refs(optarg, &opt.refs)) {
+                fprintf(stderr, "kreplay replay: --refs: unknown reference in '%s' (exact, source)\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_ACT:
+            if (!strcmp(optarg, "auto"))
+                opt.kernel.act_source = ACT_SOURCE_AUTO;
+            else if (!strcmp(optarg, "recorded"))
+                opt.kernel.act_source = ACT_SOURCE_RECORDED;
+            else if (!strcmp(optarg, "quantize"))
+                opt.kernel.act_source = ACT_SOURCE_QUANTIZE;
+            else {
+                fprintf(stderr, "kreplay replay: --act-source: '%s' is not auto, recorded or quantize\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_FP8:
+            if (fp8_token_variant_from_name(optarg, &opt.kernel.fp8_variant)) {
+                fprintf(stderr, "kreplay replay: --fp8-quant: unknown variant '%s' (vllm, traced, pure, reciprocal)\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_MX:
+            if (mxfp4_variant_from_name(optarg, &opt.kernel.mxfp4_variant)) {
+                fprintf(stderr, "kreplay replay: --mxfp4-quant: unknown variant '%s' (aiter-even, ocp, ceil)\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_E8M0:
+            opt.weight_e8m0_mode = E8M0_ZERO_IS_ZERO;
+            break;
+        case OPT_NOREC:
+            opt.include_recorded = 0;
+            break;
+        case OPT_JSON:
+            json = 1;
+            break;
+        case 'o':
+            out_dir = optarg;
+            break;
+        case OPT_SAVE:
+            save_path = optarg;
+            break;
+        case 't':
+            opt.kernel.threads = atoi(optarg);
+            if (opt.kernel.threads <= 0) {
+                fprintf(stderr, "kreplay replay: --threads: '%s' is not a positive integer\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_ORACLE:
+            opt.oracle = 1;
+            break;
+        case 'h':
+            replay_usage(stdout);
+            return 0;
+        default:
+            replay_usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "kreplay replay: no case given\n");
+        replay_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (opt.kernel_patterns) {
+        int any = 0;
+        for (int i = 0; i < kernel_count(); i++)
+            any |= kernel_name_matches(kernel_at(i)->name, opt.kernel_patterns);
+        if (!any) {
+            fprintf(stderr, "kreplay replay: --kernels '%s' matches no kernel (see 'kreplay list kernels')\n",
+                    opt.kernel_patterns);
+            return EXIT_USAGE;
+        }
+    }
+    kr_error_t err = {{0}};
+    if (out_dir && make_dirs(out_dir, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    /* Outputs go to a temporary file renamed into place at the end, so an
+     * interrupted run never leaves a file that looks complete. */
+    char save_tmp[4200] = "";
+    if (save_path) {
+        snprintf(save_tmp, sizeof save_tmp, "%s.tmp.%d", save_path, (int)getpid());
+        unlink(save_tmp);
+        opt.save_outputs_path = save_tmp;
+    }
+
+    int n_cases = 0;
+    char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
+    if (n_cases == 0) {
+        fprintf(stderr, "kreplay replay: no case files (*.h5, *.pt) found in the arguments\n");
+        cli_free_strings(cases);
+        return EXIT_USAGE;
+    }
+    result_list_t rows = {0};
+    int input_errors = 0;
+    for (int i = 0; i < n_cases; i++) {
+        case_t cs;
+        if (case_read(cases[i], &cs, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            input_errors++;
+            continue;
+        }
+        if (replay_case(&cs, &opt, &rows, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            input_errors++;
+        }
+        case_free(&cs);
+    }
+    cli_free_strings(cases);
+
+    char *cmdline = cli_command_line(argc, argv);
+    run_info_t info;
+    run_info_fill(&info, cmdline, cli_version(), cli_git_commit());
+    if (json)
+        report_json_write(stdout, &rows, &info);
+    else if (rows.count > 0) {
+        report_table_print(stdout, &rows);
+        report_summary_line(stdout, &rows);
+    }
+    int status = 0;
+    if (out_dir) {
+        if (report_write_dir(out_dir, &rows, &info, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            status = EXIT_USAGE;
+        } else if (!json) {
+            printf("report: %s/report.md (results.json, results.csv beside it)\n", out_dir);
+        }
+    }
+    if (save_path && access(save_tmp, F_OK) == 0) {
+        if (rename(save_tmp, save_path) != 0) {
+            fprintf(stderr, "kreplay: error: %s: cannot move outputs into place\n", save_path);
+            status = EXIT_USAGE;
+        }
+    }
+    int failing = 0;
+    for (int64_t i = 0; i < rows.count; i++)
+        failing += verdict_is_failure(rows.rows[i].verdict);
+    free(cmdline);
+    result_list_free(&rows);
+    if (status || input_errors)
+        return EXIT_USAGE;
+    return failing ? EXIT_VERDICT_FAILED : 0;
+}

@@ -1,0 +1,168 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "case_io.h"
+#include "cli.h"
+#include "synth.h"
+
+static void synth_usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: kreplay synth --shape NxK[,NxK...] --m M[,M...] --out DIR [options]\n"
+            "\n"
+            "Writes one schema-v1 case per shape and M: DIR/synth_N<N>_K<K>_M<M>_s<seed>.h5\n"
+            "(or DIR/<name>.h5 with --name and a single shape and M).\n"
+            "\n"
+            "      --seed S             random seed (default 1)\n"
+            "      --outliers N         outlier channels (default 4), --outlier-gain G (default 100)\n"
+            "      --token-spread S     sigma of log2 per-token scale (default 1.5)\n"
+            "      --weight-spread B    mean binades a weight block sits below its row max (default 3)\n"
+            "      --nan-block RxC[@C0] a block of R rows x C columns of NaN in x, from column C0\n"
+            "      --zero-rows N        the last N rows of x are zero\n"
+            "      --scale-layout L     nk (N,K/32, default) or kn (K/32,N)\n"
+            "      --fragment-order     store the weight in WPERM fragment order\n"
+            "      --layer NAME, --model NAME   provenance\n"
+            "      --name NAME          file name (single shape and M only)\n");
+}
+
+static int parse_shape_list(const char *s, long long *n, long long *k, int cap)
+{
+    int count = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (count >= cap || sscanf(p, "%lldx%lld", &n[count], &k[count]) != 2 || n[count] <= 0 ||
+            k[count] <= 0)
+            return -1;
+        count++;
+    }
+    return count > 0 ? count : -1;
+}
+
+int cli_synth(int argc, char **argv)
+{
+    enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
+           OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME };
+    static const struct option longopts[] = {
+        {"shape", required_argument, 0, 's'},
+        {"m", required_argument, 0, 'm'},
+        {"out", required_argument, 0, 'o'},
+        {"seed", required_argument, 0, OPT_SEED},
+        {"outliers", required_argument, 0, OPT_OUTLIERS},
+        {"outlier-gain", required_argument, 0, OPT_GAIN},
+        {"token-spread", required_argument, 0, OPT_TSPREAD},
+        {"weight-spread", required_argument, 0, OPT_WSPREAD},
+        {"nan-block", required_argument, 0, OPT_NAN},
+        {"zero-rows", required_argument, 0, OPT_ZERO},
+        {"scale-layout", required_argument, 0, OPT_LAYOUT},
+        {"fragment-order", no_argument, 0, OPT_FRAG},
+        {"layer", required_argument, 0, OPT_LAYER},
+        {"model", required_argument, 0, OPT_MODEL},
+        {"name", required_argument, 0, OPT_NAME},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    synth_params_t p;
+    synth_params_default(&p);
+    long long shape_n[64], shape_k[64], ms[64];
+    int n_shapes = 0, n_m = 0;
+    const char *out_dir = NULL, *name = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "s:m:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            n_shapes = parse_shape_list(optarg, shape_n, shape_k, 64);
+            if (n_shapes < 0) {
+                fprintf(stderr, "kreplay synth: --shape: expected NxK[,NxK...], got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'm':
+            n_m = cli_parse_int_list(optarg, ms, 64);
+            if (n_m < 0) {
+                fprintf(stderr, "kreplay synth: --m: expected M[,M...], got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'o': out_dir = optarg; break;
+        case OPT_SEED: p.seed = strtoull(optarg, NULL, 10); break;
+        case OPT_OUTLIERS: p.outlier_channels = atoi(optarg); break;
+        case OPT_GAIN: p.outlier_gain = atof(optarg); break;
+        case OPT_TSPREAD: p.token_spread = atof(optarg); break;
+        case OPT_WSPREAD: p.weight_exp_spread = atof(optarg); break;
+        case OPT_NAN: {
+            long long r, cc, c0 = 0;
+            int got = sscanf(optarg, "%lldx%lld@%lld", &r, &cc, &c0);
+            if (got < 2 || r <= 0 || cc <= 0 || c0 < 0) {
+                fprintf(stderr, "kreplay synth: --nan-block: expected RxC[@C0], got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            p.nan_rows = r;
+            p.nan_cols = cc;
+            p.nan_col0 = c0;
+            break;
+        }
+        case OPT_ZERO: p.zero_rows = atoll(optarg); break;
+        case OPT_LAYOUT:
+            if (!strcmp(optarg, "nk") || !strcmp(optarg, "N,K/32"))
+                p.scale_layout = SCALE_LAYOUT_NK;
+            else if (!strcmp(optarg, "kn") || !strcmp(optarg, "K/32,N"))
+                p.scale_layout = SCALE_LAYOUT_KN;
+            else {
+                fprintf(stderr, "kreplay synth: --scale-layout: '%s' is not nk or kn\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_FRAG: p.weight_order = WEIGHT_ORDER_FRAGMENT; break;
+        case OPT_LAYER: p.layer = optarg; break;
+        case OPT_MODEL: p.model = optarg; break;
+        case OPT_NAME: name = optarg; break;
+        case 'h': synth_usage(stdout); return 0;
+        default: synth_usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (n_shapes <= 0 || n_m <= 0 || !out_dir) {
+        fprintf(stderr, "kreplay synth: --shape, --m and --out are required\n");
+        synth_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (name && (n_shapes != 1 || n_m != 1)) {
+        fprintf(stderr, "kreplay synth: --name needs a single shape and a single M\n");
+        return EXIT_USAGE;
+    }
+    kr_error_t err = {{0}};
+    if (make_dirs(out_dir, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    for (int s = 0; s < n_shapes; s++) {
+        for (int j = 0; j < n_m; j++) {
+            p.N = shape_n[s];
+            p.K = shape_k[s];
+            p.M = ms[j];
+            case_t cs;
+            if (synth_case(&p, &cs, &err)) {
+                fprintf(stderr, "kreplay: error: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            char path[4096];
+            if (name)
+                snprintf(path, sizeof path, "%s/%s.h5", out_dir, name);
+            else
+                snprintf(path, sizeof path, "%s/synth_N%lld_K%lld_M%lld_s%llu.h5", out_dir,
+                         shape_n[s], shape_k[s], ms[j], (unsigned long long)p.seed);
+            int bad = case_write(path, &cs, &err);
+            case_free(&cs);
+            if (bad) {
+                fprintf(stderr, "kreplay: error: %s\n", err.msg);
+                return EXIT_USAGE;
+            }
+            printf("%s\n", path);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,101 @@
+#include "output_store.h"
+
+#include <hdf5.h>
+#include <string.h>
+#include <unistd.h>
+
+static int write_dataset(hid_t group, const char *name, hid_t file_type, hid_t mem_type, int rank,
+                         const hsize_t *dims, const void *data)
+{
+    hid_t space = H5Screate_simple(rank, dims, NULL);
+    if (space < 0)
+        return -1;
+    hid_t dset = H5Dcreate2(group, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = dset < 0 ? -1 : H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (dset >= 0)
+        H5Dclose(dset);
+    H5Sclose(space);
+    return st < 0 ? -1 : 0;
+}
+
+static int write_string_attr(hid_t obj, const char *name, const char *value)
+{
+    hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, strlen(value) + 1);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = attr < 0 ? -1 : H5Awrite(attr, type, value);
+    if (attr >= 0)
+        H5Aclose(attr);
+    H5Sclose(space);
+    H5Tclose(type);
+    return st < 0 ? -1 : 0;
+}
+
+static hid_t open_or_create_group(hid_t parent, const char *name)
+{
+    if (H5Lexists(parent, name, H5P_DEFAULT) > 0)
+        return H5Gopen2(parent, name, H5P_DEFAULT);
+    return H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+}
+
+int output_store_save(const char *path, const char *case_name, const char *kernel,
+                      const kernel_act_t *act, const uint16_t *out, int64_t M, int64_t N,
+                      kr_error_t *err)
+{
+    H5E_auto2_t old_func;
+    void *old_data;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    hid_t file = access(path, F_OK) == 0 ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)
+                                         : H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    int status = -1;
+    hid_t gcase = -1, gk = -1;
+    if (file < 0) {
+        kr_fail(err, "%s: cannot open or create the outputs file", path);
+        goto done;
+    }
+    gcase = open_or_create_group(file, case_name);
+    if (gcase < 0) {
+        kr_fail(err, "%s: cannot create group /%s", path, case_name);
+        goto done;
+    }
+    if (H5Lexists(gcase, kernel, H5P_DEFAULT) > 0)
+        H5Ldelete(gcase, kernel, H5P_DEFAULT);
+    gk = H5Gcreate2(gcase, kernel, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (gk < 0) {
+        kr_fail(err, "%s: cannot create group /%s/%s", path, case_name, kernel);
+        goto done;
+    }
+    hsize_t mn[2] = {(hsize_t)M, (hsize_t)N}, mk[2] = {(hsize_t)M, (hsize_t)act->K};
+    int bad = write_dataset(gk, "out", H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, mn, out);
+    bad |= write_dataset(gk, "act_codes", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, mk, act->codes);
+    if (act->kind == ACT_FP8_PER_TOKEN) {
+        hsize_t m1[1] = {(hsize_t)M};
+        bad |= write_dataset(gk, "act_scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, m1,
+                             act->token_scale);
+        bad |= write_string_attr(gk, "act_kind", "fp8_per_token");
+        bad |= write_string_attr(gk, "act_format",
+                                 act->fp8_format == FP8_E4M3FN ? "e4m3fn" : "e4m3fnuz");
+    } else {
+        hsize_t mb[2] = {(hsize_t)M, (hsize_t)(act->K / 32)};
+        bad |= write_dataset(gk, "act_scale", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, mb,
+                             act->block_scale);
+        bad |= write_string_attr(gk, "act_kind", "mxfp4_per_block");
+        bad |= write_string_attr(gk, "act_format", "e2m1");
+    }
+    if (bad) {
+        kr_fail(err, "%s: writing /%s/%s failed", path, case_name, kernel);
+        goto done;
+    }
+    status = 0;
+done:
+    if (gk >= 0)
+        H5Gclose(gk);
+    if (gcase >= 0)
+        H5Gclose(gcase);
+    if (file >= 0)
+        H5Fclose(file);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    return status;
+}

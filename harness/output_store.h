@@ -1,0 +1,20 @@
+/* Kernel outputs and operands saved for offline inspection (--save-outputs):
+ * one HDF5 file, a group per case and kernel:
+ *   /<case>/<kernel>/out            [M, N] uint16 (bf16 bits)
+ *   /<case>/<kernel>/act_codes      [M, K] uint8 (fp8 or e2m1 codes)
+ *   /<case>/<kernel>/act_scale      [M] float32 (fp8 per-token) or [M, K/32] uint8 (e8m0)
+ * with attributes act_kind ("fp8_per_token" / "mxfp4_per_block") and
+ * act_format ("e4m3fn" / "e4m3fnuz" / "e2m1"). */
+#ifndef KR_OUTPUT_STORE_H
+#define KR_OUTPUT_STORE_H
+
+#include <stdint.h>
+
+#include "kr_error.h"
+#include "registry.h"
+
+int output_store_save(const char *path, const char *case_name, const char *kernel,
+                      const kernel_act_t *act, const uint16_t *out, int64_t M, int64_t N,
+                      kr_error_t *err);
+
+#endif

@@ -1,0 +1,347 @@
+#include "replay.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "act_prepare.h"
+#include "formats.h"
+#include "gemm_ref.h"
+#include "input_health.h"
+#include "metrics.h"
+#include "output_store.h"
+#include "verdict.h"
+
+void replay_options_default(replay_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->refs = REF_EXACT | REF_SOURCE;
+    o->include_recorded = 1;
+    kernel_options_default(&o->kernel);
+    o->weight_e8m0_mode = E8M0_SPEC;
+}
+
+void case_short_name(const char *path, char *buf, int cap)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(buf, (size_t)cap, "%s", base);
+    char *dot = strrchr(buf, '.');
+    if (dot && dot != buf)
+        *dot = '\0';
+}
+
+const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error_t *err)
+{
+    *owned = NULL;
+    if (c->weight_order == WEIGHT_ORDER_CHECKPOINT)
+        return c->weight;
+    uint8_t *w = malloc((size_t)c->N * (size_t)(c->K / 2));
+    if (!w) {
+        kr_fail(err, "%s: out of memory unpermuting weight", c->path);
+        return NULL;
+    }
+    if (wperm_unpermute(c->weight, c->N, c->K, w)) {
+        free(w);
+        kr_fail(err, "%s: weight: fragment order needs N and K divisible by 16 (N=%lld K=%lld)",
+                c->path, (long long)c->N, (long long)c->K);
+        return NULL;
+    }
+    *owned = w;
+    return w;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Everything one case's rows share. */
+typedef struct {
+    const case_t *c;
+    const replay_options_t *opt;
+    kernel_inputs_t in;
+    input_health_t health;
+    nonfinite_t source_nf;      /* non-finite elements of the source activations */
+    float *r_source;            /* [M, N] or NULL */
+    result_list_t *out;
+} replay_ctx_t;
+
+static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
+{
+    const case_t *c = rc->c;
+    snprintf(r->case_path, sizeof r->case_path, "%s", c->path ? c->path : "");
+    case_short_name(r->case_path, r->case_name, sizeof r->case_name);
+    r->M = c->M;
+    r->N = c->N;
+    r->K = c->K;
+    snprintf(r->band, sizeof r->band, "%s", m_band_name(c->M));
+    snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
+    snprintf(r->reference, sizeof r->reference, "%s", reference);
+    r->input_nf = rc->source_nf;
+}
+
+/* rel_fro of an fp32 reference against the fp64 oracle on the same operands. */
+static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const float *ref_f32,
+                                     kr_error_t *err)
+{
+    const int64_t M = rc->c->M, N = rc->c->N;
+    double *ref64 = malloc((size_t)M * (size_t)N * sizeof(double));
+    if (!ref64) {
+        kr_fail(err, "out of memory for the fp64 oracle");
+        return NAN;
+    }
+    if (gemm_ref_f64(A, M, &rc->in.weight, 0, ref64, err)) {
+        free(ref64);
+        return NAN;
+    }
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < M * N; i++) {
+        if (!isfinite(ref64[i]) || !isfinite(ref_f32[i]))
+            continue;
+        double d = (double)ref_f32[i] - ref64[i];
+        num += d * d;
+        den += ref64[i] * ref64[i];
+    }
+    free(ref64);
+    return den > 0 ? sqrt(num / den) : NAN;
+}
+
+/* Compares an output (bf16 bits and its fp32 decode) with an fp32 reference
+ * and appends the row. */
+static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
+                            const char *act_origin, const uint16_t *out_bits, const float *out_f32,
+                            const float *ref, const float *ref_operand, double threshold,
+                            double seconds, kr_error_t *err)
+{
+    const int64_t MN = rc->c->M * rc->c->N;
+    result_t *r = result_list_add(rc->out);
+    uint16_t *ref_bits = malloc((size_t)MN * sizeof(uint16_t));
+    if (!r || !ref_bits) {
+        free(ref_bits);
+        return kr_fail(err, "out of memory for results");
+    }
+    row_header(rc, r, kernel, reference);
+    snprintf(r->act_origin, sizeof r->act_origin, "%s", act_origin ? act_origin : "");
+    metrics_compute(out_f32, ref, rc->c->M, rc->c->N, &r->metrics);
+    for (int64_t i = 0; i < MN; i++)
+        ref_bits[i] = bf16_encode(ref[i]);
+    ulp_stats_bf16(out_bits, ref_bits, MN, &r->ulp);
+    free(ref_bits);
+    r->threshold = threshold;
+    r->seconds = seconds;
+    r->verdict = verdict_decide(&r->metrics, &r->input_nf, threshold, r->note, sizeof r->note);
+    if (rc->opt->oracle && ref_operand)
+        r->ref_f32_vs_f64 = reference_error_vs_f64(rc, ref_operand, ref, err);
+    return 0;
+}
+
+static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const char *note)
+{
+    result_t *r = result_list_add(rc->out);
+    if (!r)
+        return;
+    row_header(rc, r, kernel, "-");
+    r->verdict = v;
+    snprintf(r->note, sizeof r->note, "%.*s", (int)sizeof r->note - 1, note);
+}
+
+static float *bf16_to_f32(const uint16_t *bits, int64_t n)
+{
+    float *f = malloc((size_t)n * sizeof(float));
+    if (f)
+        for (int64_t i = 0; i < n; i++)
+            f[i] = bf16_decode(bits[i]);
+    return f;
+}
+
+/* R_exact for a set of activations: fp32 reference on their dequantized values. */
+static float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, kr_error_t *err)
+{
+    float *r = malloc((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
+    if (!r) {
+        kr_fail(err, "out of memory for the reference");
+        return NULL;
+    }
+    if (gemm_ref_f32(act->dequant, rc->c->M, &rc->in.weight, 0, r, err)) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Rows for one output against the references the options ask for. */
+static int compare_with_references(replay_ctx_t *rc, const char *kernel, const kernel_act_t *act,
+                                   const uint16_t *out_bits, double tol_exact, double tol_source,
+                                   unsigned refs, double seconds, kr_error_t *err)
+{
+    const int64_t MN = rc->c->M * rc->c->N;
+    float *out_f32 = bf16_to_f32(out_bits, MN);
+    if (!out_f32)
+        return kr_fail(err, "out of memory");
+    int rc_ = 0;
+    if ((refs & REF_EXACT) && act) {
+        float *r_exact = reference_exact(rc, act, err);
+        if (!r_exact)
+            rc_ = -1;
+        else
+            rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act->origin, out_bits,
+                                   out_f32, r_exact, act->dequant, tol_exact, seconds, err);
+        free(r_exact);
+    }
+    if (rc_ == 0 && (refs & REF_SOURCE) && rc->r_source)
+        rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act ? act->origin : "",
+                               out_bits, out_f32, rc->r_source, rc->c->x, tol_source, seconds, err);
+    free(out_f32);
+    return rc_;
+}
+
+static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    char why[256];
+    if (kernel_unsupported_reason(k, c->M, c->N, c->K, why, sizeof why)) {
+        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, why);
+        return 0;
+    }
+    kernel_act_t act;
+    kr_error_t kerr = {{0}};
+    if (k->prepare_act(&rc->in, &rc->opt->kernel, &act, &kerr)) {
+        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, kerr.msg);
+        return 0;
+    }
+    uint16_t *out = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    if (!out) {
+        kernel_act_free(&act);
+        return kr_fail(err, "out of memory for the output of %s", k->name);
+    }
+    double t0 = now_seconds();
+    int failed = k->run_cpu(&rc->in, &act, &rc->opt->kernel, out, &kerr);
+    double seconds = now_seconds() - t0;
+    int status = 0;
+    if (failed) {
+        add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
+    } else {
+        status = compare_with_references(rc, k->name, &act, out, k->rel_tol_exact, k->rel_tol_source,
+                                         k->refs & rc->opt->refs, seconds, err);
+        if (status == 0 && rc->opt->save_outputs_path) {
+            char name[128];
+            case_short_name(c->path ? c->path : "case", name, sizeof name);
+            status = output_store_save(rc->opt->save_outputs_path, name, k->name, &act, out, c->M,
+                                       c->N, err);
+        }
+    }
+    free(out);
+    kernel_act_free(&act);
+    return status;
+}
+
+/* The outputs the case recorded in production, replayed against the same
+ * references: does replay reproduce what production saw? */
+static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    const kernel_desc_t *w4a8 = kernel_find("w4a8.perblock");
+    const kernel_desc_t *w4a4 = kernel_find("w4a4.aiter");
+    kernel_options_t kopt = rc->opt->kernel;
+    int status = 0;
+
+    if (c->out || c->out_rerun) {
+        kernel_act_t act;
+        kr_error_t kerr = {{0}};
+        kopt.act_source = ACT_SOURCE_AUTO;
+        int have_act = act_prepare_fp8_token(&rc->in, &kopt, &act, &kerr) == 0;
+        const uint16_t *outs[2] = {c->out, c->out_rerun};
+        const char *names[2] = {"recorded.out", "recorded.out_rerun"};
+        for (int i = 0; i < 2 && status == 0; i++) {
+            if (!outs[i])
+                continue;
+            status = compare_with_references(rc, names[i], have_act ? &act : NULL, outs[i],
+                                             w4a8->rel_tol_exact, w4a8->rel_tol_source,
+                                             rc->opt->refs, 0.0, err);
+        }
+        if (have_act)
+            kernel_act_free(&act);
+    }
+    if (status == 0 && c->out && c->out_rerun) {
+        /* The rerun race check: the same kernel on the same inputs must give the same bits. */
+        const int64_t MN = c->M * c->N;
+        result_t *r = result_list_add(rc->out);
+        float *a = bf16_to_f32(c->out, MN), *b = bf16_to_f32(c->out_rerun, MN);
+        if (!r || !a || !b) {
+            free(a);
+            free(b);
+            return kr_fail(err, "out of memory");
+        }
+        row_header(rc, r, "recorded.out", "out_rerun");
+        metrics_compute(a, b, c->M, c->N, &r->metrics);
+        ulp_stats_bf16(c->out, c->out_rerun, MN, &r->ulp);
+        free(a);
+        free(b);
+        if (r->ulp.identical == r->ulp.count) {
+            r->verdict = VERDICT_PASS;
+            snprintf(r->note, sizeof r->note, "rerun bit-identical");
+        } else {
+            r->verdict = VERDICT_NONDETERMINISTIC;
+            snprintf(r->note, sizeof r->note, "rerun differs in %lld of %lld elements (max %llu ULP)",
+                     (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
+                     (unsigned long long)r->ulp.max_ulp);
+        }
+    }
+    if (status == 0 && c->aiter) {
+        kernel_act_t act;
+        kr_error_t kerr = {{0}};
+        kopt.act_source = ACT_SOURCE_QUANTIZE;
+        int have_act = act_prepare_mxfp4(&rc->in, &kopt, &act, &kerr) == 0;
+        status = compare_with_references(rc, "recorded.aiter", have_act ? &act : NULL, c->aiter,
+                                         w4a4->rel_tol_exact, w4a4->rel_tol_source, rc->opt->refs,
+                                         0.0, err);
+        if (have_act)
+            kernel_act_free(&act);
+    }
+    return status;
+}
+
+int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
+{
+    replay_ctx_t rc = {.c = c, .opt = opt, .out = out};
+    uint8_t *weight_owned = NULL;
+    const uint8_t *weight = case_weight_checkpoint(c, &weight_owned, err);
+    if (!weight)
+        return -1;
+    rc.in = (kernel_inputs_t){
+        .M = c->M, .N = c->N, .K = c->K,
+        .x = c->x, .x_fp8 = c->x_fp8, .x_scale = c->x_scale, .x_fp8_format = c->x_fp8_format,
+        .weight = {.packed = weight, .scales = c->weight_scale, .layout = c->scale_layout,
+                   .e8m0_mode = opt->weight_e8m0_mode, .N = c->N, .K = c->K},
+    };
+    input_health_compute(c, &rc.health);
+    if (c->x) {
+        rc.source_nf = rc.health.x_nf;
+    } else {
+        rc.source_nf.nan = rc.health.x_fp8_nan + rc.health.x_scale_nonfinite;
+    }
+
+    int status = 0;
+    if (c->x && (opt->refs & REF_SOURCE)) {
+        rc.r_source = malloc((size_t)c->M * (size_t)c->N * sizeof(float));
+        if (!rc.r_source)
+            status = kr_fail(err, "%s: out of memory for R_source", c->path);
+        else if (gemm_ref_f32(c->x, c->M, &rc.in.weight, 0, rc.r_source, err))
+            status = -1;
+    }
+    for (int i = 0; status == 0 && i < kernel_count(); i++) {
+        const kernel_desc_t *k = kernel_at(i);
+        if (kernel_name_matches(k->name, opt->kernel_patterns))
+            status = replay_kernel(&rc, k, err);
+    }
+    if (status == 0 && opt->include_recorded)
+        status = replay_recorded(&rc, err);
+    free(rc.r_source);
+    free(weight_owned);
+    return status;
+}

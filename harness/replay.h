@@ -1,0 +1,37 @@
+/* The replay of one case: every selected kernel's CPU model against the
+ * references, and the outputs recorded in the case against the same
+ * references.  Rows are appended to a result_list_t. */
+#ifndef KR_REPLAY_H
+#define KR_REPLAY_H
+
+#include "case.h"
+#include "registry.h"
+#include "result.h"
+
+typedef struct {
+    const char *kernel_patterns;    /* --kernels; NULL = all */
+    unsigned refs;                  /* ref_kind_t mask to report */
+    int include_recorded;           /* rows for the case's recorded outputs */
+    kernel_options_t kernel;
+    e8m0_mode_t weight_e8m0_mode;   /* how weight scale byte 0 decodes */
+    const char *save_outputs_path;  /* HDF5 file to append kernel outputs to, or NULL */
+    int oracle;                     /* also compute each reference in fp64 and record the
+                                       fp32 reference's own error (ref_f32_vs_f64) */
+} replay_options_t;
+
+void replay_options_default(replay_options_t *o);
+
+/* Replays one case already read into memory.  Returns 0, or -1 with err set
+ * when the case cannot be replayed at all (a kernel that fails gets an ERROR
+ * row instead). */
+int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out,
+                kr_error_t *err);
+
+/* The case's weight in checkpoint order: c->weight itself, or a malloc'd
+ * unpermuted copy (*owned set) for fragment-order cases. */
+const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error_t *err);
+
+/* A short name for a case: its file name without directory and extension. */
+void case_short_name(const char *path, char *buf, int cap);
+
+#endif

@@ -1,0 +1,68 @@
+#include "result.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const verdict_names[VERDICT_COUNT] = {
+    [VERDICT_PASS] = "PASS",
+    [VERDICT_WRONG] = "WRONG",
+    [VERDICT_MAGNITUDE] = "MAGNITUDE",
+    [VERDICT_NONFINITE_OUT] = "NONFINITE_OUT",
+    [VERDICT_POISONED_INPUT] = "POISONED_INPUT",
+    [VERDICT_NONDETERMINISTIC] = "NONDETERMINISTIC",
+    [VERDICT_MODEL_MISMATCH] = "MODEL_MISMATCH",
+    [VERDICT_OOB_WRITE] = "OOB_WRITE",
+    [VERDICT_CRASHED] = "CRASHED",
+    [VERDICT_TIMEOUT] = "TIMEOUT",
+    [VERDICT_UNSUPPORTED] = "UNSUPPORTED",
+    [VERDICT_REGRESSED] = "REGRESSED",
+    [VERDICT_ERROR] = "ERROR",
+};
+
+const char *verdict_name(verdict_t v)
+{
+    return (v >= 0 && v < VERDICT_COUNT) ? verdict_names[v] : "?";
+}
+
+int verdict_is_failure(verdict_t v)
+{
+    /* POISONED_INPUT is a finding about the input, not the kernel, and
+     * UNSUPPORTED is a fact about the shape: neither fails a replay. */
+    return !(v == VERDICT_PASS || v == VERDICT_POISONED_INPUT || v == VERDICT_UNSUPPORTED);
+}
+
+const char *m_band_name(int64_t M)
+{
+    if (M <= 64)
+        return "decode";
+    if (M <= 255)
+        return "mid";
+    if (M <= 2047)
+        return "prefill";
+    return "tiled";
+}
+
+result_t *result_list_add(result_list_t *l)
+{
+    if (l->count == l->cap) {
+        int64_t cap = l->cap ? l->cap * 2 : 16;
+        result_t *rows = realloc(l->rows, (size_t)cap * sizeof *rows);
+        if (!rows)
+            return NULL;
+        l->rows = rows;
+        l->cap = cap;
+    }
+    result_t *r = &l->rows[l->count++];
+    memset(r, 0, sizeof *r);
+    r->metrics.max_abs_index = -1;
+    r->metrics.worst_row = -1;
+    r->ref_f32_vs_f64 = NAN;
+    return r;
+}
+
+void result_list_free(result_list_t *l)
+{
+    free(l->rows);
+    memset(l, 0, sizeof *l);
+}

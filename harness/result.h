@@ -1,0 +1,65 @@
+/* result_t: one row of a run, a (case, kernel, reference) triple with every
+ * metric and its verdict.  A run is a result_list_t. */
+#ifndef KR_RESULT_H
+#define KR_RESULT_H
+
+#include <stdint.h>
+
+#include "metrics.h"
+
+/* Dispositions (DESIGN.md).  Later ones are produced by later components
+ * (GPU reruns, isolation, baselines) and listed here so every writer knows
+ * them. */
+typedef enum {
+    VERDICT_PASS = 0,
+    VERDICT_WRONG,            /* error over threshold */
+    VERDICT_MAGNITUDE,        /* |out|/|ref| far from 1: a scale or layout bug */
+    VERDICT_NONFINITE_OUT,    /* non-finite output from finite input */
+    VERDICT_POISONED_INPUT,   /* the input itself is non-finite */
+    VERDICT_NONDETERMINISTIC, /* reruns differ */
+    VERDICT_MODEL_MISMATCH,   /* kernel differs from its own model */
+    VERDICT_OOB_WRITE,
+    VERDICT_CRASHED,
+    VERDICT_TIMEOUT,
+    VERDICT_UNSUPPORTED,      /* the kernel cannot run this shape or case */
+    VERDICT_REGRESSED,
+    VERDICT_ERROR,            /* the harness could not compute the row */
+    VERDICT_COUNT
+} verdict_t;
+
+const char *verdict_name(verdict_t v);
+/* Does this verdict fail a replay (exit code 1)? */
+int verdict_is_failure(verdict_t v);
+
+/* M bands of the production dispatch. */
+const char *m_band_name(int64_t M);   /* "decode" 1-64, "mid" 65-255, "prefill" 256-2047, "tiled" >= 2048 */
+
+typedef struct {
+    char case_path[512];
+    char case_name[128];
+    int64_t M, N, K;
+    char band[16];
+    char kernel[64];          /* kernel name, or "recorded.out" / "recorded.out_rerun" / "recorded.aiter" */
+    char reference[32];       /* "R_exact", "R_source", "out_rerun" */
+    char act_origin[96];      /* where the kernel's activations came from */
+    metrics_t metrics;
+    ulp_stats_t ulp;          /* output vs the reference rounded to bf16 (or vs the other output) */
+    nonfinite_t input_nf;     /* non-finite elements of the activations the case holds */
+    double threshold;         /* on metrics.rel_fro */
+    verdict_t verdict;
+    char note[512];           /* why the verdict, in one line */
+    double seconds;           /* wall time of the kernel model */
+    double ref_f32_vs_f64;    /* --oracle: rel_fro of the fp32 reference against the fp64
+                                 oracle on the same operands; NaN when not computed */
+} result_t;
+
+typedef struct {
+    result_t *rows;
+    int64_t count, cap;
+} result_list_t;
+
+/* Appends a zeroed row and returns it (NULL on allocation failure). */
+result_t *result_list_add(result_list_t *l);
+void result_list_free(result_list_t *l);
+
+#endif

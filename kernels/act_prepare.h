@@ -1,0 +1,21 @@
+/* Building the activations a kernel consumes, shared by every kernel of a
+ * family: fp8 per-token (W4A8) and MXFP4 per-block (W4A4). */
+#ifndef KR_ACT_PREPARE_H
+#define KR_ACT_PREPARE_H
+
+#include "registry.h"
+
+/* fp8 per-token: the recorded x_fp8/x_scale when allowed and present, else x
+ * quantized with opt->fp8_variant. */
+int act_prepare_fp8_token(const kernel_inputs_t *in, const kernel_options_t *opt,
+                          kernel_act_t *act, kr_error_t *err);
+
+/* MXFP4 per 32-block, quantized from x with opt->mxfp4_variant. */
+int act_prepare_mxfp4(const kernel_inputs_t *in, const kernel_options_t *opt,
+                      kernel_act_t *act, kr_error_t *err);
+
+/* The fp8 value of every activation code, before the per-token scale
+ * (malloc'd [M, K]; NULL on allocation failure). */
+float *act_fp8_values(const kernel_act_t *act);
+
+#endif

@@ -1,0 +1,81 @@
+#include "registry.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const kernel_desc_t kernel_w4a8_perblock;
+extern const kernel_desc_t kernel_w4a4_aiter;
+
+/* The registry.  One line per kernel; the order is the order of reports. */
+static const kernel_desc_t *const kernel_table[] = {
+    &kernel_w4a8_perblock,
+    &kernel_w4a4_aiter,
+};
+
+int kernel_count(void)
+{
+    return (int)(sizeof kernel_table / sizeof kernel_table[0]);
+}
+
+const kernel_desc_t *kernel_at(int i)
+{
+    return (i >= 0 && i < kernel_count()) ? kernel_table[i] : NULL;
+}
+
+const kernel_desc_t *kernel_find(const char *name)
+{
+    for (int i = 0; i < kernel_count(); i++)
+        if (strcmp(kernel_table[i]->name, name) == 0)
+            return kernel_table[i];
+    return NULL;
+}
+
+int kernel_name_matches(const char *name, const char *patterns)
+{
+    if (!patterns || !*patterns)
+        return 1;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", patterns);
+    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        while (*p == ' ')
+            p++;
+        if (fnmatch(p, name, 0) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+const char *kernel_unsupported_reason(const kernel_desc_t *k, int64_t M, int64_t N, int64_t K,
+                                      char *buf, int cap)
+{
+    (void)N;
+    if (k->k_multiple > 0 && K % k->k_multiple != 0) {
+        snprintf(buf, (size_t)cap, "K=%lld is not a multiple of %d", (long long)K, k->k_multiple);
+        return buf;
+    }
+    if (M < k->m_min || (k->m_max > 0 && M > k->m_max)) {
+        snprintf(buf, (size_t)cap, "M=%lld is outside the kernel's band [%lld, %lld]",
+                 (long long)M, (long long)k->m_min, (long long)k->m_max);
+        return buf;
+    }
+    return NULL;
+}
+
+const char *ref_kind_name(ref_kind_t r)
+{
+    switch (r) {
+    case REF_EXACT: return "R_exact";
+    case REF_SOURCE: return "R_source";
+    }
+    return "?";
+}
+
+void kernel_options_default(kernel_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->act_source = ACT_SOURCE_AUTO;
+    o->fp8_variant = FP8_TOKEN_VLLM;
+    o->mxfp4_variant = MXFP4_AITER_EVEN;
+    o->threads = 0;
+}

@@ -1,0 +1,106 @@
+/* The kernel registry: one kernel_desc_t per production kernel variant.
+ *
+ * This table is the single source of truth for what kreplay can run: the
+ * CLI's --kernels filter, the run plan, the report columns and
+ * `kreplay list kernels` all read it.  Adding a kernel is one descriptor
+ * (in its own file under cpu/) plus one line in registry.c. */
+#ifndef KR_REGISTRY_H
+#define KR_REGISTRY_H
+
+#include <stdint.h>
+
+#include "formats.h"
+#include "gemm_ref.h"
+#include "kr_error.h"
+#include "quant_fp8.h"
+#include "quant_mxfp4.h"
+
+/* References a kernel can be compared against (bit mask). */
+typedef enum {
+    REF_EXACT = 1u << 0,    /* fp32 OpenBLAS on the kernel's OWN quantized operands */
+    REF_SOURCE = 1u << 1,   /* fp32 OpenBLAS on the unquantized activations x */
+} ref_kind_t;
+
+const char *ref_kind_name(ref_kind_t r);   /* "R_exact", "R_source" */
+
+/* What a case offers a kernel: the operands in their stored formats.  The
+ * weight is always in checkpoint order here (the harness undoes WPERM). */
+typedef struct {
+    int64_t M, N, K;
+    const float *x;             /* [M, K] source activations, or NULL */
+    const uint8_t *x_fp8;       /* [M, K] recorded fp8 activations, or NULL */
+    const float *x_scale;       /* [M], with x_fp8 */
+    fp8_format_t x_fp8_format;
+    mxfp4_weight_t weight;
+} kernel_inputs_t;
+
+/* Where the activations a kernel consumes come from. */
+typedef enum {
+    ACT_SOURCE_AUTO = 0,        /* the recorded fp8 operands if the kernel takes fp8 and they exist, else quantize x */
+    ACT_SOURCE_RECORDED,        /* insist on recorded x_fp8/x_scale */
+    ACT_SOURCE_QUANTIZE,        /* always quantize x the kernel's way */
+} act_source_t;
+
+typedef struct {
+    act_source_t act_source;
+    fp8_token_variant_t fp8_variant;    /* how to quantize x for fp8 kernels */
+    mxfp4_variant_t mxfp4_variant;      /* how to quantize x for W4A4 kernels */
+    int threads;                        /* 0 = all cores */
+} kernel_options_t;
+
+void kernel_options_default(kernel_options_t *o);
+
+typedef enum {
+    ACT_FP8_PER_TOKEN = 0,      /* fp8 codes [M, K] + fp32 scale per row */
+    ACT_MXFP4_PER_BLOCK,        /* e2m1 codes [M, K] (one per byte) + e8m0 per 32-block [M, K/32] */
+} act_kind_t;
+
+/* The activations exactly as one kernel consumes them. */
+typedef struct {
+    act_kind_t kind;
+    int64_t M, K;
+    uint8_t *codes;             /* [M, K] */
+    float *token_scale;         /* [M]        (ACT_FP8_PER_TOKEN) */
+    uint8_t *block_scale;       /* [M, K/32]  (ACT_MXFP4_PER_BLOCK) */
+    fp8_format_t fp8_format;
+    float *dequant;             /* [M, K] fp32 value of each operand: R_exact's A */
+    char origin[96];            /* e.g. "recorded x_fp8/x_scale", "x quantized (vllm)" */
+} kernel_act_t;
+
+void kernel_act_free(kernel_act_t *a);
+
+typedef struct kernel_desc {
+    const char *name;           /* "w4a8.perblock": family.variant */
+    const char *family;         /* "w4a8", "w4a4", "bf16", "quant" */
+    const char *summary;        /* one line */
+    const char *act_format;     /* operand formats, for docs and reports */
+    const char *weight_format;
+    const char *accumulation;   /* the accumulation order the model reproduces */
+    int k_multiple;             /* K % k_multiple == 0 required */
+    int64_t m_min, m_max;       /* M band the kernel serves; m_max 0 = unbounded */
+    unsigned refs;              /* ref_kind_t mask */
+    double rel_tol_exact;       /* default threshold on rel_fro vs R_exact */
+    double rel_tol_source;      /* default threshold on rel_fro vs R_source */
+
+    /* Builds the activations the kernel consumes. */
+    int (*prepare_act)(const kernel_inputs_t *in, const kernel_options_t *opt,
+                       kernel_act_t *act, kr_error_t *err);
+    /* The bit-faithful CPU model: out[M, N] bf16 bits. */
+    int (*run_cpu)(const kernel_inputs_t *in, const kernel_act_t *act,
+                   const kernel_options_t *opt, uint16_t *out, kr_error_t *err);
+} kernel_desc_t;
+
+/* The registry, in a stable order. */
+int kernel_count(void);
+const kernel_desc_t *kernel_at(int i);
+const kernel_desc_t *kernel_find(const char *name);
+
+/* Does `name` match a comma-separated list of shell-style patterns
+ * ("w4a8.*,w4a4.aiter")?  NULL or "" matches everything. */
+int kernel_name_matches(const char *name, const char *patterns);
+
+/* Why a kernel cannot run a shape, or NULL if it can. */
+const char *kernel_unsupported_reason(const kernel_desc_t *k, int64_t M, int64_t N, int64_t K,
+                                      char *buf, int cap);
+
+#endif

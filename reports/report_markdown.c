@@ -1,0 +1,63 @@
+#include <string.h>
+
+#include "report.h"
+#include "verdict.h"
+
+static void md_cell_number(FILE *fp, double v)
+{
+    if (v != v)
+        fputs(" nan |", fp);
+    else
+        fprintf(fp, " %.4g |", v);
+}
+
+void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t *info)
+{
+    int64_t counts[VERDICT_COUNT] = {0}, failing = 0;
+    for (int64_t i = 0; i < rows->count; i++) {
+        counts[rows->rows[i].verdict]++;
+        failing += verdict_is_failure(rows->rows[i].verdict);
+    }
+    fprintf(fp, "# kreplay report\n\n");
+    fprintf(fp, "- **%s**: %lld of %lld rows fail\n", failing ? "FAIL" : "PASS", (long long)failing,
+            (long long)rows->count);
+    fprintf(fp, "- verdicts:");
+    for (int v = 0; v < VERDICT_COUNT; v++)
+        if (counts[v])
+            fprintf(fp, " %s %lld;", verdict_name((verdict_t)v), (long long)counts[v]);
+    fprintf(fp, "\n- kreplay %s (commit %s) on %s at %s\n", info->version, info->git_commit,
+            info->host, info->time_utc);
+    fprintf(fp, "- command: `%s`\n\n", info->command ? info->command : "");
+
+    /* Failures first: they are what a reader opens the report for. */
+    for (int pass = 0; pass < 2; pass++) {
+        int header = 0;
+        for (int64_t i = 0; i < rows->count; i++) {
+            const result_t *r = &rows->rows[i];
+            if (verdict_is_failure(r->verdict) != (pass == 0))
+                continue;
+            if (!header) {
+                fprintf(fp, "## %s\n\n", pass == 0 ? "Failing rows" : "Other rows");
+                fprintf(fp, "| case | M | N | K | band | kernel | reference | rel_fro | worst_row_rel | "
+                            "max_abs | cosine | \\|out\\|/\\|ref\\| | out non-finite | identical | verdict | note |\n");
+                fprintf(fp, "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+                header = 1;
+            }
+            fprintf(fp, "| %s | %lld | %lld | %lld | %s | %s | %s |", r->case_name, (long long)r->M,
+                    (long long)r->N, (long long)r->K, r->band, r->kernel, r->reference);
+            if (strcmp(r->reference, "-") == 0) {
+                fprintf(fp, " | | | | | | | %s | %s |\n", verdict_name(r->verdict), r->note);
+                continue;
+            }
+            md_cell_number(fp, r->metrics.rel_fro);
+            md_cell_number(fp, r->metrics.worst_row_rel);
+            md_cell_number(fp, r->metrics.max_abs);
+            md_cell_number(fp, r->metrics.cosine);
+            md_cell_number(fp, r->metrics.mag_ratio);
+            fprintf(fp, " %lld | %.4f | %s | %s |\n", (long long)nonfinite_total(&r->metrics.out_nf),
+                    r->ulp.identical_frac, verdict_name(r->verdict), r->note);
+        }
+        if (header)
+            fputc('\n', fp);
+    }
+}

@@ -1,1 +1,0 @@
-int kr_reports_placeholder(void) { return 0; }

@@ -1,0 +1,63 @@
+#include <string.h>
+
+#include "report.h"
+#include "verdict.h"
+
+static void fmt_metric(char *buf, size_t cap, double v)
+{
+    if (v != v)
+        snprintf(buf, cap, "nan");
+    else
+        snprintf(buf, cap, "%.4g", v);
+}
+
+void report_table_print(FILE *fp, const result_list_t *rows)
+{
+    int oracle = 0;
+    for (int64_t i = 0; i < rows->count; i++)
+        oracle |= rows->rows[i].ref_f32_vs_f64 == rows->rows[i].ref_f32_vs_f64;
+    fprintf(fp, "%-34s %6s %6s %6s %-7s %-19s %-9s %10s %10s %9s %9s %7s %7s %-15s%s\n", "case",
+            "M", "N", "K", "band", "kernel", "reference", "rel_fro", "worst_row", "max_abs",
+            "|o|/|r|", "nonfin", "ident", "verdict", oracle ? " ref_f32_vs_f64" : "");
+    for (int64_t i = 0; i < rows->count; i++) {
+        const result_t *r = &rows->rows[i];
+        char rel[32], worst[32], maxabs[32], mag[32], ident[32];
+        if (strcmp(r->reference, "-") == 0) {
+            fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-19s %-9s %10s %10s %9s %9s %7s %7s %-15s %s\n",
+                    r->case_name, (long long)r->M, (long long)r->N, (long long)r->K, r->band,
+                    r->kernel, "-", "-", "-", "-", "-", "-", "-", verdict_name(r->verdict), r->note);
+            continue;
+        }
+        fmt_metric(rel, sizeof rel, r->metrics.rel_fro);
+        fmt_metric(worst, sizeof worst, r->metrics.worst_row_rel);
+        fmt_metric(maxabs, sizeof maxabs, r->metrics.max_abs);
+        fmt_metric(mag, sizeof mag, r->metrics.mag_ratio);
+        snprintf(ident, sizeof ident, "%.3f", r->ulp.identical_frac);
+        fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-19s %-9s %10s %10s %9s %9s %7lld %7s %-15s",
+                r->case_name, (long long)r->M, (long long)r->N, (long long)r->K, r->band, r->kernel,
+                r->reference, rel, worst, maxabs, mag, (long long)nonfinite_total(&r->metrics.out_nf),
+                ident, verdict_name(r->verdict));
+        if (oracle) {
+            char refe[32];
+            fmt_metric(refe, sizeof refe, r->ref_f32_vs_f64);
+            fprintf(fp, " %s", refe);
+        }
+        fputc('\n', fp);
+    }
+}
+
+void report_summary_line(FILE *fp, const result_list_t *rows)
+{
+    int64_t counts[VERDICT_COUNT] = {0};
+    for (int64_t i = 0; i < rows->count; i++)
+        counts[rows->rows[i].verdict]++;
+    fprintf(fp, "%lld rows:", (long long)rows->count);
+    const char *sep = " ";
+    for (int v = 0; v < VERDICT_COUNT; v++) {
+        if (!counts[v])
+            continue;
+        fprintf(fp, "%s%lld %s", sep, (long long)counts[v], verdict_name((verdict_t)v));
+        sep = ", ";
+    }
+    fprintf(fp, "\n");
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what kreplay needs to build, run and test on Debian or Ubuntu.
+# Idempotent and quiet: prints nothing when everything is already there.
+#   scripts/setup.sh            build and run dependencies
+#   scripts/setup.sh --tests    also what the test suite needs
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libopenblas-dev libhdf5-dev hdf5-tools
+          gnuplot-nox libyaml-dev libjansson-dev libzip-dev)
+if [[ "${1:-}" == "--tests" ]]; then
+    packages+=(libcmocka-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 2; }
+    sudo=(sudo)
+fi
+echo "setup: installing ${missing[*]}" >&2
+"${sudo[@]}" apt-get update -qq >/dev/null
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
