@@ -1,4 +1,5 @@
 #include "atomic_file.h"
+#include "kr_string.h"
 
 #include <errno.h>
 #include <string.h>
@@ -8,7 +9,7 @@
 int atomic_file_open(atomic_file_t *f, const char *path, kr_error_t *err)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->path, sizeof f->path, "%s", path);
+    kr_strlcpy(f->path, path, sizeof f->path);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%d", path, (int)getpid());
     f->fp = fopen(f->tmp, "w");
     if (!f->fp)
@@ -46,7 +47,7 @@ void atomic_file_abort(atomic_file_t *f)
 int make_dirs(const char *path, kr_error_t *err)
 {
     char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
+    kr_strlcpy(buf, path, sizeof buf);
     size_t len = strlen(buf);
     while (len > 1 && buf[len - 1] == '/')
         buf[--len] = '\0';

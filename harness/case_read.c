@@ -393,7 +393,7 @@ static int check_bf16_attr(rd_t *rd, const char *name, hid_t ds)
 /* A [M, N] bf16 output (out, out_rerun, aiter); absent -> *out stays NULL. */
 static int read_output(rd_t *rd, const char *name, const case_t *c, uint16_t **out)
 {
-    hid_t ds;
+    hid_t ds = H5I_INVALID_HID;
     int o = open_ds(rd, name, &ds);
     if (o <= 0)
         return o;

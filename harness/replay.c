@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "output_store.h"
 #include "verdict.h"
+#include "kr_string.h"
 
 void replay_options_default(replay_options_t *o)
 {
@@ -27,7 +28,7 @@ void case_short_name(const char *path, char *buf, int cap)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(buf, (size_t)cap, "%s", base);
+    kr_strlcpy(buf, base, (size_t)cap);
     char *dot = strrchr(buf, '.');
     if (dot && dot != buf)
         *dot = '\0';
@@ -74,14 +75,14 @@ typedef struct {
 static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
 {
     const case_t *c = rc->c;
-    snprintf(r->case_path, sizeof r->case_path, "%s", c->path ? c->path : "");
+    kr_strlcpy(r->case_path, c->path ? c->path : "", sizeof r->case_path);
     case_short_name(r->case_path, r->case_name, sizeof r->case_name);
     r->M = c->M;
     r->N = c->N;
     r->K = c->K;
-    snprintf(r->band, sizeof r->band, "%s", m_band_name(c->M));
-    snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
-    snprintf(r->reference, sizeof r->reference, "%s", reference);
+    kr_strlcpy(r->band, m_band_name(c->M), sizeof r->band);
+    kr_strlcpy(r->kernel, kernel, sizeof r->kernel);
+    kr_strlcpy(r->reference, reference, sizeof r->reference);
     r->input_nf = rc->source_nf;
 }
 
@@ -126,7 +127,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         return kr_fail(err, "out of memory for results");
     }
     row_header(rc, r, kernel, reference);
-    snprintf(r->act_origin, sizeof r->act_origin, "%s", act_origin ? act_origin : "");
+    kr_strlcpy(r->act_origin, act_origin ? act_origin : "", sizeof r->act_origin);
     metrics_compute(out_f32, ref, rc->c->M, rc->c->N, &r->metrics);
     for (int64_t i = 0; i < MN; i++)
         ref_bits[i] = bf16_encode(ref[i]);
@@ -147,7 +148,7 @@ static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, cons
         return;
     row_header(rc, r, kernel, "-");
     r->verdict = v;
-    snprintf(r->note, sizeof r->note, "%.*s", (int)sizeof r->note - 1, note);
+    kr_strlcpy(r->note, note, sizeof r->note);
 }
 
 static float *bf16_to_f32(const uint16_t *bits, int64_t n)

@@ -1,4 +1,5 @@
 #include "registry.h"
+#include "kr_string.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@ int kernel_name_matches(const char *name, const char *patterns)
     if (!patterns || !*patterns)
         return 1;
     char buf[1024];
-    snprintf(buf, sizeof buf, "%s", patterns);
+    kr_strlcpy(buf, patterns, sizeof buf);
     for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         while (*p == ' ')
             p++;

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "replay.h"
 #include "report.h"
+#include "kr_string.h"
 
 static void replay_usage(FILE *fp)
 {
@@ -41,7 +42,7 @@ static int parse_refs(const char *s, unsigned *refs)
 {
     *refs = 0;
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
+    kr_strlcpy(buf, s, sizeof buf);
     for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         if (!strcmp(p, "exact") || !strcmp(p, "R_exact"))
             *refs |= REF_EXACT;

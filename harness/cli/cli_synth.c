@@ -7,6 +7,7 @@
 #include "case_io.h"
 #include "cli.h"
 #include "synth.h"
+#include "kr_string.h"
 
 static void synth_usage(FILE *fp)
 {
@@ -32,7 +33,7 @@ static int parse_shape_list(const char *s, long long *n, long long *k, int cap)
 {
     int count = 0;
     char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s);
+    kr_strlcpy(buf, s, sizeof buf);
     for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         if (count >= cap || sscanf(p, "%lldx%lld", &n[count], &k[count]) != 2 || n[count] <= 0 ||
             k[count] <= 0)
