@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libopenblas-dev libhdf5-dev hdf5-tools
           gnuplot-nox libyaml-dev libjansson-dev libzip-dev)
 if [[ "${1:-}" == "--tests" ]]; then
-    packages+=(libcmocka-dev)
+    packages+=(libcmocka-dev python3-h5py python3-numpy)
 fi
 
 missing=()

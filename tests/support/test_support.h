@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Exit code of a test executable whose preconditions are missing (no GPU,
+ * no h5py): ctest reports it as skipped (SKIP_RETURN_CODE), never as passed. */
+#define TEST_SKIPPED 77
+
 /* splitmix64: tests must be reproducible, so every random draw is seeded. */
 typedef struct { uint64_t s; } test_rng_t;
 uint64_t test_rng_u64(test_rng_t *r);
