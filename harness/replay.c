@@ -141,6 +141,14 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     return 0;
 }
 
+/* Adds "; <text>" to a row's note (what the model reports about its run). */
+static void append_note(result_t *r, const char *text)
+{
+    size_t len = strlen(r->note);
+    if (len + 3 < sizeof r->note)
+        snprintf(r->note + len, sizeof r->note - len, "%s%s", len ? "; " : "", text);
+}
+
 static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const char *note)
 {
     result_t *r = result_list_add(rc->out);
@@ -211,7 +219,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     }
     kernel_act_t act;
     kr_error_t kerr = {{0}};
-    if (k->prepare_act(&rc->in, &rc->opt->kernel, &act, &kerr)) {
+    if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
         add_note_row(rc, k->name, VERDICT_UNSUPPORTED, kerr.msg);
         return 0;
     }
@@ -221,14 +229,18 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         return kr_fail(err, "out of memory for the output of %s", k->name);
     }
     double t0 = now_seconds();
-    int failed = k->run_cpu(&rc->in, &act, &rc->opt->kernel, out, &kerr);
+    kernel_run_info_t info = {{0}};
+    int failed = k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);
     double seconds = now_seconds() - t0;
     int status = 0;
     if (failed) {
         add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
     } else {
+        int64_t first_row = rc->out->count;
         status = compare_with_references(rc, k->name, &act, out, k->rel_tol_exact, k->rel_tol_source,
                                          k->refs & rc->opt->refs, seconds, err);
+        for (int64_t i = first_row; info.note[0] && i < rc->out->count; i++)
+            append_note(&rc->out->rows[i], info.note);
         if (status == 0 && rc->opt->save_outputs_path) {
             char name[128];
             case_short_name(c->path ? c->path : "case", name, sizeof name);
@@ -255,7 +267,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         kernel_act_t act;
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_AUTO;
-        int have_act = act_prepare_fp8_token(&rc->in, &kopt, &act, &kerr) == 0;
+        int have_act = act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0;
         const uint16_t *outs[2] = {c->out, c->out_rerun};
         const char *names[2] = {"recorded.out", "recorded.out_rerun"};
         for (int i = 0; i < 2 && status == 0; i++) {
@@ -297,7 +309,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         kernel_act_t act;
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_QUANTIZE;
-        int have_act = act_prepare_mxfp4(&rc->in, &kopt, &act, &kerr) == 0;
+        int have_act = act_prepare_mxfp4(w4a4, &rc->in, &kopt, &act, &kerr) == 0;
         status = compare_with_references(rc, "recorded.aiter", have_act ? &act : NULL, c->aiter,
                                          w4a4->rel_tol_exact, w4a4->rel_tol_source, rc->opt->refs,
                                          0.0, err);
@@ -319,6 +331,7 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         .x = c->x, .x_fp8 = c->x_fp8, .x_scale = c->x_scale, .x_fp8_format = c->x_fp8_format,
         .weight = {.packed = weight, .scales = c->weight_scale, .layout = c->scale_layout,
                    .e8m0_mode = opt->weight_e8m0_mode, .N = c->N, .K = c->K},
+        .weight_ref = c->weight_ref, .weight_ref_len = c->weight_ref_len,
     };
     input_health_compute(c, &rc.health);
     if (c->x) {

@@ -34,9 +34,10 @@ static int act_alloc(kernel_act_t *act, act_kind_t kind, int64_t M, int64_t K, k
     return 0;
 }
 
-int act_prepare_fp8_token(const kernel_inputs_t *in, const kernel_options_t *opt,
-                          kernel_act_t *act, kr_error_t *err)
+int act_prepare_fp8_token(const kernel_desc_t *k, const kernel_inputs_t *in,
+                          const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
 {
+    (void)k;
     const int have_recorded = in->x_fp8 && in->x_scale;
     const int use_recorded =
         opt->act_source == ACT_SOURCE_RECORDED ||
@@ -64,9 +65,10 @@ int act_prepare_fp8_token(const kernel_inputs_t *in, const kernel_options_t *opt
     return 0;
 }
 
-int act_prepare_mxfp4(const kernel_inputs_t *in, const kernel_options_t *opt,
-                      kernel_act_t *act, kr_error_t *err)
+int act_prepare_mxfp4(const kernel_desc_t *k, const kernel_inputs_t *in,
+                      const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
 {
+    (void)k;
     if (opt->act_source == ACT_SOURCE_RECORDED)
         return kr_fail(err, "MXFP4 activations are quantized from x; none are recorded");
     if (!in->x)

@@ -7,12 +7,12 @@
 
 /* fp8 per-token: the recorded x_fp8/x_scale when allowed and present, else x
  * quantized with opt->fp8_variant. */
-int act_prepare_fp8_token(const kernel_inputs_t *in, const kernel_options_t *opt,
-                          kernel_act_t *act, kr_error_t *err);
+int act_prepare_fp8_token(const kernel_desc_t *k, const kernel_inputs_t *in,
+                          const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err);
 
 /* MXFP4 per 32-block, quantized from x with opt->mxfp4_variant. */
-int act_prepare_mxfp4(const kernel_inputs_t *in, const kernel_options_t *opt,
-                      kernel_act_t *act, kr_error_t *err);
+int act_prepare_mxfp4(const kernel_desc_t *k, const kernel_inputs_t *in,
+                      const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err);
 
 /* The fp8 value of every activation code, before the per-token scale
  * (malloc'd [M, K]; NULL on allocation failure). */

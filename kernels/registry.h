@@ -24,14 +24,25 @@ typedef enum {
 const char *ref_kind_name(ref_kind_t r);   /* "R_exact", "R_source" */
 
 /* What a case offers a kernel: the operands in their stored formats.  The
- * weight is always in checkpoint order here (the harness undoes WPERM). */
+ * weight is always in checkpoint order here (the harness undoes WPERM); a
+ * kernel that reads fragment order permutes it itself, as production does
+ * at load time. */
 typedef struct {
     int64_t M, N, K;
     const float *x;             /* [M, K] source activations, or NULL */
     const uint8_t *x_fp8;       /* [M, K] recorded fp8 activations, or NULL */
     const float *x_scale;       /* [M], with x_fp8 */
     fp8_format_t x_fp8_format;
-    mxfp4_weight_t weight;
+    mxfp4_weight_t weight;      /* packed == NULL when the case has no MXFP4 weight */
+    const uint8_t *weight_ref;  /* the case's weight_ref (per-row reference exponents when
+                                   weight_ref_len == N), or NULL */
+    int64_t weight_ref_len;
+    const uint16_t *weight_bf16;        /* [N, K] bf16 weight of an unquantized layer, or NULL */
+    /* Partitioned activations (mxfp4_linear_pqp): P copies [P, M, K] and
+     * scales [P, M]; NULL when the case holds one copy. */
+    const uint8_t *x_fp8_parts;
+    const float *x_scale_parts;
+    int parts;
 } kernel_inputs_t;
 
 /* Where the activations a kernel consumes come from. */
@@ -46,6 +57,8 @@ typedef struct {
     fp8_token_variant_t fp8_variant;    /* how to quantize x for fp8 kernels */
     mxfp4_variant_t mxfp4_variant;      /* how to quantize x for W4A4 kernels */
     int threads;                        /* 0 = all cores */
+    int decode_splits;                  /* w4a8.decode split-K; 0 = the kernel's default */
+    int64_t partition_bounds[2];        /* w4a8.partitioned column bounds pb1, pb2; 0 = N/3, 2N/3 */
 } kernel_options_t;
 
 void kernel_options_default(kernel_options_t *o);
@@ -69,6 +82,18 @@ typedef struct {
 
 void kernel_act_free(kernel_act_t *a);
 
+/* What a kernel computes. */
+typedef enum {
+    KERNEL_OP_GEMM = 0,         /* out[M, N] bf16 = A[M, K] @ W[N, K]^T */
+    KERNEL_OP_QUANT,            /* activation quantizer: prepare_act is the kernel */
+} kernel_op_t;
+
+/* Per-kernel text the model leaves for the report, e.g. the folded path's
+ * underflow statistic.  Filled by run_cpu; may stay empty. */
+typedef struct {
+    char note[256];
+} kernel_run_info_t;
+
 typedef struct kernel_desc {
     const char *name;           /* "w4a8.perblock": family.variant */
     const char *family;         /* "w4a8", "w4a4", "bf16", "quant" */
@@ -81,13 +106,17 @@ typedef struct kernel_desc {
     unsigned refs;              /* ref_kind_t mask */
     double rel_tol_exact;       /* default threshold on rel_fro vs R_exact */
     double rel_tol_source;      /* default threshold on rel_fro vs R_source */
+    kernel_op_t op;
+    int config;                 /* a variant selector the entry points read (e.g. a quantizer
+                                   variant, or a weight layout); meaning is the kernel's own */
 
     /* Builds the activations the kernel consumes. */
-    int (*prepare_act)(const kernel_inputs_t *in, const kernel_options_t *opt,
-                       kernel_act_t *act, kr_error_t *err);
-    /* The bit-faithful CPU model: out[M, N] bf16 bits. */
-    int (*run_cpu)(const kernel_inputs_t *in, const kernel_act_t *act,
-                   const kernel_options_t *opt, uint16_t *out, kr_error_t *err);
+    int (*prepare_act)(const struct kernel_desc *k, const kernel_inputs_t *in,
+                       const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err);
+    /* The bit-faithful CPU model: out[M, N] bf16 bits.  NULL for KERNEL_OP_QUANT. */
+    int (*run_cpu)(const struct kernel_desc *k, const kernel_inputs_t *in,
+                   const kernel_act_t *act, const kernel_options_t *opt, uint16_t *out,
+                   kernel_run_info_t *info, kr_error_t *err);
 } kernel_desc_t;
 
 /* The registry, in a stable order. */

@@ -62,9 +62,12 @@ static void w4a4_tile(void *ctx, int64_t tile_index)
     weight_tile_free(&t);
 }
 
-static int w4a4_aiter_run(const kernel_inputs_t *in, const kernel_act_t *act,
-                          const kernel_options_t *opt, uint16_t *out, kr_error_t *err)
+static int w4a4_aiter_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                          const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
+                             kr_error_t *err)
 {
+    (void)k;
+    (void)info;
     const int64_t M = in->M, K = in->K, nblocks = K / 32;
     float *a_value = malloc((size_t)M * (size_t)K * sizeof(float));
     float *a_scale = malloc((size_t)M * (size_t)nblocks * sizeof(float));

@@ -59,9 +59,12 @@ static void perblock_tile(void *ctx, int64_t tile_index)
     weight_tile_free(&t);
 }
 
-static int w4a8_perblock_run(const kernel_inputs_t *in, const kernel_act_t *act,
-                             const kernel_options_t *opt, uint16_t *out, kr_error_t *err)
+static int w4a8_perblock_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                             const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
+                             kr_error_t *err)
 {
+    (void)k;
+    (void)info;
     perblock_job_t job = {.in = in, .act = act, .out = out};
     job.x_value = act_fp8_values(act);
     if (!job.x_value)
