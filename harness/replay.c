@@ -209,6 +209,88 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
     return rc_;
 }
 
+/* How a quantizer treated the case's non-finite inputs, and whether its
+ * codes reproduce the fp8 activations the case recorded. */
+static void describe_quantizer_run(replay_ctx_t *rc, const kernel_desc_t *k,
+                                   const kernel_act_t *act, char *buf, int cap)
+{
+    const case_t *c = rc->c;
+    const int64_t M = c->M, K = c->K;
+    int64_t nan_in = 0, nan_in_to_finite = 0, nan_out = 0, rows_all_nan = 0;
+    for (int64_t m = 0; m < M; m++) {
+        int64_t row_nan = 0;
+        for (int64_t k2 = 0; k2 < K; k2++) {
+            const int64_t i = m * K + k2;
+            const int in_bad = !isfinite(c->x[i]);
+            const int out_nan = isnan(act->dequant[i]);
+            nan_in += in_bad;
+            nan_in_to_finite += in_bad && !out_nan && isfinite(act->dequant[i]);
+            nan_out += out_nan;
+            row_nan += out_nan;
+        }
+        rows_all_nan += row_nan == K;
+    }
+    int n = snprintf(buf, (size_t)cap, "non-finite in x: %lld -> finite codes: %lld; NaN operands: %lld (%lld rows entirely NaN)",
+                     (long long)nan_in, (long long)nan_in_to_finite, (long long)nan_out,
+                     (long long)rows_all_nan);
+    if (k->op == KERNEL_OP_QUANT && act->kind == ACT_FP8_PER_TOKEN && c->x_fp8 &&
+        c->x_fp8_format == act->fp8_format && n > 0 && n < cap) {
+        int64_t same = 0, same_scale = 0;
+        for (int64_t i = 0; i < M * K; i++)
+            same += act->codes[i] == c->x_fp8[i];
+        for (int64_t m = 0; m < M; m++)
+            same_scale += memcmp(&act->token_scale[m], &c->x_scale[m], sizeof(float)) == 0;
+        snprintf(buf + n, (size_t)(cap - n), "; vs recorded x_fp8: %.4f%% codes and %lld/%lld scales bit-identical",
+                 100.0 * (double)same / (double)(M * K), (long long)same_scale, (long long)M);
+    }
+}
+
+/* A quantizer kernel: its dequantized operand against x. */
+static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    if (!c->x) {
+        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no source activations x");
+        return 0;
+    }
+    kernel_act_t act;
+    kr_error_t kerr = {{0}};
+    double t0 = now_seconds();
+    if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
+        add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
+        return 0;
+    }
+    double seconds = now_seconds() - t0;
+    const int64_t MK = c->M * c->K;
+    result_t *r = result_list_add(rc->out);
+    uint16_t *a = malloc((size_t)MK * sizeof(uint16_t)), *b = malloc((size_t)MK * sizeof(uint16_t));
+    if (!r || !a || !b) {
+        free(a);
+        free(b);
+        kernel_act_free(&act);
+        return kr_fail(err, "out of memory");
+    }
+    row_header(rc, r, k->name, "x");
+    kr_strlcpy(r->act_origin, act.origin, sizeof r->act_origin);
+    /* Rows and columns here are the activation matrix [M, K]. */
+    metrics_compute(act.dequant, c->x, c->M, c->K, &r->metrics);
+    for (int64_t i = 0; i < MK; i++) {
+        a[i] = bf16_encode(act.dequant[i]);
+        b[i] = bf16_encode(c->x[i]);
+    }
+    ulp_stats_bf16(a, b, MK, &r->ulp);
+    free(a);
+    free(b);
+    r->threshold = k->rel_tol_source;
+    r->seconds = seconds;
+    r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+    char how[384];
+    describe_quantizer_run(rc, k, &act, how, sizeof how);
+    append_note(r, how);
+    kernel_act_free(&act);
+    return 0;
+}
+
 static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 {
     const case_t *c = rc->c;
@@ -217,6 +299,8 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         add_note_row(rc, k->name, VERDICT_UNSUPPORTED, why);
         return 0;
     }
+    if (k->op == KERNEL_OP_QUANT)
+        return replay_quantizer(rc, k, err);
     kernel_act_t act;
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {

@@ -5,11 +5,19 @@
 #include <stdio.h>
 #include <string.h>
 
+extern const kernel_desc_t kernel_quant_fp8_token, kernel_quant_fp8_token_traced,
+    kernel_quant_fp8_token_pure, kernel_quant_mxfp4, kernel_quant_mxfp4_ocp, kernel_quant_mxfp4_ceil;
 extern const kernel_desc_t kernel_w4a8_perblock;
 extern const kernel_desc_t kernel_w4a4_aiter;
 
 /* The registry.  One line per kernel; the order is the order of reports. */
 static const kernel_desc_t *const kernel_table[] = {
+    &kernel_quant_fp8_token,
+    &kernel_quant_fp8_token_traced,
+    &kernel_quant_fp8_token_pure,
+    &kernel_quant_mxfp4,
+    &kernel_quant_mxfp4_ocp,
+    &kernel_quant_mxfp4_ceil,
     &kernel_w4a8_perblock,
     &kernel_w4a4_aiter,
 };
