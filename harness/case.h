@@ -37,7 +37,9 @@ typedef struct {
     fp8_format_t x_fp8_format;
     float *x_scale;             /* [M] */
 
-    /* MXFP4 weight, as stored (fragment order is NOT undone on read). */
+    /* MXFP4 weight, as stored (fragment order is NOT undone on read).  NULL
+     * (with weight_scale) when the case holds only weight_bf16: a case has an
+     * MXFP4 weight, a bf16 weight (weight_bf16, at the end), or both. */
     uint8_t *weight;            /* [N, K/2] */
     weight_order_t weight_order;
     uint8_t *weight_scale;      /* [N, K/32] or [K/32, N] by scale_layout */
@@ -56,6 +58,8 @@ typedef struct {
     char *model;
     char *capture_time;         /* ISO 8601 */
     char *env_flags;            /* "KEY=VALUE" lines, '\n'-separated */
+
+    uint16_t *weight_bf16;      /* [N, K] bf16 bits of an unquantized layer, or NULL */
 } case_t;
 
 #endif

@@ -409,15 +409,42 @@ static int read_output(rd_t *rd, const char *name, const case_t *c, uint16_t **o
     return rc;
 }
 
+/* The bf16 weight of an unquantized layer; absent -> c->weight_bf16 stays NULL. */
+static int read_weight_bf16(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "weight_bf16", &ds);
+    if (o <= 0)
+        return o;
+    const int64_t want[2] = {c->N, c->K};
+    void *buf = NULL;
+    int rc = -1;
+    if (check_ds(rd, "weight_bf16", ds, EL_U16, 2, want, "(N, K) bf16 bits as") == 0 &&
+        check_bf16_attr(rd, "weight_bf16", ds) == 0 &&
+        read_ds(rd, "weight_bf16", ds, EL_U16, c->N * c->K, &buf) == 0) {
+        c->weight_bf16 = buf;
+        rc = 0;
+    }
+    H5Dclose(ds);
+    return rc;
+}
+
+/* The MXFP4 weight.  Required unless the case has weight_bf16 (read first). */
 static int read_weight(rd_t *rd, case_t *c)
 {
     hid_t ds;
     int o = open_ds(rd, "weight", &ds);
     if (o < 0)
         return -1;
-    if (o == 0)
-        return fail(rd, "weight", "dataset missing; expected [%lld, %lld] (N, K/2) uint8 packed "
-                                  "e2m1", (long long)c->N, (long long)(c->K / 2));
+    if (o == 0) {
+        if (c->weight_bf16)
+            return 0;
+        return fail(rd, "weight", "dataset missing and no weight_bf16; expected an MXFP4 weight "
+                                  "[%lld, %lld] (N, K/2) uint8 packed e2m1 with weight_scale, "
+                                  "and/or weight_bf16 [%lld, %lld] (N, K) uint16 with dtype = "
+                                  "\"bfloat16\"", (long long)c->N, (long long)(c->K / 2),
+                    (long long)c->N, (long long)c->K);
+    }
     const int64_t want[2] = {c->N, c->K / 2};
     char *order = NULL;
     void *buf = NULL;
@@ -448,12 +475,21 @@ done:
     return rc;
 }
 
+/* The MXFP4 weight's block scales: with `weight` (read first), never without it. */
 static int read_weight_scale(rd_t *rd, case_t *c)
 {
     hid_t ds;
     int o = open_ds(rd, "weight_scale", &ds);
     if (o < 0)
         return -1;
+    if (o == 1 && !c->weight) {
+        H5Dclose(ds);
+        return fail(rd, "weight", "dataset missing while weight_scale is present; expected weight "
+                                  "[%lld, %lld] (N, K/2) uint8 with weight_scale",
+                    (long long)c->N, (long long)(c->K / 2));
+    }
+    if (o == 0 && !c->weight)
+        return 0;
     if (o == 0)
         return fail(rd, "weight_scale", "dataset missing; expected e8m0 uint8 [%lld, %lld] "
                                         "(N, K/32) or [%lld, %lld] (K/32, N) with attribute layout",
@@ -692,7 +728,8 @@ static int read_all(rd_t *rd, case_t *c)
         if (read_str_attr(rd, rd->root, prov[i].name, prov[i].name, prov[i].dst) < 0)
             return -1;
 
-    if (read_weight(rd, c) || read_weight_scale(rd, c) || read_weight_ref(rd, c) ||
+    if (read_weight_bf16(rd, c) || read_weight(rd, c) || read_weight_scale(rd, c) ||
+        read_weight_ref(rd, c) ||
         read_x(rd, c) || read_x_fp8(rd, c) || read_x_scale(rd, c))
         return -1;
     if (c->x_fp8 && !c->x_scale)

@@ -99,18 +99,9 @@ int case_check_dims(int64_t M, int64_t N, int64_t K, const char *what, kr_error_
 
 /* ---- the whole case ---- */
 
-int case_validate(const case_t *c, const char *what, kr_error_t *err)
+/* The MXFP4 weight's own rules (only when the case has one). */
+static int validate_mxfp4_weight(const case_t *c, const char *what, kr_error_t *err)
 {
-    if (!what)
-        what = (c && c->path) ? c->path : "(case)";
-    if (!c)
-        return kr_fail(err, "%s: case: NULL; expected a case", what);
-    if (case_check_dims(c->M, c->N, c->K, what, err) != 0)
-        return -1;
-
-    if (!c->weight)
-        return kr_fail(err, "%s: weight: missing; expected [%lld, %lld] (N, K/2) uint8", what,
-                       (long long)c->N, (long long)(c->K / 2));
     if (c->weight_order != WEIGHT_ORDER_CHECKPOINT && c->weight_order != WEIGHT_ORDER_FRAGMENT)
         return kr_fail(err, "%s: weight: order %d is unknown; expected checkpoint or fragment",
                        what, (int)c->weight_order);
@@ -128,7 +119,12 @@ int case_validate(const case_t *c, const char *what, kr_error_t *err)
     if (c->scale_layout != SCALE_LAYOUT_NK && c->scale_layout != SCALE_LAYOUT_KN)
         return kr_fail(err, "%s: weight_scale: layout %d is unknown; expected \"N,K/32\" or "
                             "\"K/32,N\"", what, (int)c->scale_layout);
+    return 0;
+}
 
+/* Everything but the weights. */
+static int validate_rest(const case_t *c, const char *what, kr_error_t *err)
+{
     if (c->weight_ref) {
         int64_t len = c->weight_ref_len;
         if (len != c->N && len != 2 && len != 1)
@@ -161,6 +157,31 @@ int case_validate(const case_t *c, const char *what, kr_error_t *err)
     return 0;
 }
 
+int case_validate(const case_t *c, const char *what, kr_error_t *err)
+{
+    if (!what)
+        what = (c && c->path) ? c->path : "(case)";
+    if (!c)
+        return kr_fail(err, "%s: case: NULL; expected a case", what);
+    if (case_check_dims(c->M, c->N, c->K, what, err) != 0)
+        return -1;
+
+    /* A case has an MXFP4 weight (weight + weight_scale), a bf16 weight
+     * (weight_bf16), or both. */
+    if (!c->weight && !c->weight_bf16)
+        return kr_fail(err, "%s: weight: missing and no weight_bf16; expected an MXFP4 weight "
+                            "[%lld, %lld] (N, K/2) uint8 with weight_scale, and/or weight_bf16 "
+                            "[%lld, %lld] (N, K) bf16 bits", what, (long long)c->N,
+                       (long long)(c->K / 2), (long long)c->N, (long long)c->K);
+    if (!c->weight && c->weight_scale)
+        return kr_fail(err, "%s: weight: missing while weight_scale is present; expected weight "
+                            "[%lld, %lld] (N, K/2) uint8 with weight_scale", what,
+                       (long long)c->N, (long long)(c->K / 2));
+    if (c->weight)
+        return validate_mxfp4_weight(c, what, err) ? -1 : validate_rest(c, what, err);
+    return validate_rest(c, what, err);
+}
+
 void case_free(case_t *c)
 {
     if (!c)
@@ -180,5 +201,6 @@ void case_free(case_t *c)
     free(c->model);
     free(c->capture_time);
     free(c->env_flags);
+    free(c->weight_bf16);
     memset(c, 0, sizeof *c);
 }
