@@ -13,6 +13,7 @@ int cli_replay(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
+int cli_compare(int argc, char **argv);
 
 /* Shared helpers. */
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "registry.h"
+#include "shape_catalog.h"
 
 static void list_kernels(int verbose, const char *patterns)
 {
@@ -47,7 +48,7 @@ int cli_list(int argc, char **argv)
         else if ((!strcmp(argv[i], "--kernels") || !strcmp(argv[i], "-k")) && i + 1 < argc)
             patterns = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kreplay list kernels [--verbose] [--kernels PATTERNS]\n");
+            printf("usage: kreplay list kernels [--verbose] [--kernels PATTERNS]\n       kreplay list shapes\n");
             return 0;
         } else if (!what)
             what = argv[i];
@@ -60,6 +61,20 @@ int cli_list(int argc, char **argv)
         list_kernels(verbose, patterns);
         return 0;
     }
-    fprintf(stderr, "kreplay list: unknown list '%s' (kernels)\n", what);
+    if (!strcmp(what, "shapes")) {
+        shape_catalog_t cat;
+        kr_error_t err = {{0}};
+        if (shape_catalog_load(shape_catalog_default_path(), &cat, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        printf("%-22s %6s %6s %-6s %s\n", "shape", "N", "K", "weight", "role");
+        for (int i = 0; i < cat.count; i++)
+            printf("%-22s %6lld %6lld %-6s %s\n", cat.shapes[i].name, (long long)cat.shapes[i].N,
+                   (long long)cat.shapes[i].K, cat.shapes[i].weight, cat.shapes[i].role);
+        shape_catalog_free(&cat);
+        return 0;
+    }
+    fprintf(stderr, "kreplay list: unknown list '%s' (kernels, shapes)\n", what);
     return EXIT_USAGE;
 }

@@ -13,6 +13,7 @@ static void usage(FILE *fp)
             "  list kernels          the kernel registry (--verbose: formats and accumulation order)\n"
             "  synth                 write synthetic schema-v1 cases\n"
             "  inspect CASE...       what a case holds, and the health of its inputs\n"
+            "  compare [A B] ...     W4A8 against W4A4 (or any two kernels), per shape and M band\n"
             "  version               print the version\n"
             "\n"
             "Run 'kreplay <command> --help' for a command's options.\n"
@@ -34,6 +35,8 @@ int kreplay_main(int argc, char **argv)
         return cli_synth(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect"))
         return cli_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "compare"))
+        return cli_compare(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kreplay %s (commit %s)\n", cli_version(), cli_git_commit());
         return 0;

@@ -1,0 +1,281 @@
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "case_io.h"
+#include "cli.h"
+#include "compare.h"
+#include "shape_catalog.h"
+#include "synth.h"
+
+static void compare_usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: kreplay compare [A B] [options] CASE|DIR...\n"
+            "       kreplay compare [A B] --synth SHAPES [--m LIST] [--seeds N] [options]\n"
+            "\n"
+            "Feeds two kernels (default: w4a8.folded or w4a8.perblock, and w4a4.aiter) from the\n"
+            "same source activations x, each quantizing it its own way, and reports per shape\n"
+            "and M band: each against R_source, the ratio of their errors, A against B, and\n"
+            "each against its own R_exact.  Errors are pooled over the group's cases.\n"
+            "\n"
+            "      --synth SHAPES       synthesize the cases in memory: catalogue names, NxK, or\n"
+            "                           'production' (cases/shapes.csv)\n"
+            "      --m LIST             M values for --synth (default 1,64,512)\n"
+            "      --seeds N            seeds per shape and M (default 1)\n"
+            "      --outliers N, --outlier-gain G, --token-spread S, --weight-spread B\n"
+            "                           the synthetic distribution (see 'kreplay synth --help')\n"
+            "      --fp8-quant V, --mxfp4-quant V   activation quantizer variants\n"
+            "      --json               JSON on stdout instead of the table\n"
+            "  -o, --out DIR            write DIR/compare.json, compare.csv, compare.md\n"
+            "  -t, --threads N\n");
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static void print_table(FILE *fp, const compare_t *cmp, int markdown)
+{
+    const char *a = cmp->a->name, *b = cmp->b->name;
+    if (markdown) {
+        fprintf(fp, "# kreplay compare: %s (A) vs %s (B)\n\n", a, b);
+        fprintf(fp, "Both from the same source activations; errors pooled over each group's cases.\n\n");
+        fprintf(fp, "| shape | N | K | band | cases | A vs R_source | B vs R_source | B/A | A vs B | A vs own R_exact | B vs own R_exact |\n");
+        fprintf(fp, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    } else {
+        fprintf(fp, "A = %s, B = %s (both from the same x; errors relative to ||R_source||, pooled)\n", a, b);
+        fprintf(fp, "%-20s %6s %6s %-8s %5s %13s %13s %7s %10s %12s %12s\n", "shape", "N", "K", "band",
+                "cases", "A vs R_src", "B vs R_src", "B/A", "A vs B", "A vs R_exact", "B vs R_exact");
+    }
+    for (int i = 0; i < cmp->count; i++) {
+        const compare_group_t *g = &cmp->groups[i];
+        double ra = compare_rel(g->a_err2, g->ref2), rb = compare_rel(g->b_err2, g->ref2);
+        double rab = compare_rel(g->ab_err2, g->ref2);
+        double ea = compare_rel(g->a_exact_err2, g->a_exact_ref2);
+        double eb = compare_rel(g->b_exact_err2, g->b_exact_ref2);
+        if (markdown)
+            fprintf(fp, "| %s | %lld | %lld | %s | %d | %.4g | %.4g | %.2f | %.4g | %.3g | %.3g |\n", g->shape,
+                    (long long)g->N, (long long)g->K, g->band, g->cases, ra, rb, rb / ra, rab, ea, eb);
+        else
+            fprintf(fp, "%-20.20s %6lld %6lld %-8s %5d %13.4g %13.4g %7.2f %10.4g %12.3g %12.3g\n", g->shape,
+                    (long long)g->N, (long long)g->K, g->band, g->cases, ra, rb, rb / ra, rab, ea, eb);
+    }
+}
+
+static json_t *to_json(const compare_t *cmp, const char *cmdline)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "command", json_string(cmdline));
+    json_object_set_new(root, "a", json_string(cmp->a->name));
+    json_object_set_new(root, "b", json_string(cmp->b->name));
+    json_t *arr = json_array();
+    for (int i = 0; i < cmp->count; i++) {
+        const compare_group_t *g = &cmp->groups[i];
+        double ra = compare_rel(g->a_err2, g->ref2), rb = compare_rel(g->b_err2, g->ref2);
+        json_t *o = json_object();
+        json_object_set_new(o, "shape", json_string(g->shape));
+        json_object_set_new(o, "N", json_integer(g->N));
+        json_object_set_new(o, "K", json_integer(g->K));
+        json_object_set_new(o, "band", json_string(g->band));
+        json_object_set_new(o, "cases", json_integer(g->cases));
+        json_object_set_new(o, "a_vs_source", num(ra));
+        json_object_set_new(o, "b_vs_source", num(rb));
+        json_object_set_new(o, "ratio_b_over_a", num(rb / ra));
+        json_object_set_new(o, "a_vs_b", num(compare_rel(g->ab_err2, g->ref2)));
+        json_object_set_new(o, "a_vs_own_exact", num(compare_rel(g->a_exact_err2, g->a_exact_ref2)));
+        json_object_set_new(o, "b_vs_own_exact", num(compare_rel(g->b_exact_err2, g->b_exact_ref2)));
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(root, "groups", arr);
+    return root;
+}
+
+static void write_csv(FILE *fp, const compare_t *cmp)
+{
+    fprintf(fp, "shape,N,K,band,cases,a,b,a_vs_source,b_vs_source,ratio_b_over_a,a_vs_b,a_vs_own_exact,b_vs_own_exact\n");
+    for (int i = 0; i < cmp->count; i++) {
+        const compare_group_t *g = &cmp->groups[i];
+        double ra = compare_rel(g->a_err2, g->ref2), rb = compare_rel(g->b_err2, g->ref2);
+        fprintf(fp, "%s,%lld,%lld,%s,%d,%s,%s,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", g->shape, (long long)g->N,
+                (long long)g->K, g->band, g->cases, cmp->a->name, cmp->b->name, ra, rb, rb / ra,
+                compare_rel(g->ab_err2, g->ref2), compare_rel(g->a_exact_err2, g->a_exact_ref2),
+                compare_rel(g->b_exact_err2, g->b_exact_ref2));
+    }
+}
+
+static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdline, kr_error_t *err)
+{
+    if (make_dirs(dir, err))
+        return -1;
+    char path[4096];
+    atomic_file_t f;
+    snprintf(path, sizeof path, "%s/compare.json", dir);
+    if (atomic_file_open(&f, path, err))
+        return -1;
+    json_t *root = to_json(cmp, cmdline);
+    json_dumpf(root, f.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    json_decref(root);
+    if (atomic_file_commit(&f, err))
+        return -1;
+    snprintf(path, sizeof path, "%s/compare.csv", dir);
+    if (atomic_file_open(&f, path, err))
+        return -1;
+    write_csv(f.fp, cmp);
+    if (atomic_file_commit(&f, err))
+        return -1;
+    snprintf(path, sizeof path, "%s/compare.md", dir);
+    if (atomic_file_open(&f, path, err))
+        return -1;
+    print_table(f.fp, cmp, 1);
+    fprintf(f.fp, "\ncommand: `%s`\n", cmdline);
+    return atomic_file_commit(&f, err);
+}
+
+int cli_compare(int argc, char **argv)
+{
+    enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD,
+           OPT_FP8, OPT_MX, OPT_JSON };
+    static const struct option longopts[] = {
+        {"synth", required_argument, 0, OPT_SYNTH},
+        {"m", required_argument, 0, OPT_M},
+        {"seeds", required_argument, 0, OPT_SEEDS},
+        {"outliers", required_argument, 0, OPT_OUTLIERS},
+        {"outlier-gain", required_argument, 0, OPT_GAIN},
+        {"token-spread", required_argument, 0, OPT_TSPREAD},
+        {"weight-spread", required_argument, 0, OPT_WSPREAD},
+        {"fp8-quant", required_argument, 0, OPT_FP8},
+        {"mxfp4-quant", required_argument, 0, OPT_MX},
+        {"json", no_argument, 0, OPT_JSON},
+        {"out", required_argument, 0, 'o'},
+        {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    kernel_options_t kopt;
+    kernel_options_default(&kopt);
+    synth_params_t sp;
+    synth_params_default(&sp);
+    const char *synth_spec = NULL, *out_dir = NULL;
+    long long ms[64] = {1, 64, 512};
+    int n_m = 3, seeds = 1, json = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_SYNTH: synth_spec = optarg; break;
+        case OPT_M:
+            n_m = cli_parse_int_list(optarg, ms, 64);
+            if (n_m < 0) {
+                fprintf(stderr, "kreplay compare: --m: expected M[,M...], got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_SEEDS: seeds = atoi(optarg); break;
+        case OPT_OUTLIERS: sp.outlier_channels = atoi(optarg); break;
+        case OPT_GAIN: sp.outlier_gain = atof(optarg); break;
+        case OPT_TSPREAD: sp.token_spread = atof(optarg); break;
+        case OPT_WSPREAD: sp.weight_exp_spread = atof(optarg); break;
+        case OPT_FP8:
+            if (fp8_token_variant_from_name(optarg, &kopt.fp8_variant)) {
+                fprintf(stderr, "kreplay compare: --fp8-quant: unknown variant '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_MX:
+            if (mxfp4_variant_from_name(optarg, &kopt.mxfp4_variant)) {
+                fprintf(stderr, "kreplay compare: --mxfp4-quant: unknown variant '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_JSON: json = 1; break;
+        case 'o': out_dir = optarg; break;
+        case 't': kopt.threads = atoi(optarg); break;
+        case 'h': compare_usage(stdout); return 0;
+        default: compare_usage(stderr); return EXIT_USAGE;
+        }
+    }
+    compare_t cmp = {0};
+    cmp.a = kernel_find("w4a8.folded") ? kernel_find("w4a8.folded") : kernel_find("w4a8.perblock");
+    cmp.b = kernel_find("w4a4.aiter");
+    /* Two leading kernel names pick the pair. */
+    if (argc - optind >= 2 && kernel_find(argv[optind]) && kernel_find(argv[optind + 1])) {
+        cmp.a = kernel_find(argv[optind]);
+        cmp.b = kernel_find(argv[optind + 1]);
+        optind += 2;
+    }
+    if (cmp.a->op != KERNEL_OP_GEMM || cmp.b->op != KERNEL_OP_GEMM || !cmp.a->run_cpu ||
+        !cmp.b->run_cpu || !(cmp.a->refs & REF_EXACT) || !(cmp.b->refs & REF_EXACT)) {
+        fprintf(stderr, "kreplay compare: %s and %s must both be MXFP4-weight GEMM kernels\n",
+                cmp.a->name, cmp.b->name);
+        return EXIT_USAGE;
+    }
+    if (!synth_spec && optind >= argc) {
+        fprintf(stderr, "kreplay compare: give cases, or --synth SHAPES\n");
+        compare_usage(stderr);
+        return EXIT_USAGE;
+    }
+    kr_error_t err = {{0}};
+    int input_errors = 0;
+    if (synth_spec) {
+        shape_catalog_t cat;
+        shape_t shapes[64];
+        if (shape_catalog_load(shape_catalog_default_path(), &cat, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        int n_shapes = shape_catalog_resolve(&cat, synth_spec, shapes, 64, &err);
+        shape_catalog_free(&cat);
+        if (n_shapes < 0) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        for (int s = 0; s < n_shapes; s++)
+            for (int j = 0; j < n_m; j++)
+                for (int seed = 1; seed <= seeds; seed++) {
+                    sp.N = shapes[s].N;
+                    sp.K = shapes[s].K;
+                    sp.M = ms[j];
+                    sp.seed = (uint64_t)seed;
+                    case_t cs;
+                    if (synth_case(&sp, &cs, &err) || compare_add_case(&cmp, &cs, shapes[s].name, &kopt, &err)) {
+                        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+                        input_errors++;
+                    }
+                    case_free(&cs);
+                }
+    }
+    int n_cases = 0;
+    char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
+    for (int i = 0; i < n_cases; i++) {
+        case_t cs;
+        if (case_read(cases[i], &cs, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            input_errors++;
+        }
+        case_free(&cs);
+    }
+    cli_free_strings(cases);
+    char *cmdline = cli_command_line(argc, argv);
+    if (json) {
+        json_t *root = to_json(&cmp, cmdline);
+        json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+        fputc('\n', stdout);
+        json_decref(root);
+    } else if (cmp.count) {
+        print_table(stdout, &cmp, 0);
+    }
+    int status = input_errors ? EXIT_USAGE : 0;
+    if (out_dir && write_outputs(out_dir, &cmp, cmdline, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        status = EXIT_USAGE;
+    }
+    free(cmdline);
+    compare_free(&cmp);
+    return status;
+}
