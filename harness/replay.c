@@ -69,6 +69,8 @@ typedef struct {
     input_health_t health;
     nonfinite_t source_nf;      /* non-finite elements of the source activations */
     float *r_source;            /* [M, N] or NULL */
+    uint16_t *vs_out;           /* --vs: the other model's output bits [M, N], or NULL */
+    const kernel_desc_t *vs;
     result_list_t *out;
 } replay_ctx_t;
 
@@ -291,6 +293,63 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     return 0;
 }
 
+/* --vs: one kernel's output against another model's, bit by bit.  Models
+ * that share operands but not accumulation order differ by a few ULPs;
+ * the histogram shows how many and how far. */
+static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *out,
+                      kr_error_t *err)
+{
+    const int64_t MN = rc->c->M * rc->c->N;
+    result_t *r = result_list_add(rc->out);
+    float *a = bf16_to_f32(out, MN), *b = bf16_to_f32(rc->vs_out, MN);
+    if (!r || !a || !b) {
+        free(a);
+        free(b);
+        return kr_fail(err, "out of memory");
+    }
+    char ref[32];
+    snprintf(ref, sizeof ref, "model:%.24s", rc->vs->name);
+    row_header(rc, r, k->name, ref);
+    metrics_compute(a, b, rc->c->M, rc->c->N, &r->metrics);
+    ulp_stats_bf16(out, rc->vs_out, MN, &r->ulp);
+    free(a);
+    free(b);
+    r->threshold = k->rel_tol_exact;
+    if (r->ulp.identical == r->ulp.count) {
+        r->verdict = VERDICT_PASS;
+        snprintf(r->note, sizeof r->note, "bit-identical to %s", rc->vs->name);
+    } else {
+        r->verdict = r->metrics.rel_fro <= r->threshold ? VERDICT_PASS : VERDICT_WRONG;
+        snprintf(r->note, sizeof r->note,
+                 "differs from %s in %lld of %lld elements (max %llu ULP; 1 ULP: %lld, 2: %lld, 3-4: %lld)",
+                 rc->vs->name, (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
+                 (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
+                 (long long)r->ulp.bins[ULP_BIN_2], (long long)r->ulp.bins[ULP_BIN_3_4]);
+    }
+    return 0;
+}
+
+/* Runs the --vs model once per case and keeps its output bits. */
+static void prepare_vs_model(replay_ctx_t *rc)
+{
+    const kernel_desc_t *k = rc->vs;
+    const case_t *c = rc->c;
+    char why[256];
+    if (!k || k->op != KERNEL_OP_GEMM || kernel_unsupported_reason(k, c->M, c->N, c->K, why, sizeof why))
+        return;
+    kernel_act_t act;
+    kr_error_t kerr = {{0}};
+    if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr))
+        return;
+    rc->vs_out = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    kernel_run_info_t info = {{0}};
+    if (rc->vs_out && k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, rc->vs_out, &info, &kerr)) {
+        free(rc->vs_out);
+        rc->vs_out = NULL;
+    }
+    kernel_act_free(&act);
+}
+
 static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 {
     const case_t *c = rc->c;
@@ -325,6 +384,8 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
                                          k->refs & rc->opt->refs, seconds, err);
         for (int64_t i = first_row; info.note[0] && i < rc->out->count; i++)
             append_note(&rc->out->rows[i], info.note);
+        if (status == 0 && rc->vs_out && rc->vs != k)
+            status = add_vs_row(rc, k, out, err);
         if (status == 0 && rc->opt->save_outputs_path) {
             char name[128];
             case_short_name(c->path ? c->path : "case", name, sizeof name);
@@ -432,6 +493,10 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         else if (gemm_ref_f32(c->x, c->M, &rc.in.weight, 0, rc.r_source, err))
             status = -1;
     }
+    if (status == 0 && opt->vs_kernel) {
+        rc.vs = kernel_find(opt->vs_kernel);
+        prepare_vs_model(&rc);
+    }
     for (int i = 0; status == 0 && i < kernel_count(); i++) {
         const kernel_desc_t *k = kernel_at(i);
         if (kernel_name_matches(k->name, opt->kernel_patterns))
@@ -440,6 +505,7 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     if (status == 0 && opt->include_recorded)
         status = replay_recorded(&rc, err);
     free(rc.r_source);
+    free(rc.vs_out);
     free(weight_owned);
     return status;
 }

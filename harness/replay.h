@@ -15,6 +15,7 @@ typedef struct {
     kernel_options_t kernel;
     e8m0_mode_t weight_e8m0_mode;   /* how weight scale byte 0 decodes */
     const char *save_outputs_path;  /* HDF5 file to append kernel outputs to, or NULL */
+    const char *vs_kernel;          /* also compare every kernel's output with this model's, bit by bit */
     int oracle;                     /* also compute each reference in fp64 and record the
                                        fp32 reference's own error (ref_f32_vs_f64) */
 } replay_options_t;

@@ -16,14 +16,14 @@ void report_table_print(FILE *fp, const result_list_t *rows)
     int oracle = 0;
     for (int64_t i = 0; i < rows->count; i++)
         oracle |= rows->rows[i].ref_f32_vs_f64 == rows->rows[i].ref_f32_vs_f64;
-    fprintf(fp, "%-34s %6s %6s %6s %-7s %-24s %-9s %10s %10s %9s %9s %7s %7s %-15s%s\n", "case",
+    fprintf(fp, "%-34s %6s %6s %6s %-7s %-24s %-20s %10s %10s %9s %9s %7s %7s %-15s%s\n", "case",
             "M", "N", "K", "band", "kernel", "reference", "rel_fro", "worst_row", "max_abs",
             "|o|/|r|", "nonfin", "ident", "verdict", oracle ? " ref_f32_vs_f64" : "");
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         char rel[32], worst[32], maxabs[32], mag[32], ident[32];
         if (strcmp(r->reference, "-") == 0) {
-            fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-24s %-9s %10s %10s %9s %9s %7s %7s %-15s %s\n",
+            fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-24s %-20s %10s %10s %9s %9s %7s %7s %-15s %s\n",
                     r->case_name, (long long)r->M, (long long)r->N, (long long)r->K, r->band,
                     r->kernel, "-", "-", "-", "-", "-", "-", "-", verdict_name(r->verdict), r->note);
             continue;
@@ -33,7 +33,7 @@ void report_table_print(FILE *fp, const result_list_t *rows)
         fmt_metric(maxabs, sizeof maxabs, r->metrics.max_abs);
         fmt_metric(mag, sizeof mag, r->metrics.mag_ratio);
         snprintf(ident, sizeof ident, "%.3f", r->ulp.identical_frac);
-        fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-24s %-9s %10s %10s %9s %9s %7lld %7s %-15s",
+        fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-24s %-20s %10s %10s %9s %9s %7lld %7s %-15s",
                 r->case_name, (long long)r->M, (long long)r->N, (long long)r->K, r->band, r->kernel,
                 r->reference, rel, worst, maxabs, mag, (long long)nonfinite_total(&r->metrics.out_nf),
                 ident, verdict_name(r->verdict));

@@ -32,6 +32,8 @@ static void replay_usage(FILE *fp)
             "  -o, --out DIR            write DIR/results.json, results.csv and report.md\n"
             "      --save-outputs FILE  HDF5 file with every kernel output and its operands\n"
             "  -t, --threads N          threads for the models (default: all cores)\n"
+            "      --vs KERNEL          also compare each kernel's output with KERNEL's model, bit\n"
+            "                           by bit (reference 'model:KERNEL', with the ULP histogram)\n"
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
             "\n"
@@ -56,7 +58,7 @@ static int parse_refs(const char *s, unsigned *refs)
 
 int cli_replay(int argc, char **argv)
 {
-    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE };
+    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS };
     static const struct option longopts[] = {
         {"kernels", required_argument, 0, 'k'},
         {"refs", required_argument, 0, 'r'},
@@ -70,6 +72,7 @@ int cli_replay(int argc, char **argv)
         {"save-outputs", required_argument, 0, OPT_SAVE},
         {"threads", required_argument, 0, 't'},
         {"oracle", no_argument, 0, OPT_ORACLE},
+        {"vs", required_argument, 0, OPT_VS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -138,6 +141,13 @@ int cli_replay(int argc, char **argv)
             break;
         case OPT_ORACLE:
             opt.oracle = 1;
+            break;
+        case OPT_VS:
+            if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
+                fprintf(stderr, "kreplay replay: --vs: '%s' is not a GEMM kernel (see 'kreplay list kernels')\n", optarg);
+                return EXIT_USAGE;
+            }
+            opt.vs_kernel = optarg;
             break;
         case 'h':
             replay_usage(stdout);
