@@ -1,5 +1,7 @@
 #include "result.h"
 
+#include "kr_string.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,11 @@ result_t *result_list_add(result_list_t *l)
     r->metrics.max_abs_index = -1;
     r->metrics.worst_row = -1;
     r->ref_f32_vs_f64 = NAN;
+    r->canary_ok = -1;
+    r->time_ms = NAN;
+    r->tflops = NAN;
+    r->gbps = NAN;
+    kr_strlcpy(r->device, "cpu", sizeof r->device);
     return r;
 }
 

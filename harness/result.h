@@ -51,6 +51,13 @@ typedef struct {
     double seconds;           /* wall time of the kernel model */
     double ref_f32_vs_f64;    /* --oracle: rel_fro of the fp32 reference against the fp64
                                  oracle on the same operands; NaN when not computed */
+    char diagnosis[384];      /* for WRONG / MAGNITUDE: the hypothesis the output matches */
+    char device[48];          /* "cpu", or the GPU that ran the kernel */
+    int reruns;               /* GPU: runs compared bitwise (0 on the CPU) */
+    int64_t rerun_diff;       /* GPU: elements that differed between reruns */
+    int canary_ok;            /* GPU: guard canaries intact (1), broken (0); -1 not checked */
+    double time_ms;           /* GPU: median kernel time; NaN when not timed */
+    double tflops, gbps;      /* GPU: from time_ms */
 } result_t;
 
 typedef struct {
