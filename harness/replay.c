@@ -69,6 +69,9 @@ typedef struct {
     input_health_t health;
     nonfinite_t source_nf;      /* non-finite elements of the source activations */
     float *r_source;            /* [M, N] or NULL */
+    float *x_sanitized;         /* nan_to_num(x) when x holds non-finite values, else NULL */
+    float *r_sanitized;         /* R_source on x_sanitized: what the served model would see
+                                   with RADIANCE_MXFP4_SANITIZE=1 */
     uint16_t *vs_out;           /* --vs: the other model's output bits [M, N], or NULL */
     const kernel_desc_t *vs;
     result_list_t *out;
@@ -118,8 +121,9 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
  * and appends the row. */
 static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
                             const char *act_origin, const uint16_t *out_bits, const float *out_f32,
-                            const float *ref, const float *ref_operand, double threshold,
-                            double seconds, kr_error_t *err)
+                            const float *ref, const float *ref_operand,
+                            const nonfinite_t *input_nf, double threshold, double seconds,
+                            kr_error_t *err)
 {
     const int64_t MN = rc->c->M * rc->c->N;
     result_t *r = result_list_add(rc->out);
@@ -129,6 +133,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         return kr_fail(err, "out of memory for results");
     }
     row_header(rc, r, kernel, reference);
+    r->input_nf = *input_nf;
     kr_strlcpy(r->act_origin, act_origin ? act_origin : "", sizeof r->act_origin);
     metrics_compute(out_f32, ref, rc->c->M, rc->c->N, &r->metrics);
     for (int64_t i = 0; i < MN; i++)
@@ -200,13 +205,25 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
         if (!r_exact)
             rc_ = -1;
         else
+        {
+            /* R_exact asks whether the kernel computed right on what it was
+             * given: its own operands decide whether the input was poisoned. */
+            nonfinite_t operand_nf;
+            nonfinite_count(act->dequant, act->M * act->K, &operand_nf);
             rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act->origin, out_bits,
-                                   out_f32, r_exact, act->dequant, tol_exact, seconds, err);
+                                   out_f32, r_exact, act->dequant, &operand_nf, tol_exact,
+                                   seconds, err);
+        }
         free(r_exact);
     }
     if (rc_ == 0 && (refs & REF_SOURCE) && rc->r_source)
         rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act ? act->origin : "",
-                               out_bits, out_f32, rc->r_source, rc->c->x, tol_source, seconds, err);
+                               out_bits, out_f32, rc->r_source, rc->c->x, &rc->source_nf,
+                               tol_source, seconds, err);
+    if (rc_ == 0 && (refs & REF_SOURCE) && rc->r_sanitized)
+        rc_ = add_compared_row(rc, kernel, "R_sanitized", act ? act->origin : "", out_bits, out_f32,
+                               rc->r_sanitized, rc->x_sanitized, &rc->source_nf, tol_source,
+                               seconds, err);
     free(out_f32);
     return rc_;
 }
@@ -493,6 +510,22 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         else if (gemm_ref_f32(c->x, c->M, &rc.in.weight, 0, rc.r_source, err))
             status = -1;
     }
+    /* Non-finite activations make R_source non-finite where they reach; the
+     * reference a reader wants next is the one on sanitized input (non-finite
+     * -> 0, as the dispatch's SANITIZE_X does). */
+    if (status == 0 && c->x && (opt->refs & REF_SOURCE) && nonfinite_total(&rc.health.x_nf) > 0) {
+        const int64_t MK = c->M * c->K;
+        rc.x_sanitized = malloc((size_t)MK * sizeof(float));
+        rc.r_sanitized = malloc((size_t)c->M * (size_t)c->N * sizeof(float));
+        if (!rc.x_sanitized || !rc.r_sanitized) {
+            status = kr_fail(err, "%s: out of memory for R_sanitized", c->path);
+        } else {
+            for (int64_t i = 0; i < MK; i++)
+                rc.x_sanitized[i] = isfinite(c->x[i]) ? c->x[i] : 0.0f;
+            if (gemm_ref_f32(rc.x_sanitized, c->M, &rc.in.weight, 0, rc.r_sanitized, err))
+                status = -1;
+        }
+    }
     if (status == 0 && opt->vs_kernel) {
         rc.vs = kernel_find(opt->vs_kernel);
         prepare_vs_model(&rc);
@@ -505,6 +538,8 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     if (status == 0 && opt->include_recorded)
         status = replay_recorded(&rc, err);
     free(rc.r_source);
+    free(rc.x_sanitized);
+    free(rc.r_sanitized);
     free(rc.vs_out);
     free(weight_owned);
     return status;

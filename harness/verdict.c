@@ -16,23 +16,25 @@ verdict_t verdict_decide(const metrics_t *m, const nonfinite_t *input_nf, double
     const int over = !(m->rel_fro <= threshold); /* NaN rel_fro counts as over */
     const int magnitude = m->mag_ratio < 1.0 / MAGNITUDE_FACTOR || m->mag_ratio > MAGNITUDE_FACTOR;
 
+    /* A poisoned input decides the row: the kernel may be faithful to
+     * garbage, so the note carries the numbers and the verdict says where
+     * the fault is. */
+    if (in_bad) {
+        snprintf(note, (size_t)cap,
+                 "input has %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf); output %lld non-finite; "
+                 "on finite pairs rel %.4g, |out|/|ref| %.4g",
+                 (long long)in_bad, (long long)input_nf->nan, (long long)input_nf->pos_inf,
+                 (long long)input_nf->neg_inf, (long long)out_bad, m->rel_fro, m->mag_ratio);
+        return VERDICT_POISONED_INPUT;
+    }
     if (over && m->finite_count > 0) {
         if (magnitude) {
             snprintf(note, (size_t)cap, "rel %.4g > %.4g and |out|/|ref| = %.4g: a scale or layout error",
                      m->rel_fro, threshold, m->mag_ratio);
             return VERDICT_MAGNITUDE;
         }
-        snprintf(note, (size_t)cap, "rel %.4g > %.4g%s", m->rel_fro, threshold,
-                 in_bad ? " (and the input is non-finite too)" : "");
+        snprintf(note, (size_t)cap, "rel %.4g > %.4g", m->rel_fro, threshold);
         return VERDICT_WRONG;
-    }
-    if (in_bad) {
-        snprintf(note, (size_t)cap,
-                 "input has %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf); output %lld non-finite; "
-                 "finite part rel %.4g",
-                 (long long)in_bad, (long long)input_nf->nan, (long long)input_nf->pos_inf,
-                 (long long)input_nf->neg_inf, (long long)out_bad, m->rel_fro);
-        return VERDICT_POISONED_INPUT;
     }
     if (out_bad > ref_bad) {
         snprintf(note, (size_t)cap, "%lld non-finite outputs (%lld NaN, %lld +Inf, %lld -Inf) from finite input",
