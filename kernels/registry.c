@@ -8,6 +8,8 @@
 extern const kernel_desc_t kernel_quant_fp8_token, kernel_quant_fp8_token_traced,
     kernel_quant_fp8_token_pure, kernel_quant_mxfp4, kernel_quant_mxfp4_ocp, kernel_quant_mxfp4_ceil;
 extern const kernel_desc_t kernel_w4a8_perblock;
+extern const kernel_desc_t kernel_w4a8_folded, kernel_w4a8_folded_wperm, kernel_w4a8_atiled;
+extern const kernel_desc_t kernel_w4a8_decode, kernel_w4a8_r4d, kernel_w4a8_partitioned;
 extern const kernel_desc_t kernel_w4a4_aiter;
 
 /* The registry.  One line per kernel; the order is the order of reports. */
@@ -19,6 +21,12 @@ static const kernel_desc_t *const kernel_table[] = {
     &kernel_quant_mxfp4_ocp,
     &kernel_quant_mxfp4_ceil,
     &kernel_w4a8_perblock,
+    &kernel_w4a8_folded,
+    &kernel_w4a8_folded_wperm,
+    &kernel_w4a8_atiled,
+    &kernel_w4a8_decode,
+    &kernel_w4a8_r4d,
+    &kernel_w4a8_partitioned,
     &kernel_w4a4_aiter,
 };
 

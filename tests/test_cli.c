@@ -146,7 +146,7 @@ static void test_kernel_filter(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(run("replay --json --kernels 'w4a8.*' " SAMPLES "/moe_gate_N256_K2048_M8.h5", &out), 0);
+    assert_int_equal(run("replay --json --kernels 'w4a8.per*' " SAMPLES "/moe_gate_N256_K2048_M8.h5", &out), 0);
     json_t *root = json_loads(out, 0, NULL);
     assert_non_null(root);
     json_t *results = json_object_get(root, "results");
@@ -154,6 +154,17 @@ static void test_kernel_filter(void **state)
     for (size_t i = 0; i < json_array_size(results); i++)
         assert_string_equal(json_string_value(json_object_get(json_array_get(results, i), "kernel")),
                             "w4a8.perblock");
+    json_decref(root);
+    free(out);
+
+    /* A family glob selects the whole family and nothing else. */
+    assert_int_equal(run("replay --json --kernels 'w4a8.*' --refs exact " SAMPLES "/moe_gate_N256_K2048_M8.h5", &out), 0);
+    root = json_loads(out, 0, NULL);
+    results = json_object_get(root, "results");
+    assert_true(json_array_size(results) >= 4);
+    for (size_t i = 0; i < json_array_size(results); i++)
+        assert_memory_equal(json_string_value(json_object_get(json_array_get(results, i), "kernel")),
+                            "w4a8.", 5);
     json_decref(root);
     free(out);
 

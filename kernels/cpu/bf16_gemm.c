@@ -1,0 +1,240 @@
+/* bf16.skinny and bf16.sequential: unquantized bf16 projections,
+ * C[M, N] = x[M, K] @ W[N, K]^T with W the case's weight_bf16.
+ *
+ * bf16.skinny models the skinny dispatch's R4D kernel gemm_bf16_nt_m64 (and
+ * its stand-in pq_skinny_bf16, "same contract"): split-K with SK splits per
+ * (N, K) from the dispatch's measured tables,
+ *   _CFG        (always on):                  (256, 2048) -> SK 16   (MoE gate)
+ *   _CFG_TAXED  (RADIANCE_SKINNY_GEMM=all):   (48, 5120), (96, 5120),
+ *                                             (1280, 5120), (256, 5120) -> SK 8
+ * Any other (N, K) is declined by the dispatch ("a split-K config carried
+ * over to a shape it was not measured on is a guess"), so the model refuses
+ * it ("no measured split-K config for NxK") unless opt->decode_splits > 0
+ * names SK (the option w4a8.decode also reads; here it means "run this
+ * unmeasured shape, or this measured one, with SK splits").  An override
+ * needs K % (16 * SK) == 0: the kernel steps K 16 at a time (one WMMA).
+ *
+ * Accumulation order, per output (m, n), IEEE fp32, no FMA:
+ *   K is cut into SK equal contiguous ranges of S = K / SK;
+ *   partial[s] = 0; for k in [s*S, (s+1)*S) ascending: partial[s] += x[m][k] * w[n][k]
+ *   acc = partial[0]; for s = 1 .. SK-1: acc += partial[s]     (split order)
+ *   out[m][n] = bf16_rne(acc)
+ * bf16.sequential (rocBLAS / torch's bf16 GEMM as the harness models it,
+ * the path the skinny kernel replaces):
+ *   acc = 0; for k = 0 .. K-1 ascending: acc += x[m][k] * w[n][k];  out = bf16_rne(acc)
+ *
+ * Operands: x is the case's x rounded to bf16 (exact when x was stored as
+ * bf16; a float32 x is rounded with bf16_encode, since production hands the
+ * kernel bf16 activations).  bf16 x bf16 products have at most 16
+ * significant bits, so they are exact in fp32 and an FMA would give the same
+ * bits: the order of the additions is the whole contract.
+ *
+ * Assumed, not known (NUMERICS.md open question 1): inside one split the GPU
+ * kernel feeds 16 k at a time to a 16x16x16 WMMA whose internal order and
+ * width are undocumented; the model sums a split's products one by one in
+ * fp32.  The last-arriving block's reduction of the partials is modelled in
+ * split order.  rocBLAS's real order is not known either: bf16.sequential is
+ * the plain sequential dot, not a measured rocBLAS schedule.  pq_skinny_bf16
+ * sizes its scratch for K/256 partials per output; if it really splits K/256
+ * ways (20 at K=5120), --decode-splits K/256 models it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats.h"
+#include "parallel.h"
+#include "registry.h"
+#include "weight_tile.h"    /* TILE_N */
+
+enum { BF16_SEQUENTIAL = 0, BF16_SKINNY = 1 };     /* kernel_desc_t.config */
+
+/* The skinny dispatch's measured split-K per (N, K). */
+static const struct {
+    int64_t n, k;
+    int sk;
+    const char *table;
+} skinny_cfg[] = {
+    {256, 2048, 16, "_CFG"},
+    {48, 5120, 8, "_CFG_TAXED"},
+    {96, 5120, 8, "_CFG_TAXED"},
+    {1280, 5120, 8, "_CFG_TAXED"},
+    {256, 5120, 8, "_CFG_TAXED"},
+};
+
+/* SK for this shape: the override, else the table.  Returns SK > 0, or 0
+ * with err filled; *source says where SK came from. */
+static int skinny_splits(int64_t N, int64_t K, const kernel_options_t *opt, const char **source,
+                         kr_error_t *err)
+{
+    if (opt && opt->decode_splits > 0) {
+        const int sk = opt->decode_splits;
+        if (K % (16 * (int64_t)sk) != 0) {
+            kr_fail(err, "split-K %d (decode_splits) does not cut K=%lld into equal multiples of "
+                         "16", sk, (long long)K);
+            return 0;
+        }
+        *source = "decode_splits override";
+        return sk;
+    }
+    for (size_t i = 0; i < sizeof skinny_cfg / sizeof skinny_cfg[0]; i++)
+        if (skinny_cfg[i].n == N && skinny_cfg[i].k == K) {
+            *source = skinny_cfg[i].table;
+            return skinny_cfg[i].sk;
+        }
+    kr_fail(err, "no measured split-K config for %lldx%lld (the skinny dispatch declines it; "
+                 "decode_splits > 0 runs it anyway)", (long long)N, (long long)K);
+    return 0;
+}
+
+/* The activations a bf16 kernel consumes: x rounded to bf16, held in
+ * `dequant` (no codes, no scales).  Shared in spirit with ref_linear.c. */
+static int bf16_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
+                            const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
+{
+    memset(act, 0, sizeof *act);
+    if (!in->weight_bf16)
+        return kr_fail(err, "the case has no bf16 weight (weight_bf16); %s runs unquantized "
+                            "layers only", k->name);
+    if (!in->x)
+        return kr_fail(err, "the case has no source activations x; %s consumes x as bf16 "
+                            "(x_fp8 cannot stand in)", k->name);
+    if (k->config == BF16_SKINNY) {
+        const char *source = NULL;
+        if (skinny_splits(in->N, in->K, opt, &source, err) == 0)
+            return -1;
+    }
+    const size_t mk = (size_t)in->M * (size_t)in->K;
+    act->kind = ACT_FP8_PER_TOKEN;      /* no bf16 kind exists: codes/scales stay NULL */
+    act->M = in->M;
+    act->K = in->K;
+    act->dequant = malloc(mk * sizeof(float));
+    if (!act->dequant)
+        return kr_fail(err, "out of memory for activations [%lld, %lld]", (long long)in->M,
+                       (long long)in->K);
+    size_t rounded = 0;
+    for (size_t i = 0; i < mk; i++) {
+        const float v = bf16_decode(bf16_encode(in->x[i]));
+        rounded += f32_bits(v) != f32_bits(in->x[i]) && in->x[i] == in->x[i];
+        act->dequant[i] = v;
+    }
+    if (rounded)
+        snprintf(act->origin, sizeof act->origin, "x as bf16 (%zu values rounded from fp32)",
+                 rounded);
+    else
+        snprintf(act->origin, sizeof act->origin, "x as bf16");
+    return 0;
+}
+
+typedef struct {
+    const kernel_inputs_t *in;
+    const float *x;         /* [M, K] bf16 values */
+    int splits;             /* 0: sequential */
+    uint16_t *out;
+    int failed;
+} bf16_job_t;
+
+static void bf16_tile(void *ctx, int64_t tile_index)
+{
+    bf16_job_t *job = ctx;
+    const int64_t M = job->in->M, N = job->in->N, K = job->in->K;
+    const int64_t n0 = tile_index * TILE_N;
+    const int64_t width = N - n0 < TILE_N ? N - n0 : TILE_N;
+    /* The tile k-major, [K][TILE_N], padding columns 0: the inner loops run
+     * over contiguous columns, each column its own in-order sum. */
+    float *w = calloc((size_t)K * TILE_N, sizeof(float));
+    if (!w) {
+        job->failed = 1;
+        return;
+    }
+    for (int64_t j = 0; j < width; j++) {
+        const uint16_t *row = job->in->weight_bf16 + (n0 + j) * K;
+        for (int64_t k = 0; k < K; k++)
+            w[k * TILE_N + j] = bf16_decode(row[k]);
+    }
+    const int64_t sk = job->splits > 0 ? job->splits : 1;
+    const int64_t span = K / sk;
+    for (int64_t m = 0; m < M; m++) {
+        const float *xr = job->x + m * K;
+        float acc[TILE_N] = {0};
+        for (int64_t s = 0; s < sk; s++) {
+            float part[TILE_N] = {0};
+            for (int64_t k = s * span; k < (s + 1) * span; k++) {
+                const float xv = xr[k];
+                const float *wv = w + k * TILE_N;
+                for (int j = 0; j < TILE_N; j++)
+                    part[j] += xv * wv[j];
+            }
+            if (s == 0)
+                memcpy(acc, part, sizeof acc);
+            else
+                for (int j = 0; j < TILE_N; j++)
+                    acc[j] += part[j];
+        }
+        uint16_t *orow = job->out + m * N + n0;
+        for (int64_t j = 0; j < width; j++)
+            orow[j] = bf16_encode(acc[j]);
+    }
+    free(w);
+}
+
+static int bf16_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                    const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
+                    kr_error_t *err)
+{
+    if (!in->weight_bf16 || !act->dequant)
+        return kr_fail(err, "%s: no bf16 weight or activations", k->name);
+    bf16_job_t job = {.in = in, .x = act->dequant, .out = out};
+    if (k->config == BF16_SKINNY) {
+        const char *source = NULL;
+        job.splits = skinny_splits(in->N, in->K, opt, &source, err);
+        if (job.splits == 0)
+            return -1;
+        if (info)
+            snprintf(info->note, sizeof info->note, "split-K %d (%s)", job.splits, source);
+    }
+    parallel_for((in->N + TILE_N - 1) / TILE_N, opt ? opt->threads : 0, bf16_tile, &job);
+    return job.failed ? kr_fail(err, "out of memory for weight tiles") : 0;
+}
+
+const kernel_desc_t kernel_bf16_skinny = {
+    .name = "bf16.skinny",
+    .family = "bf16",
+    .summary = "R4D gemm_bf16_nt_m64 / pq_skinny_bf16: split-K skinny bf16 GEMM, SK from the "
+               "skinny dispatch's measured (N, K) tables",
+    .act_format = "bf16 (x rounded to bf16)",
+    .weight_format = "bf16 [N,K] (weight_bf16)",
+    .accumulation = "SK equal contiguous K ranges (SK 16 for 256x2048 from _CFG; 8 for 48x5120, "
+                    "96x5120, 1280x5120, 256x5120 from _CFG_TAXED; else decode_splits): "
+                    "partial[s] += x*w over k ascending in range s (exact products, fp32 adds); "
+                    "acc = partial[0] + partial[1] + ... in split order; out = bf16(acc)",
+    .k_multiple = 256,
+    .m_min = 6,
+    .m_max = 64,
+    .refs = REF_SOURCE,
+    .rel_tol_exact = 0.0,
+    .rel_tol_source = 0.01,
+    .op = KERNEL_OP_GEMM,
+    .config = BF16_SKINNY,
+    .prepare_act = bf16_prepare_act,
+    .run_cpu = bf16_run,
+};
+
+const kernel_desc_t kernel_bf16_sequential = {
+    .name = "bf16.sequential",
+    .family = "bf16",
+    .summary = "bf16 GEMM as rocBLAS/torch is modelled: one sequential fp32 dot per output",
+    .act_format = "bf16 (x rounded to bf16)",
+    .weight_format = "bf16 [N,K] (weight_bf16)",
+    .accumulation = "acc += x*w over k = 0..K-1 ascending (exact products, fp32 adds); "
+                    "out = bf16(acc)",
+    .k_multiple = 32,
+    .m_min = 1,
+    .m_max = 0,
+    .refs = REF_SOURCE,
+    .rel_tol_exact = 0.0,
+    .rel_tol_source = 0.01,
+    .op = KERNEL_OP_GEMM,
+    .config = BF16_SEQUENTIAL,
+    .prepare_act = bf16_prepare_act,
+    .run_cpu = bf16_run,
+};

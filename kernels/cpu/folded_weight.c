@@ -1,0 +1,285 @@
+#include "folded_weight.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats.h"
+#include "mxfp4_weight.h"
+
+int folded_plan_init(folded_plan_t *p, const kernel_inputs_t *in, folded_wlayout_t wl,
+                     kr_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    const mxfp4_weight_t *w = &in->weight;
+    const int64_t N = in->N, K = in->K;
+    if (!w->packed || !w->scales)
+        return kr_fail(err, "the case has no MXFP4 weight");
+    if (N <= 0 || K <= 0 || K % 32 != 0 || w->N != N || w->K != K)
+        return kr_fail(err, "bad W4A8 shape N=%lld K=%lld (weight %lldx%lld)", (long long)N,
+                       (long long)K, (long long)w->N, (long long)w->K);
+    p->N = N;
+    p->K = K;
+    p->scales = w->scales;
+    p->scale_layout = w->layout;
+    p->e8m0_mode = w->e8m0_mode;
+    p->wlayout = wl;
+    p->bytes = w->packed;
+    if (wl == FOLDED_W_FRAGMENT) {
+        if (N % 16 != 0)
+            return kr_fail(err, "fragment order needs N %% 16 == 0 (N=%lld)", (long long)N);
+        p->owned = malloc((size_t)N * (size_t)(K / 2));
+        if (!p->owned)
+            return kr_fail(err, "out of memory permuting the weight");
+        if (wperm_permute(w->packed, N, K, p->owned)) {
+            folded_plan_free(p);
+            return kr_fail(err, "fragment order needs N %% 16 == 0 and K %% 16 == 0");
+        }
+        p->bytes = p->owned;
+    }
+    p->tiles = (N + TILE_N - 1) / TILE_N;
+    p->ref = malloc((size_t)N);
+    p->epi = malloc((size_t)N * sizeof(float));
+    p->tile_stats = calloc((size_t)p->tiles, sizeof(folded_stats_t));
+    if (!p->ref || !p->epi || !p->tile_stats) {
+        folded_plan_free(p);
+        return kr_fail(err, "out of memory for the folded weight plan");
+    }
+    const int64_t nblocks = K / 32;
+    if (in->weight_ref && in->weight_ref_len == N) {
+        memcpy(p->ref, in->weight_ref, (size_t)N);
+        p->ref_from_case = 1;
+    } else {
+        /* make_row_ref: weight_scale.max(dim=0) over the [K/32, N] scales. */
+        for (int64_t n = 0; n < N; n++) {
+            uint8_t r = 0;
+            for (int64_t b = 0; b < nblocks; b++) {
+                uint8_t e = mxfp4_scale_at(w->scales, w->layout, N, K, n, b);
+                if (e > r)
+                    r = e;
+            }
+            p->ref[n] = r;
+        }
+    }
+    for (int64_t n = 0; n < N; n++)
+        p->epi[n] = e8m0_decode(p->ref[n], p->e8m0_mode);   /* ldexpf(1, ref - 127): exact */
+    for (int s = -255; s <= 255; s++) {
+        for (int c = 0; c < 16; c++) {
+            const float v = e2m1_decode((uint8_t)c);
+            const float shifted = ldexpf(v, -s);   /* exact wherever e4m3 can tell */
+            const float w8 = e4m3fn_decode(e4m3fn_encode(shifted, FP8_SATURATE));
+            p->value[s + 255][c] = w8;
+            p->changed[s + 255][c] = (double)w8 != ldexp((double)v, -s);
+        }
+    }
+    return 0;
+}
+
+void folded_plan_free(folded_plan_t *p)
+{
+    free(p->owned);
+    free(p->ref);
+    free(p->epi);
+    free(p->tile_stats);
+    p->owned = NULL;
+    p->ref = NULL;
+    p->epi = NULL;
+    p->tile_stats = NULL;
+}
+
+/* Index of the 4-byte group holding weight byte (n, kb), kb % 4 == 0. */
+static inline int64_t weight_byte_index(const folded_plan_t *p, int64_t n, int64_t kb)
+{
+    if (p->wlayout == FOLDED_W_CHECKPOINT)
+        return n * (p->K / 2) + kb;
+    /* permute_w: [n-tile][k-step][half][row][4 bytes] */
+    return (((n / 16 * (p->K / 16) + kb / 8) * 2 + (kb % 8) / 4) * 16 + n % 16) * 4 + kb % 4;
+}
+
+int folded_tile_load(folded_plan_t *p, int64_t tile_index, folded_tile_t *t)
+{
+    const int64_t N = p->N, K = p->K, nblocks = K / 32;
+    memset(t, 0, sizeof *t);
+    t->n0 = tile_index * TILE_N;
+    t->width = (N - t->n0) < TILE_N ? (N - t->n0) : TILE_N;
+    const size_t bytes = (size_t)K * TILE_N * sizeof(float);
+    t->w = aligned_alloc(64, bytes);
+    if (!t->w)
+        return -1;
+    memset(t->w, 0, bytes);
+    static const float zero_block[16];
+    static const uint8_t zero_changed[16];
+    folded_stats_t st = {0};
+    for (int64_t j = 0; j < t->width; j++) {
+        const int64_t n = t->n0 + j;
+        const int ref = p->ref[n];
+        t->epi[j] = p->epi[n];
+        for (int64_t b = 0; b < nblocks; b++) {
+            const int e = mxfp4_scale_at(p->scales, p->scale_layout, N, K, n, b);
+            const int s = ref - e;
+            const float *tab = p->value[s + 255];
+            const uint8_t *chg = p->changed[s + 255];
+            st.blocks++;
+            if (p->e8m0_mode == E8M0_ZERO_IS_ZERO && e == 0) {
+                tab = zero_block;       /* the block is 0 by the weight's own format */
+                chg = zero_changed;
+            } else {
+                st.blocks_under += s > 8;
+                st.blocks_over += s < 0;
+            }
+            for (int64_t g = 0; g < 4; g++) {
+                const int64_t kb = b * 16 + 4 * g;
+                const uint8_t *src = p->bytes + weight_byte_index(p, n, kb);
+                float *dst = t->w + (2 * kb) * TILE_N + j;
+                for (int i = 0; i < 4; i++) {
+                    const uint8_t lo = src[i] & 0x0F, hi = src[i] >> 4;
+                    dst[(2 * i) * TILE_N] = tab[lo];
+                    dst[(2 * i + 1) * TILE_N] = tab[hi];
+                    if (tab != zero_block) {
+                        st.nonzero += ((lo & 7) != 0) + ((hi & 7) != 0);
+                        st.changed += chg[lo] + chg[hi];
+                    }
+                }
+            }
+        }
+    }
+    p->tile_stats[tile_index] = st;
+    return 0;
+}
+
+void folded_tile_free(folded_tile_t *t)
+{
+    free(t->w);
+    t->w = NULL;
+}
+
+void folded_act_init(folded_act_t *a, const uint8_t *codes, int tiled, int64_t M, int64_t K,
+                     const float *scale, fp8_format_t fmt)
+{
+    a->codes = codes;
+    a->tiled = tiled;
+    a->M = M;
+    a->K = K;
+    a->scale = scale;
+    for (int c = 0; c < 256; c++)
+        a->lut[c] = fmt == FP8_E4M3FN ? e4m3fn_decode((uint8_t)c) : e4m3fnuz_decode((uint8_t)c);
+}
+
+uint8_t *folded_pack_atiled(const uint8_t *codes, int64_t M, int64_t K)
+{
+    const int64_t mtiles = (M + 15) / 16, ksteps = K / 16;
+    uint8_t *t = calloc((size_t)(mtiles * 16), (size_t)K);
+    if (!t)
+        return NULL;
+    for (int64_t mt = 0; mt < mtiles; mt++)
+        for (int64_t ks = 0; ks < ksteps; ks++)
+            for (int lane = 0; lane < 32; lane++) {
+                const int64_t m = 16 * mt + (lane & 15), k = 16 * ks + 8 * (lane >> 4);
+                if (m < M)
+                    memcpy(t + ((mt * ksteps + ks) * 32 + lane) * 8, codes + m * K + k, 8);
+            }
+    return t;
+}
+
+/* The 8 codes x[m][k8 .. k8+8) in the activation layout (k8 % 8 == 0). */
+static inline const uint8_t *act_run8(const folded_act_t *a, int64_t m, int64_t k8)
+{
+    if (!a->tiled)
+        return a->codes + m * a->K + k8;
+    const int64_t lane = (m & 15) + ((k8 >> 3) & 1) * 16;
+    return a->codes + (((m >> 4) * (a->K >> 4) + (k8 >> 4)) * 32 + lane) * 8;
+}
+
+/* One specialization per row count, so the accumulators stay in registers.
+ * Each acc[i][j] is one (m, n) sum; its additions happen in ascending k. */
+#define FOLDED_DOT_MB(MB)                                                                     \
+    static void folded_dot_##MB(const folded_tile_t *t, const folded_act_t *a, int64_t m0,    \
+                                int64_t k0, int64_t k1, float sums[FOLDED_MB][TILE_N])        \
+    {                                                                                         \
+        float acc[MB][TILE_N];                                                                \
+        for (int i = 0; i < MB; i++)                                                          \
+            for (int j = 0; j < TILE_N; j++)                                                  \
+                acc[i][j] = 0.0f;                                                             \
+        for (int64_t k8 = k0; k8 < k1; k8 += 8) {                                             \
+            const uint8_t *xp[MB];                                                            \
+            for (int i = 0; i < MB; i++)                                                      \
+                xp[i] = act_run8(a, m0 + i, k8);                                              \
+            for (int kk = 0; kk < 8; kk++) {                                                  \
+                const float *w = t->w + (k8 + kk) * TILE_N;                                   \
+                for (int i = 0; i < MB; i++) {                                                \
+                    const float xv = a->lut[xp[i][kk]];                                       \
+                    for (int j = 0; j < TILE_N; j++)                                          \
+                        acc[i][j] += xv * w[j];                                               \
+                }                                                                             \
+            }                                                                                 \
+        }                                                                                     \
+        for (int i = 0; i < MB; i++)                                                          \
+            for (int j = 0; j < TILE_N; j++)                                                  \
+                sums[i][j] = acc[i][j];                                                       \
+    }
+FOLDED_DOT_MB(1)
+FOLDED_DOT_MB(2)
+FOLDED_DOT_MB(3)
+FOLDED_DOT_MB(4)
+#undef FOLDED_DOT_MB
+
+void folded_dot(const folded_tile_t *t, const folded_act_t *a, int64_t m0, int mb, int64_t k0,
+                int64_t k1, float sums[FOLDED_MB][TILE_N])
+{
+    switch (mb) {
+    case 1: folded_dot_1(t, a, m0, k0, k1, sums); break;
+    case 2: folded_dot_2(t, a, m0, k0, k1, sums); break;
+    case 3: folded_dot_3(t, a, m0, k0, k1, sums); break;
+    default: folded_dot_4(t, a, m0, k0, k1, sums); break;
+    }
+}
+
+void folded_store(const folded_tile_t *t, const float *acc, float xscale, uint16_t *out_row,
+                  int64_t j0, int64_t j1)
+{
+    for (int64_t j = j0; j < j1; j++) {
+        const float f = xscale * t->epi[j];     /* the scale product first, in fp32 */
+        out_row[t->n0 + j] = bf16_encode(acc[j] * f);
+    }
+}
+
+void folded_stats_note(const folded_plan_t *p, char *buf, int cap)
+{
+    folded_stats_t s = {0};
+    for (int64_t i = 0; i < p->tiles; i++) {
+        s.blocks += p->tile_stats[i].blocks;
+        s.blocks_under += p->tile_stats[i].blocks_under;
+        s.blocks_over += p->tile_stats[i].blocks_over;
+        s.nonzero += p->tile_stats[i].nonzero;
+        s.changed += p->tile_stats[i].changed;
+    }
+    const size_t used = strlen(buf);
+    if ((int)used >= cap - 1)
+        return;
+    int n = snprintf(buf + used, (size_t)cap - used,
+                     "%sfolded underflow: %lld/%lld blocks (%.2f%%) >8 binades below row ref; "
+                     "%.2f%% of nonzero weights lost bits",
+                     used ? "; " : "", (long long)s.blocks_under, (long long)s.blocks,
+                     s.blocks ? 100.0 * (double)s.blocks_under / (double)s.blocks : 0.0,
+                     s.nonzero ? 100.0 * (double)s.changed / (double)s.nonzero : 0.0);
+    if (n < 0 || (size_t)n >= (size_t)cap - used)
+        return;
+    if (s.blocks_over) {
+        const size_t u2 = used + (size_t)n;
+        snprintf(buf + u2, (size_t)cap - u2, "; %lld blocks above weight_ref (saturate)",
+                 (long long)s.blocks_over);
+    }
+}
+
+void folded_r4d_cfg(int64_t M, int64_t K, int *wv, int *sk, int *mb, int *npw)
+{
+    int64_t b = (M + 15) / 16;
+    *mb = (int)(b < 1 ? 1 : b > 4 ? 4 : b);
+    int s = M <= 16 ? 8 : 4;
+    while (s > 1 && K % (s * 32))
+        s /= 2;
+    *sk = s;
+    *wv = 2;
+    *npw = 2;
+}

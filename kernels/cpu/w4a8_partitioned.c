@@ -1,0 +1,132 @@
+/* w4a8.partitioned: the MXFP4 dispatch's mxfp4_linear_pqp, a merged linear
+ * whose output column blocks read per-partition (rotated) activation copies
+ * in one launch: P = 3 copies a[P, M, K] (fp8) with scales x_scale[P, M].
+ *
+ * Output column n belongs to partition p = 0 if n < pb1, 1 if n < pb2, else 2
+ * (pb1, pb2 = --partition-bounds; by default N/3 and 2N/3, each rounded down
+ * to a multiple of 16).  Column n reads copy p's codes and scale.
+ *
+ * Accumulation order, per output (m, n) with p = partition(n), IEEE fp32, no FMA,
+ * exactly w4a8.folded on copy p (folded_weight.h: w8, ref[n]):
+ *   acc = +0; for k = 0 .. K-1 ascending: acc += fp8(x_p[m][k]) * w8[n][k]
+ *   out[m][n] = bf16_rne(acc * (x_scale_p[m] * 2^(ref[n] - 127)))
+ *
+ * The copies: the case's x_fp8_parts / x_scale_parts when it holds them
+ * (parts == 3, fp8 format x_fp8_format); otherwise (a schema-v1 case holds
+ * one copy) all three partitions read the kernel's prepared activations. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "act_prepare.h"
+#include "folded_weight.h"
+#include "parallel.h"
+#include "registry.h"
+
+#define PQP_PARTS 3
+
+typedef struct {
+    folded_plan_t *plan;
+    folded_act_t act[PQP_PARTS];
+    int64_t lo[PQP_PARTS], hi[PQP_PARTS];  /* column range of each partition */
+    uint16_t *out;
+    atomic_int failed;
+} pqp_job_t;
+
+static void pqp_tile(void *ctx, int64_t tile_index)
+{
+    pqp_job_t *job = ctx;
+    const int64_t N = job->plan->N, K = job->plan->K;
+    folded_tile_t t;
+    if (folded_tile_load(job->plan, tile_index, &t)) {
+        atomic_store(&job->failed, 1);
+        return;
+    }
+    float sums[FOLDED_MB][TILE_N];
+    for (int p = 0; p < PQP_PARTS; p++) {
+        const int64_t j0 = job->lo[p] > t.n0 ? job->lo[p] - t.n0 : 0;
+        const int64_t j1 = job->hi[p] - t.n0 < t.width ? job->hi[p] - t.n0 : t.width;
+        if (j0 >= j1)
+            continue;
+        const folded_act_t *a = &job->act[p];
+        for (int64_t m0 = 0; m0 < a->M; m0 += FOLDED_MB) {
+            const int mb = (int)(a->M - m0 < FOLDED_MB ? a->M - m0 : FOLDED_MB);
+            folded_dot(&t, a, m0, mb, 0, K, sums);
+            for (int i = 0; i < mb; i++)
+                folded_store(&t, sums[i], a->scale[m0 + i], job->out + (m0 + i) * N, j0, j1);
+        }
+    }
+    folded_tile_free(&t);
+}
+
+static int w4a8_partitioned_run(const kernel_desc_t *k, const kernel_inputs_t *in,
+                                const kernel_act_t *act, const kernel_options_t *opt,
+                                uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
+{
+    const int64_t M = in->M, N = in->N, K = in->K;
+    if (act->kind != ACT_FP8_PER_TOKEN || act->M != M || act->K != K)
+        return kr_fail(err, "%s needs fp8 per-token activations [M, K]", k->name);
+    const int have_parts = in->x_fp8_parts != NULL;
+    if (have_parts && (in->parts != PQP_PARTS || !in->x_scale_parts))
+        return kr_fail(err, "%s reads %d activation copies with their scales; the case holds %d",
+                       k->name, PQP_PARTS, in->parts);
+    int64_t pb1 = opt->partition_bounds[0] ? opt->partition_bounds[0] : N / 3 / 16 * 16;
+    int64_t pb2 = opt->partition_bounds[1] ? opt->partition_bounds[1] : 2 * N / 3 / 16 * 16;
+    if (pb1 < 0 || pb1 > pb2 || pb2 > N)
+        return kr_fail(err, "partition bounds %lld, %lld must satisfy 0 <= pb1 <= pb2 <= N=%lld",
+                       (long long)pb1, (long long)pb2, (long long)N);
+    folded_plan_t *plan = malloc(sizeof *plan);
+    if (!plan)
+        return kr_fail(err, "out of memory for the folded weight plan");
+    if (folded_plan_init(plan, in, FOLDED_W_CHECKPOINT, err)) {
+        free(plan);
+        return -1;
+    }
+    pqp_job_t job = {.plan = plan, .out = out,
+                     .lo = {0, pb1, pb2}, .hi = {pb1, pb2, N}};
+    atomic_init(&job.failed, 0);
+    for (int p = 0; p < PQP_PARTS; p++) {
+        if (have_parts)
+            folded_act_init(&job.act[p], in->x_fp8_parts + (int64_t)p * M * K, 0, M, K,
+                            in->x_scale_parts + (int64_t)p * M, in->x_fp8_format);
+        else
+            folded_act_init(&job.act[p], act->codes, 0, M, K, act->token_scale,
+                            act->fp8_format);
+    }
+    parallel_for(plan->tiles, opt->threads, pqp_tile, &job);
+    int rc = 0;
+    if (atomic_load(&job.failed)) {
+        rc = kr_fail(err, "out of memory for weight tiles");
+    } else if (info) {
+        snprintf(info->note, sizeof info->note, "partitions n<%lld, n<%lld, n<%lld; %s%s",
+                 (long long)pb1, (long long)pb2, (long long)N,
+                 have_parts ? "3 recorded activation copies (x_fp8_parts)"
+                            : "3 identical activation copies",
+                 plan->ref_from_case ? "; ref = case weight_ref" : "");
+        folded_stats_note(plan, info->note, (int)sizeof info->note);
+    }
+    folded_plan_free(plan);
+    free(plan);
+    return rc;
+}
+
+const kernel_desc_t kernel_w4a8_partitioned = {
+    .name = "w4a8.partitioned",
+    .family = "w4a8",
+    .summary = "mxfp4_linear_pqp: folded W4A8 where output columns of partition p "
+               "(bounds pb1, pb2) read activation copy p of 3",
+    .act_format = "3 copies of e4m3fn per-token activations [3, M, K] + scales [3, M]",
+    .weight_format = "mxfp4: e2m1 [N,K/2] + e8m0 per 32 along K, folded to e4m3 per row",
+    .accumulation = "as w4a8.folded on copy p = partition(n): acc += x_p*w8 over k ascending "
+                    "(fp32); out = bf16(acc * (x_scale_p[m] * 2^(ref[n]-127)))",
+    .k_multiple = 64,
+    .m_min = 1,
+    .m_max = 0,
+    .refs = REF_EXACT | REF_SOURCE,
+    .rel_tol_exact = 0.01,
+    .rel_tol_source = 0.08,
+    .op = KERNEL_OP_GEMM,
+    .config = 0,
+    .prepare_act = act_prepare_fp8_token,
+    .run_cpu = w4a8_partitioned_run,
+};

@@ -1,0 +1,861 @@
+/* The W4A8 folded family of CPU models: w4a8.folded, .folded.wperm, .atiled,
+ * .decode, .r4d and .partitioned.
+ *
+ * Oracles, all independent of the models' code: hand-worked cases whose
+ * expected bf16 bits are derived in the comments; an fp64/long double GEMM on
+ * operands this file decodes itself from the spec's formulas (fp8, e2m1, e8m0,
+ * its own e4m3 rounding of the pre-shifted weight); and a plain scalar
+ * re-implementation of the split-K order.  The only model-against-model
+ * comparisons are the required bit-identities between layouts and between
+ * partitions and folded runs on their copy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "act_prepare.h"
+#include "formats.h"
+#include "registry.h"
+#include "test_support.h"
+
+extern const kernel_desc_t kernel_w4a8_folded;
+extern const kernel_desc_t kernel_w4a8_folded_wperm;
+extern const kernel_desc_t kernel_w4a8_atiled;
+extern const kernel_desc_t kernel_w4a8_decode;
+extern const kernel_desc_t kernel_w4a8_r4d;
+extern const kernel_desc_t kernel_w4a8_partitioned;
+extern const kernel_desc_t kernel_w4a8_perblock;
+
+/* ---------------------------------------------------------------- spec decoders */
+
+static double spec_e4m3fn(uint8_t code)
+{
+    int s = code >> 7, e = (code >> 3) & 15, m = code & 7;
+    if (e == 15 && m == 7)
+        return NAN;
+    double v = e == 0 ? m * pow(2.0, -9) : (1.0 + m / 8.0) * pow(2.0, e - 7);
+    return s ? -v : v;
+}
+
+static double spec_e2m1(uint8_t code)
+{
+    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    return (code & 8) ? -mag[code & 7] : mag[code & 7];
+}
+
+static double spec_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* float -> bf16 round-to-nearest-even (NUMERICS.md's formula), finite inputs. */
+static uint16_t spec_bf16_rne(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* RNE of v onto the e4m3fn grid (subnormal step 2^-9, 3 fraction bits),
+ * saturating at +-448: the folded pre-shift, computed in double. */
+static double spec_e4m3_round(double v)
+{
+    if (v == 0)
+        return v;
+    double a = fabs(v), q;
+    if (a < ldexp(1.0, -6)) {
+        q = ldexp(1.0, -9);
+    } else {
+        int ex;
+        frexp(a, &ex);              /* a = f * 2^ex, f in [0.5, 1) */
+        q = ldexp(1.0, ex - 1 - 3);
+    }
+    double r = nearbyint(a / q) * q;  /* default rounding mode: ties to even */
+    if (r > 448)
+        r = 448;
+    return v < 0 ? -r : r;
+}
+
+/* bf16 distance in ULPs (sign-magnitude to a monotone integer line). */
+static int bf16_ulps(uint16_t a, uint16_t b)
+{
+    int ia = (a & 0x8000) ? -(int)(a & 0x7FFF) : (int)a;
+    int ib = (b & 0x8000) ? -(int)(b & 0x7FFF) : (int)b;
+    return abs(ia - ib);
+}
+
+/* ---------------------------------------------------------------- test cases */
+
+typedef struct {
+    int64_t M, N, K;
+    uint8_t *wcodes;        /* [N][K] e2m1 codes, one per byte */
+    uint8_t *packed;        /* [N][K/2] */
+    uint8_t *scales;        /* [N][K/32] e8m0 */
+    uint8_t *x;             /* [M][K] e4m3fn codes */
+    float *xs;              /* [M] */
+    uint8_t *wref;          /* [N] or NULL */
+    uint8_t *parts;         /* [3][M][K] or NULL */
+    float *parts_scale;     /* [3][M] */
+} tcase_t;
+
+static void tcase_alloc(tcase_t *c, int64_t M, int64_t N, int64_t K)
+{
+    memset(c, 0, sizeof *c);
+    c->M = M;
+    c->N = N;
+    c->K = K;
+    c->wcodes = calloc((size_t)(N * K), 1);
+    c->packed = calloc((size_t)(N * K / 2), 1);
+    c->scales = calloc((size_t)(N * K / 32), 1);
+    c->x = calloc((size_t)(M * K), 1);
+    c->xs = calloc((size_t)M, sizeof(float));
+}
+
+static void tcase_pack(tcase_t *c)
+{
+    for (int64_t n = 0; n < c->N; n++)
+        for (int64_t j = 0; j < c->K / 2; j++)
+            c->packed[n * (c->K / 2) + j] =
+                (uint8_t)((c->wcodes[n * c->K + 2 * j] & 15) | (c->wcodes[n * c->K + 2 * j + 1] << 4));
+}
+
+static void tcase_free(tcase_t *c)
+{
+    free(c->wcodes);
+    free(c->packed);
+    free(c->scales);
+    free(c->x);
+    free(c->xs);
+    free(c->wref);
+    free(c->parts);
+    free(c->parts_scale);
+    memset(c, 0, sizeof *c);
+}
+
+static uint8_t random_fp8(test_rng_t *r)
+{
+    for (;;) {
+        uint8_t c = (uint8_t)test_rng_u64(r);
+        if ((c & 0x7F) != 0x7F)
+            return c;
+    }
+}
+
+/* Random case: per row a top exponent in [110, 140]; every block's exponent is
+ * top - U{0..spread}, block 0 pinned to top so the row max is known. */
+static void tcase_random(tcase_t *c, uint64_t seed, int64_t M, int64_t N, int64_t K, int spread)
+{
+    test_rng_t r = {seed};
+    tcase_alloc(c, M, N, K);
+    for (int64_t i = 0; i < N * K; i++)
+        c->wcodes[i] = (uint8_t)(test_rng_u64(&r) & 15);
+    for (int64_t n = 0; n < N; n++) {
+        int top = 110 + (int)(test_rng_u64(&r) % 31);
+        for (int64_t b = 0; b < K / 32; b++)
+            c->scales[n * (K / 32) + b] =
+                (uint8_t)(b == 0 ? top : top - (int)(test_rng_u64(&r) % (uint64_t)(spread + 1)));
+    }
+    tcase_pack(c);
+    for (int64_t i = 0; i < M * K; i++)
+        c->x[i] = random_fp8(&r);
+    for (int64_t m = 0; m < M; m++)
+        c->xs[m] = (float)ldexp(1.0 + test_rng_uniform(&r), -10 + (int)(test_rng_u64(&r) % 6));
+}
+
+/* Adds 3 different activation copies (copy 0 is also the recorded x_fp8). */
+static void tcase_add_parts(tcase_t *c, uint64_t seed)
+{
+    test_rng_t r = {seed};
+    const int64_t MK = c->M * c->K;
+    c->parts = malloc((size_t)(3 * MK));
+    c->parts_scale = malloc((size_t)(3 * c->M) * sizeof(float));
+    memcpy(c->parts, c->x, (size_t)MK);
+    memcpy(c->parts_scale, c->xs, (size_t)c->M * sizeof(float));
+    for (int64_t i = MK; i < 3 * MK; i++)
+        c->parts[i] = random_fp8(&r);
+    for (int64_t i = c->M; i < 3 * c->M; i++)
+        c->parts_scale[i] = (float)(0.001 + 0.01 * test_rng_uniform(&r));
+}
+
+static kernel_inputs_t tcase_inputs(const tcase_t *c)
+{
+    kernel_inputs_t in;
+    memset(&in, 0, sizeof in);
+    in.M = c->M;
+    in.N = c->N;
+    in.K = c->K;
+    in.x_fp8 = c->x;
+    in.x_scale = c->xs;
+    in.x_fp8_format = FP8_E4M3FN;
+    in.weight.packed = c->packed;
+    in.weight.scales = c->scales;
+    in.weight.layout = SCALE_LAYOUT_NK;
+    in.weight.e8m0_mode = E8M0_SPEC;
+    in.weight.N = c->N;
+    in.weight.K = c->K;
+    if (c->wref) {
+        in.weight_ref = c->wref;
+        in.weight_ref_len = c->N;
+    }
+    if (c->parts) {
+        in.x_fp8_parts = c->parts;
+        in.x_scale_parts = c->parts_scale;
+        in.parts = 3;
+    }
+    return in;
+}
+
+/* Runs a model; returns its rc.  note (256 bytes) gets the note, or the error. */
+static int run_model_in(const kernel_desc_t *k, const kernel_inputs_t *in, int decode_splits,
+                        const int64_t bounds[2], uint16_t *out, char *note)
+{
+    kernel_options_t opt;
+    kernel_options_default(&opt);
+    opt.decode_splits = decode_splits;
+    if (bounds) {
+        opt.partition_bounds[0] = bounds[0];
+        opt.partition_bounds[1] = bounds[1];
+    }
+    kernel_act_t act;
+    kr_error_t err;
+    assert_int_equal(k->prepare_act(k, in, &opt, &act, &err), 0);
+    kernel_run_info_t info;
+    memset(&info, 0, sizeof info);
+    int rc = k->run_cpu(k, in, &act, &opt, out, &info, &err);
+    if (note)
+        snprintf(note, 256, "%.255s", rc ? err.msg : info.note);
+    kernel_act_free(&act);
+    return rc;
+}
+
+static uint16_t *run_model(const kernel_desc_t *k, const tcase_t *c, int decode_splits, char *note)
+{
+    kernel_inputs_t in = tcase_inputs(c);
+    uint16_t *out = malloc((size_t)(c->M * c->N) * sizeof(uint16_t));
+    int rc = run_model_in(k, &in, decode_splits, NULL, out, note);
+    if (rc)
+        fail_msg("%s failed: %s", k->name, note ? note : "");
+    return out;
+}
+
+/* ---------------------------------------------------------------- oracles */
+
+static int row_ref(const tcase_t *c, int64_t n)
+{
+    if (c->wref)
+        return c->wref[n];
+    int r = 0;
+    for (int64_t b = 0; b < c->K / 32; b++)
+        if (c->scales[n * (c->K / 32) + b] > r)
+            r = c->scales[n * (c->K / 32) + b];
+    return r;
+}
+
+/* W in double [N][K]: exact MXFP4 values, or (folded) the pre-shifted,
+ * e4m3-rounded weight times 2^(ref - 127). */
+static double *oracle_weight(const tcase_t *c, int folded)
+{
+    const int64_t N = c->N, K = c->K;
+    double *w = malloc((size_t)(N * K) * sizeof(double));
+    for (int64_t n = 0; n < N; n++) {
+        const int ref = row_ref(c, n);
+        for (int64_t k = 0; k < K; k++) {
+            const int e = c->scales[n * (K / 32) + k / 32];
+            const double v = spec_e2m1(c->wcodes[n * K + k]);
+            w[n * K + k] = folded ? spec_e4m3_round(ldexp(v, e - ref)) * ldexp(1.0, ref - 127)
+                                  : ldexp(v, e - 127);
+        }
+    }
+    return w;
+}
+
+/* Activation copy of column n's partition (p = 0 when there are no parts). */
+static void oracle_act(const tcase_t *c, int p, const uint8_t **codes, const float **scale)
+{
+    if (c->parts) {
+        *codes = c->parts + p * c->M * c->K;
+        *scale = c->parts_scale + p * c->M;
+    } else {
+        *codes = c->x;
+        *scale = c->xs;
+    }
+}
+
+/* Each element of `out` within 2^-8 bf16 rounding plus fp32 accumulation
+ * error ((K + 2) u sum|x w|) of the long double product of the operands
+ * (with W from oracle_weight).  Returns the number of elements outside. */
+static int64_t oracle_check(const tcase_t *c, const double *W, const uint16_t *out,
+                            const int64_t *pb, double *rel_fro)
+{
+    const int64_t M = c->M, N = c->N, K = c->K;
+    int64_t bad = 0;
+    long double num = 0, den = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const int p = pb ? (n < pb[0] ? 0 : n < pb[1] ? 1 : 2) : 0;
+        const uint8_t *codes;
+        const float *scale;
+        oracle_act(c, p, &codes, &scale);
+        for (int64_t m = 0; m < M; m++) {
+            long double acc = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                long double t = (long double)spec_e4m3fn(codes[m * K + k]) * scale[m] * W[n * K + k];
+                acc += t;
+                mag += fabsl(t);
+            }
+            const double o = spec_bf16(out[m * N + n]);
+            const long double e1 = (long double)(K + 2) * ldexp(1.0, -24) * mag;
+            const long double bound = ldexp(1.0, -8) * (fabsl(acc) + e1) + e1 + 1e-38L;
+            if (fabsl((long double)o - acc) > bound * 1.0001L)
+                bad++;
+            num += ((long double)o - acc) * ((long double)o - acc);
+            den += acc * acc;
+        }
+    }
+    if (rel_fro)
+        *rel_fro = (double)sqrtl(num / den);
+    return bad;
+}
+
+/* The split-K order in plain scalar C, from the spec: w8 by spec_e4m3_round,
+ * partial[s] over SK equal K ranges ascending, acc = partial[0] + ... in
+ * split order, epilogue x_scale * 2^(ref-127) first.  sk = 1 is folded. */
+static uint16_t *oracle_split(const tcase_t *c, int sk)
+{
+    const int64_t M = c->M, N = c->N, K = c->K, span = K / sk;
+    uint16_t *out = malloc((size_t)(M * N) * sizeof(uint16_t));
+    float *w8 = malloc((size_t)K * sizeof(float));
+    float partial[64];
+    for (int64_t n = 0; n < N; n++) {
+        const int ref = row_ref(c, n);
+        for (int64_t k = 0; k < K; k++)
+            w8[k] = (float)spec_e4m3_round(
+                ldexp(spec_e2m1(c->wcodes[n * K + k]), c->scales[n * (K / 32) + k / 32] - ref));
+        for (int64_t m = 0; m < M; m++) {
+            for (int s = 0; s < sk; s++) {
+                float p = 0.0f;
+                for (int64_t k = s * span; k < (s + 1) * span; k++)
+                    p = p + (float)spec_e4m3fn(c->x[m * K + k]) * w8[k];
+                partial[s] = p;
+            }
+            float acc = partial[0];
+            for (int s = 1; s < sk; s++)
+                acc = acc + partial[s];
+            const float f = c->xs[m] * (float)ldexp(1.0, ref - 127);
+            out[m * N + n] = spec_bf16_rne(acc * f);
+        }
+    }
+    free(w8);
+    return out;
+}
+
+static void assert_same_bits(const uint16_t *a, const uint16_t *b, int64_t count, const char *what)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (a[i] != b[i])
+            fail_msg("%s: element %lld differs: 0x%04x vs 0x%04x", what, (long long)i, a[i], b[i]);
+}
+
+/* ---------------------------------------------------------------- hand-worked cases */
+
+/* M=2, N=2, K=64 (two blocks per row).
+ *   x row 0: x[0] = 2^-6 (0x08), x[32..37] = 1 (0x38), else 0; x_scale[0] = 0.5
+ *   x row 1: x[0] = -448 (0xFE), x[36] = 448 (0x7E), else 0;     x_scale[1] = 1
+ * Row n=0: E = {130, 120}: ref = 130, block 1 sits 10 binades below.
+ *   w[0] = 1; w[32..37] = 0.5, 1, 1.5, 0, 6, -2.  Pre-shifted by 2^-10 into e4m3fn
+ *   (subnormal step 2^-9, half step 2^-10):
+ *     0.5 * 2^-10 = 2^-11  -> 0          (below half a step)
+ *     1   * 2^-10 = 2^-10  -> 0          (tie, to even)
+ *     1.5 * 2^-10          -> 2^-9       (0.75 step rounds up: lost bits)
+ *     6   * 2^-10 = 3*2^-9 -> exact
+ *    -2   * 2^-10 = -2^-9  -> exact
+ *   (0,0): acc = 2^-6 + 0 + 0 + 2^-9 + 0 + 3*2^-9 - 2^-9 = 11*2^-9 (exact sums);
+ *          scale = 0.5 * 2^(130-127) = 4; out = 11*2^-7 = 1.375*2^-4 -> bf16 0x3DB0.
+ *          The exact product is (2^-6 + 7*2^-10) * 4 = 23*2^-8 -> 0x3DB8 (per-block's answer).
+ *   (1,0): acc = -448*1 + 448*(3*2^-9) = -445.375; scale 1 * 8 -> -3563
+ *          = -1.7397...*2^11 -> 7 fraction bits: 94.69 -> 95 -> bf16 0xC55F.
+ * Row n=1: E = {127, 119}: ref = 127, block 1 exactly 8 binades below (exact).
+ *   w[0] = 6; w[32] = 0.5 -> 2^-9, w[33] = 1.5 -> 3*2^-9, w[35] = -6 -> -12*2^-9.
+ *   (0,1): acc = 6*2^-6 (= 48*2^-9) + 1*2^-9 + 3*2^-9 - 12*2^-9 = 40*2^-9 = 5*2^-6;
+ *          scale 0.5 * 1 -> 5*2^-7 = 1.25*2^-5 -> bf16 0x3D20.
+ *   (1,1): acc = -448*6 = -2688 (w[36] = 0); scale 1 -> -1.3125*2^11 -> bf16 0xC528.
+ * Statistic: 1 of 4 blocks > 8 binades below; nonzero weights 6 + 4 = 10, of
+ * which 3 changed (0.5 and 1 -> 0, 1.5 -> 2^-9): 30.00%. */
+static void hand_case_1(tcase_t *c)
+{
+    tcase_alloc(c, 2, 2, 64);
+    c->x[0] = 0x08;
+    for (int k = 32; k <= 37; k++)
+        c->x[k] = 0x38;
+    c->xs[0] = 0.5f;
+    c->x[64 + 0] = 0xFE;
+    c->x[64 + 36] = 0x7E;
+    c->xs[1] = 1.0f;
+    c->scales[0] = 130;
+    c->scales[1] = 120;
+    c->scales[2] = 127;
+    c->scales[3] = 119;
+    uint8_t *w0 = c->wcodes, *w1 = c->wcodes + 64;
+    w0[0] = 0x2;                                    /* 1 */
+    w0[32] = 0x1;                                   /* 0.5 */
+    w0[33] = 0x2;                                   /* 1 */
+    w0[34] = 0x3;                                   /* 1.5 */
+    w0[36] = 0x7;                                   /* 6 */
+    w0[37] = 0xC;                                   /* -2 */
+    w1[0] = 0x7;                                    /* 6 */
+    w1[32] = 0x1;                                   /* 0.5 */
+    w1[33] = 0x3;                                   /* 1.5 */
+    w1[35] = 0xF;                                   /* -6 */
+    tcase_pack(c);
+}
+
+static void test_hand_underflow_10_binades(void **state)
+{
+    (void)state;
+    tcase_t c;
+    hand_case_1(&c);
+    /* out[m][n], row-major [M][N]. */
+    const uint16_t expected[4] = {0x3DB0, 0x3D20, 0xC55F, 0xC528};
+    char note[256];
+    const kernel_desc_t *models[] = {&kernel_w4a8_folded, &kernel_w4a8_atiled,
+                                     &kernel_w4a8_partitioned};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        uint16_t *out = run_model(models[i], &c, 0, note);
+        print_message("%s: %04x %04x %04x %04x | %s\n", models[i]->name, out[0], out[1], out[2],
+                      out[3], note);
+        assert_same_bits(out, expected, 4, models[i]->name);
+        assert_non_null(strstr(note, "folded underflow: 1/4 blocks (25.00%)"));
+        assert_non_null(strstr(note, "30.00% of nonzero weights lost bits"));
+        free(out);
+    }
+    /* Decode with 2 splits (K = 2 x 32): every partial sum above is exact, so
+     * the split order cannot change these bits. */
+    uint16_t *out = run_model(&kernel_w4a8_decode, &c, 2, note);
+    assert_same_bits(out, expected, 4, "w4a8.decode SK=2");
+    free(out);
+    /* The per-block path keeps the lost bits: (0,0) is the exact 23*2^-8. */
+    out = run_model(&kernel_w4a8_perblock, &c, 0, NULL);
+    assert_int_equal(out[0], 0x3DB8);
+    assert_int_equal(out[2], 0xC55F);
+    free(out);
+    tcase_free(&c);
+}
+
+/* The case's weight_ref is honoured, including inconsistent values.
+ * M=1, N=2, K=64; x[0] = 1 (0x38), x[1] = 0.5 (0x30), x[32] = 2 (0x40); x_scale = 1.
+ * Row 0: E = {130, 130}, weight_ref = 123 (7 binades BELOW the blocks):
+ *   w[0] = 6 -> 6*2^7 = 768 > 448: saturates to 448; w[1] = 2 -> 256 (exact);
+ *   w[32] = -1 -> -128 (exact).
+ *   acc = 448*1 + 256*0.5 - 128*2 = 320; scale 2^(123-127) = 2^-4 -> 20 -> bf16 0x41A0
+ *   (the unsaturated product is 40 -> 0x4220).
+ * Row 1: E = {127, 127}, weight_ref = 137 (every block 10 binades below):
+ *   w[0] = 3 -> 3*2^-10 = 1.5*2^-9 -> tie, to even: 2*2^-9 = 2^-8;
+ *   w[1] = 1 -> 2^-10 -> tie -> 0;  w[32] = 6 -> 3*2^-9 (exact).
+ *   acc = 2^-8 + 0 + 2 * 3*2^-9 = 8*2^-9 = 2^-6; scale 2^10 -> 16 -> bf16 0x4180
+ *   (the exact product is 15.5 -> 0x4178).
+ * Statistic: blocks 2/4 below by > 8, 2 above weight_ref; nonzero 6, changed 3 (50.00%). */
+static void test_hand_weight_ref_saturation(void **state)
+{
+    (void)state;
+    tcase_t c;
+    tcase_alloc(&c, 1, 2, 64);
+    c.x[0] = 0x38;
+    c.x[1] = 0x30;
+    c.x[32] = 0x40;
+    c.xs[0] = 1.0f;
+    c.scales[0] = c.scales[1] = 130;
+    c.scales[2] = c.scales[3] = 127;
+    c.wcodes[0] = 0x7;
+    c.wcodes[1] = 0x4;
+    c.wcodes[32] = 0xA;
+    c.wcodes[64 + 0] = 0x5;
+    c.wcodes[64 + 1] = 0x2;
+    c.wcodes[64 + 32] = 0x7;
+    tcase_pack(&c);
+    c.wref = malloc(2);
+    c.wref[0] = 123;
+    c.wref[1] = 137;
+    char note[256];
+    uint16_t *out = run_model(&kernel_w4a8_folded, &c, 0, note);
+    print_message("w4a8.folded: %04x %04x | %s\n", out[0], out[1], note);
+    assert_int_equal(out[0], 0x41A0);
+    assert_int_equal(out[1], 0x4180);
+    assert_non_null(strstr(note, "ref = case weight_ref"));
+    assert_non_null(strstr(note, "2/4 blocks (50.00%)"));
+    assert_non_null(strstr(note, "50.00% of nonzero weights lost bits"));
+    assert_non_null(strstr(note, "2 blocks above weight_ref"));
+    free(out);
+    /* A weight_ref of another length (1 = aiter's marker, 2 = the per-block
+     * marker) is not a row reference: ref falls back to the row max and
+     * nothing is lost here: (0,0) = (6 + 1 - 2) * 2^3 = 40 -> 0x4220;
+     * (0,1) = 3 + 0.5 + 12 = 15.5 -> 0x4178. */
+    kernel_inputs_t in = tcase_inputs(&c);
+    in.weight_ref_len = 1;
+    uint16_t out2[2] = {0};
+    assert_int_equal(run_model_in(&kernel_w4a8_folded, &in, 0, NULL, out2, note), 0);
+    assert_int_equal(out2[0], 0x4220);
+    assert_int_equal(out2[1], 0x4178);
+    assert_null(strstr(note, "weight_ref"));
+    tcase_free(&c);
+}
+
+/* ---------------------------------------------------------------- fp64 oracle */
+
+static void test_oracle_exact_folding(void **state)
+{
+    (void)state;
+    /* spread <= 8: folding is exact, so every model must be within bf16 +
+     * fp32-accumulation error of the exact MXFP4 product. */
+    tcase_t c;
+    tcase_random(&c, 11, 7, 64, 512, 8);
+    double *W = oracle_weight(&c, 0);
+    const kernel_desc_t *models[] = {&kernel_w4a8_folded, &kernel_w4a8_folded_wperm,
+                                     &kernel_w4a8_atiled, &kernel_w4a8_decode, &kernel_w4a8_r4d,
+                                     &kernel_w4a8_partitioned, &kernel_w4a8_perblock};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char note[256];
+        uint16_t *out = run_model(models[i], &c, 0, note);
+        double rel;
+        int64_t bad = oracle_check(&c, W, out, NULL, &rel);
+        print_message("%-18s rel_fro vs exact %.3e, %lld outside the bound | %s\n",
+                      models[i]->name, rel, (long long)bad, note);
+        assert_int_equal(bad, 0);
+        assert_true(rel > 0 && rel < ldexp(1.0, -8));
+        if (models[i] != &kernel_w4a8_perblock)
+            assert_non_null(strstr(note, "folded underflow: 0/1024 blocks (0.00%)"));
+        free(out);
+    }
+    /* Partitioned with three different copies: column n against copy p(n). */
+    tcase_add_parts(&c, 12);
+    char note[256];
+    uint16_t *out = run_model(&kernel_w4a8_partitioned, &c, 0, note);
+    const int64_t pb[2] = {16, 32};     /* 64/3 = 21 -> 16; 128/3 = 42 -> 32 */
+    double rel;
+    int64_t bad = oracle_check(&c, W, out, pb, &rel);
+    print_message("w4a8.partitioned (3 copies) rel_fro %.3e, %lld outside | %s\n", rel,
+                  (long long)bad, note);
+    assert_int_equal(bad, 0);
+    assert_non_null(strstr(note, "partitions n<16, n<32, n<64"));
+    assert_non_null(strstr(note, "3 recorded activation copies"));
+    free(out);
+    free(W);
+    tcase_free(&c);
+}
+
+/* Spread exponents whose low blocks carry most of the product: the model is
+ * far from the exact MXFP4 product, and the whole deviation is the folded
+ * underflow: against the product of the pre-shifted-then-rounded weights it
+ * is within bf16 rounding everywhere. */
+static void test_oracle_underflow_explained(void **state)
+{
+    (void)state;
+    const int64_t M = 4, N = 32, K = 256, nb = K / 32;
+    tcase_t c;
+    tcase_random(&c, 21, M, N, K, 0);
+    test_rng_t r = {22};
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t b = 1; b < nb; b++)    /* 9..12 binades below the row max */
+            c.scales[n * nb + b] = (uint8_t)(c.scales[n * nb] - 9 - (int)(test_rng_u64(&r) % 4));
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++) {
+            uint8_t mag = k < 32 ? (uint8_t)(test_rng_u64(&r) % 0x18)          /* <= 2^-4 */
+                                 : (uint8_t)(0x60 + test_rng_u64(&r) % 0x1F);  /* 16 .. 448 */
+            c.x[m * K + k] = mag | (uint8_t)(test_rng_u64(&r) & 0x80);
+        }
+    char note[256];
+    uint16_t *out = run_model(&kernel_w4a8_folded, &c, 0, note);
+    double *W_exact = oracle_weight(&c, 0), *W_folded = oracle_weight(&c, 1);
+    double rel_exact, rel_folded;
+    int64_t bad_exact = oracle_check(&c, W_exact, out, NULL, &rel_exact);
+    int64_t bad_folded = oracle_check(&c, W_folded, out, NULL, &rel_folded);
+    print_message("vs exact MXFP4: rel %.3e, %lld/%lld outside bf16+fp32 bound; "
+                  "vs pre-shifted e4m3 weights: rel %.3e, %lld outside | %s\n",
+                  rel_exact, (long long)bad_exact, (long long)(M * N), rel_folded,
+                  (long long)bad_folded, note);
+    assert_int_equal(bad_folded, 0);
+    assert_true(bad_exact > M * N / 2);
+    assert_true(rel_exact > 0.01);
+    /* The statistic, counted here from the spec. */
+    int64_t nonzero = 0, changed = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const int ref = row_ref(&c, n);
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t code = c.wcodes[n * K + k];
+            if (!(code & 7))
+                continue;
+            nonzero++;
+            double v = ldexp(spec_e2m1(code), c.scales[n * nb + k / 32] - ref);
+            changed += spec_e4m3_round(v) != v;
+        }
+    }
+    char expect[160];
+    snprintf(expect, sizeof expect,
+             "folded underflow: %lld/%lld blocks (87.50%%) >8 binades below row ref; "
+             "%.2f%% of nonzero weights lost bits",
+             (long long)(N * (nb - 1)), (long long)(N * nb), 100.0 * (double)changed / (double)nonzero);
+    print_message("expected note: %s\n", expect);
+    assert_non_null(strstr(note, expect));
+    free(W_exact);
+    free(W_folded);
+    free(out);
+    tcase_free(&c);
+}
+
+/* ---------------------------------------------------------------- layouts */
+
+static void test_layouts_bit_identical(void **state)
+{
+    (void)state;
+    const int64_t shapes[][3] = {{1, 48, 64}, {17, 48, 320}, {33, 96, 1024}, {5, 64, 128},
+                                 {16, 16, 64}, {31, 80, 192}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (uint64_t seed = 0; seed < 3; seed++) {
+            tcase_t c;
+            tcase_random(&c, 100 + 10 * s + seed, shapes[s][0], shapes[s][1], shapes[s][2],
+                         seed == 0 ? 4 : 12);
+            const int64_t count = c.M * c.N;
+            uint16_t *f = run_model(&kernel_w4a8_folded, &c, 0, NULL);
+            uint16_t *wp = run_model(&kernel_w4a8_folded_wperm, &c, 0, NULL);
+            uint16_t *at = run_model(&kernel_w4a8_atiled, &c, 0, NULL);
+            uint16_t *oracle = oracle_split(&c, 1);
+            assert_same_bits(f, oracle, count, "folded vs scalar oracle");
+            assert_same_bits(wp, f, count, "folded.wperm vs folded");
+            assert_same_bits(at, f, count, "atiled vs folded");
+            free(f);
+            free(wp);
+            free(at);
+            free(oracle);
+            tcase_free(&c);
+        }
+    }
+}
+
+static void test_fragment_order_needs_n16(void **state)
+{
+    (void)state;
+    tcase_t c;
+    tcase_random(&c, 5, 3, 40, 128, 2);
+    kernel_inputs_t in = tcase_inputs(&c);
+    uint16_t *out = malloc((size_t)(c.M * c.N) * sizeof(uint16_t));
+    char note[256];
+    assert_int_not_equal(run_model_in(&kernel_w4a8_folded_wperm, &in, 0, NULL, out, note), 0);
+    assert_non_null(strstr(note, "fragment order needs N % 16 == 0"));
+    assert_int_not_equal(run_model_in(&kernel_w4a8_r4d, &in, 0, NULL, out, note), 0);
+    assert_non_null(strstr(note, "fragment order needs N % 16 == 0"));
+    /* The row-major models take N = 40 (production masks partial N tiles). */
+    assert_int_equal(run_model_in(&kernel_w4a8_folded, &in, 0, NULL, out, note), 0);
+    free(out);
+    tcase_free(&c);
+}
+
+/* ---------------------------------------------------------------- partitioned */
+
+static void test_partitioned_identical_copies(void **state)
+{
+    (void)state;
+    tcase_t c;
+    tcase_random(&c, 31, 9, 96, 256, 10);
+    char note[256];
+    uint16_t *f = run_model(&kernel_w4a8_folded, &c, 0, NULL);
+    uint16_t *p = run_model(&kernel_w4a8_partitioned, &c, 0, note);
+    print_message("%s\n", note);
+    assert_same_bits(p, f, c.M * c.N, "partitioned (1 copy) vs folded");
+    assert_non_null(strstr(note, "3 identical activation copies"));
+    assert_non_null(strstr(note, "partitions n<32, n<64, n<96"));
+    free(f);
+    free(p);
+    tcase_free(&c);
+}
+
+static void check_three_copies(int64_t M, int64_t N, int64_t K, const int64_t *bounds,
+                               int64_t pb1, int64_t pb2, uint64_t seed)
+{
+    tcase_t c;
+    tcase_random(&c, seed, M, N, K, 10);
+    tcase_add_parts(&c, seed + 1);
+    kernel_inputs_t in = tcase_inputs(&c);
+    uint16_t *p = malloc((size_t)(M * N) * sizeof(uint16_t));
+    uint16_t *f = malloc((size_t)(M * N) * sizeof(uint16_t));
+    char note[256];
+    assert_int_equal(run_model_in(&kernel_w4a8_partitioned, &in, 0, bounds, p, note), 0);
+    print_message("N=%lld bounds %lld,%lld: %s\n", (long long)N, (long long)pb1, (long long)pb2,
+                  note);
+    const int64_t lo[3] = {0, pb1, pb2}, hi[3] = {pb1, pb2, N};
+    for (int part = 0; part < 3; part++) {
+        /* folded run on copy `part` alone */
+        kernel_inputs_t one = tcase_inputs(&c);
+        one.x_fp8 = c.parts + part * M * K;
+        one.x_scale = c.parts_scale + part * M;
+        one.x_fp8_parts = NULL;
+        one.x_scale_parts = NULL;
+        one.parts = 0;
+        assert_int_equal(run_model_in(&kernel_w4a8_folded, &one, 0, NULL, f, NULL), 0);
+        int64_t columns = 0;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = lo[part]; n < hi[part]; n++, columns++)
+                if (p[m * N + n] != f[m * N + n])
+                    fail_msg("partition %d, (%lld, %lld): 0x%04x vs folded on copy 0x%04x", part,
+                             (long long)m, (long long)n, p[m * N + n], f[m * N + n]);
+        /* The copies really differ: outside partition `part` the folded run
+         * on this copy disagrees with the partitioned output somewhere. */
+        if (hi[part] - lo[part] < N) {
+            int64_t differ = 0;
+            for (int64_t m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++)
+                    if ((n < lo[part] || n >= hi[part]) && p[m * N + n] != f[m * N + n])
+                        differ++;
+            assert_true(differ > 0);
+        }
+    }
+    free(p);
+    free(f);
+    tcase_free(&c);
+}
+
+static void test_partitioned_three_copies(void **state)
+{
+    (void)state;
+    check_three_copies(6, 96, 256, NULL, 32, 64, 41);
+    check_three_copies(5, 48, 128, NULL, 16, 32, 42);
+    const int64_t mid_tile[2] = {16, 80};        /* bounds inside 32-column tiles */
+    check_three_copies(7, 96, 192, mid_tile, 16, 80, 43);
+    const int64_t uneven[2] = {40, 41};
+    check_three_copies(3, 100, 128, uneven, 40, 41, 44);
+}
+
+/* ---------------------------------------------------------------- decode, r4d */
+
+static void test_decode_vs_folded(void **state)
+{
+    (void)state;
+    const int64_t M = 16, N = 256, K = 2048;
+    int seeds_with_differences = 0, max_ulps = 0;
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        tcase_t c;
+        tcase_random(&c, 50 + seed, M, N, K, 6);
+        char note[256];
+        uint16_t *f = run_model(&kernel_w4a8_folded, &c, 0, NULL);
+        uint16_t *d4 = run_model(&kernel_w4a8_decode, &c, 0, note);    /* default SK = 4 */
+        uint16_t *d1 = run_model(&kernel_w4a8_decode, &c, 1, NULL);
+        uint16_t *o4 = oracle_split(&c, 4);
+        assert_non_null(strstr(note, "decode SK=4 (4 x 512 k)"));
+        assert_same_bits(d1, f, M * N, "decode SK=1 vs folded");
+        assert_same_bits(d4, o4, M * N, "decode SK=4 vs scalar split-K oracle");
+        int64_t hist[6] = {0};
+        for (int64_t i = 0; i < M * N; i++) {
+            int u = bf16_ulps(d4[i], f[i]);
+            hist[u < 5 ? u : 5]++;
+            if (u > max_ulps)
+                max_ulps = u;
+        }
+        print_message("seed %llu decode SK=4 vs folded, ULP histogram: 0:%lld 1:%lld 2:%lld "
+                      "3:%lld 4:%lld >4:%lld\n",
+                      (unsigned long long)seed, (long long)hist[0], (long long)hist[1],
+                      (long long)hist[2], (long long)hist[3], (long long)hist[4],
+                      (long long)hist[5]);
+        if (hist[0] != M * N)
+            seeds_with_differences++;
+        free(f);
+        free(d4);
+        free(d1);
+        free(o4);
+        tcase_free(&c);
+    }
+    assert_true(seeds_with_differences > 0);   /* the order matters ... */
+    assert_true(max_ulps <= 4);                /* ... by a few ULP at most */
+}
+
+static void test_decode_split_constraint(void **state)
+{
+    (void)state;
+    tcase_t c;
+    tcase_random(&c, 61, 2, 32, 64, 3);
+    kernel_inputs_t in = tcase_inputs(&c);
+    uint16_t out[64];
+    char note[256];
+    assert_int_not_equal(run_model_in(&kernel_w4a8_decode, &in, 4, NULL, out, note), 0);
+    assert_non_null(strstr(note, "SK*32"));
+    assert_int_equal(run_model_in(&kernel_w4a8_decode, &in, 2, NULL, out, note), 0);
+    uint16_t *o2 = oracle_split(&c, 2);
+    assert_same_bits(out, o2, 64, "decode SK=2 vs oracle");
+    free(o2);
+    tcase_free(&c);
+}
+
+static void test_r4d_config(void **state)
+{
+    (void)state;
+    /* _r4d_cfg: sk = 8 if M <= 16 else 4, halved while sk > 1 and K % (sk*32);
+     * mb = max(1, min(4, (M + 15) // 16)).  5120 = 2^10 * 5 and 3072 = 2^10 * 3
+     * take sk * 32 <= 256; 96 = 32 * 3 takes only sk = 1. */
+    const int64_t Ms[4] = {1, 16, 17, 64}, Ks[3] = {5120, 3072, 96};
+    const int expect_sk[4][3] = {{8, 8, 1}, {8, 8, 1}, {4, 4, 1}, {4, 4, 1}};
+    const int expect_mb[4] = {1, 1, 2, 4};
+    for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 3; j++) {
+            tcase_t c;
+            tcase_random(&c, 70 + 3 * i + j, Ms[i], 16, Ks[j], 9);
+            char note[256], want[64];
+            uint16_t *out = run_model(&kernel_w4a8_r4d, &c, 0, note);
+            snprintf(want, sizeof want, "r4d cfg WV=2 SK=%d MB=%d NPW=2", expect_sk[i][j],
+                     expect_mb[i]);
+            print_message("M=%lld K=%lld: %s\n", (long long)Ms[i], (long long)Ks[j], note);
+            assert_non_null(strstr(note, want));
+            uint16_t *o = oracle_split(&c, expect_sk[i][j]);
+            assert_same_bits(out, o, c.M * c.N, "r4d vs scalar split-K oracle");
+            free(o);
+            free(out);
+            tcase_free(&c);
+        }
+    }
+}
+
+/* Descriptors: the constraints the registry reads. */
+static void test_descriptors(void **state)
+{
+    (void)state;
+    const kernel_desc_t *models[] = {&kernel_w4a8_folded, &kernel_w4a8_folded_wperm,
+                                     &kernel_w4a8_atiled, &kernel_w4a8_decode, &kernel_w4a8_r4d,
+                                     &kernel_w4a8_partitioned};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        const kernel_desc_t *k = models[i];
+        assert_string_equal(k->family, "w4a8");
+        assert_int_equal(k->k_multiple, 64);
+        assert_int_equal(k->m_min, 1);
+        assert_int_equal(k->refs, REF_EXACT | REF_SOURCE);
+        assert_true(k->rel_tol_exact == 0.01 && k->rel_tol_source == 0.08);
+        assert_true(k->prepare_act == act_prepare_fp8_token);
+        assert_non_null(k->accumulation);
+        assert_non_null(k->summary);
+    }
+    assert_int_equal(kernel_w4a8_decode.m_max, 64);
+    assert_int_equal(kernel_w4a8_r4d.m_max, 64);
+    assert_int_equal(kernel_w4a8_folded.m_max, 0);
+    assert_int_equal(kernel_w4a8_atiled.m_max, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_underflow_10_binades),
+        cmocka_unit_test(test_hand_weight_ref_saturation),
+        cmocka_unit_test(test_oracle_exact_folding),
+        cmocka_unit_test(test_oracle_underflow_explained),
+        cmocka_unit_test(test_layouts_bit_identical),
+        cmocka_unit_test(test_fragment_order_needs_n16),
+        cmocka_unit_test(test_partitioned_identical_copies),
+        cmocka_unit_test(test_partitioned_three_copies),
+        cmocka_unit_test(test_decode_vs_folded),
+        cmocka_unit_test(test_decode_split_constraint),
+        cmocka_unit_test(test_r4d_config),
+        cmocka_unit_test(test_descriptors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
