@@ -138,13 +138,21 @@ static int write_all(wr_t *w, const case_t *c)
                   NULL)))
         return -1;
 
-    if (write_ds(w, "weight", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, N, K / 2, c->weight, "order",
-                 case_weight_order_attr(c->weight_order)))
-        return -1;
-    int kn = c->scale_layout == SCALE_LAYOUT_KN;
-    if (write_ds(w, "weight_scale", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, kn ? K / 32 : N,
-                 kn ? N : K / 32, c->weight_scale, "layout",
-                 scale_layout_name(c->scale_layout)))
+    /* case_validate guarantees weight and weight_scale together, and at
+     * least one of them or weight_bf16. */
+    if (c->weight) {
+        if (write_ds(w, "weight", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, N, K / 2, c->weight,
+                     "order", case_weight_order_attr(c->weight_order)))
+            return -1;
+        int kn = c->scale_layout == SCALE_LAYOUT_KN;
+        if (write_ds(w, "weight_scale", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, kn ? K / 32 : N,
+                     kn ? N : K / 32, c->weight_scale, "layout",
+                     scale_layout_name(c->scale_layout)))
+            return -1;
+    }
+    if (c->weight_bf16 &&
+        write_ds(w, "weight_bf16", H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, N, K, c->weight_bf16,
+                 "dtype", "bfloat16"))
         return -1;
     if (c->weight_ref &&
         write_ds(w, "weight_ref", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, c->weight_ref_len, 0,

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "act_prepare.h"
+#include "diagnose.h"
 #include "formats.h"
 #include "gemm_ref.h"
 #include "input_health.h"
@@ -22,6 +23,7 @@ void replay_options_default(replay_options_t *o)
     o->include_recorded = 1;
     kernel_options_default(&o->kernel);
     o->weight_e8m0_mode = E8M0_SPEC;
+    o->diagnose = 1;
 }
 
 void case_short_name(const char *path, char *buf, int cap)
@@ -61,6 +63,15 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+typedef struct {
+    float *r_source;            /* [M, N] or NULL */
+    const float *x;             /* its activations (x, or x rounded to bf16 for bf16 kernels) */
+    float *x_owned;
+    float *x_sanitized;         /* nan_to_num(x) when x holds non-finite values, else NULL */
+    float *r_sanitized;         /* R_source on x_sanitized: what the served model would see
+                                   with RADIANCE_MXFP4_SANITIZE=1 */
+} source_refs_t;
+
 /* Everything one case's rows share. */
 typedef struct {
     const case_t *c;
@@ -68,10 +79,9 @@ typedef struct {
     kernel_inputs_t in;
     input_health_t health;
     nonfinite_t source_nf;      /* non-finite elements of the source activations */
-    float *r_source;            /* [M, N] or NULL */
-    float *x_sanitized;         /* nan_to_num(x) when x holds non-finite values, else NULL */
-    float *r_sanitized;         /* R_source on x_sanitized: what the served model would see
-                                   with RADIANCE_MXFP4_SANITIZE=1 */
+    /* The source references, one set per weight a case can hold (an MXFP4
+     * weight, a bf16 weight), each with the activations it multiplied. */
+    source_refs_t src[2];       /* indexed by weight_kind_t */
     uint16_t *vs_out;           /* --vs: the other model's output bits [M, N], or NULL */
     const kernel_desc_t *vs;
     result_list_t *out;
@@ -120,7 +130,8 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
 /* Compares an output (bf16 bits and its fp32 decode) with an fp32 reference
  * and appends the row. */
 static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
-                            const char *act_origin, const uint16_t *out_bits, const float *out_f32,
+                            const kernel_act_t *act, const char *act_origin,
+                            const uint16_t *out_bits, const float *out_f32,
                             const float *ref, const float *ref_operand,
                             const nonfinite_t *input_nf, double threshold, double seconds,
                             kr_error_t *err)
@@ -143,6 +154,15 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     r->threshold = threshold;
     r->seconds = seconds;
     r->verdict = verdict_decide(&r->metrics, &r->input_nf, threshold, r->note, sizeof r->note);
+    if (rc->opt->diagnose && diag_wanted(r->verdict)) {
+        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel, .out = out_f32,
+                          .ref = ref, .ref_name = reference, .threshold = threshold,
+                          .kopt = &rc->opt->kernel};
+        diag_result_t dr;
+        kr_error_t derr = {{0}};
+        if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN)
+            kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
+    }
     if (rc->opt->oracle && ref_operand)
         r->ref_f32_vs_f64 = reference_error_vs_f64(rc, ref_operand, ref, err);
     return 0;
@@ -192,15 +212,18 @@ static float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, kr_erro
 
 /* Rows for one output against the references the options ask for. */
 static int compare_with_references(replay_ctx_t *rc, const char *kernel, const kernel_act_t *act,
-                                   const uint16_t *out_bits, double tol_exact, double tol_source,
-                                   unsigned refs, double seconds, kr_error_t *err)
+                                   weight_kind_t wk, const uint16_t *out_bits, double tol_exact,
+                                   double tol_source, unsigned refs, double seconds,
+                                   kr_error_t *err)
 {
+    const source_refs_t *src = &rc->src[wk];
+    const int oracle_ok = wk == WEIGHT_KIND_MXFP4; /* the fp64 oracle multiplies MXFP4 weights */
     const int64_t MN = rc->c->M * rc->c->N;
     float *out_f32 = bf16_to_f32(out_bits, MN);
     if (!out_f32)
         return kr_fail(err, "out of memory");
     int rc_ = 0;
-    if ((refs & REF_EXACT) && act) {
+    if ((refs & REF_EXACT) && act && rc->in.weight.packed) {
         float *r_exact = reference_exact(rc, act, err);
         if (!r_exact)
             rc_ = -1;
@@ -210,20 +233,20 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
              * given: its own operands decide whether the input was poisoned. */
             nonfinite_t operand_nf;
             nonfinite_count(act->dequant, act->M * act->K, &operand_nf);
-            rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act->origin, out_bits,
+            rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act, act->origin, out_bits,
                                    out_f32, r_exact, act->dequant, &operand_nf, tol_exact,
                                    seconds, err);
         }
         free(r_exact);
     }
-    if (rc_ == 0 && (refs & REF_SOURCE) && rc->r_source)
-        rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act ? act->origin : "",
-                               out_bits, out_f32, rc->r_source, rc->c->x, &rc->source_nf,
-                               tol_source, seconds, err);
-    if (rc_ == 0 && (refs & REF_SOURCE) && rc->r_sanitized)
-        rc_ = add_compared_row(rc, kernel, "R_sanitized", act ? act->origin : "", out_bits, out_f32,
-                               rc->r_sanitized, rc->x_sanitized, &rc->source_nf, tol_source,
-                               seconds, err);
+    if (rc_ == 0 && (refs & REF_SOURCE) && src->r_source)
+        rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
+                               out_bits, out_f32, src->r_source, oracle_ok ? src->x : NULL,
+                               &rc->source_nf, tol_source, seconds, err);
+    if (rc_ == 0 && (refs & REF_SOURCE) && src->r_sanitized)
+        rc_ = add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, out_f32,
+                               src->r_sanitized, oracle_ok ? src->x_sanitized : NULL,
+                               &rc->source_nf, tol_source, seconds, err);
     free(out_f32);
     return rc_;
 }
@@ -354,6 +377,9 @@ static void prepare_vs_model(replay_ctx_t *rc)
     char why[256];
     if (!k || k->op != KERNEL_OP_GEMM || kernel_unsupported_reason(k, c->M, c->N, c->K, why, sizeof why))
         return;
+    if ((k->weight_kind == WEIGHT_KIND_MXFP4 && !rc->in.weight.packed) ||
+        (k->weight_kind == WEIGHT_KIND_BF16 && !rc->in.weight_bf16))
+        return;
     kernel_act_t act;
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr))
@@ -377,6 +403,14 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     }
     if (k->op == KERNEL_OP_QUANT)
         return replay_quantizer(rc, k, err);
+    if (k->weight_kind == WEIGHT_KIND_MXFP4 && !rc->in.weight.packed) {
+        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no MXFP4 weight");
+        return 0;
+    }
+    if (k->weight_kind == WEIGHT_KIND_BF16 && !rc->in.weight_bf16) {
+        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no bf16 weight (weight_bf16)");
+        return 0;
+    }
     kernel_act_t act;
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
@@ -390,15 +424,18 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     }
     double t0 = now_seconds();
     kernel_run_info_t info = {{0}};
-    int failed = k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);
+    int failed = rc->opt->fault.kind != FAULT_NONE
+                     ? fault_run_kernel(&rc->opt->fault, k, &rc->in, &rc->opt->kernel, &act, out,
+                                        &info, &kerr)
+                     : k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);
     double seconds = now_seconds() - t0;
     int status = 0;
     if (failed) {
         add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
     } else {
         int64_t first_row = rc->out->count;
-        status = compare_with_references(rc, k->name, &act, out, k->rel_tol_exact, k->rel_tol_source,
-                                         k->refs & rc->opt->refs, seconds, err);
+        status = compare_with_references(rc, k->name, &act, k->weight_kind, out, k->rel_tol_exact,
+                                         k->rel_tol_source, k->refs & rc->opt->refs, seconds, err);
         for (int64_t i = first_row; info.note[0] && i < rc->out->count; i++)
             append_note(&rc->out->rows[i], info.note);
         if (status == 0 && rc->vs_out && rc->vs != k)
@@ -426,18 +463,23 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
     int status = 0;
 
     if (c->out || c->out_rerun) {
+        /* A case's recorded output came from its MXFP4 layer when it has an
+         * MXFP4 weight (a W4A8 kernel on fp8 activations), else from a bf16 layer. */
+        const int mxfp4 = rc->in.weight.packed != NULL;
+        const kernel_desc_t *kd = mxfp4 ? w4a8 : kernel_find("bf16.sequential");
         kernel_act_t act;
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_AUTO;
-        int have_act = act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0;
+        int have_act = mxfp4 && act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0;
         const uint16_t *outs[2] = {c->out, c->out_rerun};
         const char *names[2] = {"recorded.out", "recorded.out_rerun"};
         for (int i = 0; i < 2 && status == 0; i++) {
             if (!outs[i])
                 continue;
-            status = compare_with_references(rc, names[i], have_act ? &act : NULL, outs[i],
-                                             w4a8->rel_tol_exact, w4a8->rel_tol_source,
-                                             rc->opt->refs, 0.0, err);
+            status = compare_with_references(rc, names[i], have_act ? &act : NULL,
+                                             mxfp4 ? WEIGHT_KIND_MXFP4 : WEIGHT_KIND_BF16, outs[i],
+                                             kd->rel_tol_exact, kd->rel_tol_source, rc->opt->refs,
+                                             0.0, err);
         }
         if (have_act)
             kernel_act_free(&act);
@@ -467,12 +509,13 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                      (unsigned long long)r->ulp.max_ulp);
         }
     }
-    if (status == 0 && c->aiter) {
+    if (status == 0 && c->aiter && rc->in.weight.packed) {
         kernel_act_t act;
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_QUANTIZE;
         int have_act = act_prepare_mxfp4(w4a4, &rc->in, &kopt, &act, &kerr) == 0;
-        status = compare_with_references(rc, "recorded.aiter", have_act ? &act : NULL, c->aiter,
+        status = compare_with_references(rc, "recorded.aiter", have_act ? &act : NULL,
+                                         WEIGHT_KIND_MXFP4, c->aiter,
                                          w4a4->rel_tol_exact, w4a4->rel_tol_source, rc->opt->refs,
                                          0.0, err);
         if (have_act)
@@ -481,19 +524,91 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
     return status;
 }
 
+/* The GEMM of the source references for one weight kind: MXFP4 through the
+ * chunked dequantizing reference, bf16 through a dense sgemm on the decoded
+ * weight (wf, cached by the caller). */
+static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const float *wf,
+                       float *C, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    if (wk == WEIGHT_KIND_MXFP4)
+        return gemm_ref_f32(A, c->M, &rc->in.weight, 0, C, err);
+    gemm_dense_f32(A, wf, c->M, c->N, c->K, C);
+    return 0;
+}
+
+/* R_source (and R_sanitized when x has non-finite values) for one weight
+ * kind.  bf16 kernels consume bf16 activations, so their x is rounded. */
+static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    source_refs_t *src = &rc->src[wk];
+    const int64_t MK = c->M * c->K, MN = c->M * c->N, NK = c->N * c->K;
+    float *wf = NULL;
+    int status = 0;
+    src->x = c->x;
+    if (wk == WEIGHT_KIND_BF16) {
+        src->x_owned = malloc((size_t)MK * sizeof(float));
+        wf = malloc((size_t)NK * sizeof(float));
+        if (!src->x_owned || !wf) {
+            free(wf);
+            return kr_fail(err, "%s: out of memory for the bf16 reference", c->path);
+        }
+        for (int64_t i = 0; i < MK; i++)
+            src->x_owned[i] = bf16_decode(bf16_encode(c->x[i]));
+        for (int64_t i = 0; i < NK; i++)
+            wf[i] = bf16_decode(c->weight_bf16[i]);
+        src->x = src->x_owned;
+    }
+    src->r_source = malloc((size_t)MN * sizeof(float));
+    if (!src->r_source)
+        status = kr_fail(err, "%s: out of memory for R_source", c->path);
+    else
+        status = source_gemm(rc, wk, src->x, wf, src->r_source, err);
+    /* Non-finite activations make R_source non-finite where they reach; the
+     * reference a reader wants next is the one on sanitized input (non-finite
+     * -> 0, as the dispatch's SANITIZE_X does). */
+    if (status == 0 && nonfinite_total(&rc->health.x_nf) > 0) {
+        src->x_sanitized = malloc((size_t)MK * sizeof(float));
+        src->r_sanitized = malloc((size_t)MN * sizeof(float));
+        if (!src->x_sanitized || !src->r_sanitized) {
+            status = kr_fail(err, "%s: out of memory for R_sanitized", c->path);
+        } else {
+            for (int64_t i = 0; i < MK; i++)
+                src->x_sanitized[i] = isfinite(src->x[i]) ? src->x[i] : 0.0f;
+            status = source_gemm(rc, wk, src->x_sanitized, wf, src->r_sanitized, err);
+        }
+    }
+    free(wf);
+    return status;
+}
+
+static void free_source_refs(source_refs_t *src)
+{
+    free(src->r_source);
+    free(src->x_owned);
+    free(src->x_sanitized);
+    free(src->r_sanitized);
+    memset(src, 0, sizeof *src);
+}
+
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
 {
     replay_ctx_t rc = {.c = c, .opt = opt, .out = out};
     uint8_t *weight_owned = NULL;
-    const uint8_t *weight = case_weight_checkpoint(c, &weight_owned, err);
-    if (!weight)
-        return -1;
+    const uint8_t *weight = NULL;
+    if (c->weight) {
+        weight = case_weight_checkpoint(c, &weight_owned, err);
+        if (!weight)
+            return -1;
+    }
     rc.in = (kernel_inputs_t){
         .M = c->M, .N = c->N, .K = c->K,
         .x = c->x, .x_fp8 = c->x_fp8, .x_scale = c->x_scale, .x_fp8_format = c->x_fp8_format,
         .weight = {.packed = weight, .scales = c->weight_scale, .layout = c->scale_layout,
                    .e8m0_mode = opt->weight_e8m0_mode, .N = c->N, .K = c->K},
         .weight_ref = c->weight_ref, .weight_ref_len = c->weight_ref_len,
+        .weight_bf16 = c->weight_bf16,
     };
     input_health_compute(c, &rc.health);
     if (c->x) {
@@ -504,27 +619,10 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
 
     int status = 0;
     if (c->x && (opt->refs & REF_SOURCE)) {
-        rc.r_source = malloc((size_t)c->M * (size_t)c->N * sizeof(float));
-        if (!rc.r_source)
-            status = kr_fail(err, "%s: out of memory for R_source", c->path);
-        else if (gemm_ref_f32(c->x, c->M, &rc.in.weight, 0, rc.r_source, err))
-            status = -1;
-    }
-    /* Non-finite activations make R_source non-finite where they reach; the
-     * reference a reader wants next is the one on sanitized input (non-finite
-     * -> 0, as the dispatch's SANITIZE_X does). */
-    if (status == 0 && c->x && (opt->refs & REF_SOURCE) && nonfinite_total(&rc.health.x_nf) > 0) {
-        const int64_t MK = c->M * c->K;
-        rc.x_sanitized = malloc((size_t)MK * sizeof(float));
-        rc.r_sanitized = malloc((size_t)c->M * (size_t)c->N * sizeof(float));
-        if (!rc.x_sanitized || !rc.r_sanitized) {
-            status = kr_fail(err, "%s: out of memory for R_sanitized", c->path);
-        } else {
-            for (int64_t i = 0; i < MK; i++)
-                rc.x_sanitized[i] = isfinite(c->x[i]) ? c->x[i] : 0.0f;
-            if (gemm_ref_f32(rc.x_sanitized, c->M, &rc.in.weight, 0, rc.r_sanitized, err))
-                status = -1;
-        }
+        if (c->weight)
+            status = build_source_refs(&rc, WEIGHT_KIND_MXFP4, err);
+        if (status == 0 && c->weight_bf16)
+            status = build_source_refs(&rc, WEIGHT_KIND_BF16, err);
     }
     if (status == 0 && opt->vs_kernel) {
         rc.vs = kernel_find(opt->vs_kernel);
@@ -537,9 +635,8 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     }
     if (status == 0 && opt->include_recorded)
         status = replay_recorded(&rc, err);
-    free(rc.r_source);
-    free(rc.x_sanitized);
-    free(rc.r_sanitized);
+    free_source_refs(&rc.src[WEIGHT_KIND_MXFP4]);
+    free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
     free(rc.vs_out);
     free(weight_owned);
     return status;

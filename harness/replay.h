@@ -5,6 +5,7 @@
 #define KR_REPLAY_H
 
 #include "case.h"
+#include "fault_inject.h"
 #include "registry.h"
 #include "result.h"
 
@@ -16,6 +17,8 @@ typedef struct {
     e8m0_mode_t weight_e8m0_mode;   /* how weight scale byte 0 decodes */
     const char *save_outputs_path;  /* HDF5 file to append kernel outputs to, or NULL */
     const char *vs_kernel;          /* also compare every kernel's output with this model's, bit by bit */
+    int diagnose;                   /* test alternative hypotheses on failing rows (default on) */
+    fault_t fault;                  /* --inject: run every kernel as if it had this fault */
     int oracle;                     /* also compute each reference in fp64 and record the
                                        fp32 reference's own error (ref_f32_vs_f64) */
 } replay_options_t;

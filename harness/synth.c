@@ -92,10 +92,34 @@ static void synth_activations(const synth_params_t *p, synth_rng_t *rng, float *
             x[m * K + k] = NAN;
 }
 
+const char *synth_weight_format_name(synth_weight_format_t f)
+{
+    switch (f) {
+    case SYNTH_WEIGHT_MXFP4: return "mxfp4";
+    case SYNTH_WEIGHT_BF16: return "bf16";
+    case SYNTH_WEIGHT_BOTH: return "both";
+    }
+    return "?";
+}
+
+int synth_weight_format_from_name(const char *s, synth_weight_format_t *out)
+{
+    static const synth_weight_format_t all[] = {SYNTH_WEIGHT_MXFP4, SYNTH_WEIGHT_BF16,
+                                                SYNTH_WEIGHT_BOTH};
+    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(s, synth_weight_format_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    return -1;
+}
+
 /* Gaussian weights with per-block gains spread over binades, quantized the
- * way a checkpoint is (OCP MX rule). */
+ * way a checkpoint is (OCP MX rule) into packed/scales_nk, and/or rounded to
+ * bf16 (RNE) into bf16 [N, K].  Either output may be NULL; the random draws
+ * are the same whichever is asked for. */
 static int synth_weights(const synth_params_t *p, synth_rng_t *rng, uint8_t *packed,
-                         uint8_t *scales_nk)
+                         uint8_t *scales_nk, uint16_t *bf16)
 {
     const int64_t N = p->N, K = p->K;
     float *row = malloc((size_t)K * sizeof(float));
@@ -114,8 +138,13 @@ static int synth_weights(const synth_params_t *p, synth_rng_t *rng, uint8_t *pac
             for (int64_t k = b * 32; k < b * 32 + 32; k++)
                 row[k] = (float)(rng_normal(rng) * gain);
         }
-        mxfp4_quant(row, 1, K, MXFP4_OCP, codes, scales_nk + n * (K / 32));
-        mxfp4_pack(codes, 1, K, packed + n * (K / 2));
+        if (packed) {
+            mxfp4_quant(row, 1, K, MXFP4_OCP, codes, scales_nk + n * (K / 32));
+            mxfp4_pack(codes, 1, K, packed + n * (K / 2));
+        }
+        if (bf16)
+            for (int64_t k = 0; k < K; k++)
+                bf16[n * K + k] = bf16_encode(row[k]);
     }
     free(row);
     free(codes);
@@ -132,20 +161,41 @@ int synth_case(const synth_params_t *p, case_t *c, kr_error_t *err)
     if (M * K > (1ll << 32) || N * K > (1ll << 36))
         return kr_fail(err, "synth: %lldx%lld at M=%lld is too large", (long long)N,
                        (long long)K, (long long)M);
+    if (p->weight_format != SYNTH_WEIGHT_MXFP4 && p->weight_format != SYNTH_WEIGHT_BF16 &&
+        p->weight_format != SYNTH_WEIGHT_BOTH)
+        return kr_fail(err, "synth: weight format %d is unknown; expected mxfp4, bf16 or both",
+                       (int)p->weight_format);
+    const int want_mxfp4 = p->weight_format != SYNTH_WEIGHT_BF16;
+    const int want_bf16 = p->weight_format != SYNTH_WEIGHT_MXFP4;
+    if (p->weight_order == WEIGHT_ORDER_FRAGMENT && !want_mxfp4)
+        return kr_fail(err, "synth: fragment order is a layout of the MXFP4 weight; weight format "
+                            "bf16 has none (use mxfp4 or both)");
     if (p->weight_order == WEIGHT_ORDER_FRAGMENT && (N % 16 || K % 16))
         return kr_fail(err, "synth: fragment order needs N and K divisible by 16");
     c->M = M;
     c->N = N;
     c->K = K;
+    int oom = 0;
+    uint8_t *scales_nk = NULL;
     c->x = malloc((size_t)(M * K) * sizeof(float));
-    c->x_fp8 = malloc((size_t)(M * K));
-    c->x_scale = malloc((size_t)M * sizeof(float));
-    c->weight = malloc((size_t)(N * K / 2));
-    c->weight_scale = malloc((size_t)(N * K / 32));
-    c->weight_ref = malloc((size_t)N);
-    uint8_t *scales_nk = malloc((size_t)(N * K / 32));
-    if (!c->x || !c->x_fp8 || !c->x_scale || !c->weight || !c->weight_scale || !c->weight_ref ||
-        !scales_nk) {
+    oom |= !c->x;
+    if (want_mxfp4) {
+        /* The W4A8 path's operands; a bf16-only layer has no fp8 activations
+         * and no MXFP4 route argument. */
+        c->x_fp8 = malloc((size_t)(M * K));
+        c->x_scale = malloc((size_t)M * sizeof(float));
+        c->weight = malloc((size_t)(N * K / 2));
+        c->weight_scale = malloc((size_t)(N * K / 32));
+        c->weight_ref = malloc((size_t)N);
+        scales_nk = malloc((size_t)(N * K / 32));
+        oom |= !c->x_fp8 || !c->x_scale || !c->weight || !c->weight_scale || !c->weight_ref ||
+               !scales_nk;
+    }
+    if (want_bf16) {
+        c->weight_bf16 = malloc((size_t)(N * K) * sizeof(uint16_t));
+        oom |= !c->weight_bf16;
+    }
+    if (oom) {
         free(scales_nk);
         case_free(c);
         return kr_fail(err, "synth: out of memory");
@@ -153,12 +203,14 @@ int synth_case(const synth_params_t *p, case_t *c, kr_error_t *err)
     synth_rng_t rng = {p->seed * 0x2545F4914F6CDD1Dull + 0x1234567ull};
     synth_activations(p, &rng, c->x);
     c->x_storage = X_STORED_BF16;
-    /* What the production W4A8 path hands the kernel: vLLM's per-token quant. */
-    fp8_token_quant(c->x, M, K, FP8_TOKEN_VLLM, FP8_E4M3FN, c->x_fp8, c->x_scale);
-    c->x_fp8_format = FP8_E4M3FN;
+    if (want_mxfp4) {
+        /* What the production W4A8 path hands the kernel: vLLM's per-token quant. */
+        fp8_token_quant(c->x, M, K, FP8_TOKEN_VLLM, FP8_E4M3FN, c->x_fp8, c->x_scale);
+        c->x_fp8_format = FP8_E4M3FN;
+    }
 
     uint8_t *checkpoint = c->weight;
-    if (p->weight_order == WEIGHT_ORDER_FRAGMENT) {
+    if (want_mxfp4 && p->weight_order == WEIGHT_ORDER_FRAGMENT) {
         checkpoint = malloc((size_t)(N * K / 2));
         if (!checkpoint) {
             free(scales_nk);
@@ -166,36 +218,41 @@ int synth_case(const synth_params_t *p, case_t *c, kr_error_t *err)
             return kr_fail(err, "synth: out of memory");
         }
     }
-    if (synth_weights(p, &rng, checkpoint, scales_nk)) {
+    if (synth_weights(p, &rng, checkpoint, scales_nk, c->weight_bf16)) {
         if (checkpoint != c->weight)
             free(checkpoint);
         free(scales_nk);
         case_free(c);
         return kr_fail(err, "synth: out of memory");
     }
-    if (p->weight_order == WEIGHT_ORDER_FRAGMENT) {
-        wperm_permute(checkpoint, N, K, c->weight);
-        free(checkpoint);
+    if (want_mxfp4) {
+        if (p->weight_order == WEIGHT_ORDER_FRAGMENT) {
+            wperm_permute(checkpoint, N, K, c->weight);
+            free(checkpoint);
+        }
+        c->weight_order = p->weight_order;
+        if (p->scale_layout == SCALE_LAYOUT_NK)
+            memcpy(c->weight_scale, scales_nk, (size_t)(N * K / 32));
+        else
+            mxfp4_scales_transpose(scales_nk, SCALE_LAYOUT_NK, N, K, c->weight_scale);
+        c->scale_layout = p->scale_layout;
+        /* The folded path's per-row reference exponent (make_row_ref). */
+        for (int64_t n = 0; n < N; n++) {
+            uint8_t mx = 0;
+            for (int64_t b = 0; b < K / 32; b++)
+                if (scales_nk[n * (K / 32) + b] > mx)
+                    mx = scales_nk[n * (K / 32) + b];
+            c->weight_ref[n] = mx;
+        }
+        c->weight_ref_len = N;
+        free(scales_nk);
     }
-    c->weight_order = p->weight_order;
-    if (p->scale_layout == SCALE_LAYOUT_NK)
-        memcpy(c->weight_scale, scales_nk, (size_t)(N * K / 32));
-    else
-        mxfp4_scales_transpose(scales_nk, SCALE_LAYOUT_NK, N, K, c->weight_scale);
-    c->scale_layout = p->scale_layout;
-    /* The folded path's per-row reference exponent (make_row_ref). */
-    for (int64_t n = 0; n < N; n++) {
-        uint8_t mx = 0;
-        for (int64_t b = 0; b < K / 32; b++)
-            if (scales_nk[n * (K / 32) + b] > mx)
-                mx = scales_nk[n * (K / 32) + b];
-        c->weight_ref[n] = mx;
-    }
-    c->weight_ref_len = N;
-    free(scales_nk);
 
     char env[256];
     snprintf(env, sizeof env, "KREPLAY_SYNTH_SEED=%llu", (unsigned long long)p->seed);
+    if (p->weight_format != SYNTH_WEIGHT_MXFP4)   /* the default adds nothing: same bytes as before */
+        snprintf(env + strlen(env), sizeof env - strlen(env), "\nKREPLAY_SYNTH_WEIGHT_FORMAT=%s",
+                 synth_weight_format_name(p->weight_format));
     c->kernel_path = dup_string("synthetic");
     c->layer = dup_string(p->layer ? p->layer : "synthetic");
     c->model = dup_string(p->model ? p->model : "synthetic");

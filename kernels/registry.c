@@ -11,6 +11,7 @@ extern const kernel_desc_t kernel_w4a8_perblock;
 extern const kernel_desc_t kernel_w4a8_folded, kernel_w4a8_folded_wperm, kernel_w4a8_atiled;
 extern const kernel_desc_t kernel_w4a8_decode, kernel_w4a8_r4d, kernel_w4a8_partitioned;
 extern const kernel_desc_t kernel_w4a4_aiter;
+extern const kernel_desc_t kernel_bf16_skinny, kernel_bf16_sequential, kernel_ref_linear;
 
 /* The registry.  One line per kernel; the order is the order of reports. */
 static const kernel_desc_t *const kernel_table[] = {
@@ -28,6 +29,9 @@ static const kernel_desc_t *const kernel_table[] = {
     &kernel_w4a8_r4d,
     &kernel_w4a8_partitioned,
     &kernel_w4a4_aiter,
+    &kernel_bf16_skinny,
+    &kernel_bf16_sequential,
+    &kernel_ref_linear,
 };
 
 int kernel_count(void)

@@ -57,7 +57,8 @@ typedef struct {
     fp8_token_variant_t fp8_variant;    /* how to quantize x for fp8 kernels */
     mxfp4_variant_t mxfp4_variant;      /* how to quantize x for W4A4 kernels */
     int threads;                        /* 0 = all cores */
-    int decode_splits;                  /* w4a8.decode split-K; 0 = the kernel's default */
+    int decode_splits;                  /* split-K of w4a8.decode (default 4) and bf16.skinny
+                                           (default: the dispatch's table); 0 = default */
     int64_t partition_bounds[2];        /* w4a8.partitioned column bounds pb1, pb2; 0 = N/3, 2N/3 */
 } kernel_options_t;
 
@@ -88,6 +89,12 @@ typedef enum {
     KERNEL_OP_QUANT,            /* activation quantizer: prepare_act is the kernel */
 } kernel_op_t;
 
+/* Which weight of a case a GEMM kernel reads. */
+typedef enum {
+    WEIGHT_KIND_MXFP4 = 0,      /* weight + weight_scale (kernel_inputs_t.weight) */
+    WEIGHT_KIND_BF16,           /* weight_bf16 */
+} weight_kind_t;
+
 /* Per-kernel text the model leaves for the report, e.g. the folded path's
  * underflow statistic.  Filled by run_cpu; may stay empty. */
 typedef struct {
@@ -107,6 +114,7 @@ typedef struct kernel_desc {
     double rel_tol_exact;       /* default threshold on rel_fro vs R_exact */
     double rel_tol_source;      /* default threshold on rel_fro vs R_source */
     kernel_op_t op;
+    weight_kind_t weight_kind;  /* GEMM kernels: the weight they read */
     int config;                 /* a variant selector the entry points read (e.g. a quantizer
                                    variant, or a weight layout); meaning is the kernel's own */
 

@@ -31,7 +31,7 @@ void report_csv_write(FILE *fp, const result_list_t *rows)
           fp);
     for (int b = 0; b < ULP_BIN_COUNT; b++)
         fprintf(fp, ",ulp_%s", ulp_bin_label(b));
-    fputs(",ref_f32_vs_f64,seconds,note\n", fp);
+    fputs(",ref_f32_vs_f64,seconds,note,diagnosis\n", fp);
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         const metrics_t *m = &r->metrics;
@@ -62,6 +62,8 @@ void report_csv_write(FILE *fp, const result_list_t *rows)
         csv_number(fp, r->ref_f32_vs_f64);
         fprintf(fp, ",%.6f,", r->seconds);
         csv_string(fp, r->note);
+        fputc(',', fp);
+        csv_string(fp, r->diagnosis);
         fputc('\n', fp);
     }
 }

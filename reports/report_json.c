@@ -47,6 +47,7 @@ static json_t *row_json(const result_t *r)
     json_object_set_new(o, "act_origin", json_string(r->act_origin));
     json_object_set_new(o, "verdict", json_string(verdict_name(r->verdict)));
     json_object_set_new(o, "note", json_string(r->note));
+    json_object_set_new(o, "diagnosis", json_string(r->diagnosis));
     json_object_set_new(o, "threshold", json_number_or_null(r->threshold));
     json_object_set_new(o, "seconds", json_real(r->seconds));
     json_object_set_new(o, "input_nonfinite", nonfinite_json(&r->input_nf));

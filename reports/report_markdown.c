@@ -54,8 +54,9 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
             md_cell_number(fp, r->metrics.max_abs);
             md_cell_number(fp, r->metrics.cosine);
             md_cell_number(fp, r->metrics.mag_ratio);
-            fprintf(fp, " %lld | %.4f | %s | %s |\n", (long long)nonfinite_total(&r->metrics.out_nf),
-                    r->ulp.identical_frac, verdict_name(r->verdict), r->note);
+            fprintf(fp, " %lld | %.4f | %s | %s%s%s |\n", (long long)nonfinite_total(&r->metrics.out_nf),
+                    r->ulp.identical_frac, verdict_name(r->verdict), r->note,
+                    r->diagnosis[0] ? " **Diagnosis:** " : "", r->diagnosis);
         }
         if (header)
             fputc('\n', fp);

@@ -43,6 +43,8 @@ void report_table_print(FILE *fp, const result_list_t *rows)
             fprintf(fp, " %s", refe);
         }
         fputc('\n', fp);
+        if (r->diagnosis[0])
+            fprintf(fp, "    diagnosis: %s\n", r->diagnosis);
     }
 }
 

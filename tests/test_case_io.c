@@ -63,6 +63,8 @@ typedef struct {
     int64_t ref_len;            /* 0: no weight_ref */
     int with_outputs;
     int with_prov;
+    int with_bf16_weight;       /* weight_bf16 [N, K] */
+    int no_mxfp4;               /* no weight / weight_scale (needs with_bf16_weight) */
 } case_spec_t;
 
 /* A case with random non-zero contents in every array the spec asks for. */
@@ -99,10 +101,14 @@ static void make_case(case_t *c, const case_spec_t *s, uint64_t seed)
         for (int64_t m = 0; m < s->M; m++)
             c->x_scale[m] = (float)(test_rng_uniform(&r) + 0.01) / 448.0f;
     }
-    c->weight = rand_bytes(&r, (size_t)(s->N * s->K / 2));
-    c->weight_order = s->order;
-    c->weight_scale = rand_bytes(&r, (size_t)(s->N * s->K / 32));
-    c->scale_layout = s->layout;
+    if (!s->no_mxfp4) {
+        c->weight = rand_bytes(&r, (size_t)(s->N * s->K / 2));
+        c->weight_order = s->order;
+        c->weight_scale = rand_bytes(&r, (size_t)(s->N * s->K / 32));
+        c->scale_layout = s->layout;
+    }
+    if (s->with_bf16_weight)
+        c->weight_bf16 = rand_bytes(&r, (size_t)(s->N * s->K) * 2);
     if (s->ref_len) {
         c->weight_ref = rand_bytes(&r, (size_t)s->ref_len);
         c->weight_ref_len = s->ref_len;
@@ -154,6 +160,7 @@ static void assert_case_equal(const case_t *a, const case_t *b)
         assert_int_equal(a->x_fp8_format, b->x_fp8_format);
     assert_bytes_eq_or_null(a->x_scale, b->x_scale, (size_t)a->M * sizeof(float));
     assert_bytes_eq_or_null(a->weight, b->weight, (size_t)(a->N * a->K / 2));
+    assert_bytes_eq_or_null(a->weight_bf16, b->weight_bf16, (size_t)(a->N * a->K) * 2);
     assert_int_equal(a->weight_order, b->weight_order);
     assert_bytes_eq_or_null(a->weight_scale, b->weight_scale, (size_t)(a->N * a->K / 32));
     assert_int_equal(a->scale_layout, b->scale_layout);
@@ -976,6 +983,179 @@ static void test_bad_nonexistent(void **st)
     rmdir(dir);
 }
 
+/* ------------------------------------------------------------ weight_bf16 */
+
+static void test_round_trip_weight_bf16(void **st)
+{
+    (void)st;
+    /* A bf16-only layer: no MXFP4 weight, no fp8 operands, no route. */
+    case_spec_t s1 = {.M = 6, .N = 48, .K = 256, .x_storage = X_STORED_BF16,
+                      .with_bf16_weight = 1, .no_mxfp4 = 1, .with_outputs = 1, .with_prov = 1};
+    round_trip(&s1, 31, "rt-bf16only");
+    /* Both weights, with every MXFP4 option that could interfere. */
+    case_spec_t s2 = {.M = 3, .N = 32, .K = 96, .layout = SCALE_LAYOUT_KN,
+                      .x_storage = X_STORED_F32, .with_fp8 = 1, .order = WEIGHT_ORDER_FRAGMENT,
+                      .ref_len = 32, .with_outputs = 1, .with_bf16_weight = 1};
+    round_trip(&s2, 32, "rt-both");
+
+    /* The bf16-only file holds no MXFP4 datasets at all, and says bfloat16. */
+    char path[512];
+    test_tmp_path(path, sizeof path, "rt-bf16only-h5");
+    case_t a;
+    kr_error_t err = {{0}};
+    make_case(&a, &s1, 33);
+    assert_int_equal(case_write(path, &a, &err), 0);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    assert_int_equal(H5Lexists(f, "weight", H5P_DEFAULT), 0);
+    assert_int_equal(H5Lexists(f, "weight_scale", H5P_DEFAULT), 0);
+    assert_true(H5Lexists(f, "weight_bf16", H5P_DEFAULT) > 0);
+    hid_t ds = H5Dopen2(f, "weight_bf16", H5P_DEFAULT);
+    assert_true(ds >= 0);
+    hid_t t = H5Dget_type(ds);
+    assert_int_equal(H5Tget_class(t), H5T_INTEGER);
+    assert_int_equal(H5Tget_size(t), 2);
+    assert_int_equal(H5Tget_sign(t), H5T_SGN_NONE);
+    H5Tclose(t);
+    assert_true(H5Aexists(ds, "dtype") > 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+    case_free(&a);
+    unlink(path);
+}
+
+/* The template with the MXFP4 weight replaced by weight_bf16 [N, K]. */
+static raw_ds_t *raw_bf16_only(raw_t *r)
+{
+    raw_default(r, M0, N0, K0);
+    raw_ds(r, "weight")->present = 0;
+    raw_ds(r, "weight_scale")->present = 0;
+    raw_ds_t *d = raw_add(r, "weight_bf16", H5T_STD_U16LE, 2, N0, K0);
+    d->attr[0][0] = "dtype", d->attr[0][1] = "bfloat16";
+    return d;
+}
+
+static void test_reader_weight_bf16_only(void **st)
+{
+    (void)st;
+    raw_t r;
+    raw_ds_t *d = raw_bf16_only(&r);
+    /* Big-endian on disk: the reader must convert, and the bits must survive. */
+    uint16_t want[N0 * K0];
+    uint8_t be[N0 * K0 * 2];
+    test_rng_t rng = {34};
+    for (int i = 0; i < N0 * K0; i++) {
+        want[i] = (uint16_t)(1 + test_rng_u64(&rng) % 0xFFFF);
+        be[2 * i] = (uint8_t)(want[i] >> 8);
+        be[2 * i + 1] = (uint8_t)want[i];
+    }
+    d->type = H5T_STD_U16BE;
+    d->data = be;
+    char path[512];
+    test_tmp_path(path, sizeof path, "raw-bf16only");
+    raw_write(path, &r, 35);
+    case_t c;
+    kr_error_t err = {{0}};
+    if (case_read(path, &c, &err) != 0)
+        fail_msg("case_read: %s", err.msg);
+    assert_null(c.weight);
+    assert_null(c.weight_scale);
+    assert_non_null(c.weight_bf16);
+    assert_memory_equal(c.weight_bf16, want, sizeof want);
+    assert_non_null(c.weight_ref);   /* accepted (ignored by bf16 kernels) */
+    assert_int_equal(case_validate(&c, NULL, &err), 0);
+    case_free(&c);
+    unlink(path);
+}
+
+static void test_bad_no_weight_at_all(void **st)
+{
+    (void)st;
+    raw_t r;
+    raw_default(&r, M0, N0, K0);
+    raw_ds(&r, "weight")->present = 0;
+    raw_ds(&r, "weight_scale")->present = 0;
+    raw_expect_fail(&r, "bad-noweights", "weight: ", "missing and no weight_bf16",
+                    "weight_bf16 [48, 64]");
+}
+
+static void test_bad_weight_bf16(void **st)
+{
+    (void)st;
+    raw_t r;
+    raw_ds_t *d = raw_bf16_only(&r);
+    d->dims[0] = K0, d->dims[1] = N0;       /* transposed */
+    raw_expect_fail(&r, "bad-wbf16-shape", "weight_bf16: ", "wrong shape", "[48, 64]");
+
+    d = raw_bf16_only(&r);
+    d->rank = 1, d->dims[0] = N0 * K0;      /* flattened */
+    raw_expect_fail(&r, "bad-wbf16-rank", "weight_bf16: ", "wrong shape", "found [3072]");
+
+    d = raw_bf16_only(&r);
+    d->attr[0][0] = NULL;                   /* no dtype attribute */
+    raw_expect_fail(&r, "bad-wbf16-noattr", "weight_bf16: ", "without attribute dtype",
+                    "bfloat16");
+
+    d = raw_bf16_only(&r);
+    d->attr[0][1] = "float16";
+    raw_expect_fail(&r, "bad-wbf16-f16", "weight_bf16: ", "dtype = \"float16\"", NULL);
+
+    d = raw_bf16_only(&r);
+    d->type = H5T_IEEE_F32LE;               /* fp32 weights are not bf16 bits */
+    raw_expect_fail(&r, "bad-wbf16-f32", "weight_bf16: ", "wrong dtype", "float32");
+
+    /* A bad weight_bf16 is refused even beside a good MXFP4 weight. */
+    raw_default(&r, M0, N0, K0);
+    d = raw_add(&r, "weight_bf16", H5T_STD_U16LE, 2, N0, K0);
+    raw_expect_fail(&r, "bad-wbf16-both", "weight_bf16: ", "without attribute dtype", NULL);
+}
+
+static void test_bad_mxfp4_half_pair(void **st)
+{
+    (void)st;
+    raw_t r;
+    /* weight_scale without weight: a bf16 weight does not excuse it. */
+    raw_bf16_only(&r);
+    raw_ds(&r, "weight_scale")->present = 1;
+    raw_expect_fail(&r, "bad-scale-noweight", "weight: ", "while weight_scale is present", NULL);
+    /* weight without weight_scale, beside a bf16 weight. */
+    raw_bf16_only(&r);
+    raw_ds(&r, "weight")->present = 1;
+    raw_expect_fail(&r, "bad-weight-noscale", "weight_scale: ", "missing", NULL);
+}
+
+static void test_validate_weight_bf16(void **st)
+{
+    (void)st;
+    case_spec_t s = {.M = 2, .N = 32, .K = 64, .x_storage = X_STORED_BF16,
+                     .with_bf16_weight = 1, .no_mxfp4 = 1};
+    case_t c;
+    kr_error_t err = {{0}};
+    make_case(&c, &s, 36);
+    assert_int_equal(case_validate(&c, "mem", &err), 0);
+
+    uint16_t *wb = c.weight_bf16;
+    c.weight_bf16 = NULL;
+    assert_int_equal(case_validate(&c, "mem", &err), -1);
+    assert_non_null(strstr(err.msg, "mem: weight: missing and no weight_bf16"));
+    /* The writer refuses it too, and leaves nothing behind. */
+    char path[512];
+    test_tmp_path(path, sizeof path, "val-noweights");
+    assert_int_equal(case_write(path, &c, &err), -1);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "weight: missing and no weight_bf16"));
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(count_tmp_files(path), 0);
+    c.weight_bf16 = wb;
+
+    uint8_t scale[32 * 2] = {127};
+    c.weight_scale = scale;
+    assert_int_equal(case_validate(&c, "mem", &err), -1);
+    assert_non_null(strstr(err.msg, "mem: weight: missing while weight_scale is present"));
+    c.weight_scale = NULL;
+    case_free(&c);
+}
+
 /* ---------------------------------------------------------------- validate */
 
 static void test_validate(void **st)
@@ -1166,6 +1346,12 @@ int main(void)
         cmocka_unit_test(test_bad_corrupt_header),
         cmocka_unit_test(test_bad_not_hdf5),
         cmocka_unit_test(test_bad_nonexistent),
+        cmocka_unit_test(test_round_trip_weight_bf16),
+        cmocka_unit_test(test_reader_weight_bf16_only),
+        cmocka_unit_test(test_bad_no_weight_at_all),
+        cmocka_unit_test(test_bad_weight_bf16),
+        cmocka_unit_test(test_bad_mxfp4_half_pair),
+        cmocka_unit_test(test_validate_weight_bf16),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_write_atomic),
         cmocka_unit_test(test_h5dump_sees_datasets),

@@ -5,6 +5,11 @@
 #include "cli.h"
 #include "input_health.h"
 
+static int64_t nonfinite_total_of(const input_health_t *h)
+{
+    return h->x_nf.nan + h->x_nf.pos_inf + h->x_nf.neg_inf;
+}
+
 static const char *or_dash(const char *s)
 {
     return s ? s : "-";
@@ -46,6 +51,17 @@ int cli_inspect(int argc, char **argv)
                or_dash(c.layer), or_dash(c.model), or_dash(c.capture_time));
         printf("  env flags:    %s\n", or_dash(c.env_flags));
         printf("  input health: %s\n", health);
+        if (c.x && nonfinite_total_of(&h) > 0) {
+            input_map_t map;
+            kr_error_t merr = {{0}};
+            if (input_map_compute(c.x, c.M, c.K, &map, &merr) == 0) {
+                char lines[4096];
+                input_map_describe(&map, lines, sizeof lines);
+                for (char *save = NULL, *l = strtok_r(lines, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+                    printf("    %s\n", l);
+                input_map_free(&map);
+            }
+        }
         case_free(&c);
     }
     return status;

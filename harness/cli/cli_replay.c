@@ -34,6 +34,11 @@ static void replay_usage(FILE *fp)
             "  -t, --threads N          threads for the models (default: all cores)\n"
             "      --vs KERNEL          also compare each kernel's output with KERNEL's model, bit\n"
             "                           by bit (reference 'model:KERNEL', with the ULP histogram)\n"
+            "      --inject FAULT       run every kernel as if it had FAULT (to see how kreplay\n"
+            "                           reports it): wperm, wperm-inverse, scale-layout,\n"
+            "                           scale-pow2:K, scale-const:C, sanitize, quant-variant:V,\n"
+            "                           tile-unwritten, tile-zeros:N, rows-nan (see --inject help)\n"
+            "      --no-diagnose        do not test hypotheses on failing rows\n"
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
             "\n"
@@ -58,7 +63,7 @@ static int parse_refs(const char *s, unsigned *refs)
 
 int cli_replay(int argc, char **argv)
 {
-    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS };
+    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG };
     static const struct option longopts[] = {
         {"kernels", required_argument, 0, 'k'},
         {"refs", required_argument, 0, 'r'},
@@ -73,6 +78,8 @@ int cli_replay(int argc, char **argv)
         {"threads", required_argument, 0, 't'},
         {"oracle", no_argument, 0, OPT_ORACLE},
         {"vs", required_argument, 0, OPT_VS},
+        {"inject", required_argument, 0, OPT_INJECT},
+        {"no-diagnose", no_argument, 0, OPT_NODIAG},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -141,6 +148,17 @@ int cli_replay(int argc, char **argv)
             break;
         case OPT_ORACLE:
             opt.oracle = 1;
+            break;
+        case OPT_INJECT: {
+            kr_error_t ferr = {{0}};
+            if (fault_parse(optarg, &opt.fault, &ferr)) {
+                fprintf(stderr, "kreplay replay: --inject: %s\n%s", ferr.msg, fault_usage());
+                return EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_NODIAG:
+            opt.diagnose = 0;
             break;
         case OPT_VS:
             if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {

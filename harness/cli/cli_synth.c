@@ -25,6 +25,8 @@ static void synth_usage(FILE *fp)
             "      --zero-rows N        the last N rows of x are zero\n"
             "      --scale-layout L     nk (N,K/32, default) or kn (K/32,N)\n"
             "      --fragment-order     store the weight in WPERM fragment order\n"
+            "      --weight-format F    mxfp4 (default), bf16 (weight_bf16 only: the same Gaussian\n"
+            "                           weights rounded to bf16, no x_fp8) or both\n"
             "      --layer NAME, --model NAME   provenance\n"
             "      --name NAME          file name (single shape and M only)\n");
 }
@@ -46,7 +48,7 @@ static int parse_shape_list(const char *s, long long *n, long long *k, int cap)
 int cli_synth(int argc, char **argv)
 {
     enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
-           OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME };
+           OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME, OPT_WFORMAT };
     static const struct option longopts[] = {
         {"shape", required_argument, 0, 's'},
         {"m", required_argument, 0, 'm'},
@@ -60,6 +62,7 @@ int cli_synth(int argc, char **argv)
         {"zero-rows", required_argument, 0, OPT_ZERO},
         {"scale-layout", required_argument, 0, OPT_LAYOUT},
         {"fragment-order", no_argument, 0, OPT_FRAG},
+        {"weight-format", required_argument, 0, OPT_WFORMAT},
         {"layer", required_argument, 0, OPT_LAYER},
         {"model", required_argument, 0, OPT_MODEL},
         {"name", required_argument, 0, OPT_NAME},
@@ -119,6 +122,13 @@ int cli_synth(int argc, char **argv)
             }
             break;
         case OPT_FRAG: p.weight_order = WEIGHT_ORDER_FRAGMENT; break;
+        case OPT_WFORMAT:
+            if (synth_weight_format_from_name(optarg, &p.weight_format) != 0) {
+                fprintf(stderr, "kreplay synth: --weight-format: '%s' is not mxfp4, bf16 or both\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            break;
         case OPT_LAYER: p.layer = optarg; break;
         case OPT_MODEL: p.model = optarg; break;
         case OPT_NAME: name = optarg; break;

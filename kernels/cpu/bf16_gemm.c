@@ -203,6 +203,7 @@ const kernel_desc_t kernel_bf16_skinny = {
                "skinny dispatch's measured (N, K) tables",
     .act_format = "bf16 (x rounded to bf16)",
     .weight_format = "bf16 [N,K] (weight_bf16)",
+    .weight_kind = WEIGHT_KIND_BF16,
     .accumulation = "SK equal contiguous K ranges (SK 16 for 256x2048 from _CFG; 8 for 48x5120, "
                     "96x5120, 1280x5120, 256x5120 from _CFG_TAXED; else decode_splits): "
                     "partial[s] += x*w over k ascending in range s (exact products, fp32 adds); "
@@ -225,6 +226,7 @@ const kernel_desc_t kernel_bf16_sequential = {
     .summary = "bf16 GEMM as rocBLAS/torch is modelled: one sequential fp32 dot per output",
     .act_format = "bf16 (x rounded to bf16)",
     .weight_format = "bf16 [N,K] (weight_bf16)",
+    .weight_kind = WEIGHT_KIND_BF16,
     .accumulation = "acc += x*w over k = 0..K-1 ascending (exact products, fp32 adds); "
                     "out = bf16(acc)",
     .k_multiple = 32,

@@ -1,0 +1,94 @@
+/* Diagnosis of a failing row: which alternative hypothesis the output
+ * matches (DESIGN.md, "Verdicts").
+ *
+ * Each hypothesis is an alternative reference (one extra fp32 GEMM on
+ * modified operands) or a cheap transformation of the reference.  It
+ * "matches" when the output agrees with the alternative within the row's
+ * threshold (rel_fro over elements finite on both sides, and the same
+ * elements non-finite on both sides) while it does not agree with the
+ * reference.  A row that already agrees with its reference gets no
+ * diagnosis ("no hypothesis needed").
+ *
+ * Hypotheses, in the order tried (cheap ones first; the first match wins):
+ *   rows-poisoned   non-finite output rows are exactly the rows with non-finite
+ *                   input (and, for fp8, whether the 'traced' quantizer explains
+ *                   them); or the reference's non-finite rows are
+ *   scale-pow2      out = 2^k ref, k != 0 integer, |k| <= 16
+ *   scale-const     out = c ref (least squares), c not a power of two
+ *   columns         a contiguous, 16-aligned block of columns (e.g. the partial
+ *                   N tile) is wrong and the rest matches
+ *   wperm-undone    out = R(A, unpermute_w(W))            (1 GEMM; N, K % 16)
+ *   wperm-applied   out = R(A, permute_w(W))              (1 GEMM; N, K % 16)
+ *   scale-layout    out = R(A, W with its scales read in the other layout) (1 GEMM)
+ *   sanitized       out = R(Q(nan_to_num(x)), W)          (1 GEMM; x non-finite)
+ *   unsanitized     out = R(Q(x), W) where the reference's A differs from Q(x) (1 GEMM)
+ *   quant-variant   out = R(Q_v(x), W) for each other quantizer variant v
+ *                   (R_exact rows; fp8: up to 4 GEMMs, mxfp4: up to 3; variants
+ *                   whose codes equal the reference's are skipped at no GEMM)
+ *   rows            a contiguous block of rows is wrong and the rest matches
+ * A is the reference's own operand: act->dequant for R_exact, x for R_source.
+ * Q is the kernel's quantizer (act->kind; kopt's variant). */
+#ifndef KR_DIAGNOSE_H
+#define KR_DIAGNOSE_H
+
+#include <stdint.h>
+
+#include "case.h"
+#include "kr_error.h"
+#include "registry.h"
+#include "result.h"
+
+typedef struct {
+    const case_t *c;               /* provenance (weight_order, env_flags); may be NULL */
+    const kernel_inputs_t *in;     /* operands as the harness gave the kernel: checkpoint-order weight */
+    const kernel_act_t *act;       /* the activations R_exact was built from; may be NULL */
+    const char *kernel;            /* the row's kernel ("recorded.*" = a production output); may be NULL */
+    const float *out;              /* [M, N] the output being diagnosed, fp32 (decoded bf16) */
+    const float *ref;              /* [M, N] the reference it failed against */
+    const char *ref_name;          /* "R_exact" / "R_source" */
+    double threshold;              /* rel_fro threshold of the row */
+    const kernel_options_t *kopt;  /* the quantizer variants in use; NULL = defaults */
+    int max_gemms;                 /* extra fp32 GEMMs allowed; 0 = no limit */
+} diag_input_t;
+
+typedef enum {
+    DIAG_NONE = 0,          /* nothing matched */
+    DIAG_CLEAN,             /* the output already matches the reference */
+    DIAG_ROWS_POISONED,
+    DIAG_REF_ROWS_POISONED,
+    DIAG_SCALE_POW2,
+    DIAG_SCALE_CONST,
+    DIAG_COLUMNS,
+    DIAG_WPERM_UNDONE,
+    DIAG_WPERM_APPLIED,
+    DIAG_SCALE_LAYOUT,
+    DIAG_SANITIZED,
+    DIAG_UNSANITIZED,
+    DIAG_QUANT_VARIANT,
+    DIAG_ROWS,
+    DIAG_COUNT
+} diag_hypothesis_t;
+
+typedef struct {
+    int matched;                   /* 1 when a hypothesis explains the row */
+    diag_hypothesis_t hypothesis;
+    char line[384];                /* one line: the match, or why none */
+    double rel;                    /* rel_fro(out, alternative) of the match; else rel_fro(out, ref) */
+    double base_rel;               /* rel_fro(out, ref) over elements finite on both sides */
+    int64_t base_nonfinite_mismatch; /* elements non-finite on exactly one side */
+    int gemms;                     /* extra fp32 GEMMs spent */
+} diag_result_t;
+
+/* "rows-poisoned", "scale-pow2", ... */
+const char *diag_hypothesis_name(diag_hypothesis_t h);
+
+/* Verdicts that get a diagnosis by default: WRONG, MAGNITUDE, NONFINITE_OUT,
+ * POISONED_INPUT (the last two only say something when the output's
+ * non-finite elements differ from the reference's). */
+int diag_wanted(verdict_t v);
+
+/* Fills r.  Returns 0 (matched or not), or -1 with err set (allocation
+ * failure, or a GEMM failing). */
+int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err);
+
+#endif

@@ -1,0 +1,570 @@
+/* Diagnosis hypotheses, each proven by injecting exactly the fault it names:
+ * a synthetic case is run through a registry model with the fault, R_exact
+ * (or R_source) is built the way replay builds it (fp32 GEMM on the
+ * harness's own activations), and diagnose() must name the fault.  A clean
+ * run gets no diagnosis, and an unrelated corruption matches nothing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "act_prepare.h"
+#include "case_io.h"
+#include "diagnose.h"
+#include "fault_inject.h"
+#include "formats.h"
+#include "gemm_ref.h"
+#include "replay.h"
+#include "synth.h"
+#include "test_support.h"
+
+typedef struct {
+    case_t c;
+    uint8_t *weight_owned;
+    kernel_inputs_t in;
+    kernel_options_t kopt;
+    const kernel_desc_t *k;
+    kernel_act_t act;           /* the harness's activations (R_exact's operand) */
+    float *ref;                 /* [M, N] */
+    const char *ref_name;
+    double threshold;
+    uint16_t *bits;             /* the kernel's output */
+    float *out;
+} scenario_t;
+
+typedef struct {
+    const char *kernel;
+    int64_t M, N, K;
+    int64_t nan_rows, nan_cols, nan_col0;
+    scale_layout_t layout;
+    weight_order_t order;
+    int source;                 /* compare against R_source instead of R_exact */
+} setup_t;
+
+static void setup_defaults(setup_t *s, const char *kernel)
+{
+    memset(s, 0, sizeof *s);
+    s->kernel = kernel;
+    s->M = 8;
+    s->N = 64;
+    s->K = 256;
+}
+
+static void scenario_build(scenario_t *s, const setup_t *p)
+{
+    memset(s, 0, sizeof *s);
+    synth_params_t sp;
+    synth_params_default(&sp);
+    sp.M = p->M;
+    sp.N = p->N;
+    sp.K = p->K;
+    sp.seed = 7;
+    sp.nan_rows = p->nan_rows;
+    sp.nan_cols = p->nan_cols;
+    sp.nan_col0 = p->nan_col0;
+    sp.scale_layout = p->layout;
+    sp.weight_order = p->order;
+    kr_error_t err = {{0}};
+    assert_int_equal(synth_case(&sp, &s->c, &err), 0);
+    const uint8_t *w = case_weight_checkpoint(&s->c, &s->weight_owned, &err);
+    assert_non_null(w);
+    s->in = (kernel_inputs_t){
+        .M = p->M, .N = p->N, .K = p->K,
+        .x = s->c.x, .x_fp8 = s->c.x_fp8, .x_scale = s->c.x_scale,
+        .x_fp8_format = s->c.x_fp8_format,
+        .weight = {.packed = w, .scales = s->c.weight_scale, .layout = s->c.scale_layout,
+                   .e8m0_mode = E8M0_SPEC, .N = p->N, .K = p->K},
+        .weight_ref = s->c.weight_ref, .weight_ref_len = s->c.weight_ref_len,
+    };
+    kernel_options_default(&s->kopt);
+    s->kopt.threads = 1;
+    s->k = kernel_find(p->kernel);
+    assert_non_null(s->k);
+    assert_int_equal(s->k->prepare_act(s->k, &s->in, &s->kopt, &s->act, &err), 0);
+    const int64_t MN = p->M * p->N;
+    s->ref = malloc((size_t)MN * sizeof(float));
+    s->bits = malloc((size_t)MN * sizeof(uint16_t));
+    s->out = malloc((size_t)MN * sizeof(float));
+    assert_non_null(s->ref);
+    if (p->source) {
+        assert_int_equal(gemm_ref_f32(s->in.x, p->M, &s->in.weight, 0, s->ref, &err), 0);
+        s->ref_name = "R_source";
+        s->threshold = s->k->rel_tol_source;
+    } else {
+        assert_int_equal(gemm_ref_f32(s->act.dequant, p->M, &s->in.weight, 0, s->ref, &err), 0);
+        s->ref_name = "R_exact";
+        s->threshold = s->k->rel_tol_exact;
+    }
+}
+
+/* Runs the kernel with `spec` injected ("none" = clean) and decodes the output. */
+static void scenario_run(scenario_t *s, const char *spec)
+{
+    kr_error_t err = {{0}};
+    kernel_run_info_t info = {{0}};
+    fault_t f = {0};
+    if (strcmp(spec, "none") != 0)
+        assert_int_equal(fault_parse(spec, &f, &err), 0);
+    if (f.kind == FAULT_NONE)
+        assert_int_equal(s->k->run_cpu(s->k, &s->in, &s->act, &s->kopt, s->bits, &info, &err), 0);
+    else if (fault_run_kernel(&f, s->k, &s->in, &s->kopt, &s->act, s->bits, &info, &err)) {
+        print_error("%s\n", err.msg);
+        fail();
+    }
+    for (int64_t i = 0; i < s->in.M * s->in.N; i++)
+        s->out[i] = bf16_decode(s->bits[i]);
+}
+
+static void scenario_diagnose(scenario_t *s, const char *kernel_name, diag_result_t *r)
+{
+    diag_input_t d = {
+        .c = &s->c, .in = &s->in, .act = &s->act, .kernel = kernel_name ? kernel_name : s->k->name,
+        .out = s->out, .ref = s->ref, .ref_name = s->ref_name, .threshold = s->threshold,
+        .kopt = &s->kopt,
+    };
+    kr_error_t err = {{0}};
+    assert_int_equal(diagnose(&d, r, &err), 0);
+}
+
+static void scenario_free(scenario_t *s)
+{
+    kernel_act_free(&s->act);
+    free(s->ref);
+    free(s->bits);
+    free(s->out);
+    free(s->weight_owned);
+    case_free(&s->c);
+}
+
+static void expect(const diag_result_t *r, diag_hypothesis_t h, const char *phrase)
+{
+    if (getenv("KREPLAY_TEST_VERBOSE"))
+        fprintf(stderr, "  [%s, %d GEMMs] %s\n", diag_hypothesis_name(r->hypothesis), r->gemms,
+                r->line);
+    if (!r->matched || r->hypothesis != h || !strstr(r->line, phrase)) {
+        print_error("want %s containing \"%s\"\n got matched=%d %s: %s\n", diag_hypothesis_name(h),
+                    phrase, r->matched, diag_hypothesis_name(r->hypothesis), r->line);
+        fail();
+    }
+}
+
+/* Injects `spec` into `kernel` on the setup and expects hypothesis h naming `phrase`. */
+static void prove(const setup_t *p, const char *spec, diag_hypothesis_t h, const char *phrase)
+{
+    scenario_t s;
+    scenario_build(&s, p);
+    scenario_run(&s, spec);
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, h, phrase);
+    assert_true(r.rel <= s.threshold);
+    assert_true(r.base_rel > s.threshold || r.base_nonfinite_mismatch > 0);
+    scenario_free(&s);
+}
+
+/* ---- clean rows ---- */
+
+static void test_clean_gets_no_diagnosis(void **state)
+{
+    (void)state;
+    const char *kernels[] = {"w4a8.perblock", "w4a4.aiter"};
+    for (int i = 0; i < 2; i++) {
+        for (int source = 0; source < 2; source++) {
+            for (int nan = 0; nan < 2; nan++) {
+                if (source && nan)
+                    continue;   /* R_source of NaN input is non-finite: covered below */
+                setup_t p;
+                setup_defaults(&p, kernels[i]);
+                p.source = source;
+                if (nan) {
+                    p.nan_rows = 3;
+                    p.nan_cols = 32;
+                    p.nan_col0 = 64;
+                }
+                scenario_t s;
+                scenario_build(&s, &p);
+                scenario_run(&s, "none");
+                diag_result_t r;
+                scenario_diagnose(&s, NULL, &r);
+                if (r.matched || r.hypothesis != DIAG_CLEAN ||
+                    !strstr(r.line, "no hypothesis needed")) {
+                    print_error("%s source=%d nan=%d: %s\n", kernels[i], source, nan, r.line);
+                    fail();
+                }
+                assert_int_equal(r.gemms, 0);
+                scenario_free(&s);
+            }
+        }
+    }
+}
+
+/* ---- a: weight order ---- */
+
+static void test_wperm_read(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    prove(&p, "wperm", DIAG_WPERM_UNDONE,
+          "the kernel read checkpoint-order weights as fragment order (WPERM flag mismatch)");
+    p.source = 1;   /* the same against R_source, with its looser threshold */
+    prove(&p, "wperm", DIAG_WPERM_UNDONE, "matches R_source on unpermute_w(W)");
+}
+
+static void test_wperm_inverse(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a4.aiter");
+    prove(&p, "wperm-inverse", DIAG_WPERM_APPLIED,
+          "the kernel read fragment-order weights as checkpoint order");
+}
+
+/* The reverse scenario: the case stores the weight in fragment order but
+ * says checkpoint.  Production's kernel read the bytes as fragment order
+ * (correct), the harness's reference read them as checkpoint order. */
+static void test_case_weight_fragment_but_unmarked(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.order = WEIGHT_ORDER_FRAGMENT;
+    scenario_t truth;   /* the case as it really is: its output is production's */
+    scenario_build(&truth, &p);
+    scenario_run(&truth, "none");
+
+    scenario_t s;       /* the same bytes, mislabelled */
+    scenario_build(&s, &p);
+    free(s.weight_owned);
+    s.weight_owned = NULL;
+    s.c.weight_order = WEIGHT_ORDER_CHECKPOINT;
+    s.in.weight.packed = s.c.weight;
+    kr_error_t err = {{0}};
+    assert_int_equal(gemm_ref_f32(s.act.dequant, p.M, &s.in.weight, 0, s.ref, &err), 0);
+    memcpy(s.out, truth.out, (size_t)(p.M * p.N) * sizeof(float));
+    diag_result_t r;
+    scenario_diagnose(&s, "recorded.out", &r);
+    expect(&r, DIAG_WPERM_UNDONE,
+           "matches R_exact with WPERM undone");
+    assert_non_null(strstr(r.line, "the case's weight is in fragment order but not marked so; "
+                                   "the reference read permuted weights"));
+    assert_true(r.base_rel > 1.0);      /* the "rel ~1.4" of the unpermute_w docstring */
+    scenario_free(&s);
+    scenario_free(&truth);
+}
+
+/* ---- b: scale layout ---- */
+
+static void test_scale_layout(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    prove(&p, "scale-layout", DIAG_SCALE_LAYOUT,
+          "the scales read as [K/32, N] instead of [N, K/32]");
+    p.layout = SCALE_LAYOUT_KN;
+    prove(&p, "scale-layout", DIAG_SCALE_LAYOUT,
+          "the scales read as [N, K/32] instead of [K/32, N]");
+}
+
+/* ---- c, d: scale factors ---- */
+
+static void test_scale_pow2(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    prove(&p, "scale-pow2:3", DIAG_SCALE_POW2, "a scale off by 2^3: x_scale or block exponent bias");
+    prove(&p, "scale-pow2:-2", DIAG_SCALE_POW2, "out = 2^-2 x R_exact");
+    setup_defaults(&p, "w4a4.aiter");
+    prove(&p, "scale-pow2:1", DIAG_SCALE_POW2, "off by 2^1");
+}
+
+static void test_scale_const(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    prove(&p, "scale-const:0.02857142857", DIAG_SCALE_CONST,
+          "|out| is 1/35.0 of R_exact");
+    prove(&p, "scale-const:3", DIAG_SCALE_CONST, "a scale off by a constant factor");
+    /* A power of two is not a "constant factor": it is c's hypothesis. */
+    prove(&p, "scale-const:0.25", DIAG_SCALE_POW2, "off by 2^-2");
+}
+
+/* ---- e: sanitized input ---- */
+
+static void test_sanitize(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.nan_rows = 3;
+    p.nan_cols = 32;
+    p.nan_col0 = 64;
+    prove(&p, "sanitize", DIAG_SANITIZED,
+          "matches R_exact on sanitized x: the kernel zeroed non-finite inputs");
+    p.source = 1;
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "sanitize");
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    /* R_source of NaN rows is NaN: the row is explained by the reference's poisoned rows, or by
+     * sanitizing; either names the NaN rows' cause, never a weight or scale fault. */
+    assert_true(r.matched);
+    assert_true(r.hypothesis == DIAG_REF_ROWS_POISONED || r.hypothesis == DIAG_SANITIZED);
+    scenario_free(&s);
+}
+
+/* The converse: the reference's activations were sanitized, the kernel's not. */
+static void test_unsanitized(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.nan_rows = 2;
+    p.nan_cols = 16;
+    p.nan_col0 = 8;
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "none");   /* the kernel on the recorded (unsanitized) x_fp8 */
+    /* The harness's act from sanitized x, and R_exact from it. */
+    float *clean = malloc((size_t)(p.M * p.K) * sizeof(float));
+    for (int64_t i = 0; i < p.M * p.K; i++)
+        clean[i] = isfinite(s.c.x[i]) ? s.c.x[i] : 0.0f;
+    kernel_inputs_t in2 = s.in;
+    in2.x = clean;
+    kernel_options_t o2 = s.kopt;
+    o2.act_source = ACT_SOURCE_QUANTIZE;
+    kernel_act_free(&s.act);
+    kr_error_t err = {{0}};
+    assert_int_equal(s.k->prepare_act(s.k, &in2, &o2, &s.act, &err), 0);
+    assert_int_equal(gemm_ref_f32(s.act.dequant, p.M, &s.in.weight, 0, s.ref, &err), 0);
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_UNSANITIZED, "matches R_exact on unsanitized x");
+    free(clean);
+    scenario_free(&s);
+}
+
+/* ---- f: another quantizer ---- */
+
+static void test_quant_variant_mxfp4(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a4.aiter");
+    prove(&p, "quant-variant:ocp", DIAG_QUANT_VARIANT,
+          "activations were quantized with 'ocp', not 'aiter-even'");
+    prove(&p, "quant-variant:ceil", DIAG_QUANT_VARIANT,
+          "activations were quantized with 'ceil', not 'aiter-even'");
+}
+
+/* fp8 variants differ by a code on ties, except on NaN input, where 'traced'
+ * makes the whole row NaN: the rows hypothesis names both. */
+static void test_quant_variant_traced(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.nan_rows = 3;
+    p.nan_cols = 32;
+    p.nan_col0 = 64;
+    prove(&p, "quant-variant:traced", DIAG_ROWS_POISONED,
+          "consistent with 'traced' quantization (NaN-propagating amax), not the recorded "
+          "x_fp8/x_scale");
+    prove(&p, "quant-variant:traced", DIAG_ROWS_POISONED,
+          "NaN rows 0-2 of the output are exactly the rows with NaN input");
+}
+
+/* ---- g: poisoned rows ---- */
+
+static void test_rows_nan(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.M = 17;
+    p.nan_rows = 17;
+    p.nan_cols = 128;
+    p.nan_col0 = 128;
+    /* The 17 x 128 GDN head: every row NaN. */
+    prove(&p, "rows-nan", DIAG_ROWS_POISONED,
+          "NaN rows 0-16 of the output are exactly the rows with NaN input: poisoned input, "
+          "propagated by per-token fp8 (one NaN makes the row's scale NaN)");
+    p.M = 8;
+    p.nan_rows = 3;
+    prove(&p, "rows-nan", DIAG_ROWS_POISONED, "NaN rows 0-2 of the output");
+}
+
+/* R_source of a NaN row is NaN while vLLM's quantizer made the kernel's row finite. */
+static void test_reference_rows_poisoned(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.nan_rows = 3;
+    p.nan_cols = 32;
+    p.nan_col0 = 64;
+    p.source = 1;
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "none");
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_REF_ROWS_POISONED, "R_source is non-finite on rows 0-2");
+    assert_non_null(strstr(r.line, "NaN -> +448"));
+    scenario_free(&s);
+}
+
+/* ---- h: tiles ---- */
+
+static void test_tile_unwritten(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.N = 48;
+    prove(&p, "tile-unwritten", DIAG_COLUMNS,
+          "columns 32-47 (the partial N tile: N=48 is not a multiple of 64) are wrong: unwritten "
+          "or masked incorrectly (all NaN");
+    p.N = 64;
+    prove(&p, "tile-zeros:16", DIAG_COLUMNS, "columns 48-63 (the last N tile) are wrong");
+    prove(&p, "tile-zeros:16", DIAG_COLUMNS, "all zero");
+}
+
+/* Rows 0..r-1 poisoned with finite input: not the input's fault, a block of rows. */
+static void test_rows_block(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    prove(&p, "rows-nan:2", DIAG_ROWS, "rows 0-1 are wrong (all NaN");
+}
+
+/* ---- nothing matches; budget ---- */
+
+static void test_unrelated_corruption_matches_nothing(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "none");
+    test_rng_t rng = {42};
+    for (int64_t i = 0; i < p.M * p.N; i++)
+        s.out[i] = (float)test_rng_normal(&rng) * fabsf(s.ref[i] + 1e-3f);
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    if (r.matched) {
+        print_error("unexpected match: %s\n", r.line);
+        fail();
+    }
+    assert_int_equal(r.hypothesis, DIAG_NONE);
+    assert_non_null(strstr(r.line, "no hypothesis matches"));
+    assert_non_null(strstr(r.line, "wperm-undone"));
+    assert_non_null(strstr(r.line, "scale-layout"));
+    /* wperm x2 + scale-layout; sanitize needs non-finite x; the fp8 variants whose codes differ
+     * from the recorded (vllm) ones: vllm itself is skipped without a GEMM, and on this data
+     * traced or pure may give the very same codes. */
+    assert_true(r.gemms >= 2 + 1 && r.gemms <= 2 + 1 + 3);
+    scenario_free(&s);
+}
+
+static void test_gemm_budget(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "scale-layout");
+    diag_input_t d = {.c = &s.c, .in = &s.in, .act = &s.act, .kernel = s.k->name, .out = s.out,
+                      .ref = s.ref, .ref_name = s.ref_name, .threshold = s.threshold,
+                      .kopt = &s.kopt, .max_gemms = 2};
+    diag_result_t r;
+    kr_error_t err = {{0}};
+    assert_int_equal(diagnose(&d, &r, &err), 0);
+    assert_false(r.matched);
+    assert_int_equal(r.gemms, 2);
+    assert_non_null(strstr(r.line, "GEMM budget of 2 spent"));
+    d.max_gemms = 3;
+    assert_int_equal(diagnose(&d, &r, &err), 0);
+    expect(&r, DIAG_SCALE_LAYOUT, "scales read as");
+    scenario_free(&s);
+}
+
+/* ---- fault strings ---- */
+
+static void test_fault_parse(void **state)
+{
+    (void)state;
+    fault_t f;
+    kr_error_t err = {{0}};
+    assert_int_equal(fault_parse("wperm", &f, &err), 0);
+    assert_int_equal(f.kind, FAULT_WPERM_READ);
+    assert_int_equal(fault_parse("scale-pow2:3", &f, &err), 0);
+    assert_int_equal(f.kind, FAULT_SCALE_POW2);
+    assert_true(f.param == 3);
+    assert_int_equal(fault_parse("scale-pow2", &f, &err), 0);
+    assert_true(f.param == 1);
+    assert_int_equal(fault_parse("scale-const:0.02857", &f, &err), 0);
+    assert_true(f.param == 0.02857);
+    assert_int_equal(fault_parse("tile-unwritten", &f, &err), 0);
+    assert_int_equal(f.kind, FAULT_TILE_UNWRITTEN);
+    assert_true(f.param == 32);
+    assert_int_equal(fault_parse("quant-variant:traced", &f, &err), 0);
+    assert_string_equal(f.variant, "traced");
+    assert_int_equal(fault_parse("quant-variant", &f, &err), 0);
+    assert_string_equal(f.variant, "");
+    assert_int_equal(fault_parse("sanitize", &f, &err), 0);
+    assert_int_equal(fault_parse("rows-nan:4", &f, &err), 0);
+    char d[160];
+    fault_describe(&f, d, sizeof d);
+    assert_non_null(strstr(d, "rows-nan:4"));
+
+    const char *bad[] = {"", "nope", "wperm:1", "scale-pow2:1.5", "scale-pow2:0",
+                         "scale-const:-1", "scale-const:abc", "quant-variant:fast",
+                         "tile-zeros:0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.msg[0] = '\0';
+        if (fault_parse(bad[i], &f, &err) != -1 || !err.msg[0]) {
+            print_error("\"%s\" was accepted\n", bad[i]);
+            fail();
+        }
+    }
+    assert_non_null(strstr(fault_usage(), "scale-pow2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clean_gets_no_diagnosis),
+        cmocka_unit_test(test_wperm_read),
+        cmocka_unit_test(test_wperm_inverse),
+        cmocka_unit_test(test_case_weight_fragment_but_unmarked),
+        cmocka_unit_test(test_scale_layout),
+        cmocka_unit_test(test_scale_pow2),
+        cmocka_unit_test(test_scale_const),
+        cmocka_unit_test(test_sanitize),
+        cmocka_unit_test(test_unsanitized),
+        cmocka_unit_test(test_quant_variant_mxfp4),
+        cmocka_unit_test(test_quant_variant_traced),
+        cmocka_unit_test(test_rows_nan),
+        cmocka_unit_test(test_reference_rows_poisoned),
+        cmocka_unit_test(test_tile_unwritten),
+        cmocka_unit_test(test_rows_block),
+        cmocka_unit_test(test_unrelated_corruption_matches_nothing),
+        cmocka_unit_test(test_gemm_budget),
+        cmocka_unit_test(test_fault_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
