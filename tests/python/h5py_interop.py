@@ -50,5 +50,7 @@ rows = json.loads(out.stdout)["results"]
 kernels = sorted({(r["kernel"], r["reference"]) for r in rows})
 assert ("w4a8.perblock", "R_exact") in kernels and ("w4a4.aiter", "R_source") in kernels, kernels
 for r in rows:
-    assert r["verdict"] == "PASS", r
+    # Kernels that cannot take this case (no bf16 weight, M outside a band) say so.
+    assert r["verdict"] in ("PASS", "UNSUPPORTED"), r
+assert sum(r["verdict"] == "PASS" for r in rows) >= 4, rows
 print("h5py interop: ok (%d rows)" % len(rows))
