@@ -6,13 +6,17 @@
 #include "atomic_file.h"
 #include "case_io.h"
 #include "cli.h"
+#include "shape_catalog.h"
 #include "synth.h"
 #include "kr_string.h"
 
 static void synth_usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: kreplay synth --shape NxK[,NxK...] --m M[,M...] --out DIR [options]\n"
+            "usage: kreplay synth --shape SHAPES --m M[,M...] --out DIR [options]\n"
+            "\n"
+            "SHAPES: comma-separated NxK pairs or names from the catalogue ('kreplay list shapes'),\n"
+            "or 'production' for the whole catalogue.  bf16 layers get a bf16 weight as well.\n"
             "\n"
             "Writes one schema-v1 case per shape and M: DIR/synth_N<N>_K<K>_M<M>_s<seed>.h5\n"
             "(or DIR/<name>.h5 with --name and a single shape and M).\n"
@@ -29,20 +33,6 @@ static void synth_usage(FILE *fp)
             "                           weights rounded to bf16, no x_fp8) or both\n"
             "      --layer NAME, --model NAME   provenance\n"
             "      --name NAME          file name (single shape and M only)\n");
-}
-
-static int parse_shape_list(const char *s, long long *n, long long *k, int cap)
-{
-    int count = 0;
-    char buf[1024];
-    kr_strlcpy(buf, s, sizeof buf);
-    for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (count >= cap || sscanf(p, "%lldx%lld", &n[count], &k[count]) != 2 || n[count] <= 0 ||
-            k[count] <= 0)
-            return -1;
-        count++;
-    }
-    return count > 0 ? count : -1;
 }
 
 int cli_synth(int argc, char **argv)
@@ -71,20 +61,31 @@ int cli_synth(int argc, char **argv)
     };
     synth_params_t p;
     synth_params_default(&p);
-    long long shape_n[64], shape_k[64], ms[64];
+    shape_t shapes[64];
+    long long ms[64];
+    int weight_format_given = 0;
     int n_shapes = 0, n_m = 0;
     const char *out_dir = NULL, *name = NULL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "s:m:o:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 's':
-            n_shapes = parse_shape_list(optarg, shape_n, shape_k, 64);
+        case 's': {
+            shape_catalog_t cat;
+            kr_error_t serr = {{0}};
+            if (shape_catalog_load(shape_catalog_default_path(), &cat, &serr)) {
+                fprintf(stderr, "kreplay: error: %s\n", serr.msg);
+                return EXIT_USAGE;
+            }
+            n_shapes = shape_catalog_resolve(&cat, optarg, shapes, 64, &serr);
+            shape_catalog_free(&cat);
             if (n_shapes < 0) {
-                fprintf(stderr, "kreplay synth: --shape: expected NxK[,NxK...], got '%s'\n", optarg);
+                fprintf(stderr, "kreplay synth: --shape: %s (expected NxK, a name from 'kreplay list shapes', "
+                                "or 'production')\n", serr.msg);
                 return EXIT_USAGE;
             }
             break;
+        }
         case 'm':
             n_m = cli_parse_int_list(optarg, ms, 64);
             if (n_m < 0) {
@@ -123,6 +124,7 @@ int cli_synth(int argc, char **argv)
             break;
         case OPT_FRAG: p.weight_order = WEIGHT_ORDER_FRAGMENT; break;
         case OPT_WFORMAT:
+            weight_format_given = 1;
             if (synth_weight_format_from_name(optarg, &p.weight_format) != 0) {
                 fprintf(stderr, "kreplay synth: --weight-format: '%s' is not mxfp4, bf16 or both\n",
                         optarg);
@@ -152,11 +154,18 @@ int cli_synth(int argc, char **argv)
     }
     for (int s = 0; s < n_shapes; s++) {
         for (int j = 0; j < n_m; j++) {
-            p.N = shape_n[s];
-            p.K = shape_k[s];
+            p.N = shapes[s].N;
+            p.K = shapes[s].K;
             p.M = ms[j];
+            /* A catalogue shape names its layer, and a bf16 layer gets its
+             * bf16 weight too (with the MXFP4 one, so every family can run). */
+            synth_params_t ps = p;
+            if (!p.layer && shapes[s].role[0])
+                ps.layer = shapes[s].name;
+            if (!weight_format_given && !strcmp(shapes[s].weight, "bf16"))
+                ps.weight_format = SYNTH_WEIGHT_BOTH;
             case_t cs;
-            if (synth_case(&p, &cs, &err)) {
+            if (synth_case(&ps, &cs, &err)) {
                 fprintf(stderr, "kreplay: error: %s\n", err.msg);
                 return EXIT_USAGE;
             }
@@ -165,7 +174,7 @@ int cli_synth(int argc, char **argv)
                 snprintf(path, sizeof path, "%s/%s.h5", out_dir, name);
             else
                 snprintf(path, sizeof path, "%s/synth_N%lld_K%lld_M%lld_s%llu.h5", out_dir,
-                         shape_n[s], shape_k[s], ms[j], (unsigned long long)p.seed);
+                         (long long)shapes[s].N, (long long)shapes[s].K, ms[j], (unsigned long long)p.seed);
             int bad = case_write(path, &cs, &err);
             case_free(&cs);
             if (bad) {
