@@ -354,7 +354,7 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
     ulp_stats_bf16(out, rc->vs_out, MN, &r->ulp);
     free(a);
     free(b);
-    r->threshold = k->rel_tol_exact;
+    r->threshold = k->rel_tol_exact > 0 ? k->rel_tol_exact : k->rel_tol_source;
     if (r->ulp.identical == r->ulp.count) {
         r->verdict = VERDICT_PASS;
         snprintf(r->note, sizeof r->note, "bit-identical to %s", rc->vs->name);

@@ -38,9 +38,13 @@ int cli_inspect(int argc, char **argv)
         printf("  shape:        M=%lld N=%lld K=%lld\n", (long long)c.M, (long long)c.N, (long long)c.K);
         printf("  x:            %s\n", c.x ? (c.x_storage == X_STORED_BF16 ? "bf16" : "fp32") : "absent");
         printf("  x_fp8:        %s\n", c.x_fp8 ? (c.x_fp8_format == FP8_E4M3FN ? "e4m3fn + x_scale" : "e4m3fnuz + x_scale") : "absent");
-        printf("  weight:       %s order, scales [%s]\n",
-               c.weight_order == WEIGHT_ORDER_FRAGMENT ? "fragment (WPERM)" : "checkpoint",
-               scale_layout_name(c.scale_layout));
+        if (c.weight)
+            printf("  weight:       mxfp4, %s order, scales [%s]\n",
+                   c.weight_order == WEIGHT_ORDER_FRAGMENT ? "fragment (WPERM)" : "checkpoint",
+                   scale_layout_name(c.scale_layout));
+        else
+            printf("  weight:       no MXFP4 weight\n");
+        printf("  weight_bf16:  %s\n", c.weight_bf16 ? "bf16 [N, K]" : "absent");
         printf("  weight_ref:   %s\n", !c.weight_ref ? "absent"
                                        : c.weight_ref_len == c.N ? "per-row (folded path)"
                                        : c.weight_ref_len == 2 ? "2 elements (per-block path)"
@@ -49,7 +53,15 @@ int cli_inspect(int argc, char **argv)
                c.out_rerun ? "yes" : "no", c.aiter ? "yes" : "no");
         printf("  provenance:   kernel_path=%s layer=%s model=%s captured=%s\n", or_dash(c.kernel_path),
                or_dash(c.layer), or_dash(c.model), or_dash(c.capture_time));
-        printf("  env flags:    %s\n", or_dash(c.env_flags));
+        printf("  env flags:   ");
+        if (!c.env_flags || !*c.env_flags)
+            printf(" -\n");
+        for (const char *p = c.env_flags; p && *p;) {
+            const char *nl = strchr(p, '\n');
+            int len = nl ? (int)(nl - p) : (int)strlen(p);
+            printf(" %.*s\n%s", len, p, nl && nl[1] ? "               " : "");
+            p = nl ? nl + 1 : p + len;
+        }
         printf("  input health: %s\n", health);
         if (c.x && nonfinite_total_of(&h) > 0) {
             input_map_t map;
