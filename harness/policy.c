@@ -1,0 +1,477 @@
+#include "policy.h"
+
+#include "kr_string.h"
+#include "verdict.h"
+#include "yaml_util.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLICY_MAX_RULES 1024
+
+static const char *const root_keys[] = {"policy", "description", "margin", "rules", NULL};
+static const char *const rule_keys[] = {"kernel",        "reference", "band",          "rel_fro",
+                                        "worst_row_rel", "max_ulp",   "identical_min", "nonfinite",
+                                        NULL};
+static const char *const recorded_names[] = {"recorded.out", "recorded.out_rerun", "recorded.aiter", NULL};
+static const char *const reference_names[] = {"R_exact", "R_source", "out_rerun", "x", NULL};
+static const char *const band_names[] = {"decode", "mid", "prefill", "tiled", "none", NULL};
+
+/* ---- loading ---- */
+
+static int glob_matches_any(const char *glob_, const char *const *names)
+{
+    for (; *names; names++)
+        if (fnmatch(glob_, *names, 0) == 0)
+            return 1;
+    return 0;
+}
+
+static int kernel_glob_ok(const char *g)
+{
+    for (int i = 0; i < kernel_count(); i++)
+        if (fnmatch(g, kernel_at(i)->name, 0) == 0)
+            return 1;
+    return glob_matches_any(g, recorded_names);
+}
+
+static int get_glob(kr_yaml_t *y, yaml_node_t *rule, const char *field, const char *key, char *buf,
+                    size_t cap, kr_error_t *err)
+{
+    yaml_node_t *v = kr_yaml_get(y, rule, field, NULL);
+    if (!v || kr_yaml_is_null(v)) {
+        kr_strlcpy(buf, "*", cap);
+        return 0;
+    }
+    char k[96];
+    snprintf(k, sizeof k, "%s.%s", key, field);
+    if (kr_yaml_get_str(y, v, k, buf, cap, err))
+        return -1;
+    if (!buf[0])
+        return kr_yaml_fail(y, v, 0, err, "%s: empty glob; expected a glob such as \"*\"", k);
+    int ok;
+    const char *expect;
+    char names[768] = "";
+    if (!strcmp(field, "kernel")) {
+        ok = kernel_glob_ok(buf);
+        size_t o = 0;
+        for (int j = 0; j < kernel_count() && o < sizeof names; j++) {
+            int w = snprintf(names + o, sizeof names - o, "%s, ", kernel_at(j)->name);
+            if (w < 0)
+                break;
+            o += (size_t)w;
+        }
+        if (o < sizeof names)
+            snprintf(names + o, sizeof names - o, "recorded.out, recorded.out_rerun, recorded.aiter");
+        expect = names;
+    } else if (!strcmp(field, "reference")) {
+        ok = glob_matches_any(buf, reference_names) || !strncmp(buf, "model:", 6);
+        expect = "R_exact, R_source, out_rerun, x, model:NAME";
+    } else {
+        ok = glob_matches_any(buf, band_names);
+        expect = "decode, mid, prefill, tiled";
+    }
+    if (!ok)
+        return kr_yaml_fail(y, v, 0, err, "%s: '%s' matches no %s; expected a glob over: %s", k, buf, field, expect);
+    return 0;
+}
+
+static int get_threshold(kr_yaml_t *y, yaml_node_t *v, const char *key, double lo, double hi, double *out,
+                         kr_error_t *err)
+{
+    if (kr_yaml_get_double(y, v, key, out, err))
+        return -1;
+    if (!(*out >= lo && *out <= hi)) {
+        char q[80];
+        kr_yaml_quote(v, q, sizeof q);
+        return kr_yaml_fail(y, v, 0, err, "%s: expected a number in [%g, %g], got '%s'", key, lo, hi, q);
+    }
+    return 0;
+}
+
+static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, kr_error_t *err)
+{
+    char key[48], k[96];
+    snprintf(key, sizeof key, "rules[%d]", i);
+    if (kr_yaml_check_map(y, node, key, rule_keys, err))
+        return -1;
+    memset(r, 0, sizeof *r);
+    r->worst_row_rel = NAN;
+    r->identical_min = NAN;
+    r->max_ulp = -1;
+    r->nonfinite = POLICY_NONFINITE_FORBID;
+    r->line = kr_yaml_line(node);
+    snprintf(r->origin, sizeof r->origin, "%.120s:%d", y->path, r->line);
+    if (get_glob(y, node, "kernel", key, r->kernel, sizeof r->kernel, err) ||
+        get_glob(y, node, "reference", key, r->reference, sizeof r->reference, err) ||
+        get_glob(y, node, "band", key, r->band, sizeof r->band, err))
+        return -1;
+    yaml_node_t *v = kr_yaml_get(y, node, "rel_fro", NULL);
+    snprintf(k, sizeof k, "%s.rel_fro", key);
+    if (!v)
+        return kr_yaml_fail(y, node, 0, err, "%s: missing required key 'rel_fro'; expected rel_fro: MAX (a number)", key);
+    if (get_threshold(y, v, k, 0, INFINITY, &r->rel_fro, err))
+        return -1;
+    if ((v = kr_yaml_get(y, node, "worst_row_rel", NULL)) && !kr_yaml_is_null(v)) {
+        snprintf(k, sizeof k, "%s.worst_row_rel", key);
+        if (get_threshold(y, v, k, 0, INFINITY, &r->worst_row_rel, err))
+            return -1;
+    }
+    if ((v = kr_yaml_get(y, node, "max_ulp", NULL)) && !kr_yaml_is_null(v)) {
+        long long u;
+        snprintf(k, sizeof k, "%s.max_ulp", key);
+        if (kr_yaml_get_int(y, v, k, 0, 65535, &u, err))
+            return -1;
+        r->max_ulp = u;
+    }
+    if ((v = kr_yaml_get(y, node, "identical_min", NULL)) && !kr_yaml_is_null(v)) {
+        snprintf(k, sizeof k, "%s.identical_min", key);
+        if (get_threshold(y, v, k, 0, 1, &r->identical_min, err))
+            return -1;
+    }
+    if ((v = kr_yaml_get(y, node, "nonfinite", NULL)) && !kr_yaml_is_null(v)) {
+        char txt[16] = "";
+        snprintf(k, sizeof k, "%s.nonfinite", key);
+        if (kr_yaml_get_str(y, v, k, txt, sizeof txt, err) == 0 && !strcmp(txt, "forbid"))
+            r->nonfinite = POLICY_NONFINITE_FORBID;
+        else if (!strcmp(txt, "allow"))
+            r->nonfinite = POLICY_NONFINITE_ALLOW;
+        else {
+            char q[80];
+            kr_yaml_quote(v, q, sizeof q);
+            return kr_yaml_fail(y, v, 0, err, "%s: expected forbid or allow, got '%s'", k, q);
+        }
+    }
+    return 0;
+}
+
+static int parse_policy(kr_yaml_t *y, policy_t *p, kr_error_t *err)
+{
+    yaml_node_t *root = kr_yaml_root(y);
+    if (kr_yaml_check_map(y, root, "the policy", root_keys, err))
+        return -1;
+    yaml_node_t *v = kr_yaml_get(y, root, "policy", NULL);
+    if (!v)
+        return kr_yaml_fail(y, root, 0, err, "missing required key 'policy'; expected policy: NAME");
+    char name[128];
+    if (kr_yaml_get_str(y, v, "policy", name, sizeof name, err))
+        return -1;
+    if (!name[0])
+        return kr_yaml_fail(y, v, 0, err, "policy: empty name; expected policy: NAME");
+    char desc[2048] = "";
+    v = kr_yaml_get(y, root, "description", NULL);
+    if (v && !kr_yaml_is_null(v) && kr_yaml_get_str(y, v, "description", desc, sizeof desc, err))
+        return -1;
+    p->name = strdup(name);
+    p->description = strdup(desc);
+    if (!p->name || !p->description)
+        return kr_yaml_fail(y, root, 0, err, "out of memory");
+    v = kr_yaml_get(y, root, "margin", NULL);
+    if (v && !kr_yaml_is_null(v)) {
+        if (kr_yaml_get_double(y, v, "margin", &p->margin, err))
+            return -1;
+        if (!(p->margin >= 1.0 && p->margin <= 1000.0)) {
+            char q[80];
+            kr_yaml_quote(v, q, sizeof q);
+            return kr_yaml_fail(y, v, 0, err, "margin: expected a number in [1, 1000], got '%s'", q);
+        }
+    }
+    int line = 0;
+    v = kr_yaml_get(y, root, "rules", &line);
+    if (!v)
+        return kr_yaml_fail(y, root, 0, err, "missing required key 'rules'; expected rules: a list (may be [])");
+    if (kr_yaml_expect_seq(y, v, "rules", err))
+        return -1;
+    const int n = kr_yaml_seq_len(v);
+    if (n > POLICY_MAX_RULES)
+        return kr_yaml_fail(y, v, 0, err, "rules: %d rules; expected at most %d", n, POLICY_MAX_RULES);
+    if (n) {
+        p->rules = calloc((size_t)n, sizeof *p->rules);
+        if (!p->rules)
+            return kr_yaml_fail(y, v, 0, err, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        if (parse_rule(y, kr_yaml_seq_item(y, v, i), i, &p->rules[i], err))
+            return -1;
+        p->n_rules++;
+    }
+    return 0;
+}
+
+static int load_common(kr_yaml_t *y, const char *name, policy_t *p, kr_error_t *err)
+{
+    p->margin = 2.0;
+    p->path = strdup(name);
+    kr_strlcpy(p->hash, y->hash, sizeof p->hash);
+    int rc = p->path ? parse_policy(y, p, err) : kr_fail(err, "%s: out of memory", name);
+    kr_yaml_free(y);
+    if (rc)
+        policy_free(p);
+    return rc;
+}
+
+int policy_load(const char *path, policy_t *p, kr_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    kr_yaml_t y;
+    if (kr_yaml_load(path, "a mapping with policy: and rules:", &y, err))
+        return -1;
+    return load_common(&y, path, p, err);
+}
+
+int policy_load_bytes(const char *name, const char *bytes, size_t len, policy_t *p, kr_error_t *err)
+{
+    memset(p, 0, sizeof *p);
+    kr_yaml_t y;
+    if (kr_yaml_load_bytes(name, bytes, len, "a mapping with policy: and rules:", &y, err))
+        return -1;
+    return load_common(&y, name, p, err);
+}
+
+void policy_free(policy_t *p)
+{
+    if (!p)
+        return;
+    free(p->path);
+    free(p->name);
+    free(p->description);
+    free(p->rules);
+    memset(p, 0, sizeof *p);
+}
+
+const policy_rule_t *policy_match(const policy_t *p, const char *kernel, const char *reference,
+                                  const char *band)
+{
+    if (!p)
+        return NULL;
+    for (int i = 0; i < p->n_rules; i++) {
+        const policy_rule_t *r = &p->rules[i];
+        if (fnmatch(r->kernel, kernel ? kernel : "", 0) == 0 &&
+            fnmatch(r->reference, reference ? reference : "", 0) == 0 &&
+            fnmatch(r->band, band ? band : "", 0) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* ---- derived rules ---- */
+
+static int contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && (hay[i] | 0x20) == (needle[i] | 0x20))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+int policy_format_mantissa(const char *text)
+{
+    if (!text)
+        return -1;
+    static const struct {
+        const char *word;
+        int mant;
+    } formats[] = {
+        {"e2m1", 1}, {"mxfp4", 1}, {"e4m3", 3}, {"e5m2", 2},     {"bf16", 7},
+        {"bfloat16", 7}, {"fp16", 10}, {"float16", 10}, {"fp32", 23}, {"float32", 23},
+    };
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (contains_ci(text, formats[i].word))
+            return formats[i].mant;
+    return -1;
+}
+
+static double unit_roundoff(int mant)
+{
+    return ldexp(1.0, -(mant + 1));
+}
+
+double policy_derived_rel(int out_mant, int acc_mant, int act_mant, int64_t K)
+{
+    double t = unit_roundoff(out_mant) + (double)K * unit_roundoff(acc_mant);
+    if (act_mant >= 0)
+        t += unit_roundoff(act_mant);
+    return t;
+}
+
+enum { OUT_MANT_BF16 = 7, ACC_MANT_FP32 = 23 };
+
+static int act_mantissa(const kernel_desc_t *k)
+{
+    int m = policy_format_mantissa(k->act_format);
+    if (m >= 0)
+        return m;
+    if (k->family && !strcmp(k->family, "w4a4"))
+        return 1;
+    if (k->family && !strcmp(k->family, "w4a8"))
+        return 3;
+    return 7; /* bf16 activations: the unquantized kernels */
+}
+
+int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K, policy_rule_t *rule)
+{
+    if (!k || !reference || K < 1)
+        return -1;
+    memset(rule, 0, sizeof *rule);
+    kr_strlcpy(rule->kernel, k->name, sizeof rule->kernel);
+    kr_strlcpy(rule->reference, reference, sizeof rule->reference);
+    kr_strlcpy(rule->band, "*", sizeof rule->band);
+    rule->worst_row_rel = NAN;
+    rule->identical_min = NAN;
+    rule->max_ulp = -1;
+    rule->nonfinite = POLICY_NONFINITE_FORBID;
+    rule->line = 0;
+    const int act = act_mantissa(k);
+    if (!strcmp(reference, "R_exact") || !strncmp(reference, "model:", 6)) {
+        rule->rel_fro = policy_derived_rel(OUT_MANT_BF16, ACC_MANT_FP32, -1, K);
+        snprintf(rule->origin, sizeof rule->origin, "derived: 2^-8 (bf16 out) + K=%lld x 2^-24 (fp32 sum)",
+                 (long long)K);
+    } else if (!strcmp(reference, "R_source")) {
+        rule->rel_fro = policy_derived_rel(OUT_MANT_BF16, ACC_MANT_FP32, act, K);
+        snprintf(rule->origin, sizeof rule->origin,
+                 "derived: 2^-8 (bf16 out) + K=%lld x 2^-24 (fp32 sum) + 2^-%d (activations, %d mantissa bits)",
+                 (long long)K, act + 1, act);
+    } else if (!strcmp(reference, "x")) {
+        rule->rel_fro = unit_roundoff(act);
+        snprintf(rule->origin, sizeof rule->origin, "derived: 2^-%d (activations, %d mantissa bits)", act + 1, act);
+    } else if (!strcmp(reference, "out_rerun")) {
+        rule->rel_fro = 0.0;
+        rule->identical_min = 1.0;
+        snprintf(rule->origin, sizeof rule->origin, "derived: a rerun is bit-identical");
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+int policy_rule_for(const policy_t *p, const char *kernel, const char *reference, const char *band,
+                    int64_t K, policy_rule_t *rule)
+{
+    const policy_rule_t *r = policy_match(p, kernel, reference, band);
+    if (r) {
+        *rule = *r;
+        return 0;
+    }
+    if (!kernel)
+        return -1;
+    const kernel_desc_t *k = kernel_find(kernel);
+    if (!k && !strcmp(kernel, "recorded.aiter"))
+        k = kernel_find("w4a4.aiter");
+    else if (!k && !strncmp(kernel, "recorded.", 9))
+        k = kernel_find("w4a8.perblock");
+    if (!k || policy_derived_rule(k, reference, K, rule))
+        return -1;
+    kr_strlcpy(rule->kernel, kernel, sizeof rule->kernel);
+    return 0;
+}
+
+/* ---- applying ---- */
+
+static int keeps_verdict(verdict_t v)
+{
+    switch (v) {
+    case VERDICT_UNSUPPORTED:
+    case VERDICT_ERROR:
+    case VERDICT_NONDETERMINISTIC:
+    case VERDICT_MODEL_MISMATCH:
+    case VERDICT_OOB_WRITE:
+    case VERDICT_CRASHED:
+    case VERDICT_TIMEOUT:
+    case VERDICT_REGRESSED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap)
+{
+    char scratch[8];
+    if (!note || cap <= 0) {
+        note = scratch;
+        cap = (int)sizeof scratch;
+    }
+    if (keeps_verdict(row->verdict)) {
+        kr_strlcpy(note, row->note, (size_t)cap);
+        return row->verdict;
+    }
+    const metrics_t *m = &row->metrics;
+    const char *origin = rule->origin;
+    const int64_t in_bad = nonfinite_total(&row->input_nf);
+    const int64_t out_bad = nonfinite_total(&m->out_nf);
+    const int64_t ref_bad = nonfinite_total(&m->ref_nf);
+    const int magnitude = m->mag_ratio < 1.0 / MAGNITUDE_FACTOR || m->mag_ratio > MAGNITUDE_FACTOR;
+
+    if (in_bad) {
+        snprintf(note, (size_t)cap,
+                 "input has %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf); output %lld non-finite; "
+                 "on finite pairs rel_fro %.4g",
+                 (long long)in_bad, (long long)row->input_nf.nan, (long long)row->input_nf.pos_inf,
+                 (long long)row->input_nf.neg_inf, (long long)out_bad, m->rel_fro);
+        return VERDICT_POISONED_INPUT;
+    }
+    const int forbid = rule->nonfinite == POLICY_NONFINITE_FORBID;
+    if (m->finite_count == 0 && m->count > 0) {
+        if (forbid && out_bad > ref_bad) {
+            snprintf(note, (size_t)cap, "%lld non-finite outputs (%lld NaN, %lld +Inf, %lld -Inf) from finite input (%s)",
+                     (long long)out_bad, (long long)m->out_nf.nan, (long long)m->out_nf.pos_inf,
+                     (long long)m->out_nf.neg_inf, origin);
+            return VERDICT_NONFINITE_OUT;
+        }
+        snprintf(note, (size_t)cap, "no finite element to compare (%s)", origin);
+        return VERDICT_WRONG;
+    }
+
+    /* A zero output against a zero reference is exact, though rel_fro is 0/0. */
+    double rel = m->rel_fro;
+    if (isnan(rel) && m->max_abs == 0.0)
+        rel = 0.0;
+    if (!(rel <= rule->rel_fro)) {
+        if (magnitude) {
+            snprintf(note, (size_t)cap, "rel_fro %.4g > %.4g and |out|/|ref| = %.4g: a scale or layout error (%s)",
+                     rel, rule->rel_fro, m->mag_ratio, origin);
+            return VERDICT_MAGNITUDE;
+        }
+        snprintf(note, (size_t)cap, "rel_fro %.4g > %.4g (%s)", rel, rule->rel_fro, origin);
+        return VERDICT_WRONG;
+    }
+    if (!isnan(rule->worst_row_rel) && !isnan(m->worst_row_rel) && !(m->worst_row_rel <= rule->worst_row_rel)) {
+        if (magnitude) {
+            snprintf(note, (size_t)cap,
+                     "worst_row_rel %.4g > %.4g (row %lld) and |out|/|ref| = %.4g: a scale or layout error (%s)",
+                     m->worst_row_rel, rule->worst_row_rel, (long long)m->worst_row, m->mag_ratio, origin);
+            return VERDICT_MAGNITUDE;
+        }
+        snprintf(note, (size_t)cap, "worst_row_rel %.4g > %.4g (row %lld) (%s)", m->worst_row_rel,
+                 rule->worst_row_rel, (long long)m->worst_row, origin);
+        return VERDICT_WRONG;
+    }
+    if (forbid && out_bad > ref_bad) {
+        snprintf(note, (size_t)cap,
+                 "%lld non-finite outputs (%lld NaN, %lld +Inf, %lld -Inf) from finite input; reference has %lld (%s)",
+                 (long long)out_bad, (long long)m->out_nf.nan, (long long)m->out_nf.pos_inf,
+                 (long long)m->out_nf.neg_inf, (long long)ref_bad, origin);
+        return VERDICT_NONFINITE_OUT;
+    }
+    if (rule->max_ulp >= 0 && row->ulp.max_ulp > (uint64_t)rule->max_ulp) {
+        snprintf(note, (size_t)cap, "max_ulp %llu > %lld (%s)", (unsigned long long)row->ulp.max_ulp,
+                 (long long)rule->max_ulp, origin);
+        return VERDICT_WRONG;
+    }
+    if (!isnan(rule->identical_min) && !isnan(row->ulp.identical_frac) &&
+        row->ulp.identical_frac < rule->identical_min) {
+        snprintf(note, (size_t)cap, "identical %.6g < %.6g (%s)", row->ulp.identical_frac, rule->identical_min,
+                 origin);
+        return VERDICT_WRONG;
+    }
+    snprintf(note, (size_t)cap, "rel_fro %.4g <= %.4g (%s)", rel, rule->rel_fro, origin);
+    return VERDICT_PASS;
+}

@@ -1,0 +1,130 @@
+/* Policies: the thresholds a gate applies per kernel x reference x band
+ * (cases/policies/NAME.yaml; format and examples in cases/suites/README.md).
+ *
+ *     policy: default
+ *     margin: 2.0            # calibration margin: a calibrated threshold = margin x the p99.9
+ *                            # of the metric over clean runs (informational here; default 2.0)
+ *     rules:                 # first match wins; kernel, reference, band are fnmatch globs
+ *       - kernel: "w4a8.*"   #   (each defaults to "*")
+ *         reference: R_exact
+ *         band: "*"
+ *         rel_fro: 0.0035    # required: max rel_fro
+ *         worst_row_rel: 0.006   # optional: max worst-row relative error
+ *         max_ulp: 2         # optional: max bf16 ULP distance vs the bf16-rounded reference
+ *         identical_min: 0.97    # optional: min bit-identical fraction
+ *         nonfinite: forbid  # forbid (default) | allow: non-finite outputs from finite inputs
+ *
+ * A (kernel, reference) that no rule matches falls back to a DERIVED rule
+ * (policy_derived_rule), in the spirit of composable_kernel's check_err,
+ * which sets a relative tolerance from the formats' mantissa bits and the
+ * number of accumulations.  With u(m) = 2^-(m+1), the unit roundoff of a
+ * format with m explicit mantissa bits (bf16 m=7: 2^-8; fp32 m=23: 2^-24;
+ * fp8 e4m3 m=3: 2^-4; e2m1 m=1: 2^-2):
+ *
+ *     rel_fro(R_exact,  K) = u(out) + K * u(acc)                = 2^-8 + K * 2^-24
+ *     rel_fro(R_source, K) = u(out) + K * u(acc) + u(act)
+ *     rel_fro(x)           = u(act)          (quant.* kernels: dequantized operands vs x, no sum)
+ *     out_rerun            : rel_fro 0 and identical_min 1 (a rerun must be bit-identical)
+ *
+ * u(out): the output is rounded once to bf16.  K * u(acc): the worst-case
+ * growth of an fp32 sum of K terms (check_err's acc_error, linear in the
+ * number of accumulations).  R_exact sees the kernel's own quantized
+ * operands, whose products are exact in fp32, so the input formats do not
+ * enter it (W4A4 and W4A8 get the same R_exact bound); R_source adds the
+ * activation format's quantization error u(act): e4m3 (W4A8) 2^-4, e2m1
+ * (W4A4) 2^-2, bf16 (the bf16 kernels) 2^-8.  Where composable_kernel takes
+ * max(midway, acc), the derived rule adds the terms: each is a separate
+ * error source of the same row.  Derived rules check rel_fro and non-finite
+ * outputs (forbid) only; worst_row_rel, max_ulp and identical_min have no
+ * a-priori bound and come from calibrated rules in the policy file.  The
+ * margin is not applied to derived rules: they are bounds, not statistics. */
+#ifndef KR_POLICY_H
+#define KR_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kr_error.h"
+#include "registry.h"
+#include "result.h"
+
+typedef enum {
+    POLICY_NONFINITE_FORBID = 0,
+    POLICY_NONFINITE_ALLOW,
+} policy_nonfinite_t;
+
+typedef struct {
+    char kernel[96];            /* fnmatch glob over kernel names (registry names and recorded.*) */
+    char reference[32];         /* glob over R_exact, R_source, out_rerun, x, model:NAME */
+    char band[16];              /* glob over decode, mid, prefill, tiled */
+    double rel_fro;             /* max rel_fro */
+    double worst_row_rel;       /* max worst_row_rel; NaN = not checked */
+    int64_t max_ulp;            /* max bf16 ULP distance; -1 = not checked */
+    double identical_min;       /* min identical fraction; NaN = not checked */
+    policy_nonfinite_t nonfinite;
+    int line;                   /* 1-based line of the rule in its file; 0 = derived */
+    char origin[160];           /* "PATH:LINE", or "derived: <formula with numbers>" */
+} policy_rule_t;
+
+typedef struct {
+    char *path;
+    char *name;
+    char *description;          /* "" when absent */
+    double margin;
+    policy_rule_t *rules;
+    int n_rules;
+    char hash[17];              /* 64-bit FNV-1a of the file bytes, hex */
+} policy_t;
+
+/* Loads and validates a policy file.  Returns 0, or -1 with err in the form
+ * "PATH:LINE: what is wrong; expected what" (unknown keys, wrong types, a
+ * missing required key, a kernel / reference / band glob that matches
+ * nothing, negative thresholds, identical_min outside [0, 1], margin < 1). */
+int policy_load(const char *path, policy_t *p, kr_error_t *err);
+int policy_load_bytes(const char *name, const char *bytes, size_t len, policy_t *p, kr_error_t *err);
+void policy_free(policy_t *p);
+
+/* The first rule whose three globs match, or NULL. */
+const policy_rule_t *policy_match(const policy_t *p, const char *kernel, const char *reference,
+                                  const char *band);
+
+/* Explicit mantissa bits of a format named in free text (a kernel_desc_t's
+ * act_format): e2m1 / mxfp4 1, e4m3 3, e5m2 2, bf16 7, fp16 10, fp32 23;
+ * -1 when none is named.  e2m1/mxfp4 is looked for first, then fp8, then
+ * bf16 ("x (bf16 or fp32) -> e2m1 codes" is e2m1). */
+int policy_format_mantissa(const char *text);
+/* u(out) + K u(acc) [+ u(act) when act_mant >= 0] with u(m) = 2^-(m+1). */
+double policy_derived_rel(int out_mant, int acc_mant, int act_mant, int64_t K);
+
+/* The derived rule of kernel k (bf16 output, fp32 accumulation, activation
+ * bits from k->act_format, else from k->family: w4a8 3, w4a4 1, bf16 7)
+ * against REFERENCE at reduction length K.  Globs are set to the exact
+ * names; band "*".  Returns 0, or -1 for an unknown reference or K < 1. */
+int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K, policy_rule_t *rule);
+
+/* The rule for a row: the first matching rule of p (p may be NULL), else the
+ * derived rule.  Rows of recorded outputs, which have no registry entry,
+ * derive from the kernel the replay compares them as: recorded.aiter ->
+ * w4a4.aiter, other recorded.* -> w4a8.perblock.  Returns 0, or -1 when
+ * nothing matches and nothing can be derived. */
+int policy_rule_for(const policy_t *p, const char *kernel, const char *reference, const char *band,
+                    int64_t K, policy_rule_t *rule);
+
+/* Judges a row's metrics by a rule.  Returns the verdict and writes a
+ * one-line note naming the metric, its value and the threshold
+ * ("worst_row_rel 0.0081 > 0.006 (cases/policies/default.yaml:9)").  Order,
+ * as verdict_decide:
+ *   - rows whose verdict is not about metrics (UNSUPPORTED, ERROR,
+ *     NONDETERMINISTIC, MODEL_MISMATCH, OOB_WRITE, CRASHED, TIMEOUT,
+ *     REGRESSED) keep their verdict and note;
+ *   - non-finite input -> POISONED_INPUT;
+ *   - rel_fro over (NaN counts as over, except a zero output against a zero
+ *     reference), then worst_row_rel over -> MAGNITUDE when |out|/|ref| is
+ *     outside [1/2, 2], else WRONG;
+ *   - more non-finite outputs than the reference has, under forbid ->
+ *     NONFINITE_OUT;
+ *   - max_ulp over, identical fraction under -> WRONG;
+ *   - else PASS. */
+verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap);
+
+#endif
