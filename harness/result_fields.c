@@ -1,0 +1,340 @@
+#include "result_fields.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Compile-time check that a table line's type is the member's C type: a
+ * mismatch makes a char array of size -1, a compile error.  (An array
+ * member decays to a pointer inside _Generic, hence char * and int64_t *.) */
+#define RF_CHECK(member, T) \
+    (0 * sizeof(char[_Generic(((result_t *)0)->member, T: 1, default: -1)]))
+
+#define RF_LINE(member, T, type, cnt, label, opt) \
+    {#member, type, offsetof(result_t, member) + RF_CHECK(member, T), \
+     sizeof(((result_t *)0)->member), cnt, label, opt}
+
+#define F_STR(m) RF_LINE(m, char *, RF_STR, 1, NULL, 0)
+#define F_I64(m) RF_LINE(m, int64_t, RF_I64, 1, NULL, 0)
+#define F_U64(m) RF_LINE(m, uint64_t, RF_U64, 1, NULL, 0)
+#define F_INT(m) RF_LINE(m, int, RF_INT, 1, NULL, 0)
+#define F_F64(m) RF_LINE(m, double, RF_F64, 1, NULL, 0)
+#define F_VERDICT(m) RF_LINE(m, verdict_t, RF_VERDICT, 1, NULL, 0)
+#define F_I64_ARRAY(m, label) \
+    RF_LINE(m, int64_t *, RF_I64_ARRAY, \
+            (int)(sizeof(((result_t *)0)->m) / sizeof(int64_t)), label, 0)
+
+/* In result_t's order.  A member added to result_t gets one line here; mark
+ * it optional (copy the macro with opt = 1) so results files written before
+ * it existed stay readable. */
+const result_field_t result_fields[] = {
+    F_STR(case_path),
+    F_STR(case_name),
+    F_I64(M),
+    F_I64(N),
+    F_I64(K),
+    F_STR(band),
+    F_STR(kernel),
+    F_STR(reference),
+    F_STR(act_origin),
+    F_I64(metrics.count),
+    F_I64(metrics.finite_count),
+    F_F64(metrics.rel_fro),
+    F_F64(metrics.nmse),
+    F_F64(metrics.max_abs),
+    F_I64(metrics.max_abs_index),
+    F_F64(metrics.worst_row_rel),
+    F_I64(metrics.worst_row),
+    F_F64(metrics.cosine),
+    F_F64(metrics.mag_ratio),
+    F_I64(metrics.out_nf.nan),
+    F_I64(metrics.out_nf.pos_inf),
+    F_I64(metrics.out_nf.neg_inf),
+    F_I64(metrics.ref_nf.nan),
+    F_I64(metrics.ref_nf.pos_inf),
+    F_I64(metrics.ref_nf.neg_inf),
+    F_I64(ulp.count),
+    F_I64(ulp.identical),
+    F_F64(ulp.identical_frac),
+    F_U64(ulp.max_ulp),
+    F_I64_ARRAY(ulp.bins, ulp_bin_label),
+    F_I64(input_nf.nan),
+    F_I64(input_nf.pos_inf),
+    F_I64(input_nf.neg_inf),
+    F_F64(threshold),
+    F_VERDICT(verdict),
+    F_STR(note),
+    F_F64(seconds),
+    F_F64(ref_f32_vs_f64),
+    F_STR(diagnosis),
+    F_STR(device),
+    F_INT(reruns),
+    F_I64(rerun_diff),
+    F_INT(canary_ok),
+    F_F64(time_ms),
+    F_F64(tflops),
+    F_F64(gbps),
+};
+const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
+
+const result_field_t *result_field_find(const char *name)
+{
+    for (int i = 0; i < result_field_count; i++)
+        if (strcmp(result_fields[i].name, name) == 0)
+            return &result_fields[i];
+    return NULL;
+}
+
+const char *rf_type_name(rf_type_t t)
+{
+    switch (t) {
+    case RF_STR: return "string";
+    case RF_I64: return "int64";
+    case RF_U64: return "uint64";
+    case RF_INT: return "int32";
+    case RF_F64: return "float64";
+    case RF_VERDICT: return "verdict name (string)";
+    case RF_I64_ARRAY: return "int64 array";
+    }
+    return "?";
+}
+
+static size_t rf_align(rf_type_t t)
+{
+    switch (t) {
+    case RF_STR: return 1;
+    case RF_I64: case RF_I64_ARRAY: return alignof(int64_t);
+    case RF_U64: return alignof(uint64_t);
+    case RF_INT: return alignof(int);
+    case RF_F64: return alignof(double);
+    case RF_VERDICT: return alignof(verdict_t);
+    }
+    return 1;
+}
+
+/* Walks the table in offset order: every gap between described members must
+ * be exactly the padding the next member's alignment needs; an undescribed
+ * member shows up as a longer gap (or overlap, for a duplicated line). */
+int result_fields_check(kr_error_t *err)
+{
+    int order[256];
+    int n = result_field_count;
+    if (n > (int)(sizeof order / sizeof order[0]))
+        return kr_fail(err, "result_fields: %d fields; raise the check's limit", n);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++)   /* insertion sort by offset */
+        for (int j = i; j > 0 && result_fields[order[j]].offset <
+                                     result_fields[order[j - 1]].offset; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    size_t end = 0;
+    const char *prev = "(start)";
+    for (int i = 0; i < n; i++) {
+        const result_field_t *f = &result_fields[order[i]];
+        size_t a = rf_align(f->type);
+        size_t expect = (end + a - 1) / a * a;
+        if (f->offset < end)
+            return kr_fail(err, "result_fields: %s overlaps %s; expected each member once",
+                           f->name, prev);
+        if (f->offset != expect)
+            return kr_fail(err, "result_fields: bytes %zu-%zu of result_t (between %s and %s) "
+                                "are described by no field; expected one line per member "
+                                "of result_t in harness/result_fields.c",
+                           end, f->offset - 1, prev, f->name);
+        end = f->offset + f->size;
+        prev = f->name;
+    }
+    size_t tail = (end + alignof(result_t) - 1) / alignof(result_t) * alignof(result_t);
+    if (tail != sizeof(result_t))
+        return kr_fail(err, "result_fields: bytes %zu-%zu of result_t (after %s) are described "
+                            "by no field; expected one line per member of result_t in "
+                            "harness/result_fields.c", end, sizeof(result_t) - 1, prev);
+    return 0;
+}
+
+int verdict_from_name(const char *name)
+{
+    for (int v = 0; v < VERDICT_COUNT; v++)
+        if (strcmp(verdict_name((verdict_t)v), name) == 0)
+            return v;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- CSV */
+
+static void csv_str(FILE *fp, const char *s, size_t cap)
+{
+    fputc('"', fp);
+    for (size_t i = 0; i < cap && s[i]; i++) {
+        if (s[i] == '"')
+            fputc('"', fp);
+        fputc(s[i], fp);
+    }
+    fputc('"', fp);
+}
+
+static void csv_double(FILE *fp, double v)
+{
+    if (isnan(v))
+        fputs("nan", fp);
+    else if (isinf(v))
+        fputs(v > 0 ? "inf" : "-inf", fp);
+    else
+        fprintf(fp, "%.17g", v);
+}
+
+void result_fields_csv_header(FILE *fp)
+{
+    for (int i = 0; i < result_field_count; i++) {
+        const result_field_t *f = &result_fields[i];
+        if (f->type != RF_I64_ARRAY) {
+            fprintf(fp, "%s%s", i ? "," : "", f->name);
+            continue;
+        }
+        for (int e = 0; e < f->count; e++) {
+            if (f->elem_label)
+                fprintf(fp, "%s%s.%s", i || e ? "," : "", f->name, f->elem_label(e));
+            else
+                fprintf(fp, "%s%s.%d", i || e ? "," : "", f->name, e);
+        }
+    }
+    fputc('\n', fp);
+}
+
+void result_fields_csv_row(FILE *fp, const result_t *r)
+{
+    const char *base = (const char *)r;
+    for (int i = 0; i < result_field_count; i++) {
+        const result_field_t *f = &result_fields[i];
+        const void *p = base + f->offset;
+        if (i)
+            fputc(',', fp);
+        switch (f->type) {
+        case RF_STR:
+            csv_str(fp, p, f->size);
+            break;
+        case RF_I64: {
+            int64_t v;
+            memcpy(&v, p, sizeof v);
+            fprintf(fp, "%" PRId64, v);
+            break;
+        }
+        case RF_U64: {
+            uint64_t v;
+            memcpy(&v, p, sizeof v);
+            fprintf(fp, "%" PRIu64, v);
+            break;
+        }
+        case RF_INT: {
+            int v;
+            memcpy(&v, p, sizeof v);
+            fprintf(fp, "%d", v);
+            break;
+        }
+        case RF_F64: {
+            double v;
+            memcpy(&v, p, sizeof v);
+            csv_double(fp, v);
+            break;
+        }
+        case RF_VERDICT: {
+            verdict_t v;
+            memcpy(&v, p, sizeof v);
+            fputs(verdict_name(v), fp);
+            break;
+        }
+        case RF_I64_ARRAY:
+            for (int e = 0; e < f->count; e++) {
+                int64_t v;
+                memcpy(&v, (const char *)p + (size_t)e * sizeof v, sizeof v);
+                fprintf(fp, "%s%" PRId64, e ? "," : "", v);
+            }
+            break;
+        }
+    }
+    fputc('\n', fp);
+}
+
+void result_fields_csv_write(FILE *fp, const result_list_t *rows)
+{
+    result_fields_csv_header(fp);
+    for (int64_t i = 0; i < rows->count; i++)
+        result_fields_csv_row(fp, &rows->rows[i]);
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+json_t *result_fields_json(const result_t *r)
+{
+    const char *base = (const char *)r;
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    for (int i = 0; i < result_field_count; i++) {
+        const result_field_t *f = &result_fields[i];
+        const void *p = base + f->offset;
+        json_t *v = NULL;
+        switch (f->type) {
+        case RF_STR: {
+            char buf[1024];
+            size_t cap = f->size < sizeof buf ? f->size : sizeof buf;
+            memcpy(buf, p, cap);
+            buf[cap - 1] = '\0';
+            v = json_string(buf);
+            if (!v) {   /* not UTF-8: keep the field, with '?' for each non-ASCII byte */
+                for (char *c = buf; *c; c++)
+                    if ((unsigned char)*c >= 0x80)
+                        *c = '?';
+                v = json_string(buf);
+            }
+            break;
+        }
+        case RF_I64: {
+            int64_t x;
+            memcpy(&x, p, sizeof x);
+            v = json_integer((json_int_t)x);
+            break;
+        }
+        case RF_U64: {
+            uint64_t x;
+            memcpy(&x, p, sizeof x);
+            v = x <= (uint64_t)INT64_MAX ? json_integer((json_int_t)x) : json_real((double)x);
+            break;
+        }
+        case RF_INT: {
+            int x;
+            memcpy(&x, p, sizeof x);
+            v = json_integer(x);
+            break;
+        }
+        case RF_F64: {
+            double x;
+            memcpy(&x, p, sizeof x);
+            v = isfinite(x) ? json_real(x) : json_null();
+            break;
+        }
+        case RF_VERDICT: {
+            verdict_t x;
+            memcpy(&x, p, sizeof x);
+            v = json_string(verdict_name(x));
+            break;
+        }
+        case RF_I64_ARRAY:
+            v = json_array();
+            for (int e = 0; v && e < f->count; e++) {
+                int64_t x;
+                memcpy(&x, (const char *)p + (size_t)e * sizeof x, sizeof x);
+                json_array_append_new(v, json_integer((json_int_t)x));
+            }
+            break;
+        }
+        if (v)
+            json_object_set_new(o, f->name, v);
+    }
+    return o;
+}

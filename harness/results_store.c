@@ -1,0 +1,1099 @@
+/* results_store: result_t rows <-> HDF5 results file (results_store.h).
+ *
+ * Rows travel through a packed "staging" record built from result_fields.h:
+ * one slot per field, strings at their result_t size, the verdict as its
+ * name, int as int32.  The file's compound type is the same record with
+ * explicit little-endian types; on read HDF5 converts whatever the file holds
+ * into the staging record, matching members by name. */
+#include "results_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hdf5.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "kr_string.h"
+#include "result_fields.h"
+
+/* ---------------------------------------------------------------- meta */
+
+void results_meta_init(results_meta_t *m)
+{
+    memset(m, 0, sizeof *m);
+    kr_strlcpy(m->schema, RESULTS_SCHEMA_V1, sizeof m->schema);
+    if (gethostname(m->host, sizeof m->host - 1) != 0)
+        kr_strlcpy(m->host, "unknown", sizeof m->host);
+    m->host[sizeof m->host - 1] = '\0';
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(m->time_utc, sizeof m->time_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+typedef struct {
+    const char *name;
+    size_t offset, size;
+} meta_attr_t;
+
+#define META_ATTR(m) {#m, offsetof(results_meta_t, m), sizeof(((results_meta_t *)0)->m)}
+static const meta_attr_t meta_attrs[] = {
+    META_ATTR(version),   META_ATTR(git_commit), META_ATTR(host),
+    META_ATTR(device),    META_ATTR(kernel_build_id), META_ATTR(suite_name),
+    META_ATTR(suite_hash), META_ATTR(time_utc),  META_ATTR(command),
+    META_ATTR(shard),
+};
+#define N_META_ATTRS ((int)(sizeof meta_attrs / sizeof meta_attrs[0]))
+
+/* ---------------------------------------------------------------- sort */
+
+int result_key_cmp(const result_t *a, const result_t *b)
+{
+    int c = strncmp(a->case_path, b->case_path, sizeof a->case_path);
+    if (c)
+        return c;
+    c = strncmp(a->kernel, b->kernel, sizeof a->kernel);
+    if (c)
+        return c;
+    return strncmp(a->reference, b->reference, sizeof a->reference);
+}
+
+/* Stable bottom-up merge sort of an index permutation by row key. */
+static int sort_perm(const result_t *rows, int64_t n, int64_t **out)
+{
+    int64_t *a = malloc((size_t)(n ? n : 1) * sizeof *a);
+    int64_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        a[i] = i;
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                b[k++] = result_key_cmp(&rows[a[j]], &rows[a[i]]) < 0 ? a[j++] : a[i++];
+            while (i < mid)
+                b[k++] = a[i++];
+            while (j < hi)
+                b[k++] = a[j++];
+        }
+        int64_t *t = a;
+        a = b;
+        b = t;
+    }
+    free(b);
+    *out = a;
+    return 0;
+}
+
+int result_list_sort(result_list_t *l)
+{
+    if (l->count < 2)
+        return 0;
+    int64_t *perm;
+    if (sort_perm(l->rows, l->count, &perm) != 0)
+        return -1;
+    result_t *sorted = malloc((size_t)l->count * sizeof *sorted);
+    if (!sorted) {
+        free(perm);
+        return -1;
+    }
+    for (int64_t i = 0; i < l->count; i++)
+        sorted[i] = l->rows[perm[i]];
+    free(perm);
+    free(l->rows);
+    l->rows = sorted;
+    l->cap = l->count;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- staging record */
+
+typedef struct {
+    size_t off[256];    /* per field: offset in the staging record */
+    size_t size[256];   /* per field: bytes in the staging record */
+    size_t total;
+} stage_t;
+
+static const stage_t *stage_layout(void)
+{
+    static stage_t st;
+    static int done;
+    if (done)
+        return &st;
+    size_t off = 0;
+    for (int i = 0; i < result_field_count; i++) {
+        const result_field_t *f = &result_fields[i];
+        size_t sz = 0;
+        switch (f->type) {
+        case RF_STR: sz = f->size; break;
+        case RF_I64: case RF_U64: case RF_F64: sz = 8; break;
+        case RF_INT: sz = 4; break;
+        case RF_VERDICT: sz = RF_VERDICT_STRLEN; break;
+        case RF_I64_ARRAY: sz = 8 * (size_t)f->count; break;
+        }
+        st.off[i] = off;
+        st.size[i] = sz;
+        off += sz;
+    }
+    st.total = off;
+    done = 1;
+    return &st;
+}
+
+static void pack_row(const result_t *r, unsigned char *rec)
+{
+    const stage_t *st = stage_layout();
+    const char *base = (const char *)r;
+    memset(rec, 0, st->total);
+    for (int i = 0; i < result_field_count; i++) {
+        const result_field_t *f = &result_fields[i];
+        const char *src = base + f->offset;
+        unsigned char *dst = rec + st->off[i];
+        switch (f->type) {
+        case RF_STR: {
+            /* At most size-1 bytes: a member that lost its NUL is cut, never overrun. */
+            size_t len = strnlen(src, f->size - 1);
+            memcpy(dst, src, len);
+            break;
+        }
+        case RF_I64: case RF_U64: case RF_F64: case RF_I64_ARRAY:
+            memcpy(dst, src, st->size[i]);
+            break;
+        case RF_INT: {
+            int v;
+            memcpy(&v, src, sizeof v);
+            int32_t w = (int32_t)v;
+            memcpy(dst, &w, sizeof w);
+            break;
+        }
+        case RF_VERDICT: {
+            verdict_t v;
+            memcpy(&v, src, sizeof v);
+            kr_strlcpy((char *)dst, verdict_name(v), RF_VERDICT_STRLEN);
+            break;
+        }
+        }
+    }
+}
+
+/* Returns 0, or the 1-based index of a field whose value is invalid. */
+static int unpack_row(const unsigned char *rec, const int *present, result_t *r)
+{
+    const stage_t *st = stage_layout();
+    char *base = (char *)r;
+    for (int i = 0; i < result_field_count; i++) {
+        if (!present[i])
+            continue;
+        const result_field_t *f = &result_fields[i];
+        char *dst = base + f->offset;
+        const unsigned char *src = rec + st->off[i];
+        switch (f->type) {
+        case RF_STR:
+            memcpy(dst, src, f->size);
+            dst[f->size - 1] = '\0';
+            break;
+        case RF_I64: case RF_U64: case RF_F64: case RF_I64_ARRAY:
+            memcpy(dst, src, st->size[i]);
+            break;
+        case RF_INT: {
+            int32_t w;
+            memcpy(&w, src, sizeof w);
+            int v = (int)w;
+            memcpy(dst, &v, sizeof v);
+            break;
+        }
+        case RF_VERDICT: {
+            char name[RF_VERDICT_STRLEN + 1];
+            memcpy(name, src, RF_VERDICT_STRLEN);
+            name[RF_VERDICT_STRLEN] = '\0';
+            int v = verdict_from_name(name);
+            if (v < 0)
+                return i + 1;
+            verdict_t vv = (verdict_t)v;
+            memcpy(dst, &vv, sizeof vv);
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+static hid_t str_type(size_t size)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return -1;
+    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
+        H5Tset_cset(t, H5T_CSET_ASCII) < 0) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+/* The type of field i; file = 1: the on-disk (little-endian) type. */
+static hid_t field_type(int i, int file)
+{
+    const result_field_t *f = &result_fields[i];
+    switch (f->type) {
+    case RF_STR: return str_type(f->size);
+    case RF_VERDICT: return str_type(RF_VERDICT_STRLEN);
+    case RF_I64: return H5Tcopy(file ? H5T_STD_I64LE : H5T_NATIVE_INT64);
+    case RF_U64: return H5Tcopy(file ? H5T_STD_U64LE : H5T_NATIVE_UINT64);
+    case RF_INT: return H5Tcopy(file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
+    case RF_F64: return H5Tcopy(file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
+    case RF_I64_ARRAY: {
+        hsize_t d = (hsize_t)f->count;
+        return H5Tarray_create2(file ? H5T_STD_I64LE : H5T_NATIVE_INT64, 1, &d);
+    }
+    }
+    return -1;
+}
+
+/* Compound over the fields with include[i] (all if include is NULL). */
+static hid_t compound_type(int file, const int *include)
+{
+    const stage_t *st = stage_layout();
+    hid_t c = H5Tcreate(H5T_COMPOUND, st->total);
+    if (c < 0)
+        return -1;
+    for (int i = 0; i < result_field_count; i++) {
+        if (include && !include[i])
+            continue;
+        hid_t t = field_type(i, file);
+        herr_t e = t < 0 ? -1 : H5Tinsert(c, result_fields[i].name, st->off[i], t);
+        if (t >= 0)
+            H5Tclose(t);
+        if (e < 0) {
+            H5Tclose(c);
+            return -1;
+        }
+    }
+    return c;
+}
+
+/* ---------------------------------------------------------------- HDF5 plumbing */
+
+typedef struct {
+    H5E_auto2_t func;
+    void *data;
+} h5_quiet_t;
+
+static void h5_quiet(h5_quiet_t *q)
+{
+    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void h5_restore(const h5_quiet_t *q)
+{
+    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
+}
+
+static hid_t fapl_nolock(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
+    /* Where the file system has no locks (NFS, Lustre) HDF5 would refuse the file. */
+    if (fapl >= 0)
+        H5Pset_file_locking(fapl, 1, 1);
+#endif
+    return fapl;
+}
+
+static int sync_path(const char *p, int dir)
+{
+    int fd = open(p, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
+/* fsync of the folder that holds path, so the rename itself is durable.
+ * Best effort: some file systems refuse fsync on a directory. */
+static void sync_parent(const char *path)
+{
+    char dir[4096];
+    kr_strlcpy(dir, path, sizeof dir);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        kr_strlcpy(dir, ".", sizeof dir);
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    (void)sync_path(dir, 1);
+}
+
+static int write_str_attr(hid_t obj, const char *name, const char *value)
+{
+    /* Variable-length UTF-8: what h5py writes for a str, and reads back as str. */
+    hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR), attr = -1;
+    int rc = -1;
+    if (type < 0 || space < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 ||
+        H5Tset_cset(type, H5T_CSET_UTF8) < 0)
+        goto done;
+    attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, type, &value) < 0)
+        goto done;
+    rc = 0;
+done:
+    if (attr >= 0)
+        H5Aclose(attr);
+    if (space >= 0)
+        H5Sclose(space);
+    if (type >= 0)
+        H5Tclose(type);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- write */
+
+static int write_file(const char *path, const result_t *rows, int64_t n, const results_meta_t *meta,
+                      const char *case_key, kr_error_t *err)
+{
+    if (!path)
+        return kr_fail(err, "(null): file: no path given; expected an output path");
+    if (n < 0 || (n > 0 && !rows))
+        return kr_fail(err, "%s: rows: no rows given; expected a result list", path);
+    const stage_t *st = stage_layout();
+    if ((uint64_t)n > SIZE_MAX / st->total)
+        return kr_fail(err, "%s: rows: %" PRId64 " rows is too many; expected to fit in memory",
+                       path, n);
+
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return kr_fail(err, "%s: file: path too long; expected under 4096 bytes", path);
+
+    unsigned char *buf = malloc(n ? (size_t)n * st->total : 1);
+    if (!buf)
+        return kr_fail(err, "%s: rows: out of memory packing %" PRId64 " rows; expected to fit "
+                            "in memory", path, n);
+    for (int64_t i = 0; i < n; i++)
+        pack_row(&rows[i], buf + (size_t)i * st->total);
+
+    h5_quiet_t q;
+    h5_quiet(&q);
+    hid_t fcpl = -1, fapl = -1, dcpl = -1, file = -1, ftype = -1, mtype = -1, space = -1, ds = -1;
+    int rc = -1;
+    const char *stage = "setting up HDF5 property lists";
+
+    fcpl = H5Pcreate(H5P_FILE_CREATE);
+    fapl = fapl_nolock();
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (fcpl < 0 || fapl < 0 || dcpl < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
+        H5Pset_obj_track_times(dcpl, 0) < 0 ||
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0)
+        goto fail;
+    stage = "building the row type";
+    ftype = compound_type(1, NULL);
+    mtype = compound_type(0, NULL);
+    if (ftype < 0 || mtype < 0)
+        goto fail;
+
+    file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    if (file < 0) {
+        int e = errno;
+        kr_fail(err, "%s: file: cannot create the temporary file %s (%s); expected a writable "
+                     "directory", path, tmp, e ? strerror(e) : "HDF5 error");
+        goto done;
+    }
+    stage = "writing the root attributes (disk full?)";
+    if (write_str_attr(file, "schema", RESULTS_SCHEMA_V1) != 0)
+        goto fail;
+    for (int i = 0; i < N_META_ATTRS; i++) {
+        char v[4096];
+        v[0] = '\0';
+        if (meta)
+            kr_strlcpy(v, (const char *)meta + meta_attrs[i].offset,
+                       meta_attrs[i].size < sizeof v ? meta_attrs[i].size : sizeof v);
+        if (write_str_attr(file, meta_attrs[i].name, v) != 0)
+            goto fail;
+    }
+    if (case_key && write_str_attr(file, "case_key", case_key) != 0)
+        goto fail;
+
+    stage = "writing /rows (disk full?)";
+    hsize_t dims[1] = {(hsize_t)n};
+    space = H5Screate_simple(1, dims, NULL);
+    if (space < 0)
+        goto fail;
+    ds = H5Dcreate2(file, "rows", ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (ds < 0 || (n > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
+        goto fail;
+    H5Dclose(ds);
+    ds = -1;
+    herr_t cl = H5Fclose(file);
+    file = -1;
+    if (cl < 0) {
+        kr_fail(err, "%s: file: closing the temporary file %s failed (disk full?); expected a "
+                     "complete file", path, tmp);
+        goto done;
+    }
+    if (sync_path(tmp, 0) != 0) {
+        kr_fail(err, "%s: file: cannot sync %s (%s); expected a durable file", path, tmp,
+                strerror(errno));
+        goto done;
+    }
+    if (rename(tmp, path) != 0) {
+        kr_fail(err, "%s: file: cannot rename %s into place (%s); expected a replaceable path",
+                path, tmp, strerror(errno));
+        goto done;
+    }
+    sync_parent(path);
+    rc = 0;
+    goto done;
+fail:
+    kr_fail(err, "%s: file: HDF5 failed %s; expected a writable results file", path, stage);
+done:
+    if (ds >= 0)
+        H5Dclose(ds);
+    if (space >= 0)
+        H5Sclose(space);
+    if (file >= 0)
+        H5Fclose(file);
+    if (rc != 0)
+        unlink(tmp);   /* HDF5 may have created it before failing */
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    h5_restore(&q);
+    free(buf);
+    return rc;
+}
+
+int results_store_write(const char *path, const result_list_t *rows, const results_meta_t *meta,
+                        kr_error_t *err)
+{
+    if (!rows)
+        return kr_fail(err, "%s: rows: NULL list; expected a result list", path ? path : "(null)");
+    return write_file(path, rows->rows, rows->count, meta, NULL, err);
+}
+
+/* ---------------------------------------------------------------- read */
+
+typedef struct {
+    const char *path;
+    kr_error_t *err;
+} rd_t;
+
+__attribute__((format(printf, 3, 4)))
+static int rfail(rd_t *rd, const char *obj, const char *fmt, ...)
+{
+    char buf[KR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return kr_fail(rd->err, "%s: %s: %s", rd->path, obj, buf);
+}
+
+static const char *class_name(H5T_class_t c)
+{
+    switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ARRAY: return "array";
+    case H5T_ENUM: return "enum";
+    case H5T_VLEN: return "variable-length sequence";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_REFERENCE: return "reference";
+    case H5T_TIME: return "time";
+    default: return "unknown";
+    }
+}
+
+/* A string attribute into buf.  Returns 1 read, 0 absent (buf = ""), -1 error. */
+static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0)
+        return rfail(rd, name, "cannot check the root attribute (corrupt file?); expected a "
+                               "readable file");
+    if (ex == 0)
+        return 0;
+    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT), ftype = -1, mtype = -1, space = -1;
+    int rc = -1;
+    char *tmp = NULL;
+    if (attr < 0 || (ftype = H5Aget_type(attr)) < 0 || (space = H5Aget_space(attr)) < 0) {
+        rfail(rd, name, "cannot open the root attribute (corrupt file?); expected a readable "
+                        "string");
+        goto done;
+    }
+    if (H5Tget_class(ftype) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1) {
+        rfail(rd, name, "root attribute is %s with %lld element(s); expected one string",
+              class_name(H5Tget_class(ftype)), (long long)H5Sget_simple_extent_npoints(space));
+        goto done;
+    }
+    if (H5Tis_variable_str(ftype) > 0) {
+        mtype = H5Tcopy(H5T_C_S1);
+        char *p = NULL;
+        if (mtype < 0 || H5Tset_size(mtype, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0 || H5Aread(attr, mtype, &p) < 0) {
+            rfail(rd, name, "cannot read the root attribute (corrupt file?); expected a string");
+            goto done;
+        }
+        kr_strlcpy(buf, p ? p : "", cap);
+        if (p)
+            H5free_memory(p);
+    } else {
+        size_t sz = H5Tget_size(ftype);
+        tmp = calloc(sz + 1, 1);
+        mtype = tmp ? str_type(sz + 1) : -1;
+        if (mtype < 0 || H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0 ||
+            H5Aread(attr, mtype, tmp) < 0) {
+            rfail(rd, name, "cannot read the root attribute (corrupt file?); expected a string");
+            goto done;
+        }
+        tmp[sz] = '\0';
+        kr_strlcpy(buf, tmp, cap);
+    }
+    rc = 1;
+done:
+    free(tmp);
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (attr >= 0)
+        H5Aclose(attr);
+    return rc;
+}
+
+/* Is the file's member type one the field can be converted from? */
+static int check_member(rd_t *rd, int i, hid_t mt)
+{
+    const result_field_t *f = &result_fields[i];
+    H5T_class_t c = H5Tget_class(mt);
+    char obj[160];
+    snprintf(obj, sizeof obj, "/rows field '%s'", f->name);
+    int ok = 0;
+    switch (f->type) {
+    case RF_STR: case RF_VERDICT:
+        ok = c == H5T_STRING && H5Tis_variable_str(mt) == 0;
+        if (c == H5T_STRING && !ok)
+            return rfail(rd, obj, "is a variable-length string; expected a fixed-length string");
+        break;
+    case RF_I64: case RF_U64: case RF_INT:
+        ok = c == H5T_INTEGER;
+        break;
+    case RF_F64:
+        ok = c == H5T_FLOAT;
+        break;
+    case RF_I64_ARRAY:
+        if (c == H5T_ARRAY && H5Tget_array_ndims(mt) == 1) {
+            hsize_t d = 0;
+            hid_t base = H5Tget_super(mt);
+            H5Tget_array_dims2(mt, &d);
+            ok = base >= 0 && H5Tget_class(base) == H5T_INTEGER;
+            if (base >= 0)
+                H5Tclose(base);
+            if (ok && d != (hsize_t)f->count)
+                return rfail(rd, obj, "is an array of %llu elements; expected %d",
+                             (unsigned long long)d, f->count);
+        }
+        break;
+    }
+    if (!ok)
+        return rfail(rd, obj, "is %s (%zu bytes); expected %s", class_name(c), H5Tget_size(mt),
+                     rf_type_name(f->type));
+    return 0;
+}
+
+static int read_rows(rd_t *rd, hid_t file, int64_t file_size, result_list_t *out)
+{
+    hid_t ds = -1, ftype = -1, space = -1, mtype = -1;
+    unsigned char *buf = NULL;
+    int rc = -1;
+    int present[256];
+    const stage_t *st = stage_layout();
+
+    htri_t ex = H5Lexists(file, "rows", H5P_DEFAULT);
+    if (ex <= 0) {
+        rfail(rd, "/rows", "no such dataset; expected the results table of schema %s",
+              RESULTS_SCHEMA_V1);
+        goto done;
+    }
+    ds = H5Dopen2(file, "rows", H5P_DEFAULT);
+    if (ds < 0 || (ftype = H5Dget_type(ds)) < 0 || (space = H5Dget_space(ds)) < 0) {
+        rfail(rd, "/rows", "cannot open the dataset (corrupt file?); expected a readable "
+                           "compound dataset");
+        goto done;
+    }
+    if (H5Tget_class(ftype) != H5T_COMPOUND) {
+        rfail(rd, "/rows", "is a %s dataset; expected a compound dataset, one element per row",
+              class_name(H5Tget_class(ftype)));
+        goto done;
+    }
+    int rank = H5Sget_simple_extent_ndims(space);
+    if (rank != 1) {
+        rfail(rd, "/rows", "has rank %d; expected a 1-D dataset", rank);
+        goto done;
+    }
+    hsize_t dims[1] = {0};
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    for (int i = 0; i < result_field_count; i++) {
+        int idx = H5Tget_member_index(ftype, result_fields[i].name);
+        if (idx < 0) {
+            if (!result_fields[i].optional) {
+                rfail(rd, "/rows", "field '%s' is missing; expected every field of schema %s "
+                                   "(a file from another kreplay version?)",
+                      result_fields[i].name, RESULTS_SCHEMA_V1);
+                goto done;
+            }
+            present[i] = 0;
+            continue;
+        }
+        hid_t mt = H5Tget_member_type(ftype, (unsigned)idx);
+        int bad = mt < 0 ? rfail(rd, "/rows", "cannot read the type of field '%s' (corrupt "
+                                              "file?); expected a readable type",
+                                 result_fields[i].name)
+                         : check_member(rd, i, mt);
+        if (mt >= 0)
+            H5Tclose(mt);
+        if (bad)
+            goto done;
+        present[i] = 1;
+    }
+    int64_t n = (int64_t)dims[0];
+    if (dims[0] > (hsize_t)(SIZE_MAX / st->total / 2) || dims[0] > (hsize_t)INT64_MAX / 2) {
+        rfail(rd, "/rows", "claims %llu rows; expected a plausible row count (corrupt file?)",
+              (unsigned long long)dims[0]);
+        goto done;
+    }
+    /* A contiguous dataset whose bytes lie past the end of the file: truncated. */
+    haddr_t off = H5Dget_offset(ds);
+    hsize_t stored = H5Dget_storage_size(ds);
+    if (n > 0 && off != HADDR_UNDEF && (uint64_t)off + (uint64_t)stored > (uint64_t)file_size) {
+        rfail(rd, "/rows", "data ends at byte %llu but the file has %lld bytes (truncated "
+                           "file?); expected the data inside the file",
+              (unsigned long long)((uint64_t)off + stored), (long long)file_size);
+        goto done;
+    }
+    mtype = compound_type(0, present);
+    if (mtype < 0) {
+        rfail(rd, "/rows", "cannot build the memory type; expected a working HDF5 library");
+        goto done;
+    }
+    buf = calloc(n ? (size_t)n : 1, st->total);
+    if (!buf) {
+        rfail(rd, "/rows", "out of memory for %" PRId64 " rows; expected to fit in memory", n);
+        goto done;
+    }
+    if (n > 0 && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        rfail(rd, "/rows", "reading the data failed (truncated or corrupt file?); expected "
+                           "%" PRId64 " readable rows", n);
+        goto done;
+    }
+    for (int64_t r = 0; r < n; r++) {
+        result_t *row = result_list_add(out);
+        if (!row) {
+            rfail(rd, "/rows", "out of memory for %" PRId64 " rows; expected to fit in memory",
+                  n);
+            goto done;
+        }
+        int bad = unpack_row(buf + (size_t)r * st->total, present, row);
+        if (bad) {
+            char name[RF_VERDICT_STRLEN + 1];
+            memcpy(name, buf + (size_t)r * st->total + st->off[bad - 1], RF_VERDICT_STRLEN);
+            name[RF_VERDICT_STRLEN] = '\0';
+            rfail(rd, "/rows", "row %" PRId64 ": field '%s' holds '%s'; expected a verdict name "
+                               "(PASS, WRONG, ...)", r, result_fields[bad - 1].name, name);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    free(buf);
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (ds >= 0)
+        H5Dclose(ds);
+    return rc;
+}
+
+static int read_file(const char *path, result_list_t *rows, results_meta_t *meta, char *case_key,
+                     size_t key_cap, kr_error_t *err)
+{
+    if (rows)
+        memset(rows, 0, sizeof *rows);
+    if (meta)
+        memset(meta, 0, sizeof *meta);
+    if (!path)
+        return kr_fail(err, "(null): file: no path given; expected a results file path");
+    if (!rows)
+        return kr_fail(err, "%s: rows: NULL list; expected a result list to fill", path);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return kr_fail(err, "%s: file: cannot open (%s); expected an existing results file "
+                            "(schema %s)", path, strerror(errno), RESULTS_SCHEMA_V1);
+    if (S_ISDIR(sb.st_mode))
+        return kr_fail(err, "%s: file: is a directory; expected a results file", path);
+
+    h5_quiet_t q;
+    h5_quiet(&q);
+    rd_t rd = {.path = path, .err = err};
+    hid_t fapl = -1, file = -1;
+    result_list_t tmp = {0};
+    results_meta_t m;
+    memset(&m, 0, sizeof m);
+    int rc = -1;
+
+#if H5_VERSION_GE(1, 12, 0)
+    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
+#else
+    htri_t is = H5Fis_hdf5(path);
+#endif
+    if (is <= 0) {
+        if (is == 0)
+            kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected a results "
+                         "file (schema %s)", path, RESULTS_SCHEMA_V1);
+        else
+            kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected a "
+                         "results file (schema %s)", path, RESULTS_SCHEMA_V1);
+        goto done;
+    }
+    fapl = fapl_nolock();
+    if (fapl < 0) {
+        kr_fail(err, "%s: file: cannot set up an HDF5 property list; expected a working HDF5 "
+                     "library", path);
+        goto done;
+    }
+    file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (file < 0) {
+        kr_fail(err, "%s: file: HDF5 cannot open it (truncated or corrupt file?); expected a "
+                     "complete results file", path);
+        goto done;
+    }
+    int got = read_str_attr(&rd, file, "schema", m.schema, sizeof m.schema);
+    if (got < 0)
+        goto done;
+    if (got == 0) {
+        rfail(&rd, "schema", "no schema attribute (not a kreplay results file?); expected "
+                             "schema = \"%s\"", RESULTS_SCHEMA_V1);
+        goto done;
+    }
+    if (strcmp(m.schema, RESULTS_SCHEMA_V1) != 0) {
+        rfail(&rd, "schema", "is \"%s\"; expected \"%s\"", m.schema, RESULTS_SCHEMA_V1);
+        goto done;
+    }
+    for (int i = 0; i < N_META_ATTRS; i++)
+        if (read_str_attr(&rd, file, meta_attrs[i].name, (char *)&m + meta_attrs[i].offset,
+                          meta_attrs[i].size) < 0)
+            goto done;
+    if (case_key) {
+        int k = read_str_attr(&rd, file, "case_key", case_key, key_cap);
+        if (k < 0)
+            goto done;
+        if (k == 0) {
+            rfail(&rd, "case_key", "no case_key attribute; expected a partial results file "
+                                   "written by results_store_append_case");
+            goto done;
+        }
+    }
+    if (read_rows(&rd, file, (int64_t)sb.st_size, &tmp) != 0)
+        goto done;
+    *rows = tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (meta)
+        *meta = m;
+    rc = 0;
+done:
+    result_list_free(&tmp);
+    if (file >= 0)
+        H5Fclose(file);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    h5_restore(&q);
+    return rc;
+}
+
+int results_store_read(const char *path, result_list_t *rows, results_meta_t *meta,
+                       kr_error_t *err)
+{
+    return read_file(path, rows, meta, NULL, 0, err);
+}
+
+/* ---------------------------------------------------------------- merge */
+
+/* "i/n" -> 1 with *i, *n (1 <= i <= n); anything else -> 0. */
+static int parse_shard(const char *s, int *i, int *n)
+{
+    int a, b, used = 0;
+    if (sscanf(s, "%d/%d%n", &a, &b, &used) != 2 || s[used] != '\0' || b < 1 || a < 1 || a > b)
+        return 0;
+    *i = a;
+    *n = b;
+    return 1;
+}
+
+int results_store_merge(const char **paths, int n, const char *out_path, kr_error_t *err)
+{
+    if (!paths || n < 1)
+        return kr_fail(err, "%s: merge: no input files; expected at least one shard results file",
+                       out_path ? out_path : "(null)");
+    results_meta_t *metas = calloc((size_t)n, sizeof *metas);
+    int *sh_i = calloc((size_t)n, sizeof *sh_i), *sh_n = calloc((size_t)n, sizeof *sh_n);
+    result_list_t all = {0}, sorted = {0};
+    int64_t *src = NULL, *perm = NULL;
+    int rc = -1;
+    if (!metas || !sh_i || !sh_n) {
+        kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
+        goto done;
+    }
+    for (int f = 0; f < n; f++) {
+        result_list_t part;
+        if (results_store_read(paths[f], &part, &metas[f], err) != 0)
+            goto done;
+        if (strcmp(metas[f].suite_hash, metas[0].suite_hash) != 0) {
+            kr_fail(err, "%s: suite_hash: \"%s\" differs from \"%s\" in %s; expected shards of "
+                         "one suite", paths[f], metas[f].suite_hash, metas[0].suite_hash,
+                    paths[0]);
+            result_list_free(&part);
+            goto done;
+        }
+        if (parse_shard(metas[f].shard, &sh_i[f], &sh_n[f])) {
+            for (int g = 0; g < f; g++) {
+                if (!sh_n[g])
+                    continue;
+                if (sh_n[g] != sh_n[f] || sh_i[g] == sh_i[f]) {
+                    kr_fail(err, "%s: shard: \"%s\" %s shard \"%s\" of %s; expected distinct "
+                                 "shards i/n of one split", paths[f], metas[f].shard,
+                            sh_n[g] != sh_n[f] ? "is from another split than" : "repeats",
+                            metas[g].shard, paths[g]);
+                    result_list_free(&part);
+                    goto done;
+                }
+            }
+        }
+        int64_t *s2 = realloc(src, (size_t)(all.count + part.count + 1) * sizeof *s2);
+        if (!s2) {
+            result_list_free(&part);
+            kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
+            goto done;
+        }
+        src = s2;
+        for (int64_t r = 0; r < part.count; r++) {
+            result_t *row = result_list_add(&all);
+            if (!row) {
+                result_list_free(&part);
+                kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
+                goto done;
+            }
+            *row = part.rows[r];
+            src[all.count - 1] = f;
+        }
+        result_list_free(&part);
+    }
+    if (sort_perm(all.rows, all.count, &perm) != 0) {
+        kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
+        goto done;
+    }
+    for (int64_t k = 1; k < all.count; k++) {
+        const result_t *a = &all.rows[perm[k - 1]], *b = &all.rows[perm[k]];
+        if (src[perm[k - 1]] != src[perm[k]] && result_key_cmp(a, b) == 0) {
+            kr_fail(err, "%s: rows: case %s, kernel %s, reference %s is also in %s (overlapping "
+                         "shards); expected each row in exactly one shard",
+                    paths[src[perm[k]]], b->case_path, b->kernel, b->reference,
+                    paths[src[perm[k - 1]]]);
+            goto done;
+        }
+    }
+    sorted.rows = malloc((size_t)(all.count ? all.count : 1) * sizeof *sorted.rows);
+    if (!sorted.rows) {
+        kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
+        goto done;
+    }
+    sorted.count = sorted.cap = all.count;
+    for (int64_t k = 0; k < all.count; k++)
+        sorted.rows[k] = all.rows[perm[k]];
+    results_meta_t out_meta = metas[0];
+    snprintf(out_meta.shard, sizeof out_meta.shard, "merged %d of %d", n, sh_n[0] ? sh_n[0] : n);
+    rc = results_store_write(out_path, &sorted, &out_meta, err);
+done:
+    result_list_free(&all);
+    result_list_free(&sorted);
+    free(src);
+    free(perm);
+    free(metas);
+    free(sh_i);
+    free(sh_n);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- partials */
+
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void partial_name(const char *key, char *buf, size_t cap)
+{
+    /* The hash makes it unique; the tail (the key's last 48 bytes, [A-Za-z0-9._-]) makes it
+     * recognisable to a person listing the folder. */
+    size_t len = strlen(key);
+    const char *tail = key + (len > 48 ? len - 48 : 0);
+    char t[49];
+    size_t j = 0;
+    for (; *tail && j < sizeof t - 1; tail++) {
+        char c = *tail;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-' || c == '_';
+        t[j++] = ok ? c : '_';
+    }
+    t[j] = '\0';
+    snprintf(buf, cap, "%016" PRIx64 "-%s.h5", fnv1a64(key), t);
+}
+
+int results_store_append_case(const char *run_dir, const char *case_key, const result_t *rows,
+                              int64_t n_rows, const results_meta_t *meta, kr_error_t *err)
+{
+    if (!run_dir || !case_key || !*case_key)
+        return kr_fail(err, "%s: partial: no run folder or case key given; expected both",
+                       run_dir ? run_dir : "(null)");
+    char dir[4200], name[128], path[4400];
+    snprintf(dir, sizeof dir, "%s/partial", run_dir);
+    if (make_dirs(dir, err) != 0)
+        return -1;
+    partial_name(case_key, name, sizeof name);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return kr_fail(err, "%s: partial: path too long; expected under 4096 bytes", run_dir);
+    return write_file(path, rows, n_rows, meta, case_key, err);
+}
+
+void results_store_free_keys(char **keys, int n)
+{
+    if (!keys)
+        return;
+    for (int i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
+                                int *n_done, kr_error_t *err)
+{
+    *done_keys = NULL;
+    *n_done = 0;
+    if (!run_dir)
+        return kr_fail(err, "(null): partial: no run folder given; expected a folder");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/partial", run_dir);
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir,
+                       strerror(errno));
+    }
+    char **names = NULL, **keys = NULL;
+    int nn = 0, capn = 0, nk = 0, rc = -1;
+    const int64_t rows_before = rows->count;   /* restored on failure */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
+        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
+            continue;
+        if (nn == capn) {
+            capn = capn ? 2 * capn : 64;
+            char **t = realloc(names, (size_t)capn * sizeof *t);
+            if (!t)
+                goto oom;
+            names = t;
+        }
+        if (!(names[nn] = strdup(e->d_name)))
+            goto oom;
+        nn++;
+    }
+    closedir(d);
+    d = NULL;
+    if (nn)
+        qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    keys = calloc((size_t)(nn ? nn : 1), sizeof *keys);
+    if (!keys)
+        goto oom;
+    for (int i = 0; i < nn; i++) {
+        char path[4400], key[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        result_list_t part;
+        if (read_file(path, &part, NULL, key, sizeof key, err) != 0) {
+            size_t l = strlen(err ? err->msg : "");
+            if (err && l + 40 < sizeof err->msg)
+                snprintf(err->msg + l, sizeof err->msg - l, " (delete it to re-run that case)");
+            goto done;
+        }
+        for (int64_t r = 0; r < part.count; r++) {
+            result_t *row = result_list_add(rows);
+            if (!row) {
+                result_list_free(&part);
+                goto oom;
+            }
+            *row = part.rows[r];
+        }
+        result_list_free(&part);
+        if (!(keys[nk] = strdup(key)))
+            goto oom;
+        nk++;
+    }
+    *done_keys = keys;
+    *n_done = nk;
+    keys = NULL;
+    rc = 0;
+    goto done;
+oom:
+    kr_fail(err, "%s: out of memory loading partial results; expected to fit in memory", dir);
+done:
+    if (rc != 0)
+        rows->count = rows_before;
+    if (d)
+        closedir(d);
+    for (int i = 0; i < nn; i++)
+        free(names[i]);
+    free(names);
+    results_store_free_keys(keys, nk);
+    return rc;
+}

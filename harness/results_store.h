@@ -1,0 +1,106 @@
+/* results_store: a run's rows in one HDF5 file (schema kreplay.results/1),
+ * shard merging, and per-case partial files for --resume.
+ *
+ * File layout:
+ *   /rows   1-D compound dataset, one element per result_t row.  Members are
+ *           the fields of result_fields.h, by name: strings fixed-length
+ *           NUL-terminated ASCII of the member's size, int64/uint64/int32
+ *           little-endian, doubles IEEE float64 (NaN and Inf kept), the
+ *           verdict as its name (fixed string), ulp.bins an int64[19] array.
+ *   root attributes (variable-length UTF-8 strings): schema
+ *           "kreplay.results/1", version, git_commit, host, device,
+ *           kernel_build_id, suite_name, suite_hash, time_utc, command,
+ *           shard ("i/n", "" for an unsharded run, "merged k of n").
+ *           Partial files also carry case_key.
+ * h5py reads it: f["rows"]["metrics.rel_fro"], f.attrs["suite_hash"].
+ *
+ * The reader matches /rows's members to result_t BY NAME: members it does
+ * not know are ignored and member order does not matter, so files stay
+ * readable across versions; a missing (non-optional) field is an error
+ * naming the file and the field.  Every failure is one line in err
+ * ("<path>: <object>: <problem>; expected <what>"); nothing crashes on a
+ * truncated, corrupt or non-HDF5 file.
+ *
+ * Row order (result_list_sort): by case_path, then kernel, then reference,
+ * each compared bytewise (strcmp); rows with equal keys keep their order
+ * (stable).  Every writer of a run sorts first, so a merge of shards equals
+ * the unsharded run row for row. */
+#ifndef KR_RESULTS_STORE_H
+#define KR_RESULTS_STORE_H
+
+#include <stdint.h>
+
+#include "kr_error.h"
+#include "result.h"
+
+#define RESULTS_SCHEMA_V1 "kreplay.results/1"
+
+/* Provenance (root attributes).  Strings longer than a member are cut at
+ * its size on read. */
+typedef struct {
+    char schema[32];            /* on read: the file's; ignored on write (always v1) */
+    char version[32];           /* kreplay version */
+    char git_commit[64];
+    char host[128];
+    char device[128];           /* "cpu", or the GPU(s) */
+    char kernel_build_id[256];  /* whatever identifies the kernels' build; the caller's string */
+    char suite_name[128];
+    char suite_hash[128];
+    char time_utc[32];          /* ISO 8601 */
+    char command[4096];
+    char shard[64];             /* "i/n", "" unsharded, "merged k of n" */
+} results_meta_t;
+
+/* Zeroes *m and fills schema, host (gethostname) and time_utc (now). */
+void results_meta_init(results_meta_t *m);
+
+/* Stable sort by (case_path, kernel, reference), strcmp order each.
+ * Returns 0, or -1 if out of memory (the list is then unchanged). */
+int result_list_sort(result_list_t *l);
+/* The key comparison result_list_sort uses. */
+int result_key_cmp(const result_t *a, const result_t *b);
+
+/* Writes rows and meta (NULL: empty provenance) to path atomically: a
+ * temporary "<path>.tmp.<pid>" in the same directory, fsync'd, renamed over
+ * path, directory fsync'd.  A failure leaves any existing file untouched.
+ * Rows are written in the order given (sort them first). */
+int results_store_write(const char *path, const result_list_t *rows, const results_meta_t *meta,
+                        kr_error_t *err);
+
+/* Reads a results file into *rows (initialised here; free with
+ * result_list_free) and *meta (may be NULL).  On error *rows is empty. */
+int results_store_read(const char *path, result_list_t *rows, results_meta_t *meta,
+                       kr_error_t *err);
+
+/* Merges shard files into out_path (atomically).  The rows are the union,
+ * sorted by result_list_sort's key, i.e. exactly those of one unsharded run.
+ * Refused with one line naming both files: different suite_hash; two shards
+ * claiming the same "i/n", or "i/n" with different n; the same (case_path,
+ * kernel, reference) key in two files (overlapping shards).  Provenance: the
+ * first file's, with shard = "merged k of n" (k files; n from the first
+ * file's "i/n", else k). */
+int results_store_merge(const char **paths, int n, const char *out_path, kr_error_t *err);
+
+/* ---- resume: one small file per finished case in RUNDIR/partial/ ----
+ *
+ * results_store_append_case writes rows (all rows of one finished case) to
+ * RUNDIR/partial/<16 hex digits of FNV-1a(case_key)>-<readable tail>.h5,
+ * atomically, creating the folder; appending the same key again replaces
+ * that case's file.  meta may be NULL.
+ *
+ * results_store_load_partials appends every partial's rows to *rows (which
+ * may already hold rows; initialise it to {0} otherwise) and returns the
+ * keys of the cases they hold (*done_keys, malloc'd, free with
+ * results_store_free_keys), in file-name order.  A missing partial/ folder
+ * is 0 cases, not an error; leftover "*.tmp.*" files of a killed write are
+ * ignored; a partial that cannot be read is an error naming it (delete it
+ * to re-run that case).  To resume: load, skip cases whose key is in
+ * done_keys, append each newly finished case, and at the end sort the whole
+ * list (result_list_sort) and results_store_write RUNDIR/results.h5. */
+int results_store_append_case(const char *run_dir, const char *case_key, const result_t *rows,
+                              int64_t n_rows, const results_meta_t *meta, kr_error_t *err);
+int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
+                                int *n_done, kr_error_t *err);
+void results_store_free_keys(char **keys, int n);
+
+#endif
