@@ -131,6 +131,12 @@ static baseline_class_t classify(const result_t *r, const result_t *b, const bas
                 add(&imp, "now bit-identical (%lld elements)", (long long)r->ulp.count);
         }
 
+        /* Bit-faithful outputs are reproducible: a digest that moves means
+         * the kernel's bits changed, however little the metrics moved. */
+        if (r->out_digest[0] && b->out_digest[0] && strcmp(r->out_digest, b->out_digest) != 0)
+            add(&reg, "output bits changed since the baseline (digest %s -> %s)", b->out_digest,
+                r->out_digest);
+
         if (r->ulp.max_ulp > b->ulp.max_ulp + t->ulp)
             add(&reg, "max_ulp up: %llu vs baseline %llu (allowed +%llu)",
                 (unsigned long long)r->ulp.max_ulp, (unsigned long long)b->ulp.max_ulp,

@@ -40,6 +40,9 @@ static const fault_info_t fault_table[FAULT_COUNT] = {
     [FAULT_TILE_ZEROS] = {"tile-zeros", 1, 32, "the last N tile of width T written as zeros"},
     [FAULT_ROWS_NAN] = {"rows-nan", 1, 1,
                         "output rows with non-finite input become NaN (else rows 0..r-1)"},
+    [FAULT_ULP_NUDGE] = {"ulp-nudge", 1, 0.01,
+                         "a fraction p of the outputs moved one bf16 ULP away from zero"},
+    [FAULT_TILE_SCALE] = {"tile-scale", 1, 2.0, "one 16 x 32 output tile multiplied by c"},
 };
 
 const char *fault_name(fault_kind_t k)
@@ -58,6 +61,8 @@ const char *fault_usage(void)
            "  quant-variant[:v]  x quantized with variant v (traced, pure, reciprocal, vllm,\n"
            "                     aiter-even, ocp, ceil; default traced / ocp)\n"
            "  tile-unwritten[:T] last N tile of width T (default 32) left as NaN poison\n"
+           "  ulp-nudge[:p]      a fraction p (default 0.01) of outputs moved by one bf16 ULP\n"
+           "  tile-scale[:c]     one 16 x 32 output tile multiplied by c (default 2)\n"
            "  tile-zeros[:T]     last N tile of width T written as zeros\n"
            "  rows-nan[:r]       rows with non-finite input become NaN (else rows 0..r-1)\n";
 }
@@ -111,13 +116,18 @@ int fault_parse(const char *spec, fault_t *f, kr_error_t *err)
                  f->kind == FAULT_ROWS_NAN) &&
                 (v != floor(v) || v < 1 || v > 65536))
                 return kr_fail(err, "--inject %s: expected a positive integer", spec);
+            if (f->kind == FAULT_ULP_NUDGE && !(v > 0 && v <= 1))
+                return kr_fail(err, "--inject %s: p must be in (0, 1]", spec);
+            if (f->kind == FAULT_TILE_SCALE && !(v > 0))
+                return kr_fail(err, "--inject %s: c must be positive", spec);
             f->param = v;
         }
         return 0;
     }
     return kr_fail(err, "--inject %s: unknown fault '%s' (known: wperm, wperm-inverse, "
                         "scale-layout, scale-pow2[:k], scale-const[:c], sanitize, "
-                        "quant-variant[:v], tile-unwritten[:T], tile-zeros[:T], rows-nan[:r])",
+                        "quant-variant[:v], tile-unwritten[:T], tile-zeros[:T], rows-nan[:r], ulp-nudge[:p], "
+                        "tile-scale[:c])",
                    spec, name);
 }
 
@@ -289,6 +299,24 @@ int fault_output_apply(const fault_t *f, const kernel_inputs_t *in, const kernel
                 for (int64_t n = 0; n < N; n++)
                     out[m * N + n] = 0x7FC0;
         free(bad);
+        break;
+    }
+    case FAULT_ULP_NUDGE: {
+        /* A fixed multiplicative hash picks the same elements every run. */
+        const uint64_t threshold = (uint64_t)(f->param * 4294967296.0);
+        for (int64_t i = 0; i < M * N; i++) {
+            uint64_t h = ((uint64_t)i * 0x9E3779B97F4A7C15ull) >> 32;
+            uint16_t b = out[i];
+            if (h < threshold && (b & 0x7F80) != 0x7F80 && (b & 0x7FFF) != 0x7F7F)
+                out[i] = (uint16_t)(b + 1); /* magnitude + 1 ULP, sign kept */
+        }
+        break;
+    }
+    case FAULT_TILE_SCALE: {
+        const float c = (float)f->param;
+        for (int64_t m = 0; m < M && m < 16; m++)
+            for (int64_t n = 0; n < N && n < 32; n++)
+                out[m * N + n] = bf16_encode(bf16_decode(out[m * N + n]) * c);
         break;
     }
     default:

@@ -39,6 +39,11 @@ typedef enum {
     FAULT_ROWS_NAN,         /* "rows-nan:r": output rows whose input row is non-finite become
                                NaN (a NaN-propagating quantizer); with finite input, rows
                                0..r-1 (default 1) */
+    FAULT_ULP_NUDGE,        /* "ulp-nudge:p": a fraction p (default 0.01) of the outputs, picked
+                               by a fixed hash of their index, moved one bf16 ULP away from
+                               zero: the smallest change a gate must still see */
+    FAULT_TILE_SCALE,       /* "tile-scale:c": one 16 x 32 output tile (rows 0-15, columns
+                               0-31) multiplied by c (default 2) */
     FAULT_COUNT
 } fault_kind_t;
 

@@ -144,6 +144,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         return kr_fail(err, "out of memory for results");
     }
     row_header(rc, r, kernel, reference);
+    bf16_digest(out_bits, MN, r->out_digest);
     r->input_nf = *input_nf;
     kr_strlcpy(r->act_origin, act_origin ? act_origin : "", sizeof r->act_origin);
     metrics_compute(out_f32, ref, rc->c->M, rc->c->N, &r->metrics);
@@ -424,7 +425,9 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     }
     double t0 = now_seconds();
     kernel_run_info_t info = {{0}};
-    int failed = rc->opt->fault.kind != FAULT_NONE
+    const int faulty = rc->opt->fault.kind != FAULT_NONE &&
+                       kernel_name_matches(k->name, rc->opt->fault_kernels);
+    int failed = faulty
                      ? fault_run_kernel(&rc->opt->fault, k, &rc->in, &rc->opt->kernel, &act, out,
                                         &info, &kerr)
                      : k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);

@@ -18,7 +18,8 @@ typedef struct {
     const char *save_outputs_path;  /* HDF5 file to append kernel outputs to, or NULL */
     const char *vs_kernel;          /* also compare every kernel's output with this model's, bit by bit */
     int diagnose;                   /* test alternative hypotheses on failing rows (default on) */
-    fault_t fault;                  /* --inject: run every kernel as if it had this fault */
+    fault_t fault;                  /* --inject: run kernels as if they had this fault */
+    const char *fault_kernels;      /* only kernels matching these globs get it (NULL = all) */
     int oracle;                     /* also compute each reference in fp64 and record the
                                        fp32 reference's own error (ref_f32_vs_f64) */
 } replay_options_t;

@@ -3,6 +3,7 @@
 #include "kr_string.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +73,14 @@ void result_list_free(result_list_t *l)
 {
     free(l->rows);
     memset(l, 0, sizeof *l);
+}
+
+void bf16_digest(const uint16_t *bits, int64_t n, char out[17])
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < n; i++) {
+        h = (h ^ (uint64_t)(bits[i] & 0xFF)) * 0x100000001b3ull;
+        h = (h ^ (uint64_t)(bits[i] >> 8)) * 0x100000001b3ull;
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
 }

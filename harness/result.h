@@ -58,12 +58,17 @@ typedef struct {
     int canary_ok;            /* GPU: guard canaries intact (1), broken (0); -1 not checked */
     double time_ms;           /* GPU: median kernel time; NaN when not timed */
     double tflops, gbps;      /* GPU: from time_ms */
+    char out_digest[17];      /* 64-bit FNV-1a of the output's bf16 bits, hex: a baseline
+                                 sees any change of a bit-faithful output ("" = none) */
 } result_t;
 
 typedef struct {
     result_t *rows;
     int64_t count, cap;
 } result_list_t;
+
+/* The out_digest of an array of bf16 bits. */
+void bf16_digest(const uint16_t *bits, int64_t n, char out[17]);
 
 /* Appends a zeroed row and returns it (NULL on allocation failure). */
 result_t *result_list_add(result_list_t *l);

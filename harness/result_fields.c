@@ -76,6 +76,7 @@ const result_field_t result_fields[] = {
     F_F64(time_ms),
     F_F64(tflops),
     F_F64(gbps),
+    RF_LINE(out_digest, char *, RF_STR, 1, NULL, 1),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 

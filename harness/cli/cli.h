@@ -14,6 +14,9 @@ int cli_list(int argc, char **argv);
 int cli_synth(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
 int cli_compare(int argc, char **argv);
+int cli_gate(int argc, char **argv);
+int cli_merge(int argc, char **argv);
+int cli_baseline(int argc, char **argv);
 
 /* Shared helpers. */
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */

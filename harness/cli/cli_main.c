@@ -14,6 +14,9 @@ static void usage(FILE *fp)
             "  synth                 write synthetic schema-v1 cases\n"
             "  inspect CASE...       what a case holds, and the health of its inputs\n"
             "  compare [A B] ...     W4A8 against W4A4 (or any two kernels), per shape and M band\n"
+            "  gate SUITE -o RUNDIR  the nightly gate: suite, policy, results file, baseline, JUnit\n"
+            "  merge -o OUT R.h5...  combine shard results into one run\n"
+            "  baseline update R.h5 --baseline FILE   promote a run to the baseline\n"
             "  version               print the version\n"
             "\n"
             "Run 'kreplay <command> --help' for a command's options.\n"
@@ -37,6 +40,12 @@ int kreplay_main(int argc, char **argv)
         return cli_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "compare"))
         return cli_compare(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gate"))
+        return cli_gate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "merge"))
+        return cli_merge(argc - 1, argv + 1);
+    if (!strcmp(cmd, "baseline"))
+        return cli_baseline(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kreplay %s (commit %s)\n", cli_version(), cli_git_commit());
         return 0;

@@ -34,10 +34,12 @@ static void replay_usage(FILE *fp)
             "  -t, --threads N          threads for the models (default: all cores)\n"
             "      --vs KERNEL          also compare each kernel's output with KERNEL's model, bit\n"
             "                           by bit (reference 'model:KERNEL', with the ULP histogram)\n"
-            "      --inject FAULT       run every kernel as if it had FAULT (to see how kreplay\n"
+            "      --inject [KERNELS=]FAULT  run kernels (all, or those matching KERNELS) as if\n"
+            "                           they had FAULT (to see how kreplay\n"
             "                           reports it): wperm, wperm-inverse, scale-layout,\n"
             "                           scale-pow2:K, scale-const:C, sanitize, quant-variant:V,\n"
-            "                           tile-unwritten, tile-zeros:N, rows-nan (see --inject help)\n"
+            "                           tile-unwritten, tile-zeros:N, rows-nan, ulp-nudge:P,\n"
+            "                           tile-scale:C (see --inject help)\n"
             "      --no-diagnose        do not test hypotheses on failing rows\n"
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
@@ -151,7 +153,14 @@ int cli_replay(int argc, char **argv)
             break;
         case OPT_INJECT: {
             kr_error_t ferr = {{0}};
-            if (fault_parse(optarg, &opt.fault, &ferr)) {
+            const char *spec = optarg;
+            char *eq = strchr(optarg, '=');
+            if (eq) { /* KERNELS=FAULT: only matching kernels get it */
+                *eq = '\0';
+                opt.fault_kernels = optarg;
+                spec = eq + 1;
+            }
+            if (fault_parse(spec, &opt.fault, &ferr)) {
                 fprintf(stderr, "kreplay replay: --inject: %s\n%s", ferr.msg, fault_usage());
                 return EXIT_USAGE;
             }

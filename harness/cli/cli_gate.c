@@ -1,0 +1,262 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "cli.h"
+#include "gate.h"
+#include "junit.h"
+#include "report.h"
+#include "results_store.h"
+
+static void gate_usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: kreplay gate SUITE -o RUNDIR [--baseline FILE] [--junit FILE] [options]\n"
+            "\n"
+            "Runs a suite (cases/suites/*.yaml) through its kernels, judges every row by the\n"
+            "suite's policy, writes RUNDIR/results.h5, results.json, results.csv and report.md,\n"
+            "and compares with a baseline results file.\n"
+            "\n"
+            "  -o, --out RUNDIR         the run directory (required)\n"
+            "      --baseline FILE      a results.h5 to compare with: REGRESSED / IMPROVED\n"
+            "      --junit FILE         JUnit XML, a testcase per case x kernel\n"
+            "      --policy FILE        overrides the suite's policy\n"
+            "      --history DIR        keep a copy of results.h5 in DIR (for trends)\n"
+            "      --shard I/N          run the I-th of N interleaved slices of the cases\n"
+            "      --resume             keep the cases RUNDIR/partial already holds\n"
+            "      --only-shape NxK     only the cases of one shape (ctest's per-shape tests)\n"
+            "      --list-shapes        print the suite's shapes, bands and kernel families\n"
+            "      --inject [K=]FAULT   run kernels matching K with a deliberate fault (a drill:\n"
+            "                           the gate must fail; see 'kreplay replay --help')\n"
+            "  -t, --threads N\n"
+            "\n"
+            "Exit: 0 pass, 1 the gate failed (a failing verdict or a regression), 2 usage or\n"
+            "input error.\n");
+}
+
+static int write_run_reports(const char *run_dir, const char *junit_path, const char *suite_name,
+                             const result_list_t *rows, const results_meta_t *meta,
+                             double seconds, kr_error_t *err)
+{
+    run_info_t info;
+    run_info_fill(&info, meta->command, meta->version, meta->git_commit);
+    kr_error_t e = {{0}};
+    if (report_write_dir(run_dir, rows, &info, &e)) {
+        *err = e;
+        return -1;
+    }
+    if (junit_path) {
+        atomic_file_t f;
+        if (atomic_file_open(&f, junit_path, err))
+            return -1;
+        junit_write(f.fp, suite_name, rows, seconds);
+        if (atomic_file_commit(&f, err))
+            return -1;
+    }
+    return 0;
+}
+
+int cli_gate(int argc, char **argv)
+{
+    enum { OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY,
+           OPT_LIST, OPT_INJECT };
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 'o'},
+        {"baseline", required_argument, 0, OPT_BASE},
+        {"junit", required_argument, 0, OPT_JUNIT},
+        {"policy", required_argument, 0, OPT_POLICY},
+        {"history", required_argument, 0, OPT_HISTORY},
+        {"shard", required_argument, 0, OPT_SHARD},
+        {"resume", no_argument, 0, OPT_RESUME},
+        {"only-shape", required_argument, 0, OPT_ONLY},
+        {"list-shapes", no_argument, 0, OPT_LIST},
+        {"inject", required_argument, 0, OPT_INJECT},
+        {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    gate_options_t o = {0};
+    int list = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.run_dir = optarg; break;
+        case OPT_BASE: o.baseline_path = optarg; break;
+        case OPT_JUNIT: o.junit_path = optarg; break;
+        case OPT_POLICY: o.policy_path = optarg; break;
+        case OPT_HISTORY: o.history_dir = optarg; break;
+        case OPT_SHARD:
+            if (sscanf(optarg, "%d/%d", &o.shard_index, &o.shard_count) != 2 || o.shard_count < 1 ||
+                o.shard_index < 1 || o.shard_index > o.shard_count) {
+                fprintf(stderr, "kreplay gate: --shard: expected I/N with 1 <= I <= N, got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_RESUME: o.resume = 1; break;
+        case OPT_ONLY: o.only_shape = optarg; break;
+        case OPT_LIST: list = 1; break;
+        case OPT_INJECT: o.inject = optarg; break;
+        case 't': o.threads = atoi(optarg); break;
+        case 'h': gate_usage(stdout); return 0;
+        default: gate_usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "kreplay gate: expected exactly one SUITE file\n");
+        gate_usage(stderr);
+        return EXIT_USAGE;
+    }
+    o.suite_path = argv[optind];
+    kr_error_t err = {{0}};
+    if (list) {
+        if (gate_list_shapes(o.suite_path, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        return 0;
+    }
+    if (!o.run_dir) {
+        fprintf(stderr, "kreplay gate: -o RUNDIR is required\n");
+        return EXIT_USAGE;
+    }
+    char *cmdline = cli_command_line(argc, argv);
+    o.command = cmdline;
+    o.version = cli_version();
+    o.git_commit = cli_git_commit();
+    o.progress = isatty(STDERR_FILENO);
+    result_list_t rows;
+    results_meta_t meta;
+    gate_summary_t sum;
+    int ran = gate_run(&o, &rows, &meta, &sum, &err);
+    int status = 0;
+    if (ran != 0) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        status = EXIT_USAGE;
+    }
+    if (rows.count > 0 || ran == 0) {
+        report_table_print(stdout, &rows);
+        report_summary_line(stdout, &rows);
+        kr_error_t werr = {{0}};
+        if (write_run_reports(o.run_dir, o.junit_path, meta.suite_name, &rows, &meta, sum.seconds, &werr)) {
+            fprintf(stderr, "kreplay: error: %s\n", werr.msg);
+            status = EXIT_USAGE;
+        }
+    }
+    if (ran == 0)
+        printf("gate: %lld cases (%lld resumed), %lld rows, %lld failing, %lld regressed, %lld improved, "
+               "%.1f s -> %s/results.h5\n",
+               (long long)sum.cases_planned, (long long)sum.cases_resumed, (long long)sum.rows,
+               (long long)sum.failing, (long long)sum.regressed, (long long)sum.improved, sum.seconds,
+               o.run_dir);
+    result_list_free(&rows);
+    free(cmdline);
+    if (status)
+        return status;
+    return (sum.failing || sum.regressed) ? EXIT_VERDICT_FAILED : 0;
+}
+
+/* kreplay merge -o OUTDIR SHARD.h5... */
+int cli_merge(int argc, char **argv)
+{
+    const char *out_dir = NULL;
+    optind = 1;
+    int c;
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        if (c == 'o')
+            out_dir = optarg;
+        else {
+            fprintf(c == 'h' ? stdout : stderr,
+                    "usage: kreplay merge -o OUTDIR SHARD_RESULTS.h5...\n"
+                    "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
+                    "(exactly the rows of one unsharded run) and its reports.\n");
+            return c == 'h' ? 0 : EXIT_USAGE;
+        }
+    }
+    if (!out_dir || optind >= argc) {
+        fprintf(stderr, "kreplay merge: need -o OUTDIR and at least one results file\n");
+        return EXIT_USAGE;
+    }
+    kr_error_t err = {{0}};
+    if (make_dirs(out_dir, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    char path[4400];
+    snprintf(path, sizeof path, "%s/results.h5", out_dir);
+    if (results_store_merge((const char **)(argv + optind), argc - optind, path, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    result_list_t rows;
+    results_meta_t meta;
+    if (results_store_read(path, &rows, &meta, &err) ||
+        write_run_reports(out_dir, NULL, meta.suite_name, &rows, &meta, 0.0, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    int64_t failing = 0;
+    for (int64_t i = 0; i < rows.count; i++)
+        failing += verdict_is_failure(rows.rows[i].verdict);
+    printf("merged %d files: %lld rows, %lld failing -> %s\n", argc - optind, (long long)rows.count,
+           (long long)failing, path);
+    result_list_free(&rows);
+    return failing ? EXIT_VERDICT_FAILED : 0;
+}
+
+/* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */
+int cli_baseline(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "update") != 0) {
+        fprintf(stderr, "usage: kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR]\n");
+        return EXIT_USAGE;
+    }
+    const char *src = NULL, *dest = NULL, *history = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--baseline") && i + 1 < argc)
+            dest = argv[++i];
+        else if (!strcmp(argv[i], "--history") && i + 1 < argc)
+            history = argv[++i];
+        else if (!src)
+            src = argv[i];
+        else {
+            fprintf(stderr, "kreplay baseline: unexpected argument '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!src || !dest) {
+        fprintf(stderr, "kreplay baseline update: need RESULTS.h5|RUNDIR and --baseline FILE\n");
+        return EXIT_USAGE;
+    }
+    char path[4400];
+    if (access(src, F_OK) == 0 && strstr(src, ".h5") == NULL)
+        snprintf(path, sizeof path, "%s/results.h5", src);
+    else
+        snprintf(path, sizeof path, "%s", src);
+    /* Read it first: only a valid results file becomes the baseline. */
+    result_list_t rows;
+    results_meta_t meta;
+    kr_error_t err = {{0}};
+    if (results_store_read(path, &rows, &meta, &err) || results_store_write(dest, &rows, &meta, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (history) {
+        char hist[4400];
+        snprintf(hist, sizeof hist, "%s/%s_%s.h5", history, meta.time_utc, meta.git_commit);
+        if (make_dirs(history, &err) || results_store_write(hist, &rows, &meta, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            result_list_free(&rows);
+            return EXIT_USAGE;
+        }
+    }
+    printf("baseline %s <- %s (%lld rows, suite %s, commit %s)\n", dest, path, (long long)rows.count,
+           meta.suite_name, meta.git_commit);
+    result_list_free(&rows);
+    return 0;
+}

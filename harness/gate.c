@@ -1,0 +1,414 @@
+#include "gate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "baseline.h"
+#include "case_io.h"
+#include "fault_inject.h"
+#include "kr_string.h"
+#include "policy.h"
+#include "registry.h"
+#include "replay.h"
+#include "results_store.h"
+#include "suite.h"
+#include "synth.h"
+
+/* One case of the plan: a file, or synthetic case j of item i. */
+typedef struct {
+    char key[512];
+    const char *file;
+    int synth_item;
+    int64_t synth_index;
+    int64_t N, K, M;            /* known up front for synthetic cases; 0 for files */
+} plan_item_t;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int build_plan(const suite_t *s, plan_item_t **out, int64_t *count, kr_error_t *err)
+{
+    int64_t n = s->n_files;
+    for (int i = 0; i < s->n_synth; i++)
+        n += suite_synth_count(&s->synth[i]);
+    plan_item_t *plan = calloc((size_t)(n > 0 ? n : 1), sizeof *plan);
+    if (!plan)
+        return kr_fail(err, "out of memory for the run plan");
+    int64_t k = 0;
+    for (int i = 0; i < s->n_files; i++, k++) {
+        plan[k].file = s->files[i];
+        kr_strlcpy(plan[k].key, s->files[i], sizeof plan[k].key);
+    }
+    for (int i = 0; i < s->n_synth; i++) {
+        for (int64_t j = 0; j < suite_synth_count(&s->synth[i]); j++, k++) {
+            synth_params_t p;
+            if (suite_synth_params(&s->synth[i], j, &p)) {
+                free(plan);
+                return kr_fail(err, "%s: synthetic item %d case %lld is invalid", s->path, i,
+                               (long long)j);
+            }
+            plan[k].synth_item = i;
+            plan[k].synth_index = j;
+            plan[k].N = p.N;
+            plan[k].K = p.K;
+            plan[k].M = p.M;
+            snprintf(plan[k].key, sizeof plan[k].key, "synth:%s:%lldx%lld:M%lld:s%llu:i%d",
+                     p.layer ? p.layer : "shape", (long long)p.N, (long long)p.K, (long long)p.M,
+                     (unsigned long long)p.seed, i);
+        }
+    }
+    *out = plan;
+    *count = k;
+    return 0;
+}
+
+static int load_plan_case(const suite_t *s, const plan_item_t *it, case_t *c, kr_error_t *err)
+{
+    if (it->file)
+        return case_read(it->file, c, err);
+    synth_params_t p;
+    if (suite_synth_params(&s->synth[it->synth_item], it->synth_index, &p))
+        return kr_fail(err, "%s: bad synthetic case %s", s->path, it->key);
+    if (synth_case(&p, c, err))
+        return -1;
+    c->path = strdup(it->key);
+    return c->path ? 0 : kr_fail(err, "out of memory");
+}
+
+static int key_done(char **keys, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(keys[i], key))
+            return 1;
+    return 0;
+}
+
+/* The policy decides every metric verdict of a gate row; the replay's own
+ * verdict stands for the rest (UNSUPPORTED, NONDETERMINISTIC, ...). */
+static void judge_rows(const suite_t *s, const policy_t *pol, result_t *rows, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        result_t *r = &rows[i];
+        kr_strlcpy(r->band, suite_band_of(s, r->M), sizeof r->band);
+        if (!strcmp(r->reference, "-") || !strcmp(r->reference, "out_rerun") ||
+            !strncmp(r->reference, "model:", 6))
+            continue;
+        policy_rule_t rule;
+        if (policy_rule_for(pol, r->kernel, r->reference, r->band, r->K, &rule))
+            continue;
+        char note[512];
+        r->verdict = policy_apply(&rule, r, note, sizeof note);
+        r->threshold = rule.rel_fro;
+        kr_strlcpy(r->note, note, sizeof r->note);
+    }
+}
+
+static void progress_line(const gate_options_t *o, int64_t done, int64_t total, double t0)
+{
+    if (!o->progress || total <= 0)
+        return;
+    double elapsed = now_seconds() - t0;
+    double eta = done > 0 ? elapsed / (double)done * (double)(total - done) : 0;
+    fprintf(stderr, "\r[kreplay gate] %lld/%lld cases, %.0f s elapsed, ETA %.0f s   ", (long long)done,
+            (long long)total, elapsed, eta);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int copy_file_atomic(const char *from, const char *to, kr_error_t *err)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return kr_fail(err, "%s: cannot read", from);
+    atomic_file_t f;
+    if (atomic_file_open(&f, to, err)) {
+        fclose(in);
+        return -1;
+    }
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, got, f.fp);
+    int bad = ferror(in);
+    fclose(in);
+    if (bad) {
+        atomic_file_abort(&f);
+        return kr_fail(err, "%s: read error", from);
+    }
+    return atomic_file_commit(&f, err);
+}
+
+/* Removes the partial files of an earlier run: a run that is not resumed
+ * starts clean. */
+static void clear_partials(const char *run_dir)
+{
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "%s/partial", run_dir);
+    if (access(cmd, F_OK) != 0)
+        return;
+    snprintf(cmd, sizeof cmd, "rm -f '%s/partial/'*.h5", run_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "kreplay gate: could not clear %s/partial\n", run_dir);
+}
+
+int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *meta_out,
+             gate_summary_t *sum, kr_error_t *err)
+{
+    memset(sum, 0, sizeof *sum);
+    memset(rows_out, 0, sizeof *rows_out);
+    const double t0 = now_seconds();
+    suite_t s;
+    if (suite_load(o->suite_path, &s, err))
+        return -1;
+    policy_t pol = {0};
+    const char *policy_path = o->policy_path ? o->policy_path : s.policy_path;
+    int have_policy = 0;
+    if (policy_path) {
+        if (policy_load(policy_path, &pol, err)) {
+            suite_free(&s);
+            return -1;
+        }
+        have_policy = 1;
+    }
+    plan_item_t *plan = NULL;
+    int64_t n_plan = 0;
+    results_meta_t meta;
+    memset(&meta, 0, sizeof meta);
+    result_list_t rows = {0};
+    char **done = NULL;
+    int n_done = 0;
+    int status = 0;
+    if (build_plan(&s, &plan, &n_plan, err) || make_dirs(o->run_dir, err)) {
+        status = -1;
+        goto out;
+    }
+    if (o->resume) {
+        if (results_store_load_partials(o->run_dir, &rows, &done, &n_done, err)) {
+            status = -1;
+            goto out;
+        }
+    } else {
+        clear_partials(o->run_dir);
+    }
+
+    results_meta_init(&meta);
+    kr_strlcpy(meta.version, o->version ? o->version : "", sizeof meta.version);
+    kr_strlcpy(meta.git_commit, o->git_commit ? o->git_commit : "unknown", sizeof meta.git_commit);
+    kr_strlcpy(meta.device, s.device, sizeof meta.device);
+    snprintf(meta.kernel_build_id, sizeof meta.kernel_build_id, "cpu models, kreplay %s",
+             meta.git_commit);
+    kr_strlcpy(meta.suite_name, s.name, sizeof meta.suite_name);
+    snprintf(meta.suite_hash, sizeof meta.suite_hash, "%s%s%s", s.hash, have_policy ? "+" : "",
+             have_policy ? pol.hash : "");
+    kr_strlcpy(meta.command, o->command ? o->command : "", sizeof meta.command);
+    if (o->shard_count > 0)
+        snprintf(meta.shard, sizeof meta.shard, "%d/%d", o->shard_index, o->shard_count);
+
+    replay_options_t ropt;
+    replay_options_default(&ropt);
+    ropt.kernel_patterns = s.kernels[0] ? s.kernels : NULL;
+    ropt.refs = s.refs;
+    ropt.kernel.threads = o->threads;
+    char inject[256] = "";
+    if (o->inject) {
+        kr_strlcpy(inject, o->inject, sizeof inject);
+        char *spec = inject, *eq = strchr(inject, '=');
+        if (eq) {
+            *eq = '\0';
+            ropt.fault_kernels = inject;
+            spec = eq + 1;
+        }
+        if (fault_parse(spec, &ropt.fault, err)) {
+            status = -1;
+            goto out;
+        }
+    }
+
+    int64_t only_n = 0, only_k = 0;
+    if (o->only_shape && sscanf(o->only_shape, "%lldx%lld", (long long *)&only_n, (long long *)&only_k) != 2) {
+        status = kr_fail(err, "--only-shape: expected NxK, got '%s'", o->only_shape);
+        goto out;
+    }
+    /* The plan in this shard; file cases are filtered by shape after reading. */
+    int64_t todo = 0;
+    for (int64_t i = 0; i < n_plan; i++) {
+        if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
+            continue;
+        if (only_n && plan[i].N && (plan[i].N != only_n || plan[i].K != only_k))
+            continue;
+        todo++;
+    }
+    sum->cases_planned = todo;
+    int64_t done_count = 0;
+    for (int64_t i = 0; i < n_plan; i++) {
+        const plan_item_t *it = &plan[i];
+        if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
+            continue;
+        if (only_n && it->N && (it->N != only_n || it->K != only_k))
+            continue;
+        if (key_done(done, n_done, it->key)) {
+            sum->cases_resumed++;
+            progress_line(o, ++done_count, todo, t0);
+            continue;
+        }
+        case_t c;
+        kr_error_t cerr = {{0}};
+        if (load_plan_case(&s, it, &c, &cerr)) {
+            fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
+            sum->input_errors++;
+            progress_line(o, ++done_count, todo, t0);
+            continue;
+        }
+        if (only_n && (c.N != only_n || c.K != only_k)) {
+            case_free(&c);
+            sum->cases_planned--;
+            todo--;
+            continue;
+        }
+        int64_t first = rows.count;
+        if (replay_case(&c, &ropt, &rows, &cerr)) {
+            fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
+            sum->input_errors++;
+        } else {
+            judge_rows(&s, have_policy ? &pol : NULL, rows.rows + first, rows.count - first);
+            if (results_store_append_case(o->run_dir, it->key, rows.rows + first, rows.count - first,
+                                          &meta, err)) {
+                case_free(&c);
+                status = -1;
+                goto out;
+            }
+            sum->cases_run++;
+        }
+        case_free(&c);
+        progress_line(o, ++done_count, todo, t0);
+    }
+    result_list_sort(&rows);
+
+    if (o->baseline_path) {
+        result_list_t base = {0};
+        if (results_store_read(o->baseline_path, &base, NULL, err)) {
+            status = -1;
+            goto out;
+        }
+        baseline_report_t rep;
+        if (baseline_compare(&rows, &base, NULL, &rep) == 0) {
+            baseline_report_print(stdout, &rep, &rows, &base);
+            sum->regressed = rep.n[BASELINE_REGRESSED];
+            sum->improved = rep.n[BASELINE_IMPROVED];
+            baseline_report_free(&rep);
+        }
+        result_list_free(&base);
+    }
+
+    char path[4400];
+    snprintf(path, sizeof path, "%s/results.h5", o->run_dir);
+    if (results_store_write(path, &rows, &meta, err)) {
+        status = -1;
+        goto out;
+    }
+    if (o->history_dir) {
+        char hist[4400];
+        if (make_dirs(o->history_dir, err)) {
+            status = -1;
+            goto out;
+        }
+        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, meta.time_utc, meta.git_commit);
+        if (copy_file_atomic(path, hist, err)) {
+            status = -1;
+            goto out;
+        }
+    }
+    sum->rows = rows.count;
+    for (int64_t i = 0; i < rows.count; i++)
+        sum->failing += verdict_is_failure(rows.rows[i].verdict);
+    sum->seconds = now_seconds() - t0;
+out:
+    if (status == 0 && sum->input_errors)
+        status = kr_fail(err, "%lld case(s) could not be read (see the errors above)",
+                         (long long)sum->input_errors);
+    results_store_free_keys(done, n_done);
+    *rows_out = rows;
+    *meta_out = meta;
+    free(plan);
+    if (have_policy)
+        policy_free(&pol);
+    suite_free(&s);
+    return status;
+}
+
+typedef struct {
+    int64_t N, K;
+    char bands[64];
+} shape_entry_t;
+
+static void add_word(char *list, size_t cap, const char *word)
+{
+    char padded[80];
+    snprintf(padded, sizeof padded, ",%s,", word);
+    char wrapped[160];
+    snprintf(wrapped, sizeof wrapped, ",%s,", list);
+    if (strstr(wrapped, padded))
+        return;
+    size_t len = strlen(list);
+    snprintf(list + len, cap - len, "%s%s", len ? "," : "", word);
+}
+
+int gate_list_shapes(const char *suite_path, kr_error_t *err)
+{
+    suite_t s;
+    if (suite_load(suite_path, &s, err))
+        return -1;
+    plan_item_t *plan = NULL;
+    int64_t n_plan = 0;
+    if (build_plan(&s, &plan, &n_plan, err)) {
+        suite_free(&s);
+        return -1;
+    }
+    shape_entry_t *shapes = calloc((size_t)(n_plan > 0 ? n_plan : 1), sizeof *shapes);
+    int n_shapes = 0;
+    int status = shapes ? 0 : kr_fail(err, "out of memory");
+    for (int64_t i = 0; status == 0 && i < n_plan; i++) {
+        int64_t N = plan[i].N, K = plan[i].K, M = plan[i].M;
+        if (plan[i].file) {
+            case_t c;
+            if (case_read(plan[i].file, &c, err)) {
+                status = -1;
+                break;
+            }
+            N = c.N;
+            K = c.K;
+            M = c.M;
+            case_free(&c);
+        }
+        int j = 0;
+        while (j < n_shapes && !(shapes[j].N == N && shapes[j].K == K))
+            j++;
+        if (j == n_shapes) {
+            shapes[j].N = N;
+            shapes[j].K = K;
+            n_shapes++;
+        }
+        add_word(shapes[j].bands, sizeof shapes[j].bands, suite_band_of(&s, M));
+    }
+    char families[128] = "";
+    for (int i = 0; i < kernel_count(); i++)
+        if (kernel_name_matches(kernel_at(i)->name, s.kernels[0] ? s.kernels : NULL))
+            add_word(families, sizeof families, kernel_at(i)->family);
+    for (int j = 0; status == 0 && j < n_shapes; j++)
+        printf("%lldx%lld bands=%s families=%s\n", (long long)shapes[j].N, (long long)shapes[j].K,
+               shapes[j].bands, families);
+    free(shapes);
+    free(plan);
+    suite_free(&s);
+    return status;
+}

@@ -1,0 +1,54 @@
+/* The nightly gate: a suite's cases through its kernels, judged by its
+ * policy, stored as a results file, compared with a baseline.
+ *
+ * A run directory holds results.h5 (every row and the run's provenance),
+ * results.json, results.csv, report.md, and partial/ (one file per finished
+ * case, so a killed run keeps its work and --resume finishes it). */
+#ifndef KR_GATE_H
+#define KR_GATE_H
+
+#include <stdint.h>
+
+#include "kr_error.h"
+#include "result.h"
+#include "results_store.h"
+
+typedef struct {
+    const char *suite_path;
+    const char *run_dir;
+    const char *baseline_path;  /* compare with this results file, or NULL */
+    const char *junit_path;     /* write JUnit XML here, or NULL */
+    const char *policy_path;    /* overrides the suite's policy, or NULL */
+    const char *history_dir;    /* keep a copy of results.h5 here, or NULL */
+    const char *only_shape;     /* "NxK": run only the cases of this shape, or NULL */
+    const char *inject;         /* "[KERNELS=]FAULT": a deliberately faulty kernel, or NULL */
+    int shard_index;            /* 1-based; 0 = unsharded */
+    int shard_count;
+    int resume;
+    int threads;
+    int progress;               /* a progress line on stderr */
+    const char *command;        /* for provenance */
+    const char *version;        /* kreplay version, for provenance */
+    const char *git_commit;     /* kreplay's commit, for provenance */
+} gate_options_t;
+
+typedef struct {
+    int64_t cases_planned, cases_run, cases_resumed, input_errors;
+    int64_t rows, failing, regressed, improved;
+    double seconds;
+} gate_summary_t;
+
+/* Runs the gate and writes RUNDIR/results.h5 (and the history copy).  The
+ * judged rows (baseline regressions marked) and the provenance come back in
+ * *rows and *meta for the caller's reports.  Returns 0 when it ran (the
+ * caller exits 1 when sum->failing or sum->regressed), -1 with err on a
+ * usage or input error (bad suite or policy, unreadable case, unwritable
+ * run directory); rows of the cases that did run are still returned. */
+int gate_run(const gate_options_t *o, result_list_t *rows, results_meta_t *meta,
+             gate_summary_t *sum, kr_error_t *err);
+
+/* The shapes a suite covers, one "NxK bands=... families=..." line each,
+ * for ctest's per-shape nightly tests. */
+int gate_list_shapes(const char *suite_path, kr_error_t *err);
+
+#endif
