@@ -180,6 +180,20 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
         }
         have_policy = 1;
     }
+    if (o->seed_first > 0) {
+        if (o->seed_last < o->seed_first || o->seed_last - o->seed_first >= SUITE_MAX_LIST) {
+            suite_free(&s);
+            if (have_policy)
+                policy_free(&pol);
+            return kr_fail(err, "--seeds %lld-%lld: at most %d seeds, first <= last", o->seed_first,
+                           o->seed_last, SUITE_MAX_LIST);
+        }
+        for (int i = 0; i < s.n_synth; i++) {
+            s.synth[i].n_seeds = (int)(o->seed_last - o->seed_first + 1);
+            for (int j = 0; j < s.synth[i].n_seeds; j++)
+                s.synth[i].seeds[j] = o->seed_first + j;
+        }
+    }
     plan_item_t *plan = NULL;
     int64_t n_plan = 0;
     results_meta_t meta;

@@ -22,6 +22,7 @@ typedef struct {
     const char *history_dir;    /* keep a copy of results.h5 here, or NULL */
     const char *only_shape;     /* "NxK": run only the cases of this shape, or NULL */
     const char *inject;         /* "[KERNELS=]FAULT": a deliberately faulty kernel, or NULL */
+    long long seed_first, seed_last;   /* > 0: every synthetic item uses these seeds instead */
     int shard_index;            /* 1-based; 0 = unsharded */
     int shard_count;
     int resume;

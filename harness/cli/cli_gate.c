@@ -6,6 +6,7 @@
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "calibrate.h"
 #include "gate.h"
 #include "junit.h"
 #include "report.h"
@@ -29,6 +30,7 @@ static void gate_usage(FILE *fp)
             "      --resume             keep the cases RUNDIR/partial already holds\n"
             "      --only-shape NxK     only the cases of one shape (ctest's per-shape tests)\n"
             "      --list-shapes        print the suite's shapes, bands and kernel families\n"
+            "      --seeds FIRST-LAST   every synthetic item uses these seeds (at most 64)\n"
             "      --inject [K=]FAULT   run kernels matching K with a deliberate fault (a drill:\n"
             "                           the gate must fail; see 'kreplay replay --help')\n"
             "  -t, --threads N\n"
@@ -62,7 +64,7 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
 int cli_gate(int argc, char **argv)
 {
     enum { OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY,
-           OPT_LIST, OPT_INJECT };
+           OPT_LIST, OPT_INJECT, OPT_SEEDS };
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'},
         {"baseline", required_argument, 0, OPT_BASE},
@@ -74,6 +76,7 @@ int cli_gate(int argc, char **argv)
         {"only-shape", required_argument, 0, OPT_ONLY},
         {"list-shapes", no_argument, 0, OPT_LIST},
         {"inject", required_argument, 0, OPT_INJECT},
+        {"seeds", required_argument, 0, OPT_SEEDS},
         {"threads", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -100,6 +103,12 @@ int cli_gate(int argc, char **argv)
         case OPT_ONLY: o.only_shape = optarg; break;
         case OPT_LIST: list = 1; break;
         case OPT_INJECT: o.inject = optarg; break;
+        case OPT_SEEDS:
+            if (sscanf(optarg, "%lld-%lld", &o.seed_first, &o.seed_last) != 2 || o.seed_first < 1) {
+                fprintf(stderr, "kreplay gate: --seeds: expected FIRST-LAST, got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
         case 't': o.threads = atoi(optarg); break;
         case 'h': gate_usage(stdout); return 0;
         default: gate_usage(stderr); return EXIT_USAGE;
@@ -259,4 +268,90 @@ int cli_baseline(int argc, char **argv)
            meta.suite_name, meta.git_commit);
     result_list_free(&rows);
     return 0;
+}
+
+/* kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME] */
+int cli_calibrate(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 'o'}, {"seeds", required_argument, 0, 's'},
+        {"margin", required_argument, 0, 'm'}, {"name", required_argument, 0, 'n'},
+        {"threads", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    gate_options_t o = {0};
+    double margin = 2.0;
+    const char *name = "calibrated", *dir = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:s:m:n:t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': dir = optarg; break;
+        case 's':
+            if (sscanf(optarg, "%lld-%lld", &o.seed_first, &o.seed_last) != 2 || o.seed_first < 1) {
+                fprintf(stderr, "kreplay calibrate: --seeds: expected FIRST-LAST, got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case 'm': margin = atof(optarg); break;
+        case 'n': name = optarg; break;
+        case 't': o.threads = atoi(optarg); break;
+        default:
+            fprintf(c == 'h' ? stdout : stderr,
+                    "usage: kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME]\n"
+                    "Runs the suite's clean models over the seeds, and writes DIR/calibration.md (each\n"
+                    "metric's distribution per kernel x reference x band) and DIR/policy.yaml (thresholds\n"
+                    "= margin x the largest value seen; default margin 2).\n");
+            return c == 'h' ? 0 : EXIT_USAGE;
+        }
+    }
+    if (!dir || optind != argc - 1 || o.seed_first < 1 || !(margin >= 1)) {
+        fprintf(stderr, "kreplay calibrate: need SUITE, --seeds FIRST-LAST, -o DIR and a margin >= 1\n");
+        return EXIT_USAGE;
+    }
+    char run_dir[4400];
+    snprintf(run_dir, sizeof run_dir, "%s/run", dir);
+    o.suite_path = argv[optind];
+    o.run_dir = run_dir;
+    o.version = cli_version();
+    o.git_commit = cli_git_commit();
+    o.progress = isatty(STDERR_FILENO);
+    char *cmdline = cli_command_line(argc, argv);
+    o.command = cmdline;
+    result_list_t rows;
+    results_meta_t meta;
+    gate_summary_t sum;
+    kr_error_t err = {{0}};
+    calibration_t cal = {0};
+    int status = 0;
+    if (gate_run(&o, &rows, &meta, &sum, &err) || calibration_add_rows(&cal, rows.rows, rows.count, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        status = EXIT_USAGE;
+    } else {
+        char how[512], path[4400];
+        snprintf(how, sizeof how, "suite %s, seeds %lld-%lld, %lld cases, %lld rows, kreplay %s", meta.suite_name,
+                 o.seed_first, o.seed_last, (long long)sum.cases_run, (long long)rows.count, meta.git_commit);
+        atomic_file_t f;
+        snprintf(path, sizeof path, "%s/calibration.md", dir);
+        if (atomic_file_open(&f, path, &err) == 0) {
+            calibration_write_table(f.fp, &cal, margin, how);
+            if (atomic_file_commit(&f, &err))
+                status = EXIT_USAGE;
+        } else {
+            status = EXIT_USAGE;
+        }
+        snprintf(path, sizeof path, "%s/policy.yaml", dir);
+        if (status == 0 && atomic_file_open(&f, path, &err) == 0) {
+            calibration_write_policy(f.fp, &cal, margin, name, how);
+            if (atomic_file_commit(&f, &err))
+                status = EXIT_USAGE;
+        }
+        if (status)
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        else
+            printf("calibrated %d groups from %lld rows (%s) -> %s/policy.yaml, %s/calibration.md\n",
+                   cal.count, (long long)rows.count, how, dir, dir);
+    }
+    calibration_free(&cal);
+    result_list_free(&rows);
+    free(cmdline);
+    return status;
 }

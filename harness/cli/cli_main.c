@@ -17,6 +17,7 @@ static void usage(FILE *fp)
             "  gate SUITE -o RUNDIR  the nightly gate: suite, policy, results file, baseline, JUnit\n"
             "  merge -o OUT R.h5...  combine shard results into one run\n"
             "  baseline update R.h5 --baseline FILE   promote a run to the baseline\n"
+            "  calibrate SUITE --seeds A-B -o DIR     thresholds from clean models over many seeds\n"
             "  version               print the version\n"
             "\n"
             "Run 'kreplay <command> --help' for a command's options.\n"
@@ -46,6 +47,8 @@ int kreplay_main(int argc, char **argv)
         return cli_merge(argc - 1, argv + 1);
     if (!strcmp(cmd, "baseline"))
         return cli_baseline(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate"))
+        return cli_calibrate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kreplay %s (commit %s)\n", cli_version(), cli_git_commit());
         return 0;
