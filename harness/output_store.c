@@ -69,8 +69,12 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
     }
     hsize_t mn[2] = {(hsize_t)M, (hsize_t)N}, mk[2] = {(hsize_t)M, (hsize_t)act->K};
     int bad = write_dataset(gk, "out", H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, mn, out);
-    bad |= write_dataset(gk, "act_codes", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, mk, act->codes);
-    if (act->kind == ACT_FP8_PER_TOKEN) {
+    if (!act->codes) {
+        /* Unquantized activations (bf16 kernels): the operand values themselves. */
+        bad |= write_dataset(gk, "act_values", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, mk, act->dequant);
+        bad |= write_string_attr(gk, "act_kind", "values");
+    } else if (act->kind == ACT_FP8_PER_TOKEN) {
+        bad |= write_dataset(gk, "act_codes", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, mk, act->codes);
         hsize_t m1[1] = {(hsize_t)M};
         bad |= write_dataset(gk, "act_scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, m1,
                              act->token_scale);
@@ -78,6 +82,7 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
         bad |= write_string_attr(gk, "act_format",
                                  act->fp8_format == FP8_E4M3FN ? "e4m3fn" : "e4m3fnuz");
     } else {
+        bad |= write_dataset(gk, "act_codes", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, mk, act->codes);
         hsize_t mb[2] = {(hsize_t)M, (hsize_t)(act->K / 32)};
         bad |= write_dataset(gk, "act_scale", H5T_STD_U8LE, H5T_NATIVE_UINT8, 2, mb,
                              act->block_scale);

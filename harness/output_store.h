@@ -3,7 +3,8 @@
  *   /<case>/<kernel>/out            [M, N] uint16 (bf16 bits)
  *   /<case>/<kernel>/act_codes      [M, K] uint8 (fp8 or e2m1 codes)
  *   /<case>/<kernel>/act_scale      [M] float32 (fp8 per-token) or [M, K/32] uint8 (e8m0)
- * with attributes act_kind ("fp8_per_token" / "mxfp4_per_block") and
+ *   /<case>/<kernel>/act_values     [M, K] float32, instead of codes, for unquantized kernels
+ * with attributes act_kind ("fp8_per_token" / "mxfp4_per_block" / "values") and
  * act_format ("e4m3fn" / "e4m3fnuz" / "e2m1"). */
 #ifndef KR_OUTPUT_STORE_H
 #define KR_OUTPUT_STORE_H

@@ -44,9 +44,52 @@
 #include "formats.h"
 #include "parallel.h"
 #include "registry.h"
+#include "tile_dot.h"
 #include "weight_tile.h"    /* TILE_N */
 
 enum { BF16_SEQUENTIAL = 0, BF16_SKINNY = 1 };     /* kernel_desc_t.config */
+
+/* The weight tile is filled by an in-register transpose with GCC/Clang
+ * vector builtins where the compiler has them (GCC >= 12, Clang), else by a
+ * scalar loop; both store the same values. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector) && __has_builtin(__builtin_convertvector)
+#define BF_VECTOR_FILL 1
+#endif
+#endif
+
+#ifdef BF_VECTOR_FILL
+typedef uint16_t bf_u16x8 __attribute__((vector_size(16)));
+typedef uint32_t bf_u32x4 __attribute__((vector_size(16)));
+typedef uint64_t bf_u64x2 __attribute__((vector_size(16)));
+typedef uint32_t bf_u32x8 __attribute__((vector_size(32)));
+
+/* After transpose_8x8, v[i] is column bitrev3[i] of the input rows. */
+static const uint8_t bitrev3[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+
+/* Transposes an 8x8 matrix of uint16 (v[r] = row r) by three interleave rounds. */
+static inline void transpose_8x8(bf_u16x8 v[8])
+{
+    bf_u16x8 x[8];
+    for (int i = 0; i < 4; i++) {
+        const bf_u16x8 a = v[2 * i], b = v[2 * i + 1];
+        x[i] = __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+        x[i + 4] = __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 4; i++) {
+        const bf_u32x4 a = (bf_u32x4)x[2 * i], b = (bf_u32x4)x[2 * i + 1];
+        v[i] = (bf_u16x8)__builtin_shufflevector(a, b, 0, 4, 1, 5);
+        v[i + 4] = (bf_u16x8)__builtin_shufflevector(a, b, 2, 6, 3, 7);
+    }
+    for (int i = 0; i < 4; i++) {
+        const bf_u64x2 a = (bf_u64x2)v[2 * i], b = (bf_u64x2)v[2 * i + 1];
+        x[i] = (bf_u16x8)__builtin_shufflevector(a, b, 0, 2);
+        x[i + 4] = (bf_u16x8)__builtin_shufflevector(a, b, 1, 3);
+    }
+    for (int i = 0; i < 8; i++)
+        v[i] = x[i];
+}
+#endif
 
 /* The skinny dispatch's measured split-K per (N, K). */
 static const struct {
@@ -141,38 +184,56 @@ static void bf16_tile(void *ctx, int64_t tile_index)
     const int64_t width = N - n0 < TILE_N ? N - n0 : TILE_N;
     /* The tile k-major, [K][TILE_N], padding columns 0: the inner loops run
      * over contiguous columns, each column its own in-order sum. */
-    float *w = calloc((size_t)K * TILE_N, sizeof(float));
+    float *w = aligned_alloc(64, (size_t)K * TILE_N * sizeof(float));
     if (!w) {
         job->failed = 1;
         return;
     }
-    for (int64_t j = 0; j < width; j++) {
-        const uint16_t *row = job->in->weight_bf16 + (n0 + j) * K;
-        for (int64_t k = 0; k < K; k++)
-            w[k * TILE_N + j] = bf16_decode(row[k]);
-    }
-    const int64_t sk = job->splits > 0 ? job->splits : 1;
-    const int64_t span = K / sk;
-    for (int64_t m = 0; m < M; m++) {
-        const float *xr = job->x + m * K;
-        float acc[TILE_N] = {0};
-        for (int64_t s = 0; s < sk; s++) {
-            float part[TILE_N] = {0};
-            for (int64_t k = s * span; k < (s + 1) * span; k++) {
-                const float xv = xr[k];
-                const float *wv = w + k * TILE_N;
-                for (int j = 0; j < TILE_N; j++)
-                    part[j] += xv * wv[j];
-            }
-            if (s == 0)
-                memcpy(acc, part, sizeof acc);
-            else
-                for (int j = 0; j < TILE_N; j++)
-                    acc[j] += part[j];
+    /* bf16 -> fp32 is the bits shifted up (bf16_decode), inlined.  Rows
+     * past the width are 0 (+0.0). */
+    int64_t k_done = 0;
+#ifdef BF_VECTOR_FILL
+    /* 8 rows x 8 k at a time: transpose in registers, widen, shift, store
+     * 8 columns of one k row. */
+    static const uint16_t zero_row[8];
+    k_done = K / 8 * 8;
+    for (int64_t g = 0; g < TILE_N / 8; g++) {
+        const uint16_t *row[8];
+        for (int r = 0; r < 8; r++) {
+            const int64_t j = 8 * g + r;
+            row[r] = j < width ? job->in->weight_bf16 + (n0 + j) * K : NULL;
         }
-        uint16_t *orow = job->out + m * N + n0;
-        for (int64_t j = 0; j < width; j++)
-            orow[j] = bf16_encode(acc[j]);
+        for (int64_t c = 0; c < k_done; c += 8) {
+            bf_u16x8 v[8];
+            for (int r = 0; r < 8; r++) {
+                if (row[r] && (c & 31) == 0 && c + 512 < K)
+                    __builtin_prefetch(row[r] + c + 512);
+                memcpy(&v[r], row[r] ? row[r] + c : zero_row, sizeof v[r]);
+            }
+            transpose_8x8(v);
+            for (int i = 0; i < 8; i++) {
+                /* v[i]: element c + bitrev3[i] of each row */
+                const bf_u32x8 u = __builtin_convertvector(v[i], bf_u32x8) << 16;
+                memcpy(w + (c + bitrev3[i]) * TILE_N + 8 * g, &u, sizeof u);
+            }
+        }
+    }
+#endif
+    for (int64_t k = k_done; k < K; k++)
+        for (int64_t j = 0; j < TILE_N; j++) {
+            const uint32_t u = j < width ? (uint32_t)job->in->weight_bf16[(n0 + j) * K + k] << 16 : 0;
+            memcpy(w + k * TILE_N + j, &u, sizeof u);
+        }
+    const int64_t sk = job->splits > 0 ? job->splits : 1;
+    float acc[TILE_DOT_MB][TILE_N];
+    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
+        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
+        tile_dot_splits(w, job->x + m0 * K, K, mb, K, sk, acc);
+        for (int i = 0; i < mb; i++) {
+            uint16_t *orow = job->out + (m0 + i) * N + n0;
+            for (int64_t j = 0; j < width; j++)
+                orow[j] = bf16_encode(acc[i][j]);
+        }
     }
     free(w);
 }

@@ -30,6 +30,7 @@
 #include "formats.h"
 #include "parallel.h"
 #include "registry.h"
+#include "tile_dot.h"
 #include "weight_tile.h"
 
 /* x rounded to bf16 in `dequant` (no codes, no scales), as bf16_gemm.c does. */
@@ -85,24 +86,25 @@ static void ref_linear_tile(void *ctx, int64_t tile_index)
     float pow2[256];
     for (int e = 0; e < 256; e++)
         pow2[e] = ldexpf(1.0f, e - 127);
-    for (int64_t k = 0; k < K; k++) {
-        const uint8_t *be = t.block_exp + (k / 32) * TILE_N;
-        float *v = t.value + k * TILE_N;
+    for (int64_t b = 0; b < K / 32; b++) {
+        float f[TILE_N];
         for (int j = 0; j < TILE_N; j++)
-            v[j] = v[j] * pow2[be[j]];
-    }
-    for (int64_t m = 0; m < M; m++) {
-        const float *xr = job->x + m * K;
-        float acc[TILE_N] = {0};
-        for (int64_t k = 0; k < K; k++) {
-            const float xv = xr[k];
-            const float *wv = t.value + k * TILE_N;
+            f[j] = pow2[t.block_exp[b * TILE_N + j]];
+        for (int64_t k = b * 32; k < b * 32 + 32; k++) {
+            float *v = t.value + k * TILE_N;
             for (int j = 0; j < TILE_N; j++)
-                acc[j] += xv * wv[j];
+                v[j] = v[j] * f[j];
         }
-        uint16_t *orow = job->out + m * N + t.n0;
-        for (int64_t j = 0; j < t.width; j++)
-            orow[j] = bf16_encode(acc[j]);
+    }
+    float acc[TILE_DOT_MB][TILE_N];
+    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
+        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
+        tile_dot_splits(t.value, job->x + m0 * K, K, mb, K, 1, acc);
+        for (int i = 0; i < mb; i++) {
+            uint16_t *orow = job->out + (m0 + i) * N + t.n0;
+            for (int64_t j = 0; j < t.width; j++)
+                orow[j] = bf16_encode(acc[i][j]);
+        }
     }
     weight_tile_free(&t);
 }

@@ -19,6 +19,7 @@
 #include "formats.h"
 #include "parallel.h"
 #include "registry.h"
+#include "tile_dot.h"
 #include "weight_tile.h"
 
 typedef struct {
@@ -39,25 +40,16 @@ static void w4a4_tile(void *ctx, int64_t tile_index)
         job->failed = 1;
         return;
     }
-    for (int64_t m = 0; m < M; m++) {
-        const float *ar = job->a_value + m * K;
-        float acc[TILE_N] = {0};
-        for (int64_t b = 0; b < nblocks; b++) {
-            float s[TILE_N] = {0};
-            for (int64_t k = b * 32; k < b * 32 + 32; k++) {
-                const float av = ar[k];
-                const float *wv = t.value + k * TILE_N;
-                for (int j = 0; j < TILE_N; j++)
-                    s[j] += av * wv[j];
-            }
-            const float sa = job->a_scale[m * nblocks + b];
-            const float *sw = t.block_scale + b * TILE_N;
-            for (int j = 0; j < TILE_N; j++)
-                acc[j] += s[j] * (sa * sw[j]);
+    float acc[TILE_DOT_MB][TILE_N];
+    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
+        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
+        tile_dot_blocks(t.value, job->a_value + m0 * K, K, mb, K, t.block_scale,
+                        job->a_scale + m0 * nblocks, nblocks, acc);
+        for (int i = 0; i < mb; i++) {
+            uint16_t *orow = job->out + (m0 + i) * N + t.n0;
+            for (int64_t j = 0; j < t.width; j++)
+                orow[j] = bf16_encode(acc[i][j]);
         }
-        uint16_t *orow = job->out + m * N + t.n0;
-        for (int64_t j = 0; j < t.width; j++)
-            orow[j] = bf16_encode(acc[j]);
     }
     weight_tile_free(&t);
 }

@@ -17,6 +17,7 @@
 #include "formats.h"
 #include "parallel.h"
 #include "registry.h"
+#include "tile_dot.h"
 #include "weight_tile.h"
 
 typedef struct {
@@ -36,25 +37,16 @@ static void perblock_tile(void *ctx, int64_t tile_index)
         job->failed = 1;
         return;
     }
-    for (int64_t m = 0; m < M; m++) {
-        const float *xr = job->x_value + m * K;
-        float acc[TILE_N] = {0};
-        for (int64_t b = 0; b < K / 32; b++) {
-            float s[TILE_N] = {0};
-            for (int64_t k = b * 32; k < b * 32 + 32; k++) {
-                const float xv = xr[k];
-                const float *wv = t.value + k * TILE_N;
-                for (int j = 0; j < TILE_N; j++)
-                    s[j] += xv * wv[j];
-            }
-            const float *sc = t.block_scale + b * TILE_N;
-            for (int j = 0; j < TILE_N; j++)
-                acc[j] += s[j] * sc[j];
+    float acc[TILE_DOT_MB][TILE_N];
+    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
+        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
+        tile_dot_blocks(t.value, job->x_value + m0 * K, K, mb, K, t.block_scale, NULL, 0, acc);
+        for (int i = 0; i < mb; i++) {
+            const float xs = job->act->token_scale[m0 + i];
+            uint16_t *orow = job->out + (m0 + i) * N + t.n0;
+            for (int64_t j = 0; j < t.width; j++)
+                orow[j] = bf16_encode(acc[i][j] * xs);
         }
-        const float xs = job->act->token_scale[m];
-        uint16_t *orow = job->out + m * N + t.n0;
-        for (int64_t j = 0; j < t.width; j++)
-            orow[j] = bf16_encode(acc[j] * xs);
     }
     weight_tile_free(&t);
 }
