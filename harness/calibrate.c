@@ -67,6 +67,8 @@ int calibration_add_rows(calibration_t *cal, const result_t *rows, int64_t n, kr
         g->rel[g->n] = r->metrics.rel_fro;
         g->worst[g->n] = r->metrics.worst_row_rel;
         g->identical[g->n] = r->ulp.identical_frac;
+        if (g->min_count == 0 || r->ulp.count < g->min_count)
+            g->min_count = r->ulp.count;
         g->n++;
     }
     return 0;
@@ -123,7 +125,8 @@ static int group_order(const void *a, const void *b)
 static double identical_min_of(const calib_group_t *g, double margin)
 {
     double lo = quantile(g->identical, g->n, 0.0);
-    double v = 1.0 - margin * (1.0 - lo);
+    double v = 1.0 - margin * (1.0 - lo) - (g->min_count > 0 ? 1.0 / (double)g->min_count : 0.0);
+    v = floor(v * 1e4) / 1e4;
     return v < 0 ? 0 : v;
 }
 
@@ -131,7 +134,8 @@ void calibration_write_table(FILE *fp, const calibration_t *cal, double margin, 
 {
     qsort(cal->groups, (size_t)cal->count, sizeof *cal->groups, group_order);
     fprintf(fp, "# Calibration\n\n%s\n\nThresholds: rel_fro and worst_row_rel = %.3g x the largest value seen; "
-                "identical_min (R_exact rows) = 1 - %.3g x (1 - the smallest identical fraction seen).\n\n",
+                "identical_min (R_exact rows) = 1 - %.3g x (1 - the smallest identical fraction seen) - 1/n "
+                "(n: the fewest elements one row compared), rounded down to 1e-4.\n\n",
             how, margin, margin);
     fprintf(fp, "| kernel | reference | band | rows | rel_fro p50 | p99 | max | threshold | worst_row p50 | max | threshold | min identical | identical_min |\n");
     fprintf(fp, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -165,6 +169,6 @@ void calibration_write_policy(FILE *fp, const calibration_t *cal, double margin,
                 g->reference, g->band);
         fprintf(fp, "    rel_fro: %.6g\n    worst_row_rel: %.6g\n", margin * rmax, margin * wmax);
         if (!strcmp(g->reference, "R_exact"))
-            fprintf(fp, "    identical_min: %.6g\n", identical_min_of(g, margin));
+            fprintf(fp, "    identical_min: %.4f\n", identical_min_of(g, margin));
     }
 }

@@ -19,6 +19,7 @@ typedef struct {
     int64_t n;
     double *rel, *worst;        /* n values each */
     double *identical;          /* identical fraction */
+    int64_t min_count;          /* fewest elements in one row: one element's share of identical */
     int64_t cap;
 } calib_group_t;
 
@@ -35,8 +36,11 @@ void calibration_free(calibration_t *cal);
 void calibration_write_table(FILE *fp, const calibration_t *cal, double margin, const char *how);
 
 /* A policy file: one rule per group, rel_fro = margin x max, worst_row_rel =
- * margin x max, identical_min = 1 - margin x (1 - min identical) for R_exact
- * rows (clamped at 0); everything else falls back to derived rules. */
+ * margin x max, identical_min = 1 - margin x (1 - min identical) - 1/n for
+ * R_exact rows, n the fewest elements a row of the group compared (one
+ * element is the identical fraction's granularity: without it a 48-element
+ * output trips on its first differing element), rounded down to 1e-4 and
+ * clamped at 0; everything else falls back to derived rules. */
 void calibration_write_policy(FILE *fp, const calibration_t *cal, double margin, const char *name,
                               const char *how);
 
