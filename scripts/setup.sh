@@ -8,7 +8,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libopenblas-dev libhdf5-dev hdf5-tools
           gnuplot-nox libyaml-dev libjansson-dev libzip-dev)
 if [[ "${1:-}" == "--tests" ]]; then
-    packages+=(libcmocka-dev python3-h5py python3-numpy)
+    # clang-19 + lld-19: the gfx1201 device-code compile test (tests/test_gfx1201_compile.c)
+    packages+=(libcmocka-dev python3-h5py python3-numpy clang-19 lld-19)
 fi
 
 missing=()

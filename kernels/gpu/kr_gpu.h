@@ -112,13 +112,20 @@ int kr_gpu_w4a8_folded(const uint8_t *x, int x_fmt, const float *x_scale, int64_
  * reduces partial[0] + partial[1] + ... in split order, writes the output and
  * resets its counter to 0.  scratch >= kr_gpu_w4a8_decode_scratch_bytes();
  * counters: kr_gpu_w4a8_decode_counters() ints, zeroed once by the caller.
- * M <= 64. */
+ * dec: the weight in the decode kernel's warp-contiguous order
+ * (kr_gpu_w4a8_decode_layout, kr_gpu_w4a8_decode_layout_bytes(N, K) bytes,
+ * built once at load like WPERM), or NULL to read w->packed in checkpoint
+ * order (same bits, slower: each lane streams its own row).
+ * M <= 64 (larger M, or k ranges not multiples of 128, take a one-thread-per-
+ * output kernel with the same order). */
 size_t kr_gpu_w4a8_decode_scratch_bytes(int64_t M, int64_t N, int splits);
 int64_t kr_gpu_w4a8_decode_counters(int64_t N);
+size_t kr_gpu_w4a8_decode_layout_bytes(int64_t N, int64_t K);
+int kr_gpu_w4a8_decode_layout(const kr_gpu_mxfp4_t *w, uint8_t *dec, kr_gpu_stream_t stream);
 int kr_gpu_w4a8_decode(const uint8_t *x, int x_fmt, const float *x_scale, int64_t M,
-                       const kr_gpu_mxfp4_t *w, const uint8_t *ref, int splits, float *scratch,
-                       size_t scratch_bytes, int *counters, int64_t n_counters, uint16_t *out,
-                       kr_gpu_stream_t stream);
+                       const kr_gpu_mxfp4_t *w, const uint8_t *dec, const uint8_t *ref, int splits,
+                       float *scratch, size_t scratch_bytes, int *counters, int64_t n_counters,
+                       uint16_t *out, kr_gpu_stream_t stream);
 
 /* ---- matrix-unit variants (NOT bit-faithful: fp8 MMA does not sum as IEEE fp32) ---- */
 /* NVIDIA mma.sync m16n8k32 e4m3 (sm_89+): x [M, K] e4m3fn, w8 [N, K] e4m3fn
@@ -127,6 +134,13 @@ int kr_gpu_w4a8_decode(const uint8_t *x, int x_fmt, const float *x_scale, int64_
 int kr_gpu_w4a8_mma(const uint8_t *x, const float *x_scale, int64_t M, const uint8_t *w8,
                     const uint8_t *ref, int e8m0_zero_is_zero, int64_t N, int64_t K,
                     uint16_t *out, kr_gpu_stream_t stream);
+/* The same, writing the fp32 value acc * (x_scale[m] * 2^(ref[n]-127)) before
+ * the bf16 rounding (to measure the tensor cores' accumulation). */
+int kr_gpu_w4a8_mma_f32(const uint8_t *x, const float *x_scale, int64_t M, const uint8_t *w8,
+                        const uint8_t *ref, int e8m0_zero_is_zero, int64_t N, int64_t K,
+                        float *out, kr_gpu_stream_t stream);
+/* Block tile N of the MMA kernel: 256 (default) or 128; returns the previous. */
+int kr_gpu_w4a8_mma_set_tile(int bn);
 /* gfx12 WMMA fp8 (v_wmma_f32_16x16x16_fp8_fp8), same operands and epilogue.
  * Only on ROCm builds for gfx12 targets; KR_GPU_ERR_UNSUPPORTED elsewhere. */
 int kr_gpu_w4a8_wmma_gfx12(const uint8_t *x, const float *x_scale, int64_t M, const uint8_t *w8,

@@ -6,8 +6,11 @@
 
 #define KR_BF16_POISON 0x7FC1u
 
+/* Helpers: not every source uses every one. */
+#define KR_DFN static __device__ __forceinline__ __attribute__((unused))
+
 /* fp8 e4m3 magnitude (7 bits) with the given bias. */
-static __device__ __forceinline__ float kr_e4m3_magnitude(uint32_t mag, int bias)
+KR_DFN float kr_e4m3_magnitude(uint32_t mag, int bias)
 {
     const uint32_t e = mag >> 3, m = mag & 7u;
     if (e == 0)  /* m * 2^(1 - bias - 3): exact */
@@ -16,7 +19,7 @@ static __device__ __forceinline__ float kr_e4m3_magnitude(uint32_t mag, int bias
 }
 
 /* fmt 0: e4m3fn (NaN = s.1111.111), 1: e4m3fnuz (NaN = 0x80). */
-static __device__ __forceinline__ float kr_fp8_decode(uint32_t code, int fmt)
+KR_DFN float kr_fp8_decode(uint32_t code, int fmt)
 {
     code &= 0xFFu;
     if (fmt == 0) {
@@ -32,7 +35,7 @@ static __device__ __forceinline__ float kr_fp8_decode(uint32_t code, int fmt)
 }
 
 /* e4m3fn_encode(x, FP8_SATURATE) of reference/formats.c. */
-static __device__ __forceinline__ uint32_t kr_e4m3fn_encode_sat(float x)
+KR_DFN uint32_t kr_e4m3fn_encode_sat(float x)
 {
     const uint32_t bits = kr_f2u(x);
     const uint32_t sign = (bits >> 24) & 0x80u;
@@ -55,7 +58,7 @@ static __device__ __forceinline__ uint32_t kr_e4m3fn_encode_sat(float x)
     return code | sign;
 }
 
-static __device__ __forceinline__ float kr_e2m1_value(uint32_t code)
+KR_DFN float kr_e2m1_value(uint32_t code)
 {
     const uint32_t c = code & 7u;
     /* 0 .5 1 1.5 2 3 4 6: bits (c & 7) << 22 are 2^(ee-127)(1 + m/2), or m*2^-127 for ee = 0. */
@@ -64,7 +67,7 @@ static __device__ __forceinline__ float kr_e2m1_value(uint32_t code)
 }
 
 /* e8m0_decode: 2^(b-127); 0xFF NaN; byte 0 -> 0 when zero_is_zero. */
-static __device__ __forceinline__ float kr_e8m0_decode(uint32_t b, int zero_is_zero)
+KR_DFN float kr_e8m0_decode(uint32_t b, int zero_is_zero)
 {
     if (b == 0xFFu)
         return kr_u2f(0x7FC00000u);
@@ -74,7 +77,7 @@ static __device__ __forceinline__ float kr_e8m0_decode(uint32_t b, int zero_is_z
 }
 
 /* bf16_encode: RNE, NaN -> 0x7FC0 with the input's sign. */
-static __device__ __forceinline__ uint16_t kr_bf16_encode(float x)
+KR_DFN uint16_t kr_bf16_encode(float x)
 {
     const uint32_t u = kr_f2u(x);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u)
@@ -82,32 +85,68 @@ static __device__ __forceinline__ uint16_t kr_bf16_encode(float x)
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-static __device__ __forceinline__ float kr_bf16_decode(uint32_t h) { return kr_u2f(h << 16); }
+KR_DFN float kr_bf16_decode(uint32_t h) { return kr_u2f(h << 16); }
 
 /* The folded weight's value: e4m3fn(e2m1(code) * 2^-s), saturating (s = ref - E).
  * The general form, as folded_plan_init builds its table. */
-static __device__ __forceinline__ float kr_w8_value(uint32_t code, int s)
+KR_DFN float kr_w8_value(uint32_t code, int s)
 {
     const float shifted = kr_ldexpf(kr_e2m1_value(code), -s);
     return kr_fp8_decode(kr_e4m3fn_encode_sat(shifted), 0);
 }
 
 /* Scale byte of row n, block b. */
-static __device__ __forceinline__ uint32_t kr_scale_at(const uint8_t *scales, int layout, int64_t N,
+KR_DFN uint32_t kr_scale_at(const uint8_t *scales, int layout, int64_t N,
                                                        int64_t K, int64_t n, int64_t b)
 {
     return layout == 0 ? scales[n * (K / 32) + b] : scales[b * N + n];
 }
 
-static __device__ __forceinline__ uint32_t kr_code_at(const uint8_t *packed, int64_t K, int64_t n,
+KR_DFN uint32_t kr_code_at(const uint8_t *packed, int64_t K, int64_t n,
                                                       int64_t k)
 {
     const uint32_t byte = packed[n * (K / 2) + k / 2];
     return (k & 1) ? (byte >> 4) : (byte & 0x0Fu);
 }
 
+/* fmaxf as the CPU models get it from glibc on x86-64: a NaN operand yields
+ * the other one; two NaNs yield the first (its payload).  CUDA's fmaxf
+ * returns a canonical NaN (0x7FFFFFFF) for two NaNs, whose bits differ, and
+ * aiter's scale rule reads amax's bits (an all-NaN block). */
+KR_DFN float kr_fmaxf_c(float a, float b)
+{
+    if (a != a)
+        return b != b ? a : b;
+    if (b != b)
+        return a;
+    return fmaxf(a, b);
+}
+
+/* NaN bits as x86-64 keeps them, where the models read a NaN's bits: |x| by
+ * clearing the sign bit (the GPU's abs modifier may canonicalize a NaN), and
+ * x * s for a finite s returning x's own NaN, quieted (CUDA returns the
+ * canonical 0x7FFFFFFF). */
+KR_DFN float kr_fabs_bits(float x) { return kr_u2f(kr_f2u(x) & 0x7FFFFFFFu); }
+KR_DFN float kr_fmul_nan_x86(float x, float s)
+{
+    return x != x ? kr_u2f(kr_f2u(x) | 0x00400000u) : kr_fmul(x, s);
+}
+
+/* fp8 decode without branches on the value path (staging): magnitude bits
+ * << 20 are e4m3 * 2^-120 (fn) or * 2^-119 (fnuz), subnormals included. */
+KR_DFN float kr_fp8_decode_fast(uint32_t b, int fmt)
+{
+    const uint32_t mag = b & 0x7Fu;
+    const float v = kr_fmul(kr_u2f(mag << 20), fmt == 0 ? 1.329227995784916e36f /* 2^120 */
+                                                         : 6.64613997892458e35f /* 2^119 */);
+    const float sv = kr_u2f(kr_f2u(v) | ((b & 0x80u) << 24));
+    if (fmt == 0)
+        return mag == 0x7Fu ? kr_u2f(0x7FC00000u | ((b & 0x80u) << 24)) : sv;
+    return b == 0x80u ? kr_u2f(0x7FC00000u) : sv;
+}
+
 /* ---- aiter _mxfp4_quant_op (reference/quant_mxfp4.c, aiter-even) ---- */
-static __device__ __forceinline__ int kr_aiter_scale_exponent(float amax)
+KR_DFN int kr_aiter_scale_exponent(float amax)
 {
     const uint32_t a = (kr_f2u(amax) + 0x200000u) & 0xFF800000u;
     const uint32_t ef = (a >> 23) & 0xFFu;
@@ -119,7 +158,7 @@ static __device__ __forceinline__ int kr_aiter_scale_exponent(float amax)
     return e < -127 ? -127 : (e > 127 ? 127 : e);
 }
 
-static __device__ __forceinline__ uint32_t kr_aiter_e2m1_from_scaled(float qx)
+KR_DFN uint32_t kr_aiter_e2m1_from_scaled(float qx)
 {
     const uint32_t bits = kr_f2u(qx);
     const uint32_t sign = bits & 0x80000000u;

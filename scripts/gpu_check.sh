@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build from source with the CUDA backend, run the
+# gpu-labelled tests (SIMT kernels vs their CPU models, fault kernels, the
+# matrix-unit measurement) and the benchmark, and print a short table last.
+#
+#   scripts/gpu_check.sh [BUILD_DIR]        (default build-gpu)
+#
+# The machine needs gcc, cmake, nvcc, pkg-config, OpenBLAS and HDF5.  Missing
+# jansson / cmocka / libyaml development files are taken from Debian .deb
+# files in .debs/ (apt-get download libjansson-dev libjansson4 libcmocka-dev
+# libcmocka0 libyaml-dev libyaml-0-2), unpacked with dpkg -x into a private
+# prefix: nothing is installed system-wide.
+# Logs go to $OUT (the device tool's output folder) when set, else BUILD_DIR.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build-gpu}
+logs=${OUT:-$build_dir}
+mkdir -p "$build_dir" "$logs"
+export PATH="$PATH:/usr/local/cuda/bin"
+t0=$(date +%s)
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1 || true
+nvcc --version 2>&1 | tail -1
+gcc --version | head -1
+cmake --version | head -1
+for m in openblas hdf5 jansson cmocka yaml-0.1; do
+    printf '  pkg-config %-10s %s\n' "$m" "$(pkg-config --modversion "$m" 2>/dev/null || echo MISSING)"
+done
+ls /usr/include/cblas.h /usr/include/x86_64-linux-gnu/cblas.h /usr/include/hdf5.h \
+   /usr/include/hdf5/serial/hdf5.h 2>/dev/null | sed 's/^/  /'
+
+# ---- dependencies the machine lacks, from carried .deb files ----
+missing=0
+for m in jansson cmocka yaml-0.1; do pkg-config --exists "$m" || missing=1; done
+if [[ $missing == 1 ]]; then
+    if ! ls .debs/*.deb >/dev/null 2>&1; then
+        echo "gpu_check: jansson/cmocka/libyaml missing and no .debs/ to unpack" >&2
+        exit 2
+    fi
+    prefix=${TMPDIR:-/tmp}/kreplay-deps
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    for f in .debs/*.deb; do dpkg -x "$f" "$prefix"; done
+    # The .pc files name /usr; point them at the prefix.
+    for pc in "$prefix"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+        sed -i "s|/usr|$prefix/usr|g" "$pc"
+    done
+    export PKG_CONFIG_PATH="$prefix/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+    export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "  unpacked $(ls .debs/*.deb | wc -l) .deb files into $prefix"
+fi
+
+# ---- build ----
+echo "== build (KREPLAY_GPU=CUDA)"
+if ! { cmake -S . -B "$build_dir" -DKREPLAY_GPU=CUDA -DCMAKE_BUILD_TYPE=Release \
+           ${KREPLAY_CUDA_ARCH:+-DCMAKE_CUDA_ARCHITECTURES=$KREPLAY_CUDA_ARCH} &&
+       cmake --build "$build_dir" -j"$(nproc)"; } >"$logs/build.log" 2>&1; then
+    tail -60 "$logs/build.log"
+    echo "gpu_check: build failed (log: $logs/build.log)" >&2
+    exit 1
+fi
+echo "  built in $(( $(date +%s) - t0 )) s"
+mma_obj=$(find "$build_dir" -name 'kr_gpu_mma.hip.o' | head -1)
+if [[ -n "$mma_obj" ]] && command -v cuobjdump >/dev/null; then
+    echo "  kr_gpu_mma SASS: $(cuobjdump --dump-sass "$mma_obj" | grep -oE '\b[A-Z]MMA[.A-Z0-9]*' | sort | uniq -c | tr '\n' ' ')"
+fi
+
+# ---- tests ----
+echo "== tests (ctest -L 'gpu|gfx1201')"
+( cd "$build_dir" && ctest -L 'gpu|gfx1201' -V --timeout 900 ) >"$logs/test_gpu.log" 2>&1
+test_rc=$?
+sed 's/^[0-9]*: //' "$logs/test_gpu.log" |
+    grep -E "test_gpu:|bit-identical|DIFFER|ERROR|FAIL|fault |MMA:|pairs|Passed|Skipped|Failed|\*\*\*" | tail -150
+
+# ---- benchmark ----
+echo "== benchmark"
+"$build_dir/kr_gpu_bench" >"$logs/bench.log" 2>&1
+bench_rc=$?
+cat "$logs/bench.log"
+
+if [[ "${KR_NCU:-0}" == "1" ]] && command -v ncu >/dev/null; then
+    echo "== ncu (decode kernels)"
+    for rt in 1 8 16; do
+        ncu --clock-control none --kernel-name-base demangled -k "regex:kr_k_w4a8_decode<$rt>" \
+            --launch-skip 6 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+            --section Occupancy --section LaunchStats "$build_dir/kr_gpu_bench" --quick \
+            >"$logs/ncu_rt$rt.txt" 2>&1
+        grep -E "decode<|Duration|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Stall|Warp Cycles Per Issued|Block Size|Grid Size" \
+            "$logs/ncu_rt$rt.txt" | head -20
+    done
+fi
+
+echo "== summary ($(( $(date +%s) - t0 )) s)"
+pairs=$(grep -c "bit-identical (max" "$logs/test_gpu.log" || true)
+quant=$(grep -c "codes bit-identical" "$logs/test_gpu.log" || true)
+printf '%-40s %s\n' "SIMT GEMM kernel/case pairs bit-exact" "$pairs"
+printf '%-40s %s\n' "quantizer/case pairs bit-exact" "$quant"
+sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep -E "^ *fault (race|oob|unwritten)" |
+    awk '{printf "%-40s %s\n", "fault " $2, $4}'
+printf '%-40s %s\n' "ctest -L gpu|gfx1201 exit" "$test_rc"
+printf '%-40s %s\n' "bench exit" "$bench_rc"
+sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep "MMA:" | tail -9
+sed -n '/^kernel /,/^targets/p' "$logs/bench.log"
+[[ $test_rc == 0 && $bench_rc == 0 ]]
