@@ -11,6 +11,7 @@
 #include "baseline.h"
 #include "case_io.h"
 #include "fault_inject.h"
+#include "gpu_run.h"
 #include "kr_string.h"
 #include "policy.h"
 #include "registry.h"
@@ -233,6 +234,15 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     ropt.kernel_patterns = s.kernels[0] ? s.kernels : NULL;
     ropt.refs = s.refs;
     ropt.kernel.threads = o->threads;
+    ropt.gpu_reruns = s.reruns > 0 ? s.reruns : 3;
+    if (!strcmp(s.device, "gpu")) {
+        char why[256];
+        if (!gpu_available(why, sizeof why)) {
+            status = kr_fail(err, "%s: device gpu: %s", s.path, why);
+            goto out;
+        }
+        ropt.device_gpu = 1;
+    }
     char inject[256] = "";
     if (o->inject) {
         kr_strlcpy(inject, o->inject, sizeof inject);

@@ -8,6 +8,7 @@
 
 #include "act_prepare.h"
 #include "diagnose.h"
+#include "gpu_run.h"
 #include "formats.h"
 #include "gemm_ref.h"
 #include "input_health.h"
@@ -24,6 +25,7 @@ void replay_options_default(replay_options_t *o)
     kernel_options_default(&o->kernel);
     o->weight_e8m0_mode = E8M0_SPEC;
     o->diagnose = 1;
+    o->gpu_reruns = 3;
 }
 
 void case_short_name(const char *path, char *buf, int cap)
@@ -394,6 +396,139 @@ static void prepare_vs_model(replay_ctx_t *rc)
     kernel_act_free(&act);
 }
 
+/* The GPU's output against the kernel's own CPU model: a bit-faithful kernel
+ * must match it exactly (MODEL_MISMATCH otherwise).  A matrix-unit variant
+ * is measured, not judged: its difference is a finding. */
+static void add_model_row(replay_ctx_t *rc, const char *kernel, const kernel_desc_t *k,
+                          const gpu_run_result_t *gr, const uint16_t *model, int judged)
+{
+    const int64_t MN = rc->c->M * rc->c->N;
+    result_t *r = result_list_add(rc->out);
+    float *a = bf16_to_f32(gr->out, MN), *b = bf16_to_f32(model, MN);
+    if (!r || !a || !b) {
+        free(a);
+        free(b);
+        return;
+    }
+    char ref[32];
+    snprintf(ref, sizeof ref, "model:%.24s", k->name);
+    row_header(rc, r, kernel, ref);
+    metrics_compute(a, b, rc->c->M, rc->c->N, &r->metrics);
+    ulp_stats_bf16(gr->out, model, MN, &r->ulp);
+    bf16_digest(gr->out, MN, r->out_digest);
+    free(a);
+    free(b);
+    kr_strlcpy(r->device, gr->device, sizeof r->device);
+    r->reruns = gr->reruns;
+    r->rerun_diff = gr->rerun_diff;
+    r->canary_ok = gr->canary_bad == 0;
+    r->time_ms = gr->ms_median;
+    r->tflops = gr->tflops;
+    r->gbps = gr->gbps;
+    const int64_t differ = r->ulp.count - r->ulp.identical;
+    if (differ == 0) {
+        r->verdict = VERDICT_PASS;
+        snprintf(r->note, sizeof r->note, "bit-identical to the CPU model");
+    } else {
+        r->verdict = judged ? VERDICT_MODEL_MISMATCH : VERDICT_PASS;
+        snprintf(r->note, sizeof r->note,
+                 "%s%lld of %lld elements differ from the CPU model (max %llu ULP; 1 ULP: %lld, 2: %lld)",
+                 judged ? "" : "matrix units, measured: ", (long long)differ, (long long)r->ulp.count,
+                 (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
+                 (long long)r->ulp.bins[ULP_BIN_2]);
+    }
+    if (gr->verdict != VERDICT_PASS) {
+        r->verdict = gr->verdict;
+        kr_strlcpy(r->note, gr->note, sizeof r->note);
+    }
+}
+
+/* Marks the rows a GPU run produced with what the runner saw. */
+static void stamp_gpu_rows(replay_ctx_t *rc, int64_t first, const gpu_run_result_t *gr)
+{
+    for (int64_t i = first; i < rc->out->count; i++) {
+        result_t *r = &rc->out->rows[i];
+        kr_strlcpy(r->device, gr->device, sizeof r->device);
+        r->reruns = gr->reruns;
+        r->rerun_diff = gr->rerun_diff;
+        r->canary_ok = gr->canary_bad == 0;
+        r->time_ms = gr->ms_median;
+        r->tflops = gr->tflops;
+        r->gbps = gr->gbps;
+        if (gr->verdict != VERDICT_PASS && !verdict_is_failure(r->verdict)) {
+            r->verdict = gr->verdict;
+            kr_strlcpy(r->note, gr->note, sizeof r->note);
+        }
+    }
+}
+
+static int replay_kernel_gpu(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t *act,
+                             gpu_variant_t variant, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    if (!gpu_kernel_supported(k->name, variant)) {
+        if (variant == GPU_VARIANT_SIMT)
+            add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "no GPU kernel for it");
+        return 0;
+    }
+    gpu_run_options_t go;
+    gpu_run_options_default(&go);
+    go.reruns = rc->opt->gpu_reruns;
+    go.variant = variant;
+    gpu_run_result_t gr;
+    kr_error_t ge = {{0}};
+    if (gpu_run_kernel(k, &rc->in, act, &rc->opt->kernel, &go, &gr, &ge)) {
+        add_note_row(rc, gr.kernel[0] ? gr.kernel : k->name, gr.verdict, gr.note[0] ? gr.note : ge.msg);
+        gpu_run_result_free(&gr);
+        return 0;
+    }
+    int status = 0;
+    if (k->op == KERNEL_OP_QUANT) {
+        /* The quantizer's codes and scales against the CPU model's, byte for byte. */
+        const int64_t MK = c->M * c->K;
+        result_t *r = result_list_add(rc->out);
+        if (!r) {
+            gpu_run_result_free(&gr);
+            return kr_fail(err, "out of memory");
+        }
+        row_header(rc, r, gr.kernel, "model:codes");
+        int64_t same = 0;
+        for (int64_t i = 0; i < MK; i++)
+            same += gr.q_codes[i] == act->codes[i];
+        int64_t scales_same = 0, n_scales = act->kind == ACT_FP8_PER_TOKEN ? c->M : c->M * (c->K / 32);
+        for (int64_t i = 0; i < n_scales; i++)
+            scales_same += act->kind == ACT_FP8_PER_TOKEN
+                               ? memcmp(&gr.q_token_scale[i], &act->token_scale[i], sizeof(float)) == 0 ||
+                                     (isnan(gr.q_token_scale[i]) && isnan(act->token_scale[i]))
+                               : gr.q_block_scale[i] == act->block_scale[i];
+        r->ulp.count = MK;
+        r->ulp.identical = same;
+        r->ulp.identical_frac = (double)same / (double)MK;
+        r->verdict = (same == MK && scales_same == n_scales) ? VERDICT_PASS : VERDICT_MODEL_MISMATCH;
+        snprintf(r->note, sizeof r->note, "codes %lld/%lld and scales %lld/%lld identical to the CPU model",
+                 (long long)same, (long long)MK, (long long)scales_same, (long long)n_scales);
+        stamp_gpu_rows(rc, rc->out->count - 1, &gr);
+        gpu_run_result_free(&gr);
+        return 0;
+    }
+    uint16_t *model = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    kernel_run_info_t info = {{0}};
+    kr_error_t kerr = {{0}};
+    if (!model || k->run_cpu(k, &rc->in, act, &rc->opt->kernel, model, &info, &kerr)) {
+        free(model);
+        gpu_run_result_free(&gr);
+        return kr_fail(err, "%s: the CPU model failed: %s", k->name, kerr.msg);
+    }
+    int64_t first = rc->out->count;
+    add_model_row(rc, gr.kernel, k, &gr, model, variant == GPU_VARIANT_SIMT);
+    status = compare_with_references(rc, gr.kernel, act, k->weight_kind, gr.out, k->rel_tol_exact,
+                                     k->rel_tol_source, k->refs & rc->opt->refs, 0.0, err);
+    stamp_gpu_rows(rc, first, &gr);
+    free(model);
+    gpu_run_result_free(&gr);
+    return status;
+}
+
 static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 {
     const case_t *c = rc->c;
@@ -402,7 +537,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         add_note_row(rc, k->name, VERDICT_UNSUPPORTED, why);
         return 0;
     }
-    if (k->op == KERNEL_OP_QUANT)
+    if (k->op == KERNEL_OP_QUANT && !rc->opt->device_gpu)
         return replay_quantizer(rc, k, err);
     if (k->weight_kind == WEIGHT_KIND_MXFP4 && !rc->in.weight.packed) {
         add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no MXFP4 weight");
@@ -417,6 +552,13 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
         add_note_row(rc, k->name, VERDICT_UNSUPPORTED, kerr.msg);
         return 0;
+    }
+    if (rc->opt->device_gpu) {
+        int st = replay_kernel_gpu(rc, k, &act, GPU_VARIANT_SIMT, err);
+        if (st == 0 && rc->opt->gpu_matrix)
+            st = replay_kernel_gpu(rc, k, &act, GPU_VARIANT_MATRIX, err);
+        kernel_act_free(&act);
+        return st;
     }
     uint16_t *out = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     if (!out) {

@@ -18,6 +18,10 @@ typedef struct {
     const char *save_outputs_path;  /* HDF5 file to append kernel outputs to, or NULL */
     const char *vs_kernel;          /* also compare every kernel's output with this model's, bit by bit */
     int diagnose;                   /* test alternative hypotheses on failing rows (default on) */
+    int device_gpu;                 /* run the kernels on the GPU (the CPU model is the reference
+                                       "model:<kernel>", expected bit-identical) */
+    int gpu_reruns;                 /* bitwise-compared GPU launches (default 3) */
+    int gpu_matrix;                 /* also run the matrix-unit variant where one exists */
     fault_t fault;                  /* --inject: run kernels as if they had this fault */
     const char *fault_kernels;      /* only kernels matching these globs get it (NULL = all) */
     int oracle;                     /* also compute each reference in fp64 and record the

@@ -6,6 +6,7 @@
 
 #include "atomic_file.h"
 #include "case_io.h"
+#include "gpu_run.h"
 #include "cli.h"
 #include "replay.h"
 #include "report.h"
@@ -41,6 +42,12 @@ static void replay_usage(FILE *fp)
             "                           tile-unwritten, tile-zeros:N, rows-nan, ulp-nudge:P,\n"
             "                           tile-scale:C (see --inject help)\n"
             "      --no-diagnose        do not test hypotheses on failing rows\n"
+            "      --device cpu|gpu     gpu: run the GPU kernels; each is rerun and compared bit\n"
+            "                           by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
+            "                           poisoned before each launch, timed, and compared with its\n"
+            "                           CPU model (reference model:<kernel>, MODEL_MISMATCH)\n"
+            "      --reruns N           GPU launches compared bitwise (default 3)\n"
+            "      --matrix             also run the matrix-unit (MMA / WMMA) variant, measured\n"
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
             "\n"
@@ -65,7 +72,7 @@ static int parse_refs(const char *s, unsigned *refs)
 
 int cli_replay(int argc, char **argv)
 {
-    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG };
+    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX };
     static const struct option longopts[] = {
         {"kernels", required_argument, 0, 'k'},
         {"refs", required_argument, 0, 'r'},
@@ -82,6 +89,9 @@ int cli_replay(int argc, char **argv)
         {"vs", required_argument, 0, OPT_VS},
         {"inject", required_argument, 0, OPT_INJECT},
         {"no-diagnose", no_argument, 0, OPT_NODIAG},
+        {"device", required_argument, 0, OPT_DEVICE},
+        {"reruns", required_argument, 0, OPT_RERUNS},
+        {"matrix", no_argument, 0, OPT_MATRIX},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -168,6 +178,29 @@ int cli_replay(int argc, char **argv)
         }
         case OPT_NODIAG:
             opt.diagnose = 0;
+            break;
+        case OPT_DEVICE:
+            if (!strcmp(optarg, "gpu")) {
+                char why[256];
+                if (!gpu_available(why, sizeof why)) {
+                    fprintf(stderr, "kreplay replay: --device gpu: %s\n", why);
+                    return EXIT_USAGE;
+                }
+                opt.device_gpu = 1;
+            } else if (strcmp(optarg, "cpu") != 0) {
+                fprintf(stderr, "kreplay replay: --device: '%s' is not cpu or gpu\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_RERUNS:
+            opt.gpu_reruns = atoi(optarg);
+            if (opt.gpu_reruns < 1) {
+                fprintf(stderr, "kreplay replay: --reruns: '%s' is not a positive integer\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        case OPT_MATRIX:
+            opt.gpu_matrix = 1;
             break;
         case OPT_VS:
             if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
