@@ -12,6 +12,8 @@
 #include "formats.h"
 #include "gemm_ref.h"
 #include "input_health.h"
+#include "isolate.h"
+#include "plugin_loader.h"
 #include "metrics.h"
 #include "output_store.h"
 #include "verdict.h"
@@ -26,6 +28,7 @@ void replay_options_default(replay_options_t *o)
     o->weight_e8m0_mode = E8M0_SPEC;
     o->diagnose = 1;
     o->gpu_reruns = 3;
+    o->timeout_s = 300.0;
 }
 
 void case_short_name(const char *path, char *buf, int cap)
@@ -569,10 +572,29 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     kernel_run_info_t info = {{0}};
     const int faulty = rc->opt->fault.kind != FAULT_NONE &&
                        kernel_name_matches(k->name, rc->opt->fault_kernels);
-    int failed = faulty
-                     ? fault_run_kernel(&rc->opt->fault, k, &rc->in, &rc->opt->kernel, &act, out,
-                                        &info, &kerr)
-                     : k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);
+    const int isolated = !faulty && !rc->opt->no_isolate &&
+                         (rc->opt->isolate_all || kernel_is_plugin(k));
+    int failed;
+    if (isolated) {
+        isolate_result_t ir;
+        failed = isolate_run_kernel(k, &rc->in, &act, &rc->opt->kernel, out, &info,
+                                    rc->opt->timeout_s, &ir, &kerr) != 0;
+        if (!failed && ir.status == ISOLATE_FAILED) {
+            kr_strlcpy(kerr.msg, ir.message, sizeof kerr.msg);
+            failed = 1;
+        } else if (!failed && ir.status != ISOLATE_OK) {
+            /* CRASHED (signal name or exit status) or TIMEOUT: one row, and on. */
+            add_note_row(rc, k->name, isolate_verdict(&ir), ir.message);
+            rc->out->rows[rc->out->count - 1].seconds = ir.seconds;
+            free(out);
+            kernel_act_free(&act);
+            return 0;
+        }
+    } else {
+        failed = faulty ? fault_run_kernel(&rc->opt->fault, k, &rc->in, &rc->opt->kernel, &act,
+                                           out, &info, &kerr)
+                        : k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);
+    }
     double seconds = now_seconds() - t0;
     int status = 0;
     if (failed) {
@@ -775,6 +797,11 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     }
     for (int i = 0; status == 0 && i < kernel_count(); i++) {
         const kernel_desc_t *k = kernel_at(i);
+        if (kernel_name_matches(k->name, opt->kernel_patterns))
+            status = replay_kernel(&rc, k, err);
+    }
+    for (int i = 0; status == 0 && i < opt->n_extra_kernels; i++) {
+        const kernel_desc_t *k = opt->extra_kernels[i];
         if (kernel_name_matches(k->name, opt->kernel_patterns))
             status = replay_kernel(&rc, k, err);
     }

@@ -26,6 +26,17 @@ typedef struct {
     const char *fault_kernels;      /* only kernels matching these globs get it (NULL = all) */
     int oracle;                     /* also compute each reference in fp64 and record the
                                        fp32 reference's own error (ref_f32_vs_f64) */
+    /* Kernels beyond the registry (--plugin: plugin_kernel_at of each loaded
+     * plugin), run after the registry's, filtered by kernel_patterns too. */
+    const kernel_desc_t *const *extra_kernels;
+    int n_extra_kernels;
+    /* Isolation (harness/isolate.h): plugin kernels always run in a child
+     * process unless no_isolate (--no-isolate); isolate_all (--isolate) puts
+     * every kernel's run there.  timeout_s (--timeout) bounds each isolated
+     * run; <= 0 = none. */
+    int isolate_all;
+    int no_isolate;
+    double timeout_s;
 } replay_options_t;
 
 void replay_options_default(replay_options_t *o);

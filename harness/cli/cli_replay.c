@@ -8,6 +8,7 @@
 #include "case_io.h"
 #include "gpu_run.h"
 #include "cli.h"
+#include "plugin_loader.h"
 #include "replay.h"
 #include "report.h"
 #include "kr_string.h"
@@ -48,6 +49,11 @@ static void replay_usage(FILE *fp)
             "                           CPU model (reference model:<kernel>, MODEL_MISMATCH)\n"
             "      --reruns N           GPU launches compared bitwise (default 3)\n"
             "      --matrix             also run the matrix-unit (MMA / WMMA) variant, measured\n"
+            "      --plugin LIB.so      also run the kernels of a plugin (kernels/plugin.h); repeatable\n"
+            "      --timeout SECONDS    limit of each isolated kernel run (default 300; 0 = none)\n"
+            "      --isolate            run every kernel in a child process (plugins always are):\n"
+            "                           a crash or hang is a CRASHED / TIMEOUT row, the run goes on\n"
+            "      --no-isolate         run plugin kernels in-process too (for a debugger)\n"
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
             "\n"
@@ -72,7 +78,8 @@ static int parse_refs(const char *s, unsigned *refs)
 
 int cli_replay(int argc, char **argv)
 {
-    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX };
+    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX,
+           OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE, OPT_NOISOLATE };
     static const struct option longopts[] = {
         {"kernels", required_argument, 0, 'k'},
         {"refs", required_argument, 0, 'r'},
@@ -92,6 +99,10 @@ int cli_replay(int argc, char **argv)
         {"device", required_argument, 0, OPT_DEVICE},
         {"reruns", required_argument, 0, OPT_RERUNS},
         {"matrix", no_argument, 0, OPT_MATRIX},
+        {"plugin", required_argument, 0, OPT_PLUGIN},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"isolate", no_argument, 0, OPT_ISOLATE},
+        {"no-isolate", no_argument, 0, OPT_NOISOLATE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -99,6 +110,10 @@ int cli_replay(int argc, char **argv)
     replay_options_default(&opt);
     const char *out_dir = NULL, *save_path = NULL;
     int json = 0;
+    kr_plugin_t *plugins[16];
+    int n_plugins = 0;
+    const kernel_desc_t *extra[16 * 256];
+    int n_extra = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "k:r:o:t:h", longopts, NULL)) != -1) {
@@ -202,6 +217,36 @@ int cli_replay(int argc, char **argv)
         case OPT_MATRIX:
             opt.gpu_matrix = 1;
             break;
+        case OPT_PLUGIN: {
+            kr_error_t perr = {{0}};
+            if (n_plugins == 16) {
+                fprintf(stderr, "kreplay replay: --plugin: at most 16 plugins\n");
+                return EXIT_USAGE;
+            }
+            if (plugin_load(optarg, &plugins[n_plugins], &perr)) {
+                fprintf(stderr, "kreplay replay: --plugin: %s\n", perr.msg);
+                return EXIT_USAGE;
+            }
+            for (int i = 0; i < plugin_kernel_count(plugins[n_plugins]); i++)
+                extra[n_extra++] = plugin_kernel_at(plugins[n_plugins], i);
+            n_plugins++;
+            break;
+        }
+        case OPT_TIMEOUT: {
+            char *end;
+            opt.timeout_s = strtod(optarg, &end);
+            if (*end || !(opt.timeout_s >= 0)) {
+                fprintf(stderr, "kreplay replay: --timeout: '%s' is not a number of seconds >= 0\n", optarg);
+                return EXIT_USAGE;
+            }
+            break;
+        }
+        case OPT_ISOLATE:
+            opt.isolate_all = 1;
+            break;
+        case OPT_NOISOLATE:
+            opt.no_isolate = 1;
+            break;
         case OPT_VS:
             if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
                 fprintf(stderr, "kreplay replay: --vs: '%s' is not a GEMM kernel (see 'kreplay list kernels')\n", optarg);
@@ -222,10 +267,14 @@ int cli_replay(int argc, char **argv)
         replay_usage(stderr);
         return EXIT_USAGE;
     }
+    opt.extra_kernels = extra;
+    opt.n_extra_kernels = n_extra;
     if (opt.kernel_patterns) {
         int any = 0;
         for (int i = 0; i < kernel_count(); i++)
             any |= kernel_name_matches(kernel_at(i)->name, opt.kernel_patterns);
+        for (int i = 0; i < n_extra; i++)
+            any |= kernel_name_matches(extra[i]->name, opt.kernel_patterns);
         if (!any) {
             fprintf(stderr, "kreplay replay: --kernels '%s' matches no kernel (see 'kreplay list kernels')\n",
                     opt.kernel_patterns);
@@ -299,6 +348,8 @@ int cli_replay(int argc, char **argv)
         failing += verdict_is_failure(rows.rows[i].verdict);
     free(cmdline);
     result_list_free(&rows);
+    for (int i = 0; i < n_plugins; i++)
+        plugin_unload(plugins[i]);
     if (status || input_errors)
         return EXIT_USAGE;
     return failing ? EXIT_VERDICT_FAILED : 0;

@@ -1,0 +1,81 @@
+/* Running a kernel in a child process with a timeout, so that a segfault,
+ * an abort or a hang becomes a CRASHED or TIMEOUT row and the run goes on.
+ *
+ * isolate_run() forks.  The child (a copy of the parent: every pointer in
+ * ctx stays valid, copy-on-write) calls fn with an output buffer that is a
+ * shared anonymous mapping (MAP_SHARED | MAP_ANONYMOUS), records fn's return
+ * code and message in the mapping's header, and exits with _exit (no atexit
+ * handlers, no stdio buffers flushed twice).  The parent waits for it, up to
+ * timeout_s, on a pipe the child holds open (woken the moment the child
+ * ends) and with waitpid(WNOHANG), kills it with SIGKILL when time is up, and
+ * always reaps it: no zombie is left behind.  On success the output is
+ * copied back into the caller's buffer; otherwise the buffer is untouched.
+ *
+ * In the child: the fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+ * SIGTRAP, SIGSYS) get their default action, so a crash is reported by its
+ * own signal even where the parent installed handlers (AddressSanitizer's,
+ * say); core dumps are off (RLIMIT_CORE 0); the child is killed if the parent
+ * dies (PR_SET_PDEATHSIG).
+ *
+ * GPUs: CUDA and HIP cannot be used in a child forked from a process that
+ * has initialized them.  To isolate GPU work the parent must not touch the
+ * GPU runtime at all: every GPU call (device queries included) belongs in the
+ * isolated function.  Each child then creates its own context. */
+#ifndef KR_ISOLATE_H
+#define KR_ISOLATE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "kr_error.h"
+#include "registry.h"
+#include "result.h"
+
+typedef enum {
+    ISOLATE_OK = 0,     /* the function returned 0; the output was copied back */
+    ISOLATE_FAILED,     /* the function returned nonzero; message holds its error */
+    ISOLATE_CRASHED,    /* the child died of a signal, or exited without finishing */
+    ISOLATE_TIMEOUT,    /* no result within the timeout; the child was killed */
+} isolate_status_t;
+
+typedef struct {
+    isolate_status_t status;
+    int signal;         /* CRASHED by a signal: its number (SIGKILL for a timeout); else 0 */
+    int exit_code;      /* CRASHED by an exit without a result: the exit status; else 0 */
+    pid_t pid;          /* the child's process id (already reaped) */
+    double seconds;     /* wall time from fork to the child's end (or its kill) */
+    char message[KR_ERROR_MSG_MAX]; /* FAILED: the function's error.  CRASHED:
+                                       "killed by SIGSEGV (Segmentation fault)" or
+                                       "exited with status 3 before finishing".
+                                       TIMEOUT: "no result after 2 s: killed (SIGKILL)" */
+} isolate_result_t;
+
+/* What runs in the child: fill out[0, out_bytes) and return 0, or return
+ * nonzero with err filled. */
+typedef int (*isolate_fn)(void *ctx, void *out, size_t out_bytes, kr_error_t *err);
+
+/* Runs fn(ctx, shared, out_bytes, err) in a child and waits up to timeout_s
+ * seconds (<= 0: no limit).  Returns 0 when the child ran, however it ended
+ * (res says how; `out` holds the output only for ISOLATE_OK), or -1 with err
+ * set when it could not be started (mmap, pipe or fork failed). */
+int isolate_run(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
+                isolate_result_t *res, kr_error_t *err);
+
+/* A registry or plugin kernel's run_cpu in a child: out [M, N] bf16 bits and
+ * info come back on ISOLATE_OK; on ISOLATE_FAILED, res->message is the
+ * kernel's own error (what an unisolated run_cpu would have put in err). */
+int isolate_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                       const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
+                       double timeout_s, isolate_result_t *res, kr_error_t *err);
+
+/* "OK", "FAILED", "CRASHED", "TIMEOUT". */
+const char *isolate_status_name(isolate_status_t s);
+
+/* The row verdict of an isolated run that did not succeed: CRASHED,
+ * TIMEOUT, or ERROR (FAILED); PASS for ISOLATE_OK (compare the output). */
+verdict_t isolate_verdict(const isolate_result_t *r);
+
+/* "SIGSEGV", "SIGABRT", ... ("signal 42" for one without a name here). */
+const char *isolate_signal_name(int sig, char *buf, size_t cap);
+
+#endif

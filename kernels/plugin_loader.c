@@ -1,0 +1,563 @@
+#include "plugin_loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "act_prepare.h"
+#include "kr_gpu.h"
+#include "kr_string.h"
+#include "mxfp4_weight.h"
+
+/* Guard bytes on each side of a CPU plugin's output, and their pattern. */
+#define PLUGIN_GUARD_BYTES 4096
+#define PLUGIN_GUARD_BYTE 0xA5
+/* The bf16 pattern `out` is filled with before a launch: a NaN no kernel
+ * writes (NaN outputs are 0x7FC0 / 0xFFC0), so an element left holding it
+ * was not written. */
+#define PLUGIN_POISON 0x7FC1u
+
+typedef struct plugin_kernel {
+    kernel_desc_t desc;         /* first: a kernel_desc_t * of a plugin kernel is one of these */
+    const struct kr_plugin *owner;
+    const kreplay_kernel_t *entry;
+    int n_multiple;
+    char name[64];
+    char summary[256];
+    char act_format[64];
+    char weight_format[192];
+    char accumulation[512];
+} plugin_kernel_t;
+
+struct kr_plugin {
+    char path[1024];
+    char name[64];
+    void *handle;
+    const kreplay_plugin_t *sym;
+    int gpu;
+    int count;
+    plugin_kernel_t *kernels;
+};
+
+static int plugin_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
+                              const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err);
+static int plugin_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                      const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
+                      kr_error_t *err);
+
+/* ------------------------------------------------------------------ accessors */
+
+const char *plugin_path(const kr_plugin_t *p) { return p->path; }
+const char *plugin_name(const kr_plugin_t *p) { return p->name; }
+int plugin_is_gpu(const kr_plugin_t *p) { return p->gpu; }
+int plugin_kernel_count(const kr_plugin_t *p) { return p ? p->count : 0; }
+
+const kernel_desc_t *plugin_kernel_at(const kr_plugin_t *p, int i)
+{
+    return (p && i >= 0 && i < p->count) ? &p->kernels[i].desc : NULL;
+}
+
+const kernel_desc_t *plugin_kernel_find(const kr_plugin_t *p, const char *name)
+{
+    for (int i = 0; p && i < p->count; i++)
+        if (strcmp(p->kernels[i].name, name) == 0)
+            return &p->kernels[i].desc;
+    return NULL;
+}
+
+int kernel_is_plugin(const kernel_desc_t *k)
+{
+    return k && k->run_cpu == plugin_run;
+}
+
+int plugin_kernel_is_gpu(const kernel_desc_t *k)
+{
+    return kernel_is_plugin(k) && ((const plugin_kernel_t *)k)->owner->gpu;
+}
+
+const kreplay_kernel_t *plugin_kernel_entry(const kernel_desc_t *k)
+{
+    return kernel_is_plugin(k) ? ((const plugin_kernel_t *)k)->entry : NULL;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+static int name_is_valid(const char *s)
+{
+    if (!s || !*s || strlen(s) > 63)
+        return 0;
+    for (const char *c = s; *c; c++) {
+        const int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                       (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '+' ||
+                       *c == '-';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int lcm_int(int a, int b)
+{
+    int x = a, y = b;
+    while (y) {
+        int t = x % y;
+        x = y;
+        y = t;
+    }
+    return a / x * b;
+}
+
+/* Checks one kernel entry and fills its descriptor. */
+static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_error_t *err)
+{
+    const kreplay_kernel_t *e = &p->sym->kernels[i];
+    const char *path = p->path;
+    if (!name_is_valid(e->name))
+        return kr_fail(err,
+                       "%s: kernel %d: name %s%s%s is not 1-63 characters of [A-Za-z0-9._+-]",
+                       path, i, e->name ? "\"" : "", e->name ? e->name : "NULL",
+                       e->name ? "\"" : "");
+    if (kernel_find(e->name))
+        return kr_fail(err, "%s: kernel \"%s\" has the name of a registry kernel; rename it",
+                       path, e->name);
+    for (int j = 0; j < i; j++)
+        if (strcmp(p->kernels[j].name, e->name) == 0)
+            return kr_fail(err, "%s: kernel name \"%s\" appears twice", path, e->name);
+    if (!e->launch)
+        return kr_fail(err, "%s: kernel \"%s\": launch is NULL", path, e->name);
+    if (e->act_format != KREPLAY_ACT_FP8_E4M3FN_TOKEN)
+        return kr_fail(err, "%s: kernel \"%s\": unknown act_format %u (ABI %u knows %u)", path,
+                       e->name, e->act_format, KREPLAY_PLUGIN_ABI_VERSION,
+                       KREPLAY_ACT_FP8_E4M3FN_TOKEN);
+    if (e->weight_order != KREPLAY_WEIGHT_CHECKPOINT && e->weight_order != KREPLAY_WEIGHT_FRAGMENT)
+        return kr_fail(err, "%s: kernel \"%s\": unknown weight_order %u", path, e->name,
+                       e->weight_order);
+    if (e->scale_layout != KREPLAY_SCALES_KN && e->scale_layout != KREPLAY_SCALES_NK)
+        return kr_fail(err, "%s: kernel \"%s\": unknown scale_layout %u", path, e->name,
+                       e->scale_layout);
+    if (e->weight_ref != KREPLAY_WREF_NONE && e->weight_ref != KREPLAY_WREF_ROW_MAX)
+        return kr_fail(err, "%s: kernel \"%s\": unknown weight_ref %u", path, e->name,
+                       e->weight_ref);
+    if (e->k_multiple < 0 || e->n_multiple < 0 || e->k_multiple > (1 << 20) ||
+        e->n_multiple > (1 << 20))
+        return kr_fail(err, "%s: kernel \"%s\": k_multiple %d / n_multiple %d out of range", path,
+                       e->name, e->k_multiple, e->n_multiple);
+    if (e->m_min < 0 || e->m_max < 0 || (e->m_max > 0 && e->m_max < e->m_min))
+        return kr_fail(err, "%s: kernel \"%s\": bad M band [%lld, %lld]", path, e->name,
+                       (long long)e->m_min, (long long)e->m_max);
+    if (!(e->rel_tol_exact >= 0) || !(e->rel_tol_source >= 0) || isinf(e->rel_tol_exact) ||
+        isinf(e->rel_tol_source))
+        return kr_fail(err, "%s: kernel \"%s\": thresholds must be finite and >= 0", path,
+                       e->name);
+
+    memset(pk, 0, sizeof *pk);
+    pk->owner = p;
+    pk->entry = e;
+    kr_strlcpy(pk->name, e->name, sizeof pk->name);
+    snprintf(pk->summary, sizeof pk->summary, "[plugin %s%s] %s", p->name,
+             p->gpu ? ", GPU" : "", e->summary ? e->summary : "(no summary)");
+    kr_strlcpy(pk->act_format, "e4m3fn per-token (fp32 scale per row)", sizeof pk->act_format);
+    snprintf(pk->weight_format, sizeof pk->weight_format,
+             "mxfp4: e2m1 [N,K/2] %s + e8m0 [%s]; weight_ref %s",
+             e->weight_order == KREPLAY_WEIGHT_FRAGMENT ? "fragment order" : "checkpoint order",
+             e->scale_layout == KREPLAY_SCALES_KN ? "K/32,N" : "N,K/32",
+             e->weight_ref == KREPLAY_WREF_ROW_MAX ? "[N] row max (folded)" : "NULL (per-block)");
+    kr_strlcpy(pk->accumulation, e->accumulation ? e->accumulation : "(not declared by the plugin)",
+               sizeof pk->accumulation);
+    pk->n_multiple = e->n_multiple;
+
+    kernel_desc_t *d = &pk->desc;
+    d->name = pk->name;
+    d->family = "plugin";
+    d->summary = pk->summary;
+    d->act_format = pk->act_format;
+    d->weight_format = pk->weight_format;
+    d->accumulation = pk->accumulation;
+    d->k_multiple = lcm_int(e->k_multiple > 0 ? e->k_multiple : 32, 32);
+    d->m_min = e->m_min > 0 ? e->m_min : 1;
+    d->m_max = e->m_max;
+    d->refs = REF_EXACT | REF_SOURCE;
+    d->rel_tol_exact = e->rel_tol_exact > 0 ? e->rel_tol_exact : 0.01;
+    d->rel_tol_source = e->rel_tol_source > 0 ? e->rel_tol_source : 0.08;
+    d->op = KERNEL_OP_GEMM;
+    d->weight_kind = WEIGHT_KIND_MXFP4;
+    d->config = 0;
+    d->prepare_act = plugin_prepare_act;
+    d->run_cpu = plugin_run;
+    return 0;
+}
+
+int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return kr_fail(err, "plugin: no path given");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return kr_fail(err, "%s: cannot open plugin: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return kr_fail(err, "%s: is a directory, not a plugin shared library", path);
+
+    struct kr_plugin *p = calloc(1, sizeof *p);
+    if (!p)
+        return kr_fail(err, "%s: out of memory", path);
+    kr_strlcpy(p->path, path, sizeof p->path);
+    /* dlopen searches the library path for a name without '/': never do that. */
+    char open_path[1040];
+    snprintf(open_path, sizeof open_path, "%s%s", strchr(path, '/') ? "" : "./", path);
+
+    dlerror();
+    p->handle = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
+    if (!p->handle) {
+        const char *why = dlerror();
+        kr_fail(err, "%s: not a loadable shared library: %s", path, why ? why : "dlopen failed");
+        free(p);
+        return -1;
+    }
+    dlerror();
+    const void *sym = dlsym(p->handle, KREPLAY_PLUGIN_SYMBOL);
+    const char *why = dlerror();
+    if (!sym || why) {
+        kr_fail(err,
+                "%s: no symbol \"%s\": not a kreplay plugin (a plugin exports "
+                "`const kreplay_plugin_t %s`, see kernels/plugin.h)",
+                path, KREPLAY_PLUGIN_SYMBOL, KREPLAY_PLUGIN_SYMBOL);
+        goto fail;
+    }
+    p->sym = sym;
+    /* abi_version is at offset 0 in every version of the ABI. */
+    uint32_t version;
+    memcpy(&version, sym, sizeof version);
+    if (version != KREPLAY_PLUGIN_ABI_VERSION) {
+        kr_fail(err,
+                "%s: plugin ABI version %u, but this kreplay implements ABI version %u "
+                "(kernels/plugin.h): rebuild the plugin against this kreplay's plugin.h",
+                path, version, KREPLAY_PLUGIN_ABI_VERSION);
+        goto fail;
+    }
+    if (p->sym->struct_size < sizeof(kreplay_plugin_t)) {
+        kr_fail(err,
+                "%s: plugin structure is %u bytes, ABI version %u's is %zu: the plugin was built "
+                "against a different kernels/plugin.h",
+                path, p->sym->struct_size, KREPLAY_PLUGIN_ABI_VERSION, sizeof(kreplay_plugin_t));
+        goto fail;
+    }
+    if (p->sym->flags & ~(uint32_t)KREPLAY_PLUGIN_GPU) {
+        kr_fail(err, "%s: unknown plugin flags 0x%x (ABI %u knows 0x%x)", path,
+                p->sym->flags, KREPLAY_PLUGIN_ABI_VERSION, KREPLAY_PLUGIN_GPU);
+        goto fail;
+    }
+    if (p->sym->kernel_count < 1 || p->sym->kernel_count > 256 || !p->sym->kernels) {
+        kr_fail(err, "%s: kernel_count %d (must be 1-256, with a kernels array)", path,
+                p->sym->kernel_count);
+        goto fail;
+    }
+    p->gpu = (p->sym->flags & KREPLAY_PLUGIN_GPU) != 0;
+    if (p->sym->name && *p->sym->name) {
+        kr_strlcpy(p->name, p->sym->name, sizeof p->name);
+    } else {
+        const char *base = strrchr(path, '/');
+        kr_strlcpy(p->name, base ? base + 1 : path, sizeof p->name);
+    }
+    p->kernels = calloc((size_t)p->sym->kernel_count, sizeof *p->kernels);
+    if (!p->kernels) {
+        kr_fail(err, "%s: out of memory", path);
+        goto fail;
+    }
+    for (int i = 0; i < p->sym->kernel_count; i++) {
+        if (build_kernel(p, i, &p->kernels[i], err))
+            goto fail;
+        p->count = i + 1;
+    }
+    *out = p;
+    return 0;
+fail:
+    dlclose(p->handle);
+    free(p->kernels);
+    free(p);
+    return -1;
+}
+
+void plugin_unload(kr_plugin_t *p)
+{
+    if (!p)
+        return;
+    if (p->handle)
+        dlclose(p->handle);
+    free(p->kernels);
+    free(p);
+}
+
+/* ------------------------------------------------------------------ running */
+
+static int plugin_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
+                              const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
+{
+    const plugin_kernel_t *pk = (const plugin_kernel_t *)k;
+    if (!in->weight.packed || !in->weight.scales)
+        return kr_fail(err, "the case has no MXFP4 weight");
+    if (pk->n_multiple > 0 && in->N % pk->n_multiple != 0)
+        return kr_fail(err, "N=%lld is not a multiple of %d", (long long)in->N, pk->n_multiple);
+    if (pk->entry->weight_order == KREPLAY_WEIGHT_FRAGMENT && (in->N % 16 || in->K % 16))
+        return kr_fail(err, "fragment-order weights need N %% 16 == 0 and K %% 16 == 0 (N=%lld)",
+                       (long long)in->N);
+    if (act_prepare_fp8_token(k, in, opt, act, err))
+        return -1;
+    if (act->fp8_format != FP8_E4M3FN) {
+        kernel_act_free(act);
+        return kr_fail(err, "the plugin kernel takes e4m3fn activations; the recorded x_fp8 are "
+                            "e4m3fnuz (replay with --act-source quantize)");
+    }
+    return 0;
+}
+
+/* The operands laid out as the kernel declared, on the host. */
+typedef struct {
+    const uint8_t *weight;
+    const uint8_t *scales;
+    const uint8_t *ref;         /* NULL for KREPLAY_WREF_NONE */
+    uint8_t *owned[3];
+} host_operands_t;
+
+static void host_operands_free(host_operands_t *h)
+{
+    for (int i = 0; i < 3; i++)
+        free(h->owned[i]);
+    memset(h, 0, sizeof *h);
+}
+
+static int host_operands(const plugin_kernel_t *pk, const kernel_inputs_t *in, host_operands_t *h,
+                         kr_error_t *err)
+{
+    memset(h, 0, sizeof *h);
+    const int64_t N = in->N, K = in->K;
+    const mxfp4_weight_t *w = &in->weight;
+    h->weight = w->packed;
+    if (pk->entry->weight_order == KREPLAY_WEIGHT_FRAGMENT) {
+        h->owned[0] = malloc((size_t)N * (size_t)(K / 2));
+        if (!h->owned[0])
+            return kr_fail(err, "out of memory permuting the weight");
+        if (wperm_permute(w->packed, N, K, h->owned[0])) {
+            host_operands_free(h);
+            return kr_fail(err, "fragment order needs N %% 16 == 0 and K %% 16 == 0");
+        }
+        h->weight = h->owned[0];
+    }
+    const scale_layout_t want =
+        pk->entry->scale_layout == KREPLAY_SCALES_KN ? SCALE_LAYOUT_KN : SCALE_LAYOUT_NK;
+    h->scales = w->scales;
+    if (w->layout != want) {
+        h->owned[1] = malloc((size_t)N * (size_t)(K / 32));
+        if (!h->owned[1]) {
+            host_operands_free(h);
+            return kr_fail(err, "out of memory transposing the weight scales");
+        }
+        mxfp4_scales_transpose(w->scales, w->layout, N, K, h->owned[1]);
+        h->scales = h->owned[1];
+    }
+    if (pk->entry->weight_ref == KREPLAY_WREF_ROW_MAX) {
+        if (in->weight_ref && in->weight_ref_len == N) {
+            h->ref = in->weight_ref;
+        } else {
+            h->owned[2] = malloc((size_t)N);
+            if (!h->owned[2]) {
+                host_operands_free(h);
+                return kr_fail(err, "out of memory for weight_ref");
+            }
+            for (int64_t n = 0; n < N; n++) {
+                uint8_t r = 0;
+                for (int64_t b = 0; b < K / 32; b++) {
+                    uint8_t e = mxfp4_scale_at(w->scales, w->layout, N, K, n, b);
+                    if (e > r)
+                        r = e;
+                }
+                h->owned[2][n] = r;
+            }
+            h->ref = h->owned[2];
+        }
+    }
+    return 0;
+}
+
+static const char *plugin_error_text(const plugin_kernel_t *pk)
+{
+    const char *(*last)(void) = pk->owner->sym->last_error;
+    const char *s = last ? last() : NULL;
+    return s && *s ? s : "no message (the plugin has no last_error, or it is empty)";
+}
+
+/* Elements still holding the poison: the note says how many and where. */
+static void note_unwritten(const uint16_t *out, int64_t M, int64_t N, kernel_run_info_t *info)
+{
+    int64_t count = 0, first = -1;
+    for (int64_t i = 0; i < M * N; i++) {
+        if (out[i] == PLUGIN_POISON) {
+            if (first < 0)
+                first = i;
+            count++;
+        }
+    }
+    if (count)
+        snprintf(info->note, sizeof info->note,
+                 "%lld of %lld output elements unwritten (poison 0x7FC1 left), first at [%lld, %lld]",
+                 (long long)count, (long long)(M * N), (long long)(first / N),
+                 (long long)(first % N));
+}
+
+static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const kernel_act_t *act,
+                    const host_operands_t *h, uint16_t *out, kernel_run_info_t *info,
+                    kr_error_t *err)
+{
+    const int64_t M = in->M, N = in->N;
+    const size_t out_bytes = (size_t)M * (size_t)N * sizeof(uint16_t);
+    uint8_t *buf = malloc(out_bytes + 2 * PLUGIN_GUARD_BYTES);
+    if (!buf)
+        return kr_fail(err, "out of memory for the plugin's output");
+    memset(buf, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES);
+    memset(buf + PLUGIN_GUARD_BYTES + out_bytes, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES);
+    uint16_t *o = (uint16_t *)(void *)(buf + PLUGIN_GUARD_BYTES);
+    for (int64_t i = 0; i < M * N; i++)
+        o[i] = PLUGIN_POISON;
+    const int rc = pk->entry->launch(act->codes, h->weight, h->scales, h->ref, act->token_scale, o,
+                                     M, N, in->K, NULL);
+    if (rc != 0) {
+        kr_fail(err, "plugin kernel %s: launch returned %d: %s", pk->name, rc,
+                plugin_error_text(pk));
+        free(buf);
+        return -1;
+    }
+    int64_t before = 0, after = 0;
+    for (size_t i = 0; i < PLUGIN_GUARD_BYTES; i++) {
+        before += buf[i] != PLUGIN_GUARD_BYTE;
+        after += buf[PLUGIN_GUARD_BYTES + out_bytes + i] != PLUGIN_GUARD_BYTE;
+    }
+    if (before || after) {
+        kr_fail(err,
+                "plugin kernel %s: out-of-bounds write: %lld guard bytes before out and %lld "
+                "after it changed",
+                pk->name, (long long)before, (long long)after);
+        free(buf);
+        return -1;
+    }
+    memcpy(out, o, out_bytes);
+    free(buf);
+    note_unwritten(out, M, N, info);
+    return 0;
+}
+
+static int gpu_fail(kr_error_t *err, const plugin_kernel_t *pk, const char *what, int status)
+{
+    const char *msg = kr_gpu_last_error();
+    return kr_fail(err, "GPU plugin kernel %s: %s: %s%s%s", pk->name, what,
+                   kr_gpu_status_name(status), msg && *msg ? ": " : "", msg ? msg : "");
+}
+
+static int run_device(const plugin_kernel_t *pk, const kernel_inputs_t *in,
+                      const kernel_act_t *act, const host_operands_t *h, uint16_t *out,
+                      kernel_run_info_t *info, kr_error_t *err)
+{
+    const int64_t M = in->M, N = in->N, K = in->K;
+    const size_t sz_x = (size_t)M * (size_t)K, sz_w = (size_t)N * (size_t)(K / 2),
+                 sz_s = (size_t)N * (size_t)(K / 32), sz_xs = (size_t)M * sizeof(float),
+                 sz_out = (size_t)M * (size_t)N * sizeof(uint16_t);
+    const size_t sz_buf = sz_out + 2 * PLUGIN_GUARD_BYTES;
+    void *d_x = NULL, *d_w = NULL, *d_s = NULL, *d_ref = NULL, *d_xs = NULL, *d_buf = NULL;
+    kr_gpu_stream_t stream = NULL;
+    uint8_t *host = NULL;
+    int st, result = -1;
+#define GPU_TRY(call, what)                        \
+    do {                                           \
+        if ((st = (call)) != KR_GPU_OK) {          \
+            gpu_fail(err, pk, what, st);           \
+            goto done;                             \
+        }                                          \
+    } while (0)
+    GPU_TRY(kr_gpu_malloc(&d_x, sz_x), "allocating x_fp8");
+    GPU_TRY(kr_gpu_malloc(&d_w, sz_w), "allocating weight");
+    GPU_TRY(kr_gpu_malloc(&d_s, sz_s), "allocating weight_scale");
+    if (h->ref)
+        GPU_TRY(kr_gpu_malloc(&d_ref, (size_t)N), "allocating weight_ref");
+    GPU_TRY(kr_gpu_malloc(&d_xs, sz_xs), "allocating x_scale");
+    GPU_TRY(kr_gpu_malloc(&d_buf, sz_buf), "allocating out");
+    GPU_TRY(kr_gpu_memcpy_h2d(d_x, act->codes, sz_x), "uploading x_fp8");
+    GPU_TRY(kr_gpu_memcpy_h2d(d_w, h->weight, sz_w), "uploading weight");
+    GPU_TRY(kr_gpu_memcpy_h2d(d_s, h->scales, sz_s), "uploading weight_scale");
+    if (h->ref)
+        GPU_TRY(kr_gpu_memcpy_h2d(d_ref, h->ref, (size_t)N), "uploading weight_ref");
+    GPU_TRY(kr_gpu_memcpy_h2d(d_xs, act->token_scale, sz_xs), "uploading x_scale");
+    GPU_TRY(kr_gpu_stream_create(&stream), "creating a stream");
+    uint8_t *d_out = (uint8_t *)d_buf + PLUGIN_GUARD_BYTES;
+    GPU_TRY(kr_gpu_memset(d_buf, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES, stream), "guard fill");
+    GPU_TRY(kr_gpu_memset(d_out + sz_out, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES, stream),
+            "guard fill");
+    GPU_TRY(kr_gpu_fill_u16((uint16_t *)(void *)d_out, PLUGIN_POISON, (size_t)M * (size_t)N,
+                            stream),
+            "poisoning out");
+    GPU_TRY(kr_gpu_stream_synchronize(stream), "synchronizing before the launch");
+    const int rc = pk->entry->launch(d_x, d_w, d_s, d_ref, d_xs, d_out, M, N, K, stream);
+    if (rc != 0) {
+        kr_fail(err, "GPU plugin kernel %s: launch returned %d: %s", pk->name, rc,
+                plugin_error_text(pk));
+        goto done;
+    }
+    GPU_TRY(kr_gpu_stream_synchronize(stream), "running the kernel");
+    host = malloc(sz_buf);
+    if (!host) {
+        kr_fail(err, "out of memory for the plugin's output");
+        goto done;
+    }
+    GPU_TRY(kr_gpu_memcpy_d2h(host, d_buf, sz_buf), "downloading out");
+    int64_t before = 0, after = 0;
+    for (size_t i = 0; i < PLUGIN_GUARD_BYTES; i++) {
+        before += host[i] != PLUGIN_GUARD_BYTE;
+        after += host[PLUGIN_GUARD_BYTES + sz_out + i] != PLUGIN_GUARD_BYTE;
+    }
+    if (before || after) {
+        kr_fail(err,
+                "GPU plugin kernel %s: out-of-bounds write: %lld guard bytes before out and "
+                "%lld after it changed",
+                pk->name, (long long)before, (long long)after);
+        goto done;
+    }
+    memcpy(out, host + PLUGIN_GUARD_BYTES, sz_out);
+    note_unwritten(out, M, N, info);
+    result = 0;
+done:
+#undef GPU_TRY
+    if (stream)
+        kr_gpu_stream_destroy(stream);
+    kr_gpu_free(d_x);
+    kr_gpu_free(d_w);
+    kr_gpu_free(d_s);
+    kr_gpu_free(d_ref);
+    kr_gpu_free(d_xs);
+    kr_gpu_free(d_buf);
+    free(host);
+    return result;
+}
+
+static int plugin_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                      const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
+                      kr_error_t *err)
+{
+    (void)opt;
+    const plugin_kernel_t *pk = (const plugin_kernel_t *)k;
+    if (act->kind != ACT_FP8_PER_TOKEN || act->fp8_format != FP8_E4M3FN)
+        return kr_fail(err, "plugin kernel %s takes e4m3fn per-token activations", pk->name);
+    host_operands_t h;
+    if (host_operands(pk, in, &h, err))
+        return -1;
+    const int rc = pk->owner->gpu ? run_device(pk, in, act, &h, out, info, err)
+                                  : run_host(pk, in, act, &h, out, info, err);
+    host_operands_free(&h);
+    if (rc == 0 && in->weight.e8m0_mode == E8M0_ZERO_IS_ZERO) {
+        const size_t len = strlen(info->note);
+        snprintf(info->note + len, sizeof info->note - len, "%sthe plugin decodes e8m0 itself "
+                 "(--e8m0-zero not applied to it)", len ? "; " : "");
+    }
+    return rc;
+}

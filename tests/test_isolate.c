@@ -1,0 +1,390 @@
+/* Isolation (harness/isolate.h): a function run in a child process with a
+ * timeout.  Data comes back intact; a failing function gives its message; an
+ * exit, a segfault or an abort gives CRASHED with the status or the signal's
+ * name; a hang gives TIMEOUT within the timeout plus a little, and the child
+ * is gone (reaped, no zombie).  After each, a normal isolated run still
+ * succeeds: the run goes on.  The crashing, aborting and hanging kernels are
+ * the example plugins of kernels/plugins/examples/. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "act_prepare.h"
+#include "case_io.h"
+#include "isolate.h"
+#include "kr_error.h"
+#include "kr_string.h"
+#include "plugin_loader.h"
+#include "registry.h"
+#include "synth.h"
+#include "test_support.h"
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The child is gone: reaped (no zombie to wait for) and not running. */
+static void assert_child_gone(pid_t pid)
+{
+    assert_true(pid > 0);
+    errno = 0;
+    assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+    errno = 0;
+    assert_int_equal(kill(pid, 0), -1);
+    assert_int_equal(errno, ESRCH);
+}
+
+/* ------------------------------------------------------------ plain functions */
+
+typedef struct {
+    uint64_t seed;
+} fill_ctx_t;
+
+static int fill_fn(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+{
+    (void)err;
+    test_rng_t r = {((fill_ctx_t *)ctx)->seed};
+    uint8_t *o = out;
+    for (size_t i = 0; i < out_bytes; i++)
+        o[i] = (uint8_t)test_rng_u64(&r);
+    return 0;
+}
+
+static void test_output_comes_back_intact(void **state)
+{
+    (void)state;
+    const size_t n = (3u << 20) + 7;       /* not a page multiple */
+    uint8_t *out = malloc(n), *want = malloc(n);
+    assert_non_null(out);
+    assert_non_null(want);
+    fill_ctx_t ctx = {12345};
+    kr_error_t err = {{0}};
+    assert_int_equal(fill_fn(&ctx, want, n, &err), 0);
+    memset(out, 0, n);
+    isolate_result_t res;
+    assert_int_equal(isolate_run(fill_fn, &ctx, out, n, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_OK);
+    assert_string_equal(isolate_status_name(res.status), "OK");
+    assert_int_equal(res.signal, 0);
+    assert_true(res.seconds >= 0 && res.seconds < 10.0);
+    assert_memory_equal(out, want, n);
+    assert_child_gone(res.pid);
+    /* No timeout at all. */
+    memset(out, 0, n);
+    assert_int_equal(isolate_run(fill_fn, &ctx, out, n, 0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_OK);
+    assert_memory_equal(out, want, n);
+    /* No output at all. */
+    assert_int_equal(isolate_run(fill_fn, &ctx, NULL, 0, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_OK);
+    free(out);
+    free(want);
+}
+
+static int failing_fn(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+{
+    (void)ctx;
+    memset(out, 0x11, out_bytes);
+    return kr_fail(err, "bad input %d", 42);
+}
+
+static int exiting_fn(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+{
+    (void)ctx, (void)out, (void)out_bytes, (void)err;
+    _exit(3);
+}
+
+static int segv_fn(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+{
+    (void)ctx, (void)out, (void)out_bytes, (void)err;
+    raise(SIGSEGV);
+    return 0;
+}
+
+static void test_failure_exit_and_signal(void **state)
+{
+    (void)state;
+    uint8_t out[64];
+    memset(out, 0xEE, sizeof out);
+    isolate_result_t res;
+    kr_error_t err = {{0}};
+    assert_int_equal(isolate_run(failing_fn, NULL, out, sizeof out, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_FAILED);
+    assert_string_equal(res.message, "bad input 42");
+    assert_int_equal(isolate_verdict(&res), VERDICT_ERROR);
+    for (size_t i = 0; i < sizeof out; i++)
+        assert_int_equal(out[i], 0xEE);     /* no partial output comes back */
+
+    assert_int_equal(isolate_run(exiting_fn, NULL, out, sizeof out, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_CRASHED);
+    assert_int_equal(res.exit_code, 3);
+    assert_int_equal(res.signal, 0);
+    assert_non_null(strstr(res.message, "status 3"));
+    assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
+    assert_child_gone(res.pid);
+
+    assert_int_equal(isolate_run(segv_fn, NULL, out, sizeof out, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_CRASHED);
+    assert_int_equal(res.signal, SIGSEGV);
+    assert_non_null(strstr(res.message, "SIGSEGV"));
+    assert_child_gone(res.pid);
+
+    char buf[32];
+    assert_string_equal(isolate_signal_name(SIGABRT, buf, sizeof buf), "SIGABRT");
+    assert_string_equal(isolate_signal_name(SIGBUS, buf, sizeof buf), "SIGBUS");
+    char want[32];
+    snprintf(want, sizeof want, "signal %d", SIGRTMIN + 3);
+    assert_string_equal(isolate_signal_name(SIGRTMIN + 3, buf, sizeof buf), want);
+}
+
+/* ------------------------------------------------------------ plugin kernels */
+
+static void plugin_file(char *buf, size_t cap, const char *name)
+{
+    const char *bin = KREPLAY_BINARY;
+    const char *slash = strrchr(bin, '/');
+    if (slash)
+        snprintf(buf, cap, "%.*s/plugins/libkr_plugin_%s.so", (int)(slash - bin), bin, name);
+    else
+        snprintf(buf, cap, "plugins/libkr_plugin_%s.so", name);
+}
+
+typedef struct {
+    kr_plugin_t *example, *crash, *hang, *abrt;
+    case_t c;
+    kernel_inputs_t in;
+    kernel_options_t opt;
+    uint16_t *model_out;        /* w4a8.perblock's bits */
+} fixture_t;
+
+static kr_plugin_t *load(const char *name)
+{
+    char path[1024];
+    plugin_file(path, sizeof path, name);
+    kr_plugin_t *p = NULL;
+    kr_error_t err = {{0}};
+    if (plugin_load(path, &p, &err))
+        fprintf(stderr, "%s\n", err.msg);
+    return p;
+}
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->example = load("example_w4a8");
+    f->crash = load("crash");
+    f->hang = load("hang");
+    f->abrt = load("abort");
+    if (!f->example || !f->crash || !f->hang || !f->abrt)
+        return -1;
+    synth_params_t sp;
+    synth_params_default(&sp);
+    sp.M = 9;
+    sp.N = 48;
+    sp.K = 128;
+    sp.scale_layout = SCALE_LAYOUT_KN;
+    kr_error_t err = {{0}};
+    if (synth_case(&sp, &f->c, &err))
+        return -1;
+    const case_t *c = &f->c;
+    f->in = (kernel_inputs_t){
+        .M = c->M, .N = c->N, .K = c->K,
+        .x = c->x, .x_fp8 = c->x_fp8, .x_scale = c->x_scale, .x_fp8_format = c->x_fp8_format,
+        .weight = {.packed = c->weight, .scales = c->weight_scale, .layout = c->scale_layout,
+                   .e8m0_mode = E8M0_SPEC, .N = c->N, .K = c->K},
+        .weight_ref = c->weight_ref, .weight_ref_len = c->weight_ref_len,
+    };
+    kernel_options_default(&f->opt);
+    const kernel_desc_t *m = kernel_find("w4a8.perblock");
+    kernel_act_t act;
+    f->model_out = malloc((size_t)(c->M * c->N) * sizeof(uint16_t));
+    kernel_run_info_t info = {{0}};
+    if (!m || !f->model_out || m->prepare_act(m, &f->in, &f->opt, &act, &err) ||
+        m->run_cpu(m, &f->in, &act, &f->opt, f->model_out, &info, &err))
+        return -1;
+    kernel_act_free(&act);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    plugin_unload(f->example);
+    plugin_unload(f->crash);
+    plugin_unload(f->hang);
+    plugin_unload(f->abrt);
+    case_free(&f->c);
+    free(f->model_out);
+    free(f);
+    return 0;
+}
+
+/* One isolated run of k; out is malloc'd [M, N] (prefilled 0). */
+static void run_isolated(fixture_t *f, const kernel_desc_t *k, double timeout_s,
+                         isolate_result_t *res, uint16_t **out)
+{
+    kernel_act_t act;
+    kr_error_t err = {{0}};
+    assert_int_equal(k->prepare_act(k, &f->in, &f->opt, &act, &err), 0);
+    *out = calloc((size_t)(f->in.M * f->in.N), sizeof(uint16_t));
+    assert_non_null(*out);
+    kernel_run_info_t info = {{0}};
+    assert_int_equal(
+        isolate_run_kernel(k, &f->in, &act, &f->opt, *out, &info, timeout_s, res, &err), 0);
+    kernel_act_free(&act);
+}
+
+/* The example plugin, isolated: OK and bit-identical to the model. */
+static void assert_normal_run_ok(fixture_t *f)
+{
+    isolate_result_t res;
+    uint16_t *out;
+    run_isolated(f, plugin_kernel_at(f->example, 0), 10.0, &res, &out);
+    if (res.status != ISOLATE_OK)
+        fprintf(stderr, "example: %s\n", res.message);
+    assert_int_equal(res.status, ISOLATE_OK);
+    assert_memory_equal(out, f->model_out, (size_t)(f->in.M * f->in.N) * sizeof(uint16_t));
+    assert_child_gone(res.pid);
+    free(out);
+}
+
+static void test_registry_kernel_isolated(void **state)
+{
+    fixture_t *f = *state;
+    isolate_result_t res;
+    uint16_t *out;
+    run_isolated(f, kernel_find("w4a8.perblock"), 30.0, &res, &out);
+    assert_int_equal(res.status, ISOLATE_OK);
+    assert_memory_equal(out, f->model_out, (size_t)(f->in.M * f->in.N) * sizeof(uint16_t));
+    free(out);
+    assert_normal_run_ok(f);
+}
+
+static void test_segfaulting_plugin(void **state)
+{
+    fixture_t *f = *state;
+    isolate_result_t res;
+    uint16_t *out;
+    run_isolated(f, plugin_kernel_at(f->crash, 0), 10.0, &res, &out);
+    fprintf(stderr, "  crash: %s: %s\n", isolate_status_name(res.status), res.message);
+    assert_int_equal(res.status, ISOLATE_CRASHED);
+    assert_int_equal(res.signal, SIGSEGV);
+    assert_non_null(strstr(res.message, "SIGSEGV"));
+    assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
+    assert_child_gone(res.pid);
+    free(out);
+    assert_normal_run_ok(f);
+}
+
+static void test_aborting_plugin(void **state)
+{
+    fixture_t *f = *state;
+    isolate_result_t res;
+    uint16_t *out;
+    run_isolated(f, plugin_kernel_at(f->abrt, 0), 10.0, &res, &out);
+    fprintf(stderr, "  abort: %s: %s\n", isolate_status_name(res.status), res.message);
+    assert_int_equal(res.status, ISOLATE_CRASHED);
+    assert_int_equal(res.signal, SIGABRT);
+    assert_non_null(strstr(res.message, "SIGABRT"));
+    assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
+    assert_child_gone(res.pid);
+    free(out);
+    assert_normal_run_ok(f);
+}
+
+static void test_hanging_plugin_times_out(void **state)
+{
+    fixture_t *f = *state;
+    const double timeout = 0.5, slack = 1.0;
+    isolate_result_t res;
+    uint16_t *out;
+    const double t0 = now_seconds();
+    run_isolated(f, plugin_kernel_at(f->hang, 0), timeout, &res, &out);
+    const double took = now_seconds() - t0;
+    fprintf(stderr, "  hang: %s after %.3f s: %s\n", isolate_status_name(res.status), took,
+            res.message);
+    assert_int_equal(res.status, ISOLATE_TIMEOUT);
+    assert_int_equal(isolate_verdict(&res), VERDICT_TIMEOUT);
+    assert_non_null(strstr(res.message, "SIGKILL"));
+    assert_true(took >= timeout);
+    assert_true(took < timeout + slack);
+    assert_true(res.seconds >= timeout && res.seconds < timeout + slack);
+    assert_child_gone(res.pid);
+    free(out);
+    assert_normal_run_ok(f);
+}
+
+/* A run over several kernels, as replay will do it: every kernel gets its
+ * row, whatever the one before it did. */
+static void test_the_run_goes_on(void **state)
+{
+    fixture_t *f = *state;
+    const kernel_desc_t *plan[] = {
+        plugin_kernel_at(f->crash, 0), plugin_kernel_at(f->example, 0),
+        plugin_kernel_at(f->hang, 0),  plugin_kernel_at(f->abrt, 0),
+        kernel_find("w4a8.perblock"),  plugin_kernel_at(f->example, 0),
+    };
+    const verdict_t want[] = {VERDICT_CRASHED, VERDICT_PASS,  VERDICT_TIMEOUT,
+                              VERDICT_CRASHED, VERDICT_PASS, VERDICT_PASS};
+    result_list_t rows = {0};
+    for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {
+        isolate_result_t res;
+        uint16_t *out;
+        run_isolated(f, plan[i], 0.5, &res, &out);
+        result_t *r = result_list_add(&rows);
+        assert_non_null(r);
+        snprintf(r->kernel, sizeof r->kernel, "%s", plan[i]->name);
+        r->verdict = isolate_verdict(&res);
+        kr_strlcpy(r->note, res.message, sizeof r->note);
+        if (res.status == ISOLATE_OK)
+            assert_memory_equal(out, f->model_out,
+                                (size_t)(f->in.M * f->in.N) * sizeof(uint16_t));
+        free(out);
+    }
+    assert_int_equal(rows.count, 6);
+    for (int64_t i = 0; i < rows.count; i++) {
+        fprintf(stderr, "  %-24s %-8s %s\n", rows.rows[i].kernel,
+                verdict_name(rows.rows[i].verdict), rows.rows[i].note);
+        assert_int_equal(rows.rows[i].verdict, want[i]);
+    }
+    result_list_free(&rows);
+    /* Nothing left behind. */
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
+int main(void)
+{
+    const struct CMUnitTest plain[] = {
+        cmocka_unit_test(test_output_comes_back_intact),
+        cmocka_unit_test(test_failure_exit_and_signal),
+    };
+    const struct CMUnitTest plugins[] = {
+        cmocka_unit_test(test_registry_kernel_isolated),
+        cmocka_unit_test(test_segfaulting_plugin),
+        cmocka_unit_test(test_aborting_plugin),
+        cmocka_unit_test(test_hanging_plugin_times_out),
+        cmocka_unit_test(test_the_run_goes_on),
+    };
+    int failed = cmocka_run_group_tests(plain, NULL, NULL);
+    failed += cmocka_run_group_tests(plugins, setup, teardown);
+    return failed;
+}
