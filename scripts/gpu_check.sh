@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 nvcc --version 2>&1 | tail -1
 gcc --version | head -1
 cmake --version | head -1
-for m in openblas hdf5 jansson cmocka yaml-0.1; do
+for m in openblas hdf5 jansson cmocka yaml-0.1 libzip; do
     printf '  pkg-config %-10s %s\n' "$m" "$(pkg-config --modversion "$m" 2>/dev/null || echo MISSING)"
 done
 ls /usr/include/cblas.h /usr/include/x86_64-linux-gnu/cblas.h /usr/include/hdf5.h \
@@ -32,7 +32,7 @@ ls /usr/include/cblas.h /usr/include/x86_64-linux-gnu/cblas.h /usr/include/hdf5.
 
 # ---- dependencies the machine lacks, from carried .deb files ----
 missing=0
-for m in jansson cmocka yaml-0.1; do pkg-config --exists "$m" || missing=1; done
+for m in jansson cmocka yaml-0.1 libzip; do pkg-config --exists "$m" || missing=1; done
 if [[ $missing == 1 ]]; then
     if ! ls .debs/*.deb >/dev/null 2>&1; then
         echo "gpu_check: jansson/cmocka/libyaml missing and no .debs/ to unpack" >&2
@@ -68,16 +68,42 @@ fi
 
 # ---- tests ----
 echo "== tests (ctest -L 'gpu|gfx1201')"
-( cd "$build_dir" && ctest -L 'gpu|gfx1201' -V --timeout 900 ) >"$logs/test_gpu.log" 2>&1
+( cd "$build_dir" && ctest -L 'gpu|gfx1201' -LE gpu-part -V --timeout 900 ) >"$logs/test_gpu.log" 2>&1
 test_rc=$?
+
+# ---- ctest resource groups: the GPU test parts spread over every GPU ----
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+echo "== ctest -L gpu-part -j $ngpu with a resource spec ($ngpu GPU(s))"
+scripts/gpu_resources.sh "$build_dir/gpu_resources.json"
+rm -f "$logs/gpu_ledger.txt"
+( cd "$build_dir" && KREPLAY_GPU_LEDGER="$logs/gpu_ledger.txt" \
+      ctest -L gpu-part -j "$ngpu" --resource-spec-file gpu_resources.json --timeout 900 ) \
+    >"$logs/test_gpu_parts.log" 2>&1
+parts_rc=$?
+grep -E "Test +#|tests passed" "$logs/test_gpu_parts.log"
+cat "$logs/gpu_ledger.txt" 2>/dev/null
+# Every part ran on the GPU it was given, and (with several GPUs) more than one GPU was used.
+mismatched=$(awk '{split($2,a,"="); split($3,b,"="); if (a[2] != b[2]) n++} END {print n+0}' "$logs/gpu_ledger.txt" 2>/dev/null || echo 1)
+used=$(awk '{print $3}' "$logs/gpu_ledger.txt" 2>/dev/null | sort -u | wc -l)
+echo "  parts on a GPU they were not given: $mismatched; distinct GPUs used: $used of $ngpu"
+
+# ---- kreplay replay --device gpu on the samples ----
+echo "== kreplay replay --device gpu cases/samples"
+"$build_dir/kreplay" replay --device gpu --refs exact cases/samples >"$logs/replay_gpu.txt" 2>&1
+replay_rc=$?
+grep -E "model:|rows:" "$logs/replay_gpu.txt" | awk '{print $5, $6, $7, $14}' | sort | uniq -c | tail -30
+tail -1 "$logs/replay_gpu.txt"
 sed 's/^[0-9]*: //' "$logs/test_gpu.log" |
     grep -E "test_gpu:|bit-identical|DIFFER|ERROR|FAIL|fault |MMA:|pairs|Passed|Skipped|Failed|\*\*\*" | tail -150
 
 # ---- benchmark ----
-echo "== benchmark"
-"$build_dir/kr_gpu_bench" >"$logs/bench.log" 2>&1
-bench_rc=$?
-cat "$logs/bench.log"
+bench_rc=0
+if [[ "${GPU_CHECK_BENCH:-1}" == "1" ]]; then
+    echo "== benchmark"
+    "$build_dir/kr_gpu_bench" >"$logs/bench.log" 2>&1
+    bench_rc=$?
+    cat "$logs/bench.log"
+fi
 
 if [[ "${KR_NCU:-0}" == "1" ]] && command -v ncu >/dev/null; then
     echo "== ncu (decode kernels)"
@@ -100,6 +126,8 @@ sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep -E "^ *fault (race|oob|unwritten
     awk '{printf "%-40s %s\n", "fault " $2, $4}'
 printf '%-40s %s\n' "ctest -L gpu|gfx1201 exit" "$test_rc"
 printf '%-40s %s\n' "bench exit" "$bench_rc"
+printf '%-40s %s\n' "ctest -L gpu-part (resource groups) exit" "$parts_rc"
+printf '%-40s %s\n' "replay --device gpu exit" "$replay_rc"
 sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep "MMA:" | tail -9
 sed -n '/^kernel /,/^targets/p' "$logs/bench.log"
-[[ $test_rc == 0 && $bench_rc == 0 ]]
+[[ $test_rc == 0 && $bench_rc == 0 && $parts_rc == 0 && $mismatched == 0 ]]

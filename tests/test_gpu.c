@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "act_prepare.h"
@@ -37,6 +38,11 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_support.h"
+
+/* The GPU ctest allotted this process (RESOURCE_GROUPS gpus:1, the id in
+ * CTEST_RESOURCE_GROUP_0_GPUS), else 0: under `ctest -j` each test runs on
+ * the GPU it was given and no other. */
+static int g_device = 0;
 
 static int g_checked, g_skipped_rows;
 
@@ -85,6 +91,7 @@ static int check_kernel(const char *label, const kernel_inputs_t *in, const char
 
     gpu_run_options_t o;
     gpu_run_options_default(&o);
+        o.device = g_device;
     o.reruns = 2;
     o.timed_runs = 1;
     gpu_run_result_t res;
@@ -257,6 +264,7 @@ static void test_faults_caught(void **state)
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
         gpu_run_options_t o;
         gpu_run_options_default(&o);
+        o.device = g_device;
         o.fault = faults[i].fault;
         o.reruns = 5;
         o.timed_runs = 0;
@@ -427,6 +435,7 @@ static void test_matrix_units_measured(void **state)
         folded_sums(&in, &act, f64, m32);
         gpu_run_options_t o;
         gpu_run_options_default(&o);
+        o.device = g_device;
         o.variant = GPU_VARIANT_MATRIX;
         o.reruns = 2;
         o.timed_runs = 3;
@@ -492,22 +501,64 @@ static void test_summary(void **state)
     assert_true(g_checked > 0);
 }
 
-int main(void)
+/* "id:1,slots:1" -> 1; -1 when absent or malformed. */
+static int allotted_gpu(void)
+{
+    const char *count = getenv("CTEST_RESOURCE_GROUP_COUNT");
+    const char *spec = getenv("CTEST_RESOURCE_GROUP_0_GPUS");
+    if (!count || !spec)
+        return -1;
+    const char *id = strstr(spec, "id:");
+    return id ? atoi(id + 3) : -1;
+}
+
+/* usage: test_gpu [--part simt|samples|faults|matrix] (default: all) */
+int main(int argc, char **argv)
 {
     char why[256];
     if (!gpu_available(why, sizeof why)) {
         printf("test_gpu: skipped: %s\n", why);
         return TEST_SKIPPED;
     }
+    const char *part = argc >= 3 && !strcmp(argv[1], "--part") ? argv[2] : "all";
+    int allotted = allotted_gpu();
+    if (allotted >= 0)
+        g_device = allotted;
+    int count = 0;
+    kr_gpu_device_count(&count);
+    if (g_device >= count) {
+        fprintf(stderr, "test_gpu: allotted GPU %d but only %d present\n", g_device, count);
+        return 1;
+    }
     char name[128] = "?";
-    kr_gpu_device_name(0, name, sizeof name);
-    printf("test_gpu: %s backend on %s\n", kr_gpu_backend(), name);
-    const struct CMUnitTest tests[] = {
+    kr_gpu_device_name(g_device, name, sizeof name);
+    printf("test_gpu: part %s: %s backend on GPU %d of %d (%s), allotted by ctest: %s\n", part,
+           kr_gpu_backend(), g_device, count, name, allotted >= 0 ? "yes" : "no");
+    /* A ledger of which part ran on which GPU, for the resource check. */
+    const char *ledger = getenv("KREPLAY_GPU_LEDGER");
+    if (ledger) {
+        FILE *fp = fopen(ledger, "a");
+        if (fp) {
+            fprintf(fp, "part=%s allotted=%d used=%d pid=%d\n", part, allotted, g_device, (int)getpid());
+            fclose(fp);
+        }
+    }
+    struct CMUnitTest all[] = {
         cmocka_unit_test(test_simt_synthetic),
         cmocka_unit_test(test_simt_samples),
         cmocka_unit_test(test_faults_caught),
         cmocka_unit_test(test_matrix_units_measured),
         cmocka_unit_test(test_summary),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const char *names[] = {"simt", "samples", "faults", "matrix"};
+    if (strcmp(part, "all") != 0) {
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(part, names[i])) {
+                struct CMUnitTest one[] = {all[i]};
+                return cmocka_run_group_tests_name(names[i], one, NULL, NULL);
+            }
+        fprintf(stderr, "test_gpu: unknown part '%s'\n", part);
+        return 2;
+    }
+    return cmocka_run_group_tests(all, NULL, NULL);
 }
