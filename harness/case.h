@@ -60,6 +60,11 @@ typedef struct {
     char *env_flags;            /* "KEY=VALUE" lines, '\n'-separated */
 
     uint16_t *weight_bf16;      /* [N, K] bf16 bits of an unquantized layer, or NULL */
+
+    /* The fp32 reference the serve computed in-process, [M, N], or NULL: the
+     * MXFP4 dispatch's _debug_compare dump stores _exact_ref's result under
+     * the misnamed key "aiter" (dataset ref_recorded, cases/SCHEMA.md). */
+    float *ref_recorded;
 } case_t;
 
 #endif

@@ -409,6 +409,25 @@ static int read_output(rd_t *rd, const char *name, const case_t *c, uint16_t **o
     return rc;
 }
 
+/* The fp32 reference the serve recorded, [M, N]; absent -> stays NULL. */
+static int read_ref_recorded(rd_t *rd, case_t *c)
+{
+    hid_t ds;
+    int o = open_ds(rd, "ref_recorded", &ds);
+    if (o <= 0)
+        return o;
+    const int64_t want[2] = {c->M, c->N};
+    void *buf = NULL;
+    int rc = -1;
+    if (check_ds(rd, "ref_recorded", ds, EL_F32, 2, want, "(M, N)") == 0 &&
+        read_ds(rd, "ref_recorded", ds, EL_F32, c->M * c->N, &buf) == 0) {
+        c->ref_recorded = buf;
+        rc = 0;
+    }
+    H5Dclose(ds);
+    return rc;
+}
+
 /* The bf16 weight of an unquantized layer; absent -> c->weight_bf16 stays NULL. */
 static int read_weight_bf16(rd_t *rd, case_t *c)
 {
@@ -747,7 +766,7 @@ static int read_all(rd_t *rd, case_t *c)
 
     if (read_output(rd, "out", c, &c->out) < 0 ||
         read_output(rd, "out_rerun", c, &c->out_rerun) < 0 ||
-        read_output(rd, "aiter", c, &c->aiter) < 0)
+        read_output(rd, "aiter", c, &c->aiter) < 0 || read_ref_recorded(rd, c) < 0)
         return -1;
     return 0;
 }

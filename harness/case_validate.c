@@ -202,5 +202,6 @@ void case_free(case_t *c)
     free(c->capture_time);
     free(c->env_flags);
     free(c->weight_bf16);
+    free(c->ref_recorded);
     memset(c, 0, sizeof *c);
 }

@@ -166,6 +166,9 @@ static int write_all(wr_t *w, const case_t *c)
         if (outs[i].data && write_ds(w, outs[i].name, H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, M, N,
                                      outs[i].data, "dtype", "bfloat16"))
             return -1;
+    if (c->ref_recorded && write_ds(w, "ref_recorded", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, M, N,
+                                    c->ref_recorded, NULL, NULL))
+        return -1;
     return 0;
 }
 

@@ -10,10 +10,12 @@
 #include "atomic_file.h"
 #include "baseline.h"
 #include "case_io.h"
+#include "case_load.h"
 #include "fault_inject.h"
 #include "gpu_run.h"
 #include "kr_string.h"
 #include "policy.h"
+#include "progress.h"
 #include "registry.h"
 #include "replay.h"
 #include "results_store.h"
@@ -75,7 +77,7 @@ static int build_plan(const suite_t *s, plan_item_t **out, int64_t *count, kr_er
 static int load_plan_case(const suite_t *s, const plan_item_t *it, case_t *c, kr_error_t *err)
 {
     if (it->file)
-        return case_read(it->file, c, err);
+        return case_load(it->file, c, NULL, err);
     synth_params_t p;
     if (suite_synth_params(&s->synth[it->synth_item], it->synth_index, &p))
         return kr_fail(err, "%s: bad synthetic case %s", s->path, it->key);
@@ -113,18 +115,6 @@ static void judge_rows(const suite_t *s, const policy_t *pol, result_t *rows, in
     }
 }
 
-static void progress_line(const gate_options_t *o, int64_t done, int64_t total, double t0)
-{
-    if (!o->progress || total <= 0)
-        return;
-    double elapsed = now_seconds() - t0;
-    double eta = done > 0 ? elapsed / (double)done * (double)(total - done) : 0;
-    fprintf(stderr, "\r[kreplay gate] %lld/%lld cases, %.0f s elapsed, ETA %.0f s   ", (long long)done,
-            (long long)total, elapsed, eta);
-    if (done == total)
-        fputc('\n', stderr);
-    fflush(stderr);
-}
 
 static int copy_file_atomic(const char *from, const char *to, kr_error_t *err)
 {
@@ -274,6 +264,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     }
     sum->cases_planned = todo;
     int64_t done_count = 0;
+    progress_t prog;
+    progress_start(&prog, "kreplay gate", todo);
     for (int64_t i = 0; i < n_plan; i++) {
         const plan_item_t *it = &plan[i];
         if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
@@ -282,7 +274,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             continue;
         if (key_done(done, n_done, it->key)) {
             sum->cases_resumed++;
-            progress_line(o, ++done_count, todo, t0);
+            progress_update(&prog, ++done_count);
             continue;
         }
         case_t c;
@@ -290,13 +282,14 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
         if (load_plan_case(&s, it, &c, &cerr)) {
             fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
             sum->input_errors++;
-            progress_line(o, ++done_count, todo, t0);
+            progress_update(&prog, ++done_count);
             continue;
         }
         if (only_n && (c.N != only_n || c.K != only_k)) {
             case_free(&c);
             sum->cases_planned--;
             todo--;
+            prog.total = todo;
             continue;
         }
         int64_t first = rows.count;
@@ -314,8 +307,9 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             sum->cases_run++;
         }
         case_free(&c);
-        progress_line(o, ++done_count, todo, t0);
+        progress_update(&prog, ++done_count);
     }
+    progress_finish(&prog);
     result_list_sort(&rows);
 
     if (o->baseline_path) {
@@ -405,7 +399,7 @@ int gate_list_shapes(const char *suite_path, kr_error_t *err)
         int64_t N = plan[i].N, K = plan[i].K, M = plan[i].M;
         if (plan[i].file) {
             case_t c;
-            if (case_read(plan[i].file, &c, err)) {
+            if (case_load(plan[i].file, &c, NULL, err)) {
                 status = -1;
                 break;
             }

@@ -676,6 +676,35 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                      (unsigned long long)r->ulp.max_ulp);
         }
     }
+    if (status == 0 && c->ref_recorded && rc->in.weight.packed) {
+        /* The reference the serving process computed (the bad-case dump's
+         * misnamed "aiter" key) against kreplay's R_exact on the same
+         * recorded operands: two fp32 GEMMs that must agree to rounding.  A
+         * mismatch means the in-process reference was the wrong one (the
+         * dispatch's _exact_ref once read permuted weights). */
+        kernel_act_t act;
+        kr_error_t kerr = {{0}};
+        kopt.act_source = ACT_SOURCE_AUTO;
+        if (act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0) {
+            const int64_t MN = c->M * c->N;
+            float *r_exact = reference_exact(rc, &act, err);
+            uint16_t *bits = malloc((size_t)MN * sizeof(uint16_t));
+            if (!r_exact || !bits) {
+                status = -1;
+            } else {
+                for (int64_t i = 0; i < MN; i++)
+                    bits[i] = bf16_encode(c->ref_recorded[i]);
+                nonfinite_t operand_nf;
+                nonfinite_count(act.dequant, act.M * act.K, &operand_nf);
+                status = add_compared_row(rc, "recorded.ref", ref_kind_name(REF_EXACT), &act,
+                                          "the serve's in-process reference", bits, c->ref_recorded,
+                                          r_exact, NULL, &operand_nf, 1e-3, 0.0, err);
+            }
+            free(r_exact);
+            free(bits);
+            kernel_act_free(&act);
+        }
+    }
     if (status == 0 && c->aiter && rc->in.weight.packed) {
         kernel_act_t act;
         kr_error_t kerr = {{0}};

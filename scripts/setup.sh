@@ -9,7 +9,8 @@ packages=(build-essential cmake pkg-config libopenblas-dev libhdf5-dev hdf5-tool
           gnuplot-nox libyaml-dev libjansson-dev libzip-dev)
 if [[ "${1:-}" == "--tests" ]]; then
     # clang-19 + lld-19: the gfx1201 device-code compile test (tests/test_gfx1201_compile.c)
-    packages+=(libcmocka-dev python3-h5py python3-numpy clang-19 lld-19)
+    # chromium: the report page checked in a headless browser (tests/test_browser.c)
+    packages+=(libcmocka-dev python3-h5py python3-numpy clang-19 lld-19 chromium)
 fi
 
 missing=()

@@ -18,6 +18,8 @@ int cli_gate(int argc, char **argv);
 int cli_merge(int argc, char **argv);
 int cli_baseline(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
+int cli_import(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 /* Shared helpers. */
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */

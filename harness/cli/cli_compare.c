@@ -7,6 +7,7 @@
 
 #include "atomic_file.h"
 #include "case_io.h"
+#include "case_load.h"
 #include "cli.h"
 #include "compare.h"
 #include "shape_catalog.h"
@@ -254,7 +255,7 @@ int cli_compare(int argc, char **argv)
     char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
     for (int i = 0; i < n_cases; i++) {
         case_t cs;
-        if (case_read(cases[i], &cs, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
+        if (case_load(cases[i], &cs, NULL, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             input_errors++;
         }

@@ -10,6 +10,7 @@
 #include "gate.h"
 #include "junit.h"
 #include "report.h"
+#include "report_bundle.h"
 #include "results_store.h"
 
 static void gate_usage(FILE *fp)
@@ -41,7 +42,8 @@ static void gate_usage(FILE *fp)
 
 static int write_run_reports(const char *run_dir, const char *junit_path, const char *suite_name,
                              const result_list_t *rows, const results_meta_t *meta,
-                             double seconds, kr_error_t *err)
+                             double seconds, const char *baseline, const char *history,
+                             kr_error_t *err)
 {
     run_info_t info;
     run_info_fill(&info, meta->command, meta->version, meta->git_commit);
@@ -50,6 +52,18 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
         *err = e;
         return -1;
     }
+    report_options_t ro;
+    report_options_init(&ro);
+    ro.meta = meta;
+    ro.baseline_path = baseline;
+    char **hist = NULL;
+    int nh = history ? report_history_paths(history, &hist, &e) : 0;
+    if (nh < 0 || report_generate(run_dir, rows, (const char **)hist, nh > 0 ? nh : 0, &ro, &e)) {
+        report_free_paths(hist, nh > 0 ? nh : 0);
+        *err = e;
+        return -1;
+    }
+    report_free_paths(hist, nh);
     if (junit_path) {
         atomic_file_t f;
         if (atomic_file_open(&f, junit_path, err))
@@ -150,7 +164,8 @@ int cli_gate(int argc, char **argv)
         report_table_print(stdout, &rows);
         report_summary_line(stdout, &rows);
         kr_error_t werr = {{0}};
-        if (write_run_reports(o.run_dir, o.junit_path, meta.suite_name, &rows, &meta, sum.seconds, &werr)) {
+        if (write_run_reports(o.run_dir, o.junit_path, meta.suite_name, &rows, &meta, sum.seconds,
+                              o.baseline_path, o.history_dir, &werr)) {
             fprintf(stderr, "kreplay: error: %s\n", werr.msg);
             status = EXIT_USAGE;
         }
@@ -205,7 +220,7 @@ int cli_merge(int argc, char **argv)
     result_list_t rows;
     results_meta_t meta;
     if (results_store_read(path, &rows, &meta, &err) ||
-        write_run_reports(out_dir, NULL, meta.suite_name, &rows, &meta, 0.0, &err)) {
+        write_run_reports(out_dir, NULL, meta.suite_name, &rows, &meta, 0.0, NULL, NULL, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
     }

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "case_io.h"
+#include "case_load.h"
 #include "cli.h"
 #include "input_health.h"
 
@@ -25,7 +26,7 @@ int cli_inspect(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         case_t c;
         kr_error_t err = {{0}};
-        if (case_read(argv[i], &c, &err)) {
+        if (case_load(argv[i], &c, NULL, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             status = EXIT_USAGE;
             continue;

@@ -18,6 +18,8 @@ static void usage(FILE *fp)
             "  merge -o OUT R.h5...  combine shard results into one run\n"
             "  baseline update R.h5 --baseline FILE   promote a run to the baseline\n"
             "  calibrate SUITE --seeds A-B -o DIR     thresholds from clean models over many seeds\n"
+            "  import X.pt -o X.h5   convert a torch.save bad-case dump into a schema-v1 case\n"
+            "  report RESULTS.h5... -o DIR  HTML page (plots inline) and Markdown from results files\n"
             "  version               print the version\n"
             "\n"
             "Run 'kreplay <command> --help' for a command's options.\n"
@@ -49,6 +51,9 @@ int kreplay_main(int argc, char **argv)
         return cli_baseline(argc - 1, argv + 1);
     if (!strcmp(cmd, "calibrate"))
         return cli_calibrate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import"))
+        return cli_import(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kreplay %s (commit %s)\n", cli_version(), cli_git_commit());
         return 0;

@@ -6,11 +6,14 @@
 
 #include "atomic_file.h"
 #include "case_io.h"
+#include "case_load.h"
 #include "gpu_run.h"
 #include "cli.h"
 #include "plugin_loader.h"
 #include "replay.h"
 #include "report.h"
+#include "report_bundle.h"
+#include "results_store.h"
 #include "kr_string.h"
 
 static void replay_usage(FILE *fp)
@@ -306,7 +309,7 @@ int cli_replay(int argc, char **argv)
     int input_errors = 0;
     for (int i = 0; i < n_cases; i++) {
         case_t cs;
-        if (case_read(cases[i], &cs, &err)) {
+        if (case_load(cases[i], &cs, NULL, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             input_errors++;
             continue;
@@ -330,11 +333,28 @@ int cli_replay(int argc, char **argv)
     }
     int status = 0;
     if (out_dir) {
-        if (report_write_dir(out_dir, &rows, &info, &err)) {
+        results_meta_t meta;
+        results_meta_init(&meta);
+        kr_strlcpy(meta.command, cmdline, sizeof meta.command);
+        kr_strlcpy(meta.version, cli_version(), sizeof meta.version);
+        kr_strlcpy(meta.git_commit, cli_git_commit(), sizeof meta.git_commit);
+        kr_strlcpy(meta.device, opt.device_gpu ? "gpu" : "cpu", sizeof meta.device);
+        report_options_t ro;
+        report_options_init(&ro);
+        ro.meta = &meta;
+        char rpath[4400];
+        snprintf(rpath, sizeof rpath, "%s/results.h5", out_dir);
+        /* The results file is sorted like every run's (results_store.h); the
+         * table and JSON above kept the replay's own order. */
+        result_list_sort(&rows);
+        if (report_write_dir(out_dir, &rows, &info, &err) ||
+            results_store_write(rpath, &rows, &meta, &err) ||
+            report_generate(out_dir, &rows, NULL, 0, &ro, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             status = EXIT_USAGE;
         } else if (!json) {
-            printf("report: %s/report.md (results.json, results.csv beside it)\n", out_dir);
+            printf("report: %s/report.html (report.md, results.h5, results.json, results.csv beside it)\n",
+                   out_dir);
         }
     }
     if (save_path && access(save_tmp, F_OK) == 0) {

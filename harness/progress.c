@@ -1,0 +1,91 @@
+#include "progress.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kr_string.h"
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void progress_start_on(progress_t *p, FILE *fp, int enabled, const char *label, int64_t total)
+{
+    memset(p, 0, sizeof *p);
+    p->fp = fp;
+    p->enabled = enabled && fp != NULL;
+    kr_strlcpy(p->label, label ? label : "", sizeof p->label);
+    p->total = total > 0 ? total : 0;
+    p->t0 = mono_seconds();
+    p->last_draw = -1;
+}
+
+void progress_start(progress_t *p, const char *label, int64_t total)
+{
+    progress_start_on(p, stderr, isatty(STDERR_FILENO), label, total);
+}
+
+void progress_format_seconds(double s, char *buf, int cap)
+{
+    if (!isfinite(s) || s < 0)
+        s = 0;
+    long long t = (long long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, (size_t)cap, "%lld h %02lld min", t / 3600, (t / 60) % 60);
+    else if (t >= 60)
+        snprintf(buf, (size_t)cap, "%lld min %02lld s", t / 60, t % 60);
+    else
+        snprintf(buf, (size_t)cap, "%lld s", t);
+}
+
+void progress_update(progress_t *p, int64_t done)
+{
+    if (!p->enabled)
+        return;
+    p->done = done;
+    double now = mono_seconds();
+    int last = p->total > 0 && done >= p->total;
+    if (!last && p->last_draw >= 0 && now - p->last_draw < 0.2)
+        return;
+    p->last_draw = now;
+    double elapsed = now - p->t0;
+    char el[32], eta[32], line[256];
+    progress_format_seconds(elapsed, el, sizeof el);
+    int n;
+    if (p->total > 0) {
+        double pct = 100.0 * (double)done / (double)p->total;
+        if (done > 0 && !last) {
+            progress_format_seconds(elapsed / (double)done * (double)(p->total - done), eta, sizeof eta);
+            n = snprintf(line, sizeof line, "[%s] %lld/%lld (%.0f%%), %s elapsed, ETA %s", p->label,
+                         (long long)done, (long long)p->total, pct, el, eta);
+        } else {
+            n = snprintf(line, sizeof line, "[%s] %lld/%lld (%.0f%%), %s elapsed%s", p->label, (long long)done,
+                         (long long)p->total, pct, el, last ? "" : ", ETA unknown");
+        }
+    } else {
+        n = snprintf(line, sizeof line, "[%s] %lld done, %s elapsed", p->label, (long long)done, el);
+    }
+    if (n >= (int)sizeof line)
+        n = (int)sizeof line - 1;
+    fprintf(p->fp, "\r%s", line);
+    for (int i = n; i < p->last_len; i++)
+        fputc(' ', p->fp);
+    p->last_len = n;
+    p->drawn = 1;
+    fflush(p->fp);
+}
+
+void progress_finish(progress_t *p)
+{
+    if (!p->enabled || !p->drawn)
+        return;
+    fputc('\n', p->fp);
+    fflush(p->fp);
+    p->drawn = 0;
+    p->last_len = 0;
+}

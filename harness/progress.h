@@ -1,0 +1,40 @@
+/* A progress line on stderr for long runs: "[label] 12/40 (30%), 8 s elapsed,
+ * ETA 19 s", redrawn in place (carriage return), at most five times a
+ * second and always for the last item.  It prints only when stderr is a
+ * terminal: redirected to a file or a pipe (ctest, CI logs) it is silent.
+ *
+ *   progress_t p;
+ *   progress_start(&p, "kreplay gate", n_cases);
+ *   for (...) { ...; progress_update(&p, ++done); }
+ *   progress_finish(&p);     // ends the line (only if one was drawn)
+ */
+#ifndef KR_PROGRESS_H
+#define KR_PROGRESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    FILE *fp;               /* stderr */
+    int enabled;            /* stderr is a terminal (or progress_start_on forced it) */
+    char label[64];
+    int64_t total, done;
+    double t0;              /* monotonic seconds at start */
+    double last_draw;       /* when the line was last drawn, -1 never */
+    int drawn;              /* a line is on screen and not yet ended */
+    int last_len;           /* its length, to blank a longer previous line */
+} progress_t;
+
+/* Starts a progress over total items, enabled when stderr is a terminal. */
+void progress_start(progress_t *p, const char *label, int64_t total);
+/* The same on any stream, enabled as told (tests, or a caller's own rule). */
+void progress_start_on(progress_t *p, FILE *fp, int enabled, const char *label, int64_t total);
+/* done items of total are finished; redraws when due (always at done == total). */
+void progress_update(progress_t *p, int64_t done);
+/* Ends the line with a newline if one was drawn. */
+void progress_finish(progress_t *p);
+
+/* "1 h 02 min", "3 min 05 s", "42 s" into buf. */
+void progress_format_seconds(double s, char *buf, int cap);
+
+#endif

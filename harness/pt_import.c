@@ -1,0 +1,323 @@
+/* pt_import: the MXFP4 dispatch's torch.save bad-case dump -> case_t
+ * (pt_import.h).  Every key is checked against M, N, K and the dtypes the
+ * dump uses before anything is read; every failure is one line
+ * "<path>: <key>: <problem>; expected <what>", as case_read's are. */
+#include "pt_import.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "case_io.h"
+#include "torch_pt.h"
+
+typedef struct {
+    const char *path;
+    pt_file_t *f;
+    const pt_value_t *root;
+    kr_error_t *err;
+} im_t;
+
+__attribute__((format(printf, 3, 4)))
+static int ifail(im_t *im, const char *key, const char *fmt, ...)
+{
+    char buf[KR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return kr_fail(im->err, "%s: %s: %s", im->path, key, buf);
+}
+
+#define DT(d) (1u << (d))
+
+static void dims_str(const int64_t *v, int rank, char *buf, size_t cap)
+{
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)v[i]);
+    if (o < cap)
+        snprintf(buf + o, cap - o, "]");
+}
+
+/* 1 and *t if `key` holds a tensor, 0 if absent, -1 (message) if it holds something else. */
+static int get_tensor(im_t *im, const char *key, const pt_tensor_t **t)
+{
+    const pt_value_t *v = pt_dict_get(im->root, key);
+    *t = NULL;
+    if (!v)
+        return 0;
+    if (v->kind != PT_TENSOR)
+        return ifail(im, key, "holds a %s; expected a tensor", pt_kind_name(v->kind));
+    *t = v->tensor;
+    return 1;
+}
+
+static int shape_is(const pt_tensor_t *t, int rank, const int64_t *dims)
+{
+    if (t->rank != rank)
+        return 0;
+    for (int i = 0; i < rank; i++)
+        if (t->sizes[i] != dims[i])
+            return 0;
+    return 1;
+}
+
+/* dtype in mask and shape == dims; `expect` describes both ("(M, K) float8_e4m3fn or uint8"). */
+static int check(im_t *im, const char *key, const pt_tensor_t *t, unsigned mask, int rank,
+                 const int64_t *dims, const char *expect)
+{
+    int dt_ok = (mask & DT(t->dtype)) != 0, sh_ok = shape_is(t, rank, dims);
+    if (dt_ok && sh_ok)
+        return 0;
+    char want[128], found[128];
+    dims_str(dims, rank, want, sizeof want);
+    dims_str(t->sizes, t->rank, found, sizeof found);
+    return ifail(im, key, "wrong %s; expected %s %s, found %s %s",
+                 !dt_ok && !sh_ok ? "shape and dtype" : !dt_ok ? "dtype" : "shape", want, expect,
+                 found, pt_dtype_name(t->dtype));
+}
+
+static int read_t(im_t *im, const char *key, const pt_tensor_t *t, void **out)
+{
+    return pt_tensor_read(im->f, t, key, out, im->err);
+}
+
+static int get_int(im_t *im, const char *key, int64_t *out)
+{
+    const pt_value_t *v = pt_dict_get(im->root, key);
+    if (!v)
+        return ifail(im, key, "missing; expected the int %s the dump records", key);
+    if (v->kind != PT_INT)
+        return ifail(im, key, "holds a %s; expected an int", pt_kind_name(v->kind));
+    *out = v->i;
+    return 0;
+}
+
+static int import_x(im_t *im, case_t *c)
+{
+    const pt_tensor_t *t;
+    int r = get_tensor(im, "x", &t);
+    if (r <= 0)
+        return r;
+    const int64_t d[2] = {c->M, c->K};
+    void *raw = NULL;
+    if (check(im, "x", t, DT(PT_DT_BFLOAT16) | DT(PT_DT_FLOAT32), 2, d,
+              "(M, K) bfloat16 or float32") || read_t(im, "x", t, &raw))
+        return -1;
+    if (t->dtype == PT_DT_FLOAT32) {
+        c->x = raw;
+        c->x_storage = X_STORED_F32;
+        return 0;
+    }
+    const int64_t n = c->M * c->K;
+    float *x = malloc((size_t)n * sizeof *x);
+    if (!x) {
+        free(raw);
+        return ifail(im, "x", "out of memory decoding %lld bf16 elements; expected to fit in "
+                              "memory", (long long)n);
+    }
+    const uint16_t *b = raw;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)b[i] << 16;      /* bf16 -> fp32 is exact */
+        memcpy(&x[i], &u, sizeof u);
+    }
+    free(raw);
+    c->x = x;
+    c->x_storage = X_STORED_BF16;
+    return 0;
+}
+
+static int import_x_fp8(im_t *im, case_t *c)
+{
+    const pt_tensor_t *t, *s;
+    int r = get_tensor(im, "x_fp8", &t);
+    if (r < 0)
+        return -1;
+    if (r > 0) {
+        const int64_t d[2] = {c->M, c->K};
+        void *raw = NULL;
+        if (check(im, "x_fp8", t, DT(PT_DT_FLOAT8_E4M3FN) | DT(PT_DT_UINT8), 2, d,
+                  "(M, K) float8_e4m3fn (or its uint8 codes)") || read_t(im, "x_fp8", t, &raw))
+            return -1;
+        c->x_fp8 = raw;
+        c->x_fp8_format = FP8_E4M3FN;
+    }
+    r = get_tensor(im, "x_scale", &s);
+    if (r <= 0)
+        return r;
+    /* per-token scales: [M, 1] from the quantizer, [M] once viewed */
+    const int64_t d1[1] = {c->M}, d2[2] = {c->M, 1};
+    int two = s->rank == 2;
+    void *raw = NULL;
+    if (check(im, "x_scale", s, DT(PT_DT_FLOAT32), two ? 2 : 1, two ? d2 : d1,
+              two ? "(M, 1) float32" : "(M, or [M, 1]) float32") ||
+        read_t(im, "x_scale", s, &raw))
+        return -1;
+    c->x_scale = raw;
+    return 0;
+}
+
+static int import_weight(im_t *im, case_t *c, const pt_import_options_t *o)
+{
+    const pt_tensor_t *w, *s;
+    int rw = get_tensor(im, "weight", &w);
+    if (rw < 0)
+        return -1;
+    if (rw == 0)
+        return ifail(im, "weight", "missing; expected the MXFP4 weight [%lld, %lld] (N, K/2) "
+                                   "uint8 the dump records", (long long)c->N,
+                     (long long)(c->K / 2));
+    const int64_t dw[2] = {c->N, c->K / 2};
+    if (check(im, "weight", w, DT(PT_DT_UINT8), 2, dw, "(N, K/2) uint8 packed e2m1"))
+        return -1;
+    int rs = get_tensor(im, "weight_scale", &s);
+    if (rs < 0)
+        return -1;
+    if (rs == 0)
+        return ifail(im, "weight_scale", "missing; expected e8m0 uint8 [%lld, %lld] (K/32, N) or "
+                                         "[%lld, %lld] (N, K/32)", (long long)(c->K / 32),
+                     (long long)c->N, (long long)c->N, (long long)(c->K / 32));
+    const int64_t nk[2] = {c->N, c->K / 32}, kn[2] = {c->K / 32, c->N};
+    int is_nk = shape_is(s, 2, nk), is_kn = shape_is(s, 2, kn);
+    char found[128];
+    dims_str(s->sizes, s->rank, found, sizeof found);
+    if (s->dtype != PT_DT_UINT8 || (!is_nk && !is_kn))
+        return ifail(im, "weight_scale", "wrong %s; expected uint8 [%lld, %lld] (K/32, N) or "
+                                         "[%lld, %lld] (N, K/32), found %s %s",
+                     s->dtype != PT_DT_UINT8 && !is_nk && !is_kn ? "shape and dtype"
+                     : s->dtype != PT_DT_UINT8                   ? "dtype"
+                                                                 : "shape",
+                     (long long)(c->K / 32), (long long)c->N, (long long)c->N,
+                     (long long)(c->K / 32), found, pt_dtype_name(s->dtype));
+    if (is_nk && is_kn) {
+        if (!o || !o->scale_layout_set)
+            return ifail(im, "weight_scale", "shape %s is both (N, K/32) and (K/32, N) (N == K/32 "
+                                             "== %lld), so the dump does not say its layout; "
+                                             "expected --scale-layout nk or kn to say which "
+                                             "(the dispatch holds [K/32, N]: kn)",
+                         found, (long long)c->N);
+        c->scale_layout = o->scale_layout;
+    } else {
+        c->scale_layout = is_kn ? SCALE_LAYOUT_KN : SCALE_LAYOUT_NK;
+        if (o && o->scale_layout_set && o->scale_layout != c->scale_layout)
+            return ifail(im, "weight_scale", "shape %s is %s but --scale-layout says %s; expected "
+                                             "the option to agree with the shape (or no option)",
+                         found, is_kn ? "(K/32, N)" : "(N, K/32)",
+                         scale_layout_name(o->scale_layout));
+    }
+    c->weight_order = o && o->weight_order_set ? o->weight_order : WEIGHT_ORDER_CHECKPOINT;
+    void *wb = NULL, *sb = NULL;
+    if (read_t(im, "weight", w, &wb))
+        return -1;
+    c->weight = wb;
+    if (read_t(im, "weight_scale", s, &sb))
+        return -1;
+    c->weight_scale = sb;
+
+    const pt_tensor_t *r;
+    int rr = get_tensor(im, "weight_ref", &r);
+    if (rr <= 0)
+        return rr;
+    int64_t len = r->rank == 1 ? r->sizes[0] : -1;
+    if (r->dtype != PT_DT_UINT8 || r->rank != 1 || (len != c->N && len != 2 && len != 1)) {
+        dims_str(r->sizes, r->rank, found, sizeof found);
+        return ifail(im, "weight_ref", "found %s %s, which is not a known route; expected uint8 "
+                                       "[%lld] (N, folded), [2] (per-block) or [1] (aiter)",
+                     found, pt_dtype_name(r->dtype), (long long)c->N);
+    }
+    void *rb = NULL;
+    if (read_t(im, "weight_ref", r, &rb))
+        return -1;
+    c->weight_ref = rb;
+    c->weight_ref_len = len;
+    return 0;
+}
+
+static int import_outputs(im_t *im, case_t *c)
+{
+    const int64_t d[2] = {c->M, c->N};
+    struct { const char *key; uint16_t **dst; } outs[] = {
+        {"out", &c->out}, {"out_rerun", &c->out_rerun},
+    };
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        const pt_tensor_t *t;
+        int r = get_tensor(im, outs[i].key, &t);
+        if (r < 0)
+            return -1;
+        void *raw = NULL;
+        if (r > 0 && (check(im, outs[i].key, t, DT(PT_DT_BFLOAT16), 2, d, "(M, N) bfloat16") ||
+                      read_t(im, outs[i].key, t, &raw)))
+            return -1;
+        *outs[i].dst = raw;
+    }
+    const pt_tensor_t *t;
+    int r = get_tensor(im, "aiter", &t);
+    if (r <= 0)
+        return r;
+    void *raw = NULL;
+    if (check(im, "aiter", t, DT(PT_DT_FLOAT32), 2, d,
+              "(M, N) float32 (the dump's \"aiter\" is _exact_ref's fp32 result)") ||
+        read_t(im, "aiter", t, &raw))
+        return -1;
+    c->ref_recorded = raw;
+    return 0;
+}
+
+static int provenance(im_t *im, case_t *c)
+{
+    struct stat st;
+    char when[32] = "";
+    if (stat(im->path, &st) == 0) {
+        struct tm tm;
+        time_t t = st.st_mtime;
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    c->path = strdup(im->path);
+    c->kernel_path = strdup(PT_IMPORT_KERNEL_PATH);
+    if (when[0])
+        c->capture_time = strdup(when);
+    if (!c->path || !c->kernel_path || (when[0] && !c->capture_time))
+        return ifail(im, "file", "out of memory; expected to fit in memory");
+    return 0;
+}
+
+int pt_import_case(const char *path, case_t *c, const pt_import_options_t *o, kr_error_t *err)
+{
+    if (!c)
+        return kr_fail(err, "%s: case: NULL output; expected a case_t to fill",
+                       path ? path : "(null)");
+    memset(c, 0, sizeof *c);
+    im_t im = {.path = path ? path : "(null)", .err = err};
+    case_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    int rc = -1;
+    if (pt_open(path, &im.f, err))
+        return -1;
+    im.root = pt_root(im.f);
+    if (!im.root || im.root->kind != PT_DICT) {
+        ifail(&im, "data.pkl", "the saved object is a %s; expected the dict of the bad-case dump "
+                               "(x_fp8, x_scale, weight, weight_scale, weight_ref, out, out_rerun, "
+                               "aiter, x, M, N, K)", im.root ? pt_kind_name(im.root->kind) : "?");
+        goto done;
+    }
+    if (get_int(&im, "M", &tmp.M) || get_int(&im, "N", &tmp.N) || get_int(&im, "K", &tmp.K) ||
+        case_check_dims(tmp.M, tmp.N, tmp.K, im.path, err))
+        goto done;
+    if (import_weight(&im, &tmp, o) || import_x_fp8(&im, &tmp) || import_x(&im, &tmp) ||
+        import_outputs(&im, &tmp) || provenance(&im, &tmp))
+        goto done;
+    if (case_validate(&tmp, im.path, err))
+        goto done;
+    *c = tmp;
+    memset(&tmp, 0, sizeof tmp);
+    rc = 0;
+done:
+    case_free(&tmp);
+    pt_close(im.f);
+    return rc;
+}

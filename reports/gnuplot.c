@@ -1,0 +1,218 @@
+#include "gnuplot.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kr_string.h"
+
+int gnuplot_find(char *buf, size_t cap)
+{
+    if (cap)
+        buf[0] = '\0';
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    const char *p = path;
+    for (;;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char cand[4096];
+        if (len == 0)
+            snprintf(cand, sizeof cand, "./gnuplot");   /* an empty entry is the current directory */
+        else if (len < sizeof cand - 16)
+            snprintf(cand, sizeof cand, "%.*s/gnuplot", (int)len, p);
+        else
+            cand[0] = '\0';
+        struct stat st;
+        if (cand[0] && stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+            if (strlen(cand) >= cap)
+                return 0;
+            kr_strlcpy(buf, cand, cap);
+            return 1;
+        }
+        if (!end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+int gnuplot_available(void)
+{
+    char buf[4096];
+    return gnuplot_find(buf, sizeof buf);
+}
+
+/* 'path' for /bin/sh, with ' written as '\''. */
+static void shell_quote(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (cap < 3) {
+        if (cap)
+            out[0] = '\0';
+        return;
+    }
+    out[n++] = '\'';
+    for (; *s && n + 6 < cap; s++) {
+        if (*s == '\'') {
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n++] = '\'';
+    out[n] = '\0';
+}
+
+/* The whole of an anonymous file, from its start. */
+static char *slurp(FILE *f, size_t *len)
+{
+    *len = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0)
+        return NULL;
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size + 1);
+    if (!buf)
+        return NULL;
+    /* gnuplot wrote through a duplicate of this descriptor: the offset is
+     * shared, so go back to the start before reading. */
+    if (fseek(f, 0, SEEK_SET) != 0) {
+        free(buf);
+        return NULL;
+    }
+    size_t got = fread(buf, 1, size, f);
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+/* The first few lines of gnuplot's stderr, on one line. */
+static void first_lines(const char *text, char *out, size_t cap)
+{
+    size_t n = 0;
+    int lines = 0;
+    out[0] = '\0';
+    for (const char *p = text; *p && n + 2 < cap && lines < 6; p++) {
+        if (*p == '\n') {
+            lines++;
+            if (n && out[n - 1] != ' ' && p[1])
+                out[n++] = ' ';
+            continue;
+        }
+        out[n++] = (*p == '\t' || *p == '\r') ? ' ' : *p;
+    }
+    out[n] = '\0';
+}
+
+int gnuplot_render(const char *script, gnuplot_term_t term, int width, int height, char **out,
+                   size_t *out_len, kr_error_t *err)
+{
+    *out = NULL;
+    *out_len = 0;
+    char exe[4096];
+    if (!gnuplot_find(exe, sizeof exe))
+        return kr_fail(err, "gnuplot: not found on PATH");
+    FILE *img = tmpfile(), *errf = tmpfile();
+    if (!img || !errf) {
+        int e = errno;
+        if (img)
+            fclose(img);
+        if (errf)
+            fclose(errf);
+        return kr_fail(err, "gnuplot: cannot create an anonymous file: %s", strerror(e));
+    }
+    char quoted[8300], cmd[8400];
+    shell_quote(exe, quoted, sizeof quoted);
+    snprintf(cmd, sizeof cmd, "exec %s 1>&%d 2>&%d", quoted, fileno(img), fileno(errf));
+
+    /* gnuplot may exit early on an error: a write must then fail, not kill us. */
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old);
+
+    fflush(NULL);
+    FILE *gp = popen(cmd, "w");
+    if (!gp) {
+        int e = errno;
+        sigaction(SIGPIPE, &old, NULL);
+        fclose(img);
+        fclose(errf);
+        return kr_fail(err, "gnuplot: cannot start %s: %s", exe, strerror(e));
+    }
+    if (width <= 0)
+        width = 800;
+    if (height <= 0)
+        height = 500;
+    if (term == GNUPLOT_SVG)
+        fprintf(gp, "set terminal svg size %d,%d noenhanced font \"Helvetica,12\" background rgb \"white\"\n",
+                width, height);
+    else
+        fprintf(gp, "set terminal pngcairo size %d,%d noenhanced font \"Sans,10\" background rgb \"white\"\n",
+                width, height);
+    fputs("set output\n", gp);
+    fputs(script, gp);
+    fputs("\nunset output\nexit\n", gp);
+    int status = pclose(gp);
+    sigaction(SIGPIPE, &old, NULL);
+
+    size_t elen = 0;
+    char *etext = slurp(errf, &elen);
+    fclose(errf);
+    size_t ilen = 0;
+    char *image = slurp(img, &ilen);
+    fclose(img);
+
+    int rc = 0;
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char lines[600];
+        first_lines(etext ? etext : "", lines, sizeof lines);
+        if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            rc = kr_fail(err, "gnuplot: %s could not be run", exe);
+        else
+            rc = kr_fail(err, "gnuplot failed (%s %d): %s",
+                         status != -1 && WIFEXITED(status) ? "exit" : "status",
+                         status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : status,
+                         lines[0] ? lines : "no message");
+    } else if (!image || ilen == 0) {
+        rc = kr_fail(err, "gnuplot: wrote no image");
+    }
+    free(etext);
+    if (rc) {
+        free(image);
+        return rc;
+    }
+    *out = image;
+    *out_len = ilen;
+    return 0;
+}
+
+void gnuplot_version(char *buf, size_t cap)
+{
+    if (cap)
+        buf[0] = '\0';
+    char exe[4096];
+    if (!gnuplot_find(exe, sizeof exe))
+        return;
+    char quoted[8300], cmd[8400];
+    shell_quote(exe, quoted, sizeof quoted);
+    snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", quoted);
+    fflush(NULL);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    char line[256] = "";
+    if (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        kr_strlcpy(buf, line, cap);
+    }
+    pclose(p);
+}

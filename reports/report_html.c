@@ -1,0 +1,901 @@
+#include "report_html.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plots.h"
+#include "verdict.h"
+
+/* ------------------------------------------------------------------ escaping */
+
+/* Length of a valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
+static int utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    int n;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    unsigned cp = c & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+void report_html_escape(FILE *fp, const char *s)
+{
+    if (!s)
+        return;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned char c = *p;
+        switch (c) {
+        case '&': fputs("&amp;", fp); p++; continue;
+        case '<': fputs("&lt;", fp); p++; continue;
+        case '>': fputs("&gt;", fp); p++; continue;
+        case '"': fputs("&quot;", fp); p++; continue;
+        case '\'': fputs("&#39;", fp); p++; continue;
+        default: break;
+        }
+        if (c < 0x20 && c != '\n' && c != '\t') {
+            fputs("&#xFFFD;", fp);
+            p++;
+            continue;
+        }
+        if (c == 0x7F) {
+            fputs("&#xFFFD;", fp);
+            p++;
+            continue;
+        }
+        int n = utf8_len(p);
+        if (n == 0) {
+            fputs("&#xFFFD;", fp);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, fp);
+        p += n;
+    }
+}
+
+#define E(s) report_html_escape(fp, (s))
+
+static void num_cell(FILE *fp, double v)
+{
+    if (isnan(v))
+        fputs("<td class=\"n\">nan</td>", fp);
+    else if (isinf(v))
+        fputs(v > 0 ? "<td class=\"n\">inf</td>" : "<td class=\"n\">-inf</td>", fp);
+    else
+        fprintf(fp, "<td class=\"n\">%.4g</td>", v);
+}
+
+static const char *verdict_class(verdict_t v)
+{
+    if (v == VERDICT_PASS)
+        return "v-pass";
+    if (v == VERDICT_REGRESSED)
+        return "v-regressed";
+    if (verdict_is_failure(v))
+        return "v-fail";
+    return "v-other";
+}
+
+/* ------------------------------------------------------------------ summaries */
+
+void report_verdict_tally(const int64_t *counts, char *buf, int cap)
+{
+    int n = 0;
+    buf[0] = '\0';
+    for (int v = 0; v < VERDICT_COUNT && n < cap; v++)
+        if (counts[v])
+            n += snprintf(buf + n, (size_t)(cap - n), "%s%lld %s", n ? ", " : "", (long long)counts[v],
+                          verdict_name((verdict_t)v));
+    if (!buf[0] && cap > 8)
+        snprintf(buf, (size_t)cap, "no rows");
+}
+
+typedef struct {
+    double key1, key2;
+    int64_t i;
+} offender_t;
+
+static int offender_cmp(const void *a, const void *b)
+{
+    const offender_t *x = a, *y = b;
+    if (x->key1 != y->key1)
+        return x->key1 > y->key1 ? -1 : 1;
+    if (x->key2 != y->key2)
+        return x->key2 > y->key2 ? -1 : 1;
+    return x->i < y->i ? -1 : (x->i > y->i);
+}
+
+int report_worst_offenders(const result_list_t *rows, int64_t *idx, int cap)
+{
+    offender_t *v = malloc((size_t)(rows->count ? rows->count : 1) * sizeof *v);
+    if (!v)
+        return 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < rows->count; i++) {
+        const result_t *r = &rows->rows[i];
+        double rel = r->metrics.rel_fro;
+        if (!strcmp(r->reference, "-") || !isfinite(rel) || r->verdict == VERDICT_UNSUPPORTED ||
+            r->verdict == VERDICT_ERROR || r->verdict == VERDICT_POISONED_INPUT)
+            continue;
+        int has_thr = isfinite(r->threshold) && r->threshold > 0;
+        /* key1: failing first, then by ratio (rows without a threshold last) */
+        v[n].key1 = (verdict_is_failure(r->verdict) ? 4.0 : 0.0) + (has_thr ? 2.0 + atan(rel / r->threshold) / 2 : 0.0);
+        v[n].key2 = rel;
+        v[n].i = i;
+        n++;
+    }
+    if (n > 1)
+        qsort(v, (size_t)n, sizeof *v, offender_cmp);
+    int out = 0;
+    for (int64_t j = 0; j < n && out < cap; j++)
+        idx[out++] = v[j].i;
+    free(v);
+    return out;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+    const report_group_t *x = a, *y = b;
+    if (x->N != y->N)
+        return x->N < y->N ? -1 : 1;
+    if (x->K != y->K)
+        return x->K < y->K ? -1 : 1;
+    if (x->band_order != y->band_order)
+        return x->band_order < y->band_order ? -1 : 1;
+    int c = strcmp(x->band, y->band);
+    if (c)
+        return c;
+    c = strcmp(x->kernel, y->kernel);
+    return c ? c : strcmp(x->reference, y->reference);
+}
+
+int report_groups(const result_list_t *rows, report_group_t **groups)
+{
+    *groups = NULL;
+    report_group_t *g = NULL;
+    int n = 0, cap = 0;
+    for (int64_t i = 0; i < rows->count; i++) {
+        const result_t *r = &rows->rows[i];
+        if (!strcmp(r->reference, "-"))
+            continue;
+        int j;
+        for (j = n - 1; j >= 0; j--)
+            if (g[j].N == r->N && g[j].K == r->K && !strcmp(g[j].band, r->band) && !strcmp(g[j].kernel, r->kernel) &&
+                !strcmp(g[j].reference, r->reference))
+                break;
+        if (j < 0) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                report_group_t *ng = realloc(g, (size_t)cap * sizeof *ng);
+                if (!ng) {
+                    free(g);
+                    return -1;
+                }
+                g = ng;
+            }
+            j = n++;
+            memset(&g[j], 0, sizeof g[j]);
+            g[j].N = r->N;
+            g[j].K = r->K;
+            memcpy(g[j].band, r->band, sizeof g[j].band);
+            memcpy(g[j].kernel, r->kernel, sizeof g[j].kernel);
+            memcpy(g[j].reference, r->reference, sizeof g[j].reference);
+            g[j].band_order = INT64_MAX;
+            g[j].worst_rel = NAN;
+            g[j].worst_ratio = NAN;
+            g[j].threshold = NAN;
+            g[j].min_identical = NAN;
+        }
+        report_group_t *q = &g[j];
+        q->rows++;
+        q->verdicts[r->verdict]++;
+        double rel = r->metrics.rel_fro;
+        if (isfinite(rel) && r->verdict != VERDICT_UNSUPPORTED && r->verdict != VERDICT_ERROR &&
+            r->verdict != VERDICT_POISONED_INPUT) {
+            q->worst_rel = isnan(q->worst_rel) ? rel : fmax(q->worst_rel, rel);
+            q->sum_rel += rel;
+            q->n_rel++;
+            if (isfinite(r->threshold) && r->threshold > 0) {
+                double ratio = rel / r->threshold;
+                q->worst_ratio = isnan(q->worst_ratio) ? ratio : fmax(q->worst_ratio, ratio);
+                q->threshold = isnan(q->threshold) ? r->threshold : fmax(q->threshold, r->threshold);
+            }
+        }
+        if (r->ulp.count > 0) {
+            q->min_identical = isnan(q->min_identical) ? r->ulp.identical_frac : fmin(q->min_identical, r->ulp.identical_frac);
+            if (r->ulp.max_ulp > q->max_ulp)
+                q->max_ulp = r->ulp.max_ulp;
+        }
+    }
+    /* band order: the smallest M of the band over all rows */
+    for (int j = 0; j < n; j++)
+        for (int64_t i = 0; i < rows->count; i++)
+            if (!strcmp(rows->rows[i].band, g[j].band) && rows->rows[i].M < g[j].band_order)
+                g[j].band_order = rows->rows[i].M;
+    if (n > 1)
+        qsort(g, (size_t)n, sizeof *g, group_cmp);
+    *groups = g;
+    return n;
+}
+
+/* ------------------------------------------------------------------ the page */
+
+static const char *CSS =
+    "body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}"
+    "h1{font-size:1.6em;margin:0 0 .3em}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:1.6em}"
+    "table{border-collapse:collapse;margin:.5em 0 1em;font-size:13px}"
+    "th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}"
+    "th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    ".banner{font-size:1.3em;font-weight:bold;padding:8px 14px;border-radius:6px;display:inline-block}"
+    ".banner.pass{background:#e3f4e1;color:#1d6b16}.banner.fail{background:#fde2e1;color:#a11}"
+    ".v-pass{color:#1d6b16}.v-fail{color:#b00;font-weight:bold}.v-regressed{color:#7a1fa2;font-weight:bold}"
+    ".v-other{color:#8a6d00}tr.fail td{background:#fff4f4}"
+    ".diag{color:#004a8f}.note{color:#555}.prov{color:#555;font-size:13px}"
+    "figure{margin:1em 0 2em}figcaption{font-size:13px;color:#444;margin-bottom:4px}"
+    "svg.kr-plot{max-width:100%;height:auto;border:1px solid #eee}"
+    "details{margin:.4em 0;border:1px solid #e5e5e5;border-radius:4px;padding:4px 8px}"
+    "summary{cursor:pointer}pre{background:#f7f7f7;padding:6px;overflow-x:auto;font-size:12px}"
+    "#kr-selftest{color:#aaa;font-size:11px;margin-top:3em}"
+    ".toc a{margin-right:1em}";
+
+/* Runs on load: counts the plots, the empty ones and the page's errors.
+ * (No "<" in it: the page's only "<svg" are the plots.) */
+static const char *SELFTEST_JS =
+    "(function(){\n"
+    "var errors=[];\n"
+    "window.addEventListener('error',function(e){errors.push(String(e.message||(e.target&&(e.target.src||e.target.href))||'error'));},true);\n"
+    "window.addEventListener('load',function(){\n"
+    " var ds=document.querySelectorAll('details'),was=[];\n"
+    " for(var i=0;ds.length>i;i++){was.push(ds[i].open);ds[i].open=true;}\n"
+    " var svgs=document.querySelectorAll('svg.kr-plot'),empty=0,bad=[];\n"
+    " for(var i=0;svgs.length>i;i++){\n"
+    "  var s=svgs[i],r=s.getBoundingClientRect(),ok=r.width>0&&r.height>0,data=0;\n"
+    "  var gs=s.querySelectorAll('g[id*=\"gnuplot_plot_\"]');\n"
+    "  for(var j=0;gs.length>j;j++){try{var b=gs[j].getBBox();if(b.width>0||b.height>0)data++;}catch(x){}}\n"
+    "  if(!ok||data==0){empty++;bad.push(s.getAttribute('data-plot'));}\n"
+    " }\n"
+    " for(var i=0;ds.length>i;i++)ds[i].open=was[i];\n"
+    " var el=document.getElementById('kr-selftest');\n"
+    " el.textContent='plots='+svgs.length+' expected='+el.getAttribute('data-expected-plots')+' empty='+empty+\n"
+    "  ' errors='+errors.length+(bad.length?' empty-plots='+bad.join(','):'')+(errors.length?' first-error='+errors[0]:'');\n"
+    "});\n"
+    "})();\n";
+
+/* Does s at p start an attribute we rename (id=, href=#, url(#)?  Returns
+ * the length of the prefix to copy before inserting the plot's prefix. */
+static size_t id_ref_at(const char *svg, const char *p)
+{
+    char prev = p > svg ? p[-1] : ' ';
+    if ((prev == ' ' || prev == '\t' || prev == '\n') && (!strncmp(p, "id='", 4) || !strncmp(p, "id=\"", 4)))
+        return 4;
+    if ((prev == ':' || prev == ' ' || prev == '\t' || prev == '\n') &&
+        (!strncmp(p, "href='#", 7) || !strncmp(p, "href=\"#", 7)))
+        return 7;
+    if (!strncmp(p, "url(#", 5))
+        return 5;
+    return 0;
+}
+
+/* gnuplot's SVG, inline: no XML prolog, class kr-plot, and every id (and
+ * reference to one) prefixed with the plot's number, so that twenty plots
+ * in one page do not share ids. */
+static void write_svg_inline(FILE *fp, const char *svg, int index, const char *name, const char *title)
+{
+    const char *start = strstr(svg, "<svg");
+    if (!start)
+        return;
+    fprintf(fp, "<svg class=\"kr-plot\" data-plot=\"");
+    E(name);
+    fputs("\" role=\"img\" aria-label=\"", fp);
+    E(title);
+    fputc('"', fp);
+    const char *p = start + 4;
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "kp%d-", index);
+    const char *end = strstr(p, "</svg>");
+    const char *stop = end ? end + 6 : p + strlen(p);
+    while (p < stop) {
+        size_t k = id_ref_at(svg, p);
+        if (k) {
+            fwrite(p, 1, k, fp);
+            fputs(prefix, fp);
+            p += k;
+            continue;
+        }
+        fputc(*p, fp);
+        p++;
+    }
+    fputc('\n', fp);
+}
+
+static void figure(FILE *fp, const report_doc_t *d, int i)
+{
+    const report_plot_t *pl = &d->plots[i];
+    if (!pl->svg)
+        return;
+    fprintf(fp, "<figure id=\"plot-");
+    E(pl->name);
+    fputs("\"><figcaption>", fp);
+    E(pl->title);
+    fputs("</figcaption>\n", fp);
+    write_svg_inline(fp, pl->svg, i, pl->name, pl->title);
+    fputs("</figure>\n", fp);
+}
+
+static void row_brief(FILE *fp, const result_t *r)
+{
+    fprintf(fp, "<tr class=\"%s\"><td>", verdict_is_failure(r->verdict) ? "fail" : "");
+    E(r->case_name);
+    fprintf(fp, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td>", (long long)r->M,
+            (long long)r->N, (long long)r->K);
+    E(r->band);
+    fputs("</td><td>", fp);
+    E(r->kernel);
+    fputs("</td><td>", fp);
+    E(r->reference);
+    fputs("</td>", fp);
+    num_cell(fp, r->metrics.rel_fro);
+    num_cell(fp, r->threshold);
+    num_cell(fp, r->threshold > 0 ? r->metrics.rel_fro / r->threshold : NAN);
+    fprintf(fp, "<td class=\"%s\">%s</td><td><span class=\"note\">", verdict_class(r->verdict), verdict_name(r->verdict));
+    E(r->note);
+    fputs("</span>", fp);
+    if (r->diagnosis[0]) {
+        fputs("<br><span class=\"diag\">diagnosis: ", fp);
+        E(r->diagnosis);
+        fputs("</span>", fp);
+    }
+    fputs("</td></tr>\n", fp);
+}
+
+static const char *BRIEF_HEAD =
+    "<table><tr><th>case</th><th>M</th><th>N</th><th>K</th><th>band</th><th>kernel</th><th>reference</th>"
+    "<th>rel_fro</th><th>threshold</th><th>rel/thr</th><th>verdict</th><th>note / diagnosis</th></tr>\n";
+
+/* The cases of a run: rows grouped by case_path in O(n log n). */
+typedef struct {
+    int64_t n;          /* cases */
+    int64_t *order;     /* [n] case ids, cases with a failing or poisoned row first, then by first row */
+    int64_t *first;     /* [n] a case's first row */
+    int64_t *next;      /* [rows] the next row of the same case, -1 after the last */
+} case_index_t;
+
+typedef struct {
+    const char *path;
+    int64_t i;
+} path_ref_t;
+
+static int path_ref_cmp(const void *a, const void *b)
+{
+    const path_ref_t *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void case_index_free(case_index_t *ci)
+{
+    free(ci->order);
+    free(ci->first);
+    free(ci->next);
+    memset(ci, 0, sizeof *ci);
+}
+
+static int case_index_build(const result_list_t *rows, case_index_t *ci)
+{
+    memset(ci, 0, sizeof *ci);
+    size_t n = (size_t)(rows->count ? rows->count : 1);
+    path_ref_t *refs = malloc(n * sizeof *refs);
+    ci->order = malloc(n * sizeof *ci->order);
+    ci->first = malloc(n * sizeof *ci->first);
+    ci->next = malloc(n * sizeof *ci->next);
+    int64_t *firsts = malloc(n * sizeof *firsts);
+    unsigned char *bad = calloc(n, 1);
+    if (!refs || !ci->order || !ci->first || !ci->next || !firsts || !bad) {
+        free(refs);
+        free(firsts);
+        free(bad);
+        case_index_free(ci);
+        return -1;
+    }
+    for (int64_t i = 0; i < rows->count; i++) {
+        refs[i].path = rows->rows[i].case_path;
+        refs[i].i = i;
+        ci->next[i] = -1;
+    }
+    if (rows->count > 1)
+        qsort(refs, (size_t)rows->count, sizeof *refs, path_ref_cmp);
+    /* firsts: the first row of each case; chains in row order */
+    int64_t nc = 0;
+    for (int64_t j = 0; j < rows->count; j++) {
+        if (j == 0 || strcmp(refs[j].path, refs[j - 1].path))
+            firsts[nc++] = refs[j].i;
+        else
+            ci->next[refs[j - 1].i] = refs[j].i;
+    }
+    if (nc > 1)
+        qsort(firsts, (size_t)nc, sizeof *firsts, i64_cmp);
+    for (int64_t c = 0; c < nc; c++) {
+        ci->first[c] = firsts[c];
+        for (int64_t i = firsts[c]; i >= 0; i = ci->next[i]) {
+            verdict_t v = rows->rows[i].verdict;
+            bad[c] |= verdict_is_failure(v) || v == VERDICT_POISONED_INPUT;
+        }
+    }
+    int64_t k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t c = 0; c < nc; c++)
+            if (bad[c] == (pass == 0))
+                ci->order[k++] = c;
+    ci->n = nc;
+    free(refs);
+    free(firsts);
+    free(bad);
+    return 0;
+}
+
+/* The cases whose input is poisoned, linked to their detail. */
+static void poisoned_line(FILE *fp, const result_list_t *rows)
+{
+    int64_t n_rows = 0, n_cases = 0;
+    for (int64_t i = 0; i < rows->count; i++)
+        n_rows += rows->rows[i].verdict == VERDICT_POISONED_INPUT;
+    if (!n_rows)
+        return;
+    case_index_t ci;
+    if (case_index_build(rows, &ci))
+        return;
+    fprintf(fp, "<p id=\"kr-poisoned\"><b>Poisoned inputs:</b> %lld row%s (their rel_fro covers the finite "
+                "part only) in ", (long long)n_rows, n_rows == 1 ? "" : "s");
+    for (int64_t o = 0; o < ci.n; o++) {
+        int64_t c = ci.order[o], k = 0;
+        for (int64_t i = ci.first[c]; i >= 0; i = ci.next[i])
+            k += rows->rows[i].verdict == VERDICT_POISONED_INPUT;
+        if (!k)
+            continue;
+        if (n_cases++ < 20) {
+            fprintf(fp, "%s<a href=\"#case-%lld\">", n_cases > 1 ? ", " : "", (long long)o);
+            E(rows->rows[ci.first[c]].case_name);
+            fprintf(fp, "</a> (%lld row%s)", (long long)k, k == 1 ? "" : "s");
+        }
+    }
+    if (n_cases > 20)
+        fprintf(fp, " and %lld more cases", (long long)(n_cases - 20));
+    fputs("</p>\n", fp);
+    case_index_free(&ci);
+}
+
+static void summary(FILE *fp, const report_doc_t *d)
+{
+    const result_list_t *rows = d->rows;
+    int64_t counts[VERDICT_COUNT] = {0}, failing = 0;
+    for (int64_t i = 0; i < rows->count; i++) {
+        counts[rows->rows[i].verdict]++;
+        failing += verdict_is_failure(rows->rows[i].verdict);
+    }
+    fputs("<section id=\"summary\">\n", fp);
+    fprintf(fp, "<div class=\"banner %s\" id=\"kr-verdict\">%s: %lld of %lld rows fail",
+            failing ? "fail" : "pass", failing ? "FAIL" : "PASS", (long long)failing, (long long)rows->count);
+    if (counts[VERDICT_REGRESSED])
+        fprintf(fp, ", %lld regressed", (long long)counts[VERDICT_REGRESSED]);
+    fputs("</div>\n", fp);
+
+    fputs("<h2>Verdicts</h2>\n<table id=\"kr-verdict-counts\"><tr><th>verdict</th><th>rows</th></tr>\n", fp);
+    for (int v = 0; v < VERDICT_COUNT; v++)
+        if (counts[v])
+            fprintf(fp, "<tr data-verdict=\"%s\"><td class=\"%s\">%s</td><td class=\"n\">%lld</td></tr>\n",
+                    verdict_name((verdict_t)v), verdict_class((verdict_t)v), verdict_name((verdict_t)v),
+                    (long long)counts[v]);
+    fprintf(fp, "<tr data-verdict=\"total\"><th>total</th><th class=\"n\">%lld</th></tr>\n</table>\n",
+            (long long)rows->count);
+
+    plot_cell_t *cells = NULL;
+    int nc = plots_cells(rows, &cells);
+    if (nc > 0) {
+        int w = 0;
+        for (int c = 1; c < nc; c++)
+            if (cells[c].worst_rel > cells[w].worst_rel)
+                w = c;
+        const result_t *r = &rows->rows[cells[w].worst_index];
+        fprintf(fp, "<p id=\"kr-worst-cell\"><b>Worst shape x band:</b> %lldx%lld ", (long long)cells[w].N,
+                (long long)cells[w].K);
+        E(cells[w].band);
+        fprintf(fp, ": rel_fro %.4g (", cells[w].worst_rel);
+        E(r->kernel);
+        fputs(" vs ", fp);
+        E(r->reference);
+        fputs(", case ", fp);
+        E(r->case_name);
+        fputs(")</p>\n", fp);
+    }
+    free(cells);
+
+    const char *a8 = plots_w4a8_kernel(rows);
+    if (a8) {
+        double sa = 0, sb = 0;
+        int na = 0, nb = 0;
+        for (int64_t i = 0; i < rows->count; i++) {
+            const result_t *r = &rows->rows[i];
+            if (!plots_is_error_row(r, "R_source"))
+                continue;
+            if (!strcmp(r->kernel, a8)) {
+                sa += r->metrics.rel_fro;
+                na++;
+            } else if (!strcmp(r->kernel, "w4a4.aiter")) {
+                sb += r->metrics.rel_fro;
+                nb++;
+            }
+        }
+        if (na && nb) {
+            fputs("<p><b>W4A8 vs W4A4:</b> mean rel_fro vs R_source ", fp);
+            E(a8);
+            fprintf(fp, " %.4g, w4a4.aiter %.4g (W4A4 / W4A8 = %.2f)</p>\n", sa / na, sb / nb, (sb / nb) / (sa / na));
+        }
+    }
+
+    if (d->meta) {
+        const results_meta_t *m = d->meta;
+        fputs("<p class=\"prov\">", fp);
+        if (m->suite_name[0]) {
+            fputs("suite <b>", fp);
+            E(m->suite_name);
+            fputs("</b>; ", fp);
+        }
+        fputs("kreplay ", fp);
+        E(m->version);
+        fputs(" (commit ", fp);
+        E(m->git_commit);
+        fputs(") on ", fp);
+        E(m->host);
+        if (m->device[0]) {
+            fputs(", device ", fp);
+            E(m->device);
+        }
+        fputs(", ", fp);
+        E(m->time_utc);
+        if (m->shard[0]) {
+            fputs(", shard ", fp);
+            E(m->shard);
+        }
+        if (m->command[0]) {
+            fputs("<br>command: <code>", fp);
+            E(m->command);
+            fputs("</code>", fp);
+        }
+        fputs("</p>\n", fp);
+    }
+    if (d->plots_note) {
+        fputs("<p class=\"note\" id=\"kr-plots-note\">", fp);
+        E(d->plots_note);
+        fputs("</p>\n", fp);
+    }
+    poisoned_line(fp, rows);
+
+    /* Regressions first, then the other failing rows. */
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < rows->count; i++) {
+            const result_t *r = &rows->rows[i];
+            int is_reg = r->verdict == VERDICT_REGRESSED;
+            if (pass == 0 ? !is_reg : (is_reg || !verdict_is_failure(r->verdict)))
+                continue;
+            if (n == 0)
+                fprintf(fp, "<h2 id=\"%s\">%s</h2>\n%s", pass == 0 ? "regressions" : "failing",
+                        pass == 0 ? "Regressions" : "Failing rows", BRIEF_HEAD);
+            if (n < 100)
+                row_brief(fp, r);
+            n++;
+        }
+        if (n > 100)
+            fprintf(fp, "<tr><td colspan=\"12\">... and %lld more (see the per-case detail)</td></tr>\n",
+                    (long long)(n - 100));
+        if (n)
+            fputs("</table>\n", fp);
+    }
+
+    int64_t idx[10];
+    int n_off = report_worst_offenders(rows, idx, 10);
+    if (n_off) {
+        fputs("<h2 id=\"worst\">Worst offenders</h2>\n<p class=\"prov\">Failing rows first, then by rel_fro / "
+              "threshold.</p>\n",
+              fp);
+        fputs(BRIEF_HEAD, fp);
+        for (int j = 0; j < n_off; j++)
+            row_brief(fp, &rows->rows[idx[j]]);
+        fputs("</table>\n", fp);
+    }
+
+    fputs("</section>\n", fp);
+}
+
+static void group_tables(FILE *fp, const report_doc_t *d)
+{
+    report_group_t *g = NULL;
+    int n = report_groups(d->rows, &g);
+    if (n <= 0) {
+        free(g);
+        return;
+    }
+    fputs("<section id=\"shapes\"><h2>Per shape x band</h2>\n<p class=\"prov\">Rows pooled per kernel x "
+          "reference: worst and mean rel_fro over the cases, the largest threshold and rel_fro / threshold, "
+          "the smallest bit-identical fraction and the largest bf16 ULP distance.</p>\n",
+          fp);
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || g[i].N != g[i - 1].N || g[i].K != g[i - 1].K || strcmp(g[i].band, g[i - 1].band)) {
+            if (i)
+                fputs("</table>\n", fp);
+            fprintf(fp, "<h3 id=\"shape-%lldx%lld-", (long long)g[i].N, (long long)g[i].K);
+            E(g[i].band);
+            fprintf(fp, "\">N=%lld K=%lld, band ", (long long)g[i].N, (long long)g[i].K);
+            E(g[i].band);
+            fputs("</h3>\n<table class=\"shape-band\"><tr><th>kernel</th><th>reference</th><th>rows</th>"
+                  "<th>worst rel_fro</th><th>mean rel_fro</th><th>threshold</th><th>worst rel/thr</th>"
+                  "<th>min identical</th><th>max ULP</th><th>verdicts</th></tr>\n",
+                  fp);
+        }
+        int fail = 0;
+        for (int v = 0; v < VERDICT_COUNT; v++)
+            fail |= g[i].verdicts[v] && verdict_is_failure((verdict_t)v);
+        fprintf(fp, "<tr class=\"%s\"><td>", fail ? "fail" : "");
+        E(g[i].kernel);
+        fputs("</td><td>", fp);
+        E(g[i].reference);
+        fprintf(fp, "</td><td class=\"n\">%d</td>", g[i].rows);
+        num_cell(fp, g[i].worst_rel);
+        num_cell(fp, g[i].n_rel ? g[i].sum_rel / g[i].n_rel : NAN);
+        num_cell(fp, g[i].threshold);
+        num_cell(fp, g[i].worst_ratio);
+        num_cell(fp, g[i].min_identical);
+        if (isnan(g[i].min_identical))
+            fputs("<td class=\"n\"></td>", fp);
+        else
+            fprintf(fp, "<td class=\"n\">%llu</td>", (unsigned long long)g[i].max_ulp);
+        char tally[256];
+        report_verdict_tally(g[i].verdicts, tally, sizeof tally);
+        fprintf(fp, "<td class=\"%s\">", fail ? "v-fail" : "");
+        E(tally);
+        fputs("</td></tr>\n", fp);
+    }
+    fputs("</table>\n", fp);
+    /* Kernels that could not take a shape: one line per shape x band. */
+    free(g);
+    fputs("</section>\n", fp);
+}
+
+static void history_table(FILE *fp, const report_doc_t *d)
+{
+    if (d->n_runs < 2)
+        return;
+    fputs("<section id=\"history\"><h2>Run history</h2>\n<table><tr><th>run</th><th>time (UTC)</th><th>commit</th>"
+          "<th>rows</th><th>failing</th><th>regressed</th><th>file</th></tr>\n",
+          fp);
+    for (int i = 0; i < d->n_runs; i++) {
+        const report_run_t *r = &d->runs[i];
+        fputs("<tr><td>", fp);
+        E(r->label);
+        fputs("</td><td>", fp);
+        E(r->time_utc);
+        fputs("</td><td>", fp);
+        E(r->git_commit);
+        fprintf(fp, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td>",
+                (long long)r->rows, (long long)r->failing, (long long)r->regressed);
+        E(r->path);
+        fputs("</td></tr>\n", fp);
+    }
+    fputs("</table></section>\n", fp);
+}
+
+/* Beyond this many cases, passing cases get one line each, not a detail table. */
+#define CASE_DETAIL_MAX 300
+
+static int nfmap_matches(const report_nfmap_t *nm, const result_t *r)
+{
+    return !strcmp(nm->case_path, r->case_path) || !strcmp(nm->case_name, r->case_name);
+}
+
+static int nfmap_has_rows(const report_doc_t *d, const report_nfmap_t *nm)
+{
+    for (int64_t i = 0; i < d->rows->count; i++)
+        if (nfmap_matches(nm, &d->rows->rows[i]))
+            return 1;
+    return 0;
+}
+
+static void case_detail(FILE *fp, const report_doc_t *d)
+{
+    const result_list_t *rows = d->rows;
+    case_index_t ci;
+    if (case_index_build(rows, &ci))
+        return;
+    fputs("<section id=\"cases\"><h2>Cases</h2>\n", fp);
+    int compact = 0;
+    for (int64_t c = 0; c < ci.n; c++) {
+        int64_t id = ci.order[c];
+        const result_t *h = &rows->rows[ci.first[id]];
+        int64_t counts[VERDICT_COUNT] = {0};
+        int bad = 0;
+        nonfinite_t in = {0, 0, 0};
+        for (int64_t i = ci.first[id]; i >= 0; i = ci.next[i]) {
+            const result_t *r = &rows->rows[i];
+            counts[r->verdict]++;
+            bad |= verdict_is_failure(r->verdict) || r->verdict == VERDICT_POISONED_INPUT;
+            if (nonfinite_total(&r->input_nf) > nonfinite_total(&in))
+                in = r->input_nf;
+        }
+        char tally[512];
+        report_verdict_tally(counts, tally, sizeof tally);
+        int mapped = 0;
+        for (int m = 0; m < d->n_nfmaps; m++)
+            mapped |= nfmap_matches(&d->nfmaps[m], h);
+        if (ci.n > CASE_DETAIL_MAX && !bad && !mapped) {
+            /* a large run: passing cases in one compact table */
+            if (!compact++)
+                fprintf(fp, "<h3>Passing cases</h3>\n<p class=\"prov\">%lld cases: the rows of passing cases are in "
+                            "results.csv.</p>\n<table><tr><th>case</th><th>M</th><th>N</th><th>K</th><th>band</th>"
+                            "<th>verdicts</th></tr>\n",
+                        (long long)ci.n);
+            fprintf(fp, "<tr id=\"case-%lld\"><td>", (long long)c);
+            E(h->case_name);
+            fprintf(fp, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td>",
+                    (long long)h->M, (long long)h->N, (long long)h->K);
+            E(h->band);
+            fputs("</td><td>", fp);
+            E(tally);
+            fputs("</td></tr>\n", fp);
+            continue;
+        }
+        fprintf(fp, "<details class=\"case\" id=\"case-%lld\"%s><summary><b>", (long long)c, bad ? " open" : "");
+        E(h->case_name);
+        fprintf(fp, "</b> &mdash; M=%lld N=%lld K=%lld, ", (long long)h->M, (long long)h->N, (long long)h->K);
+        E(h->band);
+        fputs(" &mdash; ", fp);
+        E(tally);
+        fputs("</summary>\n<p class=\"prov\">", fp);
+        E(h->case_path);
+        if (nonfinite_total(&in))
+            fprintf(fp, "; x holds %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf)", (long long)nonfinite_total(&in),
+                    (long long)in.nan, (long long)in.pos_inf, (long long)in.neg_inf);
+        fputs("</p>\n", fp);
+        for (int m = 0; m < d->n_nfmaps; m++) {
+            const report_nfmap_t *nm = &d->nfmaps[m];
+            if (!nfmap_matches(nm, h))
+                continue;
+            fputs("<pre class=\"nfmap\">", fp);
+            E(nm->describe);
+            fputs("</pre>\n", fp);
+            if (nm->plot >= 0 && nm->plot < d->n_plots)
+                figure(fp, d, nm->plot);
+        }
+        fputs("<table><tr><th>kernel</th><th>reference</th><th>activations</th><th>rel_fro</th><th>threshold</th>"
+              "<th>worst_row_rel</th><th>max_abs</th><th>|out|/|ref|</th><th>out non-finite</th><th>identical</th>"
+              "<th>max ULP</th><th>verdict</th><th>note / diagnosis</th></tr>\n",
+              fp);
+        for (int64_t i = ci.first[id]; i >= 0; i = ci.next[i]) {
+            const result_t *r = &rows->rows[i];
+            fprintf(fp, "<tr class=\"%s\"><td>", verdict_is_failure(r->verdict) ? "fail" : "");
+            E(r->kernel);
+            fputs("</td><td>", fp);
+            E(r->reference);
+            fputs("</td><td>", fp);
+            E(r->act_origin);
+            fputs("</td>", fp);
+            if (!strcmp(r->reference, "-")) {
+                fputs("<td colspan=\"8\"></td>", fp);
+            } else {
+                num_cell(fp, r->metrics.rel_fro);
+                num_cell(fp, r->threshold);
+                num_cell(fp, r->metrics.worst_row_rel);
+                num_cell(fp, r->metrics.max_abs);
+                num_cell(fp, r->metrics.mag_ratio);
+                fprintf(fp, "<td class=\"n\">%lld</td>", (long long)nonfinite_total(&r->metrics.out_nf));
+                num_cell(fp, r->ulp.count > 0 ? r->ulp.identical_frac : NAN);
+                fprintf(fp, "<td class=\"n\">%llu</td>", (unsigned long long)r->ulp.max_ulp);
+            }
+            fprintf(fp, "<td class=\"%s\">%s</td><td><span class=\"note\">", verdict_class(r->verdict),
+                    verdict_name(r->verdict));
+            E(r->note);
+            fputs("</span>", fp);
+            if (r->diagnosis[0]) {
+                fputs("<br><span class=\"diag\">diagnosis: ", fp);
+                E(r->diagnosis);
+                fputs("</span>", fp);
+            }
+            fputs("</td></tr>\n", fp);
+        }
+        fputs("</table>\n</details>\n", fp);
+    }
+    if (compact)
+        fputs("</table>\n", fp);
+    fputs("</section>\n", fp);
+    case_index_free(&ci);
+}
+
+void report_html_write(FILE *fp, const report_doc_t *d)
+{
+    const char *title = d->title ? d->title : "kreplay report";
+    int drawn = 0;
+    for (int i = 0; i < d->n_plots; i++)
+        drawn += d->plots[i].svg != NULL;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
+          fp);
+    E(title);
+    if (d->meta && d->meta->suite_name[0]) {
+        fputs(": ", fp);
+        E(d->meta->suite_name);
+    }
+    fprintf(fp, "</title>\n<style>%s</style>\n<script>\n%s</script>\n</head>\n<body>\n<h1>", CSS, SELFTEST_JS);
+    E(title);
+    fprintf(fp, "</h1>\n<p class=\"toc\"><a href=\"#summary\">summary</a><a href=\"#plots\">plots</a>"
+                "<a href=\"#shapes\">shape x band</a>%s<a href=\"#cases\">cases</a></p>\n",
+            d->n_runs >= 2 ? "<a href=\"#history\">history</a>" : "");
+    summary(fp, d);
+
+    fputs("<section id=\"plots\"><h2>Plots</h2>\n", fp);
+    int shown = 0;
+    for (int i = 0; i < d->n_plots; i++) {
+        if (!strcmp(d->plots[i].kind, "nfmap") || !d->plots[i].svg)
+            continue;
+        figure(fp, d, i);
+        shown++;
+    }
+    /* Non-finite maps appear with their case below; a map of a case no row
+     * names is shown here. */
+    for (int m = 0; m < d->n_nfmaps; m++) {
+        const report_nfmap_t *nm = &d->nfmaps[m];
+        if (nfmap_has_rows(d, nm)) {
+            if (nm->plot >= 0 && nm->plot < d->n_plots && d->plots[nm->plot].svg) {
+                fputs("<p>Non-finite map of <a href=\"#plot-", fp);
+                E(d->plots[nm->plot].name);
+                fputs("\">", fp);
+                E(nm->case_name);
+                fputs("</a>: with its case below.</p>\n", fp);
+            }
+            continue;
+        }
+        fputs("<pre class=\"nfmap\">", fp);
+        E(nm->case_path);
+        fputs("\n", fp);
+        E(nm->describe);
+        fputs("</pre>\n", fp);
+        if (nm->plot >= 0 && nm->plot < d->n_plots) {
+            figure(fp, d, nm->plot);
+            shown++;
+        }
+    }
+    if (!shown)
+        fputs("<p class=\"note\">No plots in this report.</p>\n", fp);
+    fputs("</section>\n", fp);
+    group_tables(fp, d);
+    history_table(fp, d);
+    case_detail(fp, d);
+    fprintf(fp, "<div id=\"kr-selftest\" data-expected-plots=\"%d\">not run</div>\n</body>\n</html>\n", drawn);
+}

@@ -1,0 +1,106 @@
+/* The report page: one self-contained HTML file (no external file, script,
+ * style or font), plots embedded as inline SVG.
+ *
+ * Layout: the summary on top (verdict counts; regressions, then the other
+ * failing rows, with their notes and diagnosis; the worst offenders by
+ * rel_fro / threshold; the worst shape x band; provenance), the plots, a
+ * table per shape x band (rows pooled per kernel x reference), the run
+ * history, and per-case detail (every row with its note and diagnosis line;
+ * the non-finite map of the case's x where one was made; in a run of more
+ * than 300 cases, passing cases get one line each).  Every string
+ * from the rows or the provenance is HTML-escaped, bytes that are not UTF-8
+ * included.
+ *
+ * A small inline script checks the page in a browser: on load it counts the
+ * plots (svg.kr-plot), those that rendered nothing (no data group with a
+ * non-empty bounding box) and the errors window.onerror saw, and writes
+ * "plots=N expected=E empty=0 errors=0" into <div id="kr-selftest">
+ * (tests/browser/ reads it). */
+#ifndef KR_REPORT_HTML_H
+#define KR_REPORT_HTML_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "result.h"
+#include "results_store.h"
+
+typedef struct {
+    const char *name;       /* file stem */
+    const char *title;      /* caption */
+    const char *kind;       /* plot_t.kind */
+    const char *case_path;  /* nfmap: the case ("" otherwise) */
+    const char *svg;        /* gnuplot's SVG, or NULL when not drawn */
+    const char *png;        /* path of the PNG relative to the report ("plots/x.png"), or NULL */
+} report_plot_t;
+
+typedef struct {
+    char case_path[512];
+    char case_name[128];
+    const char *describe;   /* input_map_describe's lines */
+    int plot;               /* index into the plots, -1 when none */
+} report_nfmap_t;
+
+typedef struct {
+    char label[96];
+    char path[512];
+    char time_utc[32];
+    char git_commit[64];
+    int64_t rows, failing, regressed;
+} report_run_t;
+
+typedef struct {
+    const result_list_t *rows;
+    const results_meta_t *meta;     /* provenance (NULL: none) */
+    const report_plot_t *plots;
+    int n_plots;
+    const report_nfmap_t *nfmaps;
+    int n_nfmaps;
+    const report_run_t *runs;       /* the trend's runs, oldest first (this run last) */
+    int n_runs;
+    const char *plots_note;         /* why plots are missing (no gnuplot, a failure), or NULL */
+    const char *title;              /* NULL: "kreplay report" */
+} report_doc_t;
+
+void report_html_write(FILE *fp, const report_doc_t *doc);
+
+/* Writes s with & < > " ' as entities, control characters other than tab
+ * and newline and bytes that are not UTF-8 as U+FFFD. */
+void report_html_escape(FILE *fp, const char *s);
+
+/* ---- summaries shared by the HTML page and report_full.md ---- */
+
+/* Row indices, worst first: failing rows, then by rel_fro / threshold (rows
+ * without a threshold after them, by rel_fro).  Rows without a reference,
+ * UNSUPPORTED, ERROR and POISONED_INPUT rows (whose rel_fro covers the
+ * finite part of a poisoned input) are left out.  At most cap; returns the
+ * count. */
+int report_worst_offenders(const result_list_t *rows, int64_t *idx, int cap);
+
+/* One group of a shape x band table: the rows of one kernel x reference. */
+typedef struct {
+    int64_t N, K;
+    char band[16];
+    int64_t band_order;
+    char kernel[64];
+    char reference[32];
+    int rows;
+    double worst_rel, sum_rel;
+    int n_rel;
+    double threshold;               /* the largest */
+    double worst_ratio;             /* rel_fro / threshold, the largest */
+    double min_identical;
+    uint64_t max_ulp;
+    int64_t verdicts[VERDICT_COUNT];
+} report_group_t;
+
+/* Groups of rows with a reference (not "-"), sorted by N, K, band (by its
+ * smallest M), kernel, reference.  UNSUPPORTED, ERROR and POISONED_INPUT
+ * rows count in verdicts only, not in the rel_fro statistics.  *groups is malloc'd.  Returns the count,
+ * or -1 when out of memory. */
+int report_groups(const result_list_t *rows, report_group_t **groups);
+
+/* "452 PASS, 24 POISONED_INPUT" into buf. */
+void report_verdict_tally(const int64_t *counts, char *buf, int cap);
+
+#endif

@@ -1,0 +1,148 @@
+/* The report in a real browser (headless Chromium, Debian's chromium
+ * package): tests/browser/check_report.sh renders the page, reads the
+ * self-test line the page's own script writes on load (plots counted, empty
+ * ones, errors seen by window.onerror) and takes a screenshot of the
+ * summary.  Two reports of the default suite:
+ *   1. a clean gate run: every plot rendered, no error;
+ *   2. a gate run with a drill fault (w4a8.folded=tile-scale:3) and the clean
+ *      run as history: the same plots plus the trend, the diagnosis lines and
+ *      the non-finite map of the NaN-head sample in the page.
+ * The screenshots stay in the build tree: tests/tmp/browser/{clean,fault}/summary.png.
+ * Exit 77 (skipped) when chromium is not installed. */
+/* ctest-labels: browser */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gnuplot.h"
+#include "test_support.h"
+
+#define BROWSER_DIR KREPLAY_TEST_TMP "/browser"
+#define SUITE KREPLAY_SOURCE_DIR "/cases/suites/default.yaml"
+#define CHECK_SCRIPT KREPLAY_SOURCE_DIR "/tests/browser/check_report.sh"
+
+static int have_chromium(void)
+{
+    return system("command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || "
+                  "command -v google-chrome >/dev/null 2>&1") == 0;
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t a = strlen(e->d_name), b = strlen(suffix);
+        n += a > b && !strcmp(e->d_name + a - b, suffix);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Runs the browser check on DIR/report/report.html, keeping its output in DIR. */
+static void browser_check(const char *dir, int expected)
+{
+    char cmd[4096], log[1024];
+    snprintf(log, sizeof log, "%s/check.log", dir);
+    snprintf(cmd, sizeof cmd, "bash '%s' '%s/report/report.html' '%s' %d >'%s' 2>&1", CHECK_SCRIPT, dir, dir, expected,
+             log);
+    int st = system(cmd);
+    char *text = read_all(log);
+    print_message("%s", text ? text : "(no log)\n");
+    int rc = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (rc != 0)
+        fail_msg("browser check of %s/report/report.html: exit %d: %s", dir, rc, text ? text : "");
+    char want[128];
+    snprintf(want, sizeof want, "selftest: plots=%d expected=%d empty=0 errors=0", expected, expected);
+    assert_non_null(text);
+    assert_non_null(strstr(text, want));
+    free(text);
+    char shot[1024];
+    snprintf(shot, sizeof shot, "%s/summary.png", dir);
+    assert_int_equal(access(shot, R_OK), 0);
+}
+
+static void run_ok(const char *args, int want_rc)
+{
+    char *out = NULL;
+    int rc = test_run_kreplay(args, &out);
+    if (rc != want_rc)
+        fail_msg("kreplay %s: exit %d (wanted %d): %s", args, rc, want_rc, out ? out : "");
+    free(out);
+}
+
+static void test_reports_in_chromium(void **state)
+{
+    (void)state;
+    assert_int_equal(system("rm -rf '" BROWSER_DIR "' && mkdir -p '" BROWSER_DIR "/clean' '" BROWSER_DIR "/fault'"), 0);
+    if (!gnuplot_available())
+        print_message("gnuplot not installed: the pages have no plots; checking them anyway\n");
+
+    /* 1. the default suite, clean */
+    run_ok("gate '" SUITE "' -o '" BROWSER_DIR "/clean/run' > /dev/null", 0);
+    run_ok("report '" BROWSER_DIR "/clean/run' -o '" BROWSER_DIR "/clean/report'", 0);
+    int clean = count_files(BROWSER_DIR "/clean/report/plots", ".svg");
+    if (gnuplot_available())
+        assert_true(clean >= 9);   /* relerr per shape (4), ULP (3), W4A8 vs W4A4, heatmap, nfmap */
+    browser_check(BROWSER_DIR "/clean", clean);
+
+    /* 2. a drill fault, with the clean run as history */
+    run_ok("gate '" SUITE "' -o '" BROWSER_DIR "/fault/run' --inject 'w4a8.folded=tile-scale:3' > /dev/null", 1);
+    run_ok("report '" BROWSER_DIR "/fault/run' -o '" BROWSER_DIR "/fault/report' --history '" BROWSER_DIR
+           "/clean/run/results.h5'",
+           0);
+    int fault = count_files(BROWSER_DIR "/fault/report/plots", ".svg");
+    if (gnuplot_available())
+        assert_int_equal(fault, clean + 1);   /* + the trend */
+    browser_check(BROWSER_DIR "/fault", fault);
+
+    /* what the browser saw: the failing rows' diagnosis and the NaN head's map */
+    char *dom = read_all(BROWSER_DIR "/fault/dom.html");
+    assert_non_null(dom);
+    assert_non_null(strstr(dom, "FAIL: "));
+    assert_non_null(strstr(dom, "diagnosis: columns 0-31"));
+    assert_non_null(strstr(dom, "block: rows 0-16 x columns 1024-1151"));
+    if (gnuplot_available()) {
+        assert_non_null(strstr(dom, "data-plot=\"nfmap_gdn_out_proj_slice_N512_K3072_M17_nanhead\""));
+        assert_non_null(strstr(dom, "data-plot=\"trend\""));
+    }
+    free(dom);
+}
+
+int main(void)
+{
+    if (!have_chromium()) {
+        fprintf(stderr, "test_browser: chromium not installed (apt-get install chromium): skipped\n");
+        return TEST_SKIPPED;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reports_in_chromium),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
