@@ -12,7 +12,7 @@
 #include "case_io.h"
 #include "case_load.h"
 #include "fault_inject.h"
-#include "gpu_run.h"
+#include "gpu_isolated.h"
 #include "kr_string.h"
 #include "policy.h"
 #include "progress.h"
@@ -227,7 +227,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     ropt.gpu_reruns = s.reruns > 0 ? s.reruns : 3;
     if (!strcmp(s.device, "gpu")) {
         char why[256];
-        if (!gpu_available(why, sizeof why)) {
+        if (!gpu_available_isolated(why, sizeof why)) {
             status = kr_fail(err, "%s: device gpu: %s", s.path, why);
             goto out;
         }

@@ -8,6 +8,7 @@
 
 #include "act_prepare.h"
 #include "diagnose.h"
+#include "gpu_isolated.h"
 #include "gpu_run.h"
 #include "formats.h"
 #include "gemm_ref.h"
@@ -480,7 +481,24 @@ static int replay_kernel_gpu(replay_ctx_t *rc, const kernel_desc_t *k, const ker
     go.variant = variant;
     gpu_run_result_t gr;
     kr_error_t ge = {{0}};
-    if (gpu_run_kernel(k, &rc->in, act, &rc->opt->kernel, &go, &gr, &ge)) {
+    if (!rc->opt->no_isolate) {
+        /* A GPU kernel runs in a child: a crash or hang is a row, not the end. */
+        isolate_result_t ir;
+        if (gpu_run_kernel_isolated(k, &rc->in, act, &rc->opt->kernel, &go, rc->opt->timeout_s, &gr,
+                                    &ir, &ge))
+            return kr_fail(err, "%s: %s", k->name, ge.msg);
+        if (ir.status == ISOLATE_CRASHED || ir.status == ISOLATE_TIMEOUT) {
+            add_note_row(rc, k->name, isolate_verdict(&ir), ir.message);
+            return 0;
+        }
+        if (ir.status == ISOLATE_FAILED) {
+            add_note_row(rc, gr.kernel[0] ? gr.kernel : k->name,
+                         gr.verdict != VERDICT_PASS ? gr.verdict : VERDICT_ERROR,
+                         gr.note[0] ? gr.note : ir.message);
+            gpu_run_result_free(&gr);
+            return 0;
+        }
+    } else if (gpu_run_kernel(k, &rc->in, act, &rc->opt->kernel, &go, &gr, &ge)) {
         add_note_row(rc, gr.kernel[0] ? gr.kernel : k->name, gr.verdict, gr.note[0] ? gr.note : ge.msg);
         gpu_run_result_free(&gr);
         return 0;

@@ -7,7 +7,7 @@
 #include "atomic_file.h"
 #include "case_io.h"
 #include "case_load.h"
-#include "gpu_run.h"
+#include "gpu_isolated.h"
 #include "cli.h"
 #include "plugin_loader.h"
 #include "replay.h"
@@ -200,7 +200,9 @@ int cli_replay(int argc, char **argv)
         case OPT_DEVICE:
             if (!strcmp(optarg, "gpu")) {
                 char why[256];
-                if (!gpu_available(why, sizeof why)) {
+                /* Asked in a child: a parent that touched the GPU runtime
+                 * could not fork isolated GPU runs. */
+                if (!gpu_available_isolated(why, sizeof why)) {
                     fprintf(stderr, "kreplay replay: --device gpu: %s\n", why);
                     return EXIT_USAGE;
                 }
