@@ -1,0 +1,237 @@
+/* kr_bench: side-by-side timings for issue 8 items 1 and 2.
+ *
+ *   1. gemm_ref_f32 (chunked dequant + sgemm) vs one bare cblas_sgemm of the
+ *      same dimensions on the weights already dequantized: ratio ref / sgemm.
+ *      The dequant alone is timed too, so a miss shows what dominates.
+ *   2. run_cpu of w4a8.perblock, w4a8.folded and w4a4.aiter: FLOP rate
+ *      2*M*N*K / time as a percentage of the sgemm's FLOP rate at the same
+ *      shape (activation preparation, prepare_act, is not timed).
+ *
+ * Operands are random (fixed seed): MXFP4 weight with e8m0 scales 118..127
+ * in the checkpoint [N, K/32] layout, activations ~ N(0,1)-ish fp32.  Every
+ * timing is the best of a few repetitions.  OpenBLAS threads are left at
+ * their default.
+ *
+ * Output: one line per measurement, "ROW|<item>|<what>|<measured>|<target>|PASS/MISS",
+ * plus "INFO|..." lines; scripts/bench.sh collects them into its table.
+ * Usage: kr_bench [--quick]   (--quick: decode shapes only, for a smoke run) */
+#include <cblas.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gemm_ref.h"
+#include "mxfp4_weight.h"
+#include "registry.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static float frand(void) /* roughly N(0,1): sum of 4 uniforms, centred */
+{
+    double s = 0;
+    for (int i = 0; i < 4; i++)
+        s += (double)(rng() >> 11) * (1.0 / 9007199254740992.0);
+    return (float)((s - 2.0) * 1.7320508);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p) {
+        fprintf(stderr, "kr_bench: out of memory (%zu bytes)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+typedef struct {
+    int64_t N, K;
+    uint8_t *packed, *scales;
+    float *Wd; /* [N, K] dequantized, for the bare sgemm */
+    mxfp4_weight_t w;
+} weight_t;
+
+static void weight_make(weight_t *W, int64_t N, int64_t K)
+{
+    W->N = N;
+    W->K = K;
+    W->packed = xmalloc((size_t)(N * K / 2));
+    W->scales = xmalloc((size_t)(N * K / 32));
+    for (int64_t i = 0; i < N * K / 2; i++)
+        W->packed[i] = (uint8_t)rng();
+    for (int64_t i = 0; i < N * K / 32; i++)
+        W->scales[i] = (uint8_t)(118 + rng() % 10);
+    W->w = (mxfp4_weight_t){.packed = W->packed, .scales = W->scales, .layout = SCALE_LAYOUT_NK,
+                            .e8m0_mode = E8M0_SPEC, .N = N, .K = K};
+    W->Wd = xmalloc((size_t)(N * K) * sizeof(float));
+}
+
+static void weight_free(weight_t *W)
+{
+    free(W->packed);
+    free(W->scales);
+    free(W->Wd);
+}
+
+static const char *verdict(int pass) { return pass ? "PASS" : "MISS"; }
+
+/* Best-of-reps sgemm time; C[M,N] = A @ Wd^T. */
+static double time_sgemm(const float *A, int64_t M, const weight_t *W, float *C, int reps)
+{
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)W->N, (int)W->K, 1.0f,
+                    A, (int)W->K, W->Wd, (int)W->K, 0.0f, C, (int)W->N);
+        double t = now_s() - t0;
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
+static double sgemm_rate[2][2]; /* [shape][band] GFLOP/s, for item 2 */
+
+static void item1(int shape_i, const weight_t *W, int64_t M, int band, int reps)
+{
+    const int64_t N = W->N, K = W->K;
+    float *A = xmalloc((size_t)(M * K) * sizeof(float));
+    float *C = xmalloc((size_t)(M * N) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++)
+        A[i] = frand();
+
+    double t_deq = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        mxfp4_dequant_rows(W->packed, W->scales, W->w.layout, N, K, 0, N, E8M0_SPEC, W->Wd);
+        double t = now_s() - t0;
+        if (t < t_deq)
+            t_deq = t;
+    }
+    double t_sg = time_sgemm(A, M, W, C, reps);
+    /* The reference's GEMM part alone: the same sgemm in 2048-row chunks of the
+     * already dequantized W (what gemm_ref_f32 does, minus the dequant). */
+    double t_chunk = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (int64_t n0 = 0; n0 < N; n0 += GEMM_REF_CHUNK_N) {
+            const int64_t n = N - n0 < GEMM_REF_CHUNK_N ? N - n0 : GEMM_REF_CHUNK_N;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)n, (int)K, 1.0f,
+                        A, (int)K, W->Wd + n0 * K, (int)K, 0.0f, C + n0, (int)N);
+        }
+        double t = now_s() - t0;
+        if (t < t_chunk)
+            t_chunk = t;
+    }
+    double t_ref = 1e30;
+    kr_error_t err;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (gemm_ref_f32(A, M, &W->w, 0, C, &err)) {
+            fprintf(stderr, "kr_bench: gemm_ref_f32: %s\n", err.msg);
+            exit(2);
+        }
+        double t = now_s() - t0;
+        if (t < t_ref)
+            t_ref = t;
+    }
+    const double flop = 2.0 * (double)M * (double)N * (double)K;
+    sgemm_rate[shape_i][band] = flop / t_sg * 1e-9;
+    const double ratio = t_ref / t_sg;
+    printf("ROW|1 ref/sgemm|M=%lld N=%lld K=%lld|%.2fx|<= 1.15x|%s\n", (long long)M,
+           (long long)N, (long long)K, ratio, verdict(ratio <= 1.15));
+    printf("INFO|1 profile|M=%lld N=%lld K=%lld|ref %.3f s = sgemm %.3f s (%.1f GFLOP/s) + "
+           "dequant-all-of-W %.3f s (%.2f ns/elem, %.0f%% of the ref) + chunking; "
+           "sgemm in 2048-row chunks alone %.3f s (%.2fx the single sgemm)\n",
+           (long long)M, (long long)N, (long long)K, t_ref, t_sg, flop / t_sg * 1e-9, t_deq,
+           t_deq / (double)(N * K) * 1e9, 100.0 * t_deq / t_ref, t_chunk, t_chunk / t_sg);
+    fflush(stdout);
+    free(A);
+    free(C);
+}
+
+static void item2(const weight_t *W, int64_t M, int band, int reps)
+{
+    static const char *names[] = {"w4a8.perblock", "w4a8.folded", "w4a4.aiter"};
+    const int64_t N = W->N, K = W->K;
+    float *x = xmalloc((size_t)(M * K) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++)
+        x[i] = frand();
+    uint16_t *out = xmalloc((size_t)(M * N) * sizeof(uint16_t));
+    kernel_inputs_t in = {.M = M, .N = N, .K = K, .x = x, .weight = W->w};
+    kernel_options_t opt;
+    kernel_options_default(&opt);
+    const double flop = 2.0 * (double)M * (double)N * (double)K;
+    for (int i = 0; i < 3; i++) {
+        const kernel_desc_t *k = kernel_find(names[i]);
+        if (!k) {
+            printf("ROW|2 model/sgemm|%s M=%lld|missing|>= 25%%|MISS\n", names[i], (long long)M);
+            continue;
+        }
+        kernel_act_t act;
+        memset(&act, 0, sizeof act);
+        kr_error_t err;
+        if (k->prepare_act(k, &in, &opt, &act, &err)) {
+            fprintf(stderr, "kr_bench: %s prepare_act: %s\n", names[i], err.msg);
+            exit(2);
+        }
+        double best = 1e30;
+        for (int r = 0; r < reps; r++) {
+            kernel_run_info_t info;
+            memset(&info, 0, sizeof info);
+            double t0 = now_s();
+            if (k->run_cpu(k, &in, &act, &opt, out, &info, &err)) {
+                fprintf(stderr, "kr_bench: %s run_cpu: %s\n", names[i], err.msg);
+                exit(2);
+            }
+            double t = now_s() - t0;
+            if (t < best)
+                best = t;
+        }
+        kernel_act_free(&act);
+        const double rate = flop / best * 1e-9;
+        const double pct = 100.0 * rate / sgemm_rate[0][band];
+        printf("ROW|2 model/sgemm rate|%s M=%lld N=%lld K=%lld|%.1f%%|>= 25%%|%s\n", names[i],
+               (long long)M, (long long)N, (long long)K, pct, verdict(pct >= 25.0));
+        printf("INFO|2 rate|%s M=%lld|%.3f s, %.1f GFLOP/s vs sgemm %.1f GFLOP/s\n", names[i],
+               (long long)M, best, rate, sgemm_rate[0][band]);
+        fflush(stdout);
+    }
+    free(x);
+    free(out);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const int64_t shapes[2][2] = {{17408, 5120}, {5120, 8704}};
+    const int64_t Ms[2] = {64, 512};
+    printf("INFO|setup|openblas|%s, %d threads\n", openblas_get_config(),
+           openblas_get_num_threads());
+    for (int s = 0; s < 2; s++) {
+        weight_t W;
+        weight_make(&W, shapes[s][0], shapes[s][1]);
+        for (int b = 0; b < (quick ? 1 : 2); b++)
+            item1(s, &W, Ms[b], b, b == 0 ? 3 : 2);
+        if (s == 0)
+            for (int b = 0; b < (quick ? 1 : 2); b++)
+                item2(&W, Ms[b], b, b == 0 ? 2 : 1);
+        weight_free(&W);
+    }
+    return 0;
+}
