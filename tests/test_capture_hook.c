@@ -1,0 +1,39 @@
+/* Runs tests/python/capture_hook_test.py with the system Python: the capture
+ * hook (scripts/capture/kreplay_capture.py) writes schema-v1 cases from numpy
+ * arrays (and torch tensors when torch is importable), its selection, budgets
+ * and graph-capture skip are checked, and every written case must replay in
+ * the kreplay binary with exit 0.  Without h5py/numpy the test exits 77, which
+ * ctest reports as skipped, not passed. */
+/* ctest-labels: interop */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "test_support.h"
+
+static void test_capture_hook(void **state)
+{
+    (void)state;
+    char dir[1024], cmd[4096];
+    test_tmp_path(dir, sizeof dir, "capture");
+    mkdir(dir, 0777);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 '%s/tests/python/capture_hook_test.py' --kreplay '%s' --tmp '%s'",
+             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    if (system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "h5py/numpy are not available to /usr/bin/python3: skipped\n");
+        return TEST_SKIPPED;
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_capture_hook)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
