@@ -9,6 +9,7 @@
 #include "formats.h"
 #include "gemm_ref.h"
 #include "kr_string.h"
+#include "metrics.h"
 #include "replay.h"
 #include "result.h"
 
@@ -19,6 +20,7 @@ double compare_rel(double err2, double ref2)
 
 void compare_free(compare_t *cmp)
 {
+    result_list_free(&cmp->rows);
     free(cmp->groups);
     cmp->groups = NULL;
     cmp->count = cmp->cap = 0;
@@ -143,6 +145,30 @@ int compare_add_case(compare_t *cmp, const case_t *c, const char *shape_name,
             accumulate(out_b, out_a, MN, &g->ab_err2, &unused);
             accumulate(out_a, ex_a, MN, &g->a_exact_err2, &g->a_exact_ref2);
             accumulate(out_b, ex_b, MN, &g->b_exact_err2, &g->b_exact_ref2);
+            /* The same comparisons as rows, for the report's plots. */
+            const kernel_desc_t *ks2[2] = {cmp->a, cmp->b};
+            const float *outs[2] = {out_a, out_b}, *exacts[2] = {ex_a, ex_b};
+            for (int i = 0; i < 2 && st == 0; i++) {
+                for (int j = 0; j < 2; j++) {
+                    result_t *r = result_list_add(&cmp->rows);
+                    if (!r) {
+                        st = kr_fail(err, "out of memory");
+                        break;
+                    }
+                    kr_strlcpy(r->case_path, c->path ? c->path : shape, sizeof r->case_path);
+                    case_short_name(r->case_path, r->case_name, sizeof r->case_name);
+                    r->M = c->M;
+                    r->N = c->N;
+                    r->K = c->K;
+                    kr_strlcpy(r->band, m_band_name(c->M), sizeof r->band);
+                    kr_strlcpy(r->kernel, ks2[i]->name, sizeof r->kernel);
+                    kr_strlcpy(r->reference, j == 0 ? "R_source" : "R_exact", sizeof r->reference);
+                    metrics_compute(outs[i], j == 0 ? r_source : exacts[i], c->M, c->N, &r->metrics);
+                    r->threshold = j == 0 ? ks2[i]->rel_tol_source : ks2[i]->rel_tol_exact;
+                    r->verdict = r->metrics.rel_fro <= r->threshold ? VERDICT_PASS : VERDICT_WRONG;
+                    snprintf(r->note, sizeof r->note, "compare: %s vs %s", cmp->a->name, cmp->b->name);
+                }
+            }
         }
     }
     free(r_source);

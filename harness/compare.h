@@ -10,6 +10,7 @@
 
 #include "case.h"
 #include "registry.h"
+#include "result.h"
 
 /* Squared norms summed over cases, so a group's error is pooled
  * (sqrt(sum ||a - r||^2 / sum ||r||^2)), not an average of ratios. */
@@ -26,6 +27,8 @@ typedef struct {
     const kernel_desc_t *a, *b;
     compare_group_t *groups;
     int count, cap;
+    result_list_t rows;         /* per case: each kernel against R_source and its own
+                                   R_exact, for the report (kreplay report's plots) */
 } compare_t;
 
 /* Runs both kernels on one case and adds it to its (shape, band) group.

@@ -10,6 +10,9 @@
 #include "case_load.h"
 #include "cli.h"
 #include "compare.h"
+#include "kr_string.h"
+#include "report_bundle.h"
+#include "results_store.h"
 #include "shape_catalog.h"
 #include "synth.h"
 
@@ -135,7 +138,21 @@ static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdl
         return -1;
     print_table(f.fp, cmp, 1);
     fprintf(f.fp, "\ncommand: `%s`\n", cmdline);
-    return atomic_file_commit(&f, err);
+    if (atomic_file_commit(&f, err))
+        return -1;
+    /* The report page and plots (error vs M, W4A8 vs W4A4, heatmap) from
+     * the per-case rows. */
+    results_meta_t meta;
+    results_meta_init(&meta);
+    kr_strlcpy(meta.command, cmdline, sizeof meta.command);
+    kr_strlcpy(meta.version, cli_version(), sizeof meta.version);
+    kr_strlcpy(meta.git_commit, cli_git_commit(), sizeof meta.git_commit);
+    report_options_t ro;
+    report_options_init(&ro);
+    ro.meta = &meta;
+    ro.write_tables = 1;
+    ro.title = "kreplay compare";
+    return report_generate(dir, &cmp->rows, NULL, 0, &ro, err);
 }
 
 int cli_compare(int argc, char **argv)
