@@ -16,6 +16,17 @@ typedef pt_import_options_t case_load_options_t;
  * line in err; *c is then left empty. */
 int case_load(const char *path, case_t *c, const case_load_options_t *o, kr_error_t *err);
 
+/* case_load in a child process.  libhdf5 itself can crash or hang on some
+ * corrupt files (a damaged global heap under a string attribute, found by
+ * fuzzing); reading in a child turns that into one error line ("... the
+ * HDF5 library crashed reading it: the file is corrupt") and exit code 2
+ * instead of a crash of kreplay.  The child re-writes the case with
+ * case_write into a private temporary file, which the parent then reads:
+ * a file kreplay wrote itself.  timeout_s <= 0: $KREPLAY_READ_TIMEOUT, else
+ * 120 s.  KREPLAY_READ_IN_PROCESS=1 reads in-process (for a debugger). */
+int case_load_safe(const char *path, case_t *c, const case_load_options_t *o, double timeout_s,
+                   kr_error_t *err);
+
 /* 1 if path starts with a zip signature (a torch.save file), 0 if not or
  * unreadable. */
 int case_load_is_torch(const char *path);

@@ -77,7 +77,7 @@ static int build_plan(const suite_t *s, plan_item_t **out, int64_t *count, kr_er
 static int load_plan_case(const suite_t *s, const plan_item_t *it, case_t *c, kr_error_t *err)
 {
     if (it->file)
-        return case_load(it->file, c, NULL, err);
+        return case_load_safe(it->file, c, NULL, 0, err);
     synth_params_t p;
     if (suite_synth_params(&s->synth[it->synth_item], it->synth_index, &p))
         return kr_fail(err, "%s: bad synthetic case %s", s->path, it->key);
@@ -281,6 +281,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
         kr_error_t cerr = {{0}};
         if (load_plan_case(&s, it, &c, &cerr)) {
             fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
+            if (sum->n_failed_keys < 16)
+                kr_strlcpy(sum->failed_keys[sum->n_failed_keys++], it->key, sizeof sum->failed_keys[0]);
             sum->input_errors++;
             progress_update(&prog, ++done_count);
             continue;
@@ -399,7 +401,7 @@ int gate_list_shapes(const char *suite_path, kr_error_t *err)
         int64_t N = plan[i].N, K = plan[i].K, M = plan[i].M;
         if (plan[i].file) {
             case_t c;
-            if (case_load(plan[i].file, &c, NULL, err)) {
+            if (case_load_safe(plan[i].file, &c, NULL, 0, err)) {
                 status = -1;
                 break;
             }

@@ -37,6 +37,8 @@ typedef struct {
     int64_t cases_planned, cases_run, cases_resumed, input_errors;
     int64_t rows, failing, regressed, improved;
     double seconds;
+    char failed_keys[16][512];  /* the first cases that could not be read */
+    int n_failed_keys;
 } gate_summary_t;
 
 /* Runs the gate and writes RUNDIR/results.h5 (and the history copy).  The

@@ -16,6 +16,10 @@ typedef struct {
     const char *git_commit;     /* build's commit, or "unknown" */
     char host[128];
     char time_utc[32];          /* ISO 8601 */
+    /* Inputs that could not be read: the run is incomplete, and every
+     * report says so (results.json "incomplete": true with the list). */
+    const char *const *failed_inputs;
+    int n_failed_inputs;
 } run_info_t;
 
 void run_info_fill(run_info_t *info, const char *command, const char *version,

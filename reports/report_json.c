@@ -92,6 +92,14 @@ json_t *report_json_build(const result_list_t *rows, const run_info_t *info)
     json_object_set_new(prov, "time_utc", json_string(info->time_utc));
     json_object_set_new(prov, "command", json_string(info->command ? info->command : ""));
     json_object_set_new(root, "kreplay", prov);
+    /* An incomplete run must not read as a complete one. */
+    json_object_set_new(root, "incomplete", json_boolean(info->n_failed_inputs > 0));
+    if (info->n_failed_inputs > 0) {
+        json_t *failed = json_array();
+        for (int i = 0; i < info->n_failed_inputs; i++)
+            json_array_append_new(failed, json_string(info->failed_inputs[i]));
+        json_object_set_new(root, "failed_inputs", failed);
+    }
     json_t *arr = json_array();
     int64_t counts[VERDICT_COUNT] = {0};
     for (int64_t i = 0; i < rows->count; i++) {

@@ -19,6 +19,12 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
         failing += verdict_is_failure(rows->rows[i].verdict);
     }
     fprintf(fp, "# kreplay report\n\n");
+    if (info->n_failed_inputs > 0) {
+        fprintf(fp, "**INCOMPLETE: %d input(s) could not be read:**\n\n", info->n_failed_inputs);
+        for (int i = 0; i < info->n_failed_inputs; i++)
+            fprintf(fp, "- `%s`\n", info->failed_inputs[i]);
+        fputc('\n', fp);
+    }
     fprintf(fp, "- **%s**: %lld of %lld rows fail\n", failing ? "FAIL" : "PASS", (long long)failing,
             (long long)rows->count);
     fprintf(fp, "- verdicts:");

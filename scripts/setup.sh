@@ -10,7 +10,9 @@ packages=(build-essential cmake pkg-config libopenblas-dev libhdf5-dev hdf5-tool
 if [[ "${1:-}" == "--tests" ]]; then
     # clang-19 + lld-19: the gfx1201 device-code compile test (tests/test_gfx1201_compile.c)
     # chromium: the report page checked in a headless browser (tests/test_browser.c)
-    packages+=(libcmocka-dev python3-h5py python3-numpy clang-19 lld-19 chromium)
+    # clang + libclang-rt-14-dev: libFuzzer for the fuzz targets (scripts/fuzz.sh)
+    packages+=(libcmocka-dev python3-h5py python3-numpy clang-19 lld-19 chromium
+               clang libclang-rt-14-dev)
 fi
 
 missing=()

@@ -272,7 +272,7 @@ int cli_compare(int argc, char **argv)
     char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
     for (int i = 0; i < n_cases; i++) {
         case_t cs;
-        if (case_load(cases[i], &cs, NULL, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
+        if (case_load_safe(cases[i], &cs, NULL, 0, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             input_errors++;
         }

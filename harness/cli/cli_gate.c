@@ -43,10 +43,12 @@ static void gate_usage(FILE *fp)
 static int write_run_reports(const char *run_dir, const char *junit_path, const char *suite_name,
                              const result_list_t *rows, const results_meta_t *meta,
                              double seconds, const char *baseline, const char *history,
-                             kr_error_t *err)
+                             const char *const *failed, int n_failed, kr_error_t *err)
 {
     run_info_t info;
     run_info_fill(&info, meta->command, meta->version, meta->git_commit);
+    info.failed_inputs = failed;
+    info.n_failed_inputs = n_failed;
     kr_error_t e = {{0}};
     if (report_write_dir(run_dir, rows, &info, &e)) {
         *err = e;
@@ -56,6 +58,11 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
     report_options_init(&ro);
     ro.meta = meta;
     ro.baseline_path = baseline;
+    char title[128];
+    if (n_failed > 0) {
+        snprintf(title, sizeof title, "kreplay report (INCOMPLETE: %d input(s) could not be read)", n_failed);
+        ro.title = title;
+    }
     char **hist = NULL;
     int nh = history ? report_history_paths(history, &hist, &e) : 0;
     if (nh < 0 || report_generate(run_dir, rows, (const char **)hist, nh > 0 ? nh : 0, &ro, &e)) {
@@ -164,8 +171,11 @@ int cli_gate(int argc, char **argv)
         report_table_print(stdout, &rows);
         report_summary_line(stdout, &rows);
         kr_error_t werr = {{0}};
+        const char *failed[16];
+        for (int i = 0; i < sum.n_failed_keys; i++)
+            failed[i] = sum.failed_keys[i];
         if (write_run_reports(o.run_dir, o.junit_path, meta.suite_name, &rows, &meta, sum.seconds,
-                              o.baseline_path, o.history_dir, &werr)) {
+                              o.baseline_path, o.history_dir, failed, sum.n_failed_keys, &werr)) {
             fprintf(stderr, "kreplay: error: %s\n", werr.msg);
             status = EXIT_USAGE;
         }
@@ -220,7 +230,7 @@ int cli_merge(int argc, char **argv)
     result_list_t rows;
     results_meta_t meta;
     if (results_store_read(path, &rows, &meta, &err) ||
-        write_run_reports(out_dir, NULL, meta.suite_name, &rows, &meta, 0.0, NULL, NULL, &err)) {
+        write_run_reports(out_dir, NULL, meta.suite_name, &rows, &meta, 0.0, NULL, NULL, NULL, 0, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
     }

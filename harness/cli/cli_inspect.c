@@ -26,7 +26,7 @@ int cli_inspect(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         case_t c;
         kr_error_t err = {{0}};
-        if (case_load(argv[i], &c, NULL, &err)) {
+        if (case_load_safe(argv[i], &c, NULL, 0, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             status = EXIT_USAGE;
             continue;

@@ -309,24 +309,30 @@ int cli_replay(int argc, char **argv)
     }
     result_list_t rows = {0};
     int input_errors = 0;
+    const char **failed = calloc((size_t)n_cases + 1, sizeof *failed);
+    int n_failed = 0;
     for (int i = 0; i < n_cases; i++) {
         case_t cs;
-        if (case_load(cases[i], &cs, NULL, &err)) {
+        if (case_load_safe(cases[i], &cs, NULL, 0, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            if (failed)
+                failed[n_failed++] = strdup(cases[i]);
             input_errors++;
             continue;
         }
         if (replay_case(&cs, &opt, &rows, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            if (failed)
+                failed[n_failed++] = strdup(cases[i]);
             input_errors++;
         }
         case_free(&cs);
     }
-    cli_free_strings(cases);
-
     char *cmdline = cli_command_line(argc, argv);
     run_info_t info;
     run_info_fill(&info, cmdline, cli_version(), cli_git_commit());
+    info.failed_inputs = failed;
+    info.n_failed_inputs = n_failed;
     if (json)
         report_json_write(stdout, &rows, &info);
     else if (rows.count > 0) {
@@ -344,6 +350,11 @@ int cli_replay(int argc, char **argv)
         report_options_t ro;
         report_options_init(&ro);
         ro.meta = &meta;
+        char title[128];
+        if (n_failed > 0) {
+            snprintf(title, sizeof title, "kreplay report (INCOMPLETE: %d input(s) could not be read)", n_failed);
+            ro.title = title;
+        }
         char rpath[4400];
         snprintf(rpath, sizeof rpath, "%s/results.h5", out_dir);
         /* The results file is sorted like every run's (results_store.h); the
@@ -369,6 +380,10 @@ int cli_replay(int argc, char **argv)
     for (int64_t i = 0; i < rows.count; i++)
         failing += verdict_is_failure(rows.rows[i].verdict);
     free(cmdline);
+    cli_free_strings(cases);
+    for (int i = 0; i < n_failed; i++)
+        free((char *)failed[i]);
+    free(failed);
     result_list_free(&rows);
     for (int i = 0; i < n_plugins; i++)
         plugin_unload(plugins[i]);
