@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 8, performance: builds Release (build-bench/) and measures, in this one
+# The CPU benchmark: builds Release (build-bench/) and measures, in this one
 # run, every ratio; prints ONE table last.  See tests/bench/README.md.
 #   scripts/bench.sh            all items (about 2-3 minutes on 2 cores)
 # Needs: cmake, OpenBLAS/HDF5 dev (scripts/setup.sh), /usr/bin/python3 with
@@ -24,9 +24,9 @@ echo "== kr_bench (items 1, 2)" >&2
 "$BUILD/tests/bench/kr_bench" | tee "$TMP/kr_bench.out" >&2
 grep '^ROW|' "$TMP/kr_bench.out" >"$ROWS" || true
 
-# Item 3: the default suite's cases (bundled samples + its synth sweep), R_exact
+# End to end: the default suite's cases (bundled samples + its synth sweep), R_exact
 # and R_source of w4a8.perblock and w4a4.aiter, kreplay vs plain numpy.
-echo "== item 3: kreplay replay vs numpy" >&2
+echo "== end to end: kreplay replay vs numpy" >&2
 mkdir -p "$TMP/cases"
 cp cases/samples/*.h5 "$TMP/cases/"
 "$KR" synth --shape gdn_in_proj_ba_tp2,gdn_in_proj_ba_tp1,moe_gate,512x3072 --m 1,17,64,300 \
@@ -67,9 +67,9 @@ printf 'ROW|3 numpy/kreplay|numpy refs only %.3f s (no interpreter start) / krep
 printf 'ROW|3 agreement|rel_fro numpy vs kreplay, 3 significant digits|%s/%s|all|%s\n' \
     "$agree" "$compared" "$( [ "$agree" = "$compared" ] && [ "$compared" -gt 0 ] && echo PASS || echo MISS)" >>"$ROWS"
 
-# Item 4: peak RSS of the largest production case, 17408x5120.  M=1024, not
+# Peak RSS of the largest production case, 17408x5120.  M=1024, not
 # 4096: 4096 takes minutes on 2 cores (the bound scales with M the same way).
-echo "== item 4: peak RSS" >&2
+echo "== peak RSS" >&2
 M4=${KR_BENCH_RSS_M:-1024}
 "$KR" synth --shape 17408x5120 --m "$M4" --seed 1 --out "$TMP/big" >/dev/null
 BIG=$(ls "$TMP"/big/*.h5)
@@ -88,6 +88,6 @@ printf 'ROW|4 peak RSS|17408x5120 M=%s: %.0f MiB vs 1.5 x %.0f MiB operands + %.
     "$(echo "2048*5120*4/1048576" | bc -l)" "$(echo "$bound/1048576" | bc -l)" "$r4" "$(pf "$r4 <= 1")" >>"$ROWS"
 
 echo
-echo "== issue 8 benchmark ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+echo "== kreplay CPU benchmark ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
 awk -F'|' 'BEGIN { printf "%-22s %-62s %-14s %-9s %s\n", "item", "what", "measured", "target", "result" }
            { printf "%-22s %-62s %-14s %-9s %s\n", $2, $3, $4, $5, $6 }' "$ROWS"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Plain numpy references for issue 8 item 3 (see tests/bench/README.md).
+"""Plain numpy references for the end-to-end benchmark (see tests/bench/README.md).
 
 For every case file given, computes the references kreplay computes, the way
 the MXFP4 dispatch's _exact_ref does: E2M1 table fancy-indexed by the weight

@@ -10,7 +10,7 @@
 # files in .debs/ (apt-get download libjansson-dev libjansson4 libcmocka-dev
 # libcmocka0 libyaml-dev libyaml-0-2), unpacked with dpkg -x into a private
 # prefix: nothing is installed system-wide.
-# Logs go to $OUT (the device tool's output folder) when set, else BUILD_DIR.
+# Logs go to $OUT when set (an output folder), else BUILD_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-gpu}

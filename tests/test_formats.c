@@ -335,7 +335,7 @@ static void test_e2m1_decode_all_codes(void **state)
 static void test_e2m1_encode_ties_and_oracle(void **state)
 {
     (void)state;
-    /* Every tie from the brief, by hand. */
+    /* Every tie of the e2m1 grid, by hand. */
     assert_int_equal(e2m1_encode_rne(0.25f), 0);
     assert_int_equal(e2m1_encode_rne(0.75f), 2);
     assert_int_equal(e2m1_encode_rne(1.25f), 2);

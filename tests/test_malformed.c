@@ -1,4 +1,4 @@
-/* The malformed-input corpus (issue 8, item 6), built at test time under the
+/* The malformed-input corpus, built at test time under the
  * build tree's tests/tmp from a small valid synthetic case, dump.pt and the
  * default suite (tests/malformed/README.md lists it): truncated files, wrong
  * dtypes, wrong shapes, dimensions whose product overflows, zero sizes,

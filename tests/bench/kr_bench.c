@@ -1,4 +1,4 @@
-/* kr_bench: side-by-side timings for issue 8 items 1 and 2.
+/* kr_bench: side-by-side timings of the reference and the models against sgemm.
  *
  *   1. gemm_ref_f32 (chunked dequant + sgemm) vs one bare cblas_sgemm of the
  *      same dimensions on the weights already dequantized: ratio ref / sgemm.
@@ -105,7 +105,7 @@ static double time_sgemm(const float *A, int64_t M, const weight_t *W, float *C,
     return best;
 }
 
-static double sgemm_rate[2][2]; /* [shape][band] GFLOP/s, for item 2 */
+static double sgemm_rate[2][2]; /* [shape][band] GFLOP/s, the models are measured against it */
 
 static void item1(int shape_i, const weight_t *W, int64_t M, int band, int reps)
 {

@@ -1,4 +1,4 @@
-// kr_gpu_bench: the issue-4 performance numbers, side by side in one run.
+// kr_gpu_bench: the GPU performance numbers, side by side in one run.
 //   1. device-to-device copy bandwidth (cudaMemcpyAsync, bytes read + written)
 //   2. w4a8.decode (the bit-faithful split-K SIMT kernel) at M = 1, 8, 64,
 //      N = 17408, K = 5120: time, GB/s counting weight bytes (packed e2m1 +
