@@ -96,3 +96,28 @@ float *act_fp8_values(const kernel_act_t *act)
         v[i] = lut[act->codes[i]];
     return v;
 }
+
+int act_prepare_bf16_values(const kernel_inputs_t *in, kernel_act_t *act, kr_error_t *err)
+{
+    const size_t mk = (size_t)in->M * (size_t)in->K;
+    memset(act, 0, sizeof *act);
+    act->kind = ACT_FP8_PER_TOKEN;      /* no bf16 kind exists: codes/scales stay NULL */
+    act->M = in->M;
+    act->K = in->K;
+    act->dequant = malloc(mk * sizeof(float));
+    if (!act->dequant)
+        return kr_fail(err, "out of memory for activations [%lld, %lld]", (long long)in->M,
+                       (long long)in->K);
+    size_t rounded = 0;
+    for (size_t i = 0; i < mk; i++) {
+        const float v = bf16_decode(bf16_encode(in->x[i]));
+        rounded += f32_bits(v) != f32_bits(in->x[i]) && in->x[i] == in->x[i];
+        act->dequant[i] = v;
+    }
+    if (rounded)
+        snprintf(act->origin, sizeof act->origin, "x as bf16 (%zu values rounded from fp32)",
+                 rounded);
+    else
+        snprintf(act->origin, sizeof act->origin, "x as bf16");
+    return 0;
+}

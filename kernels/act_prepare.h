@@ -14,6 +14,11 @@ int act_prepare_fp8_token(const kernel_desc_t *k, const kernel_inputs_t *in,
 int act_prepare_mxfp4(const kernel_desc_t *k, const kernel_inputs_t *in,
                       const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err);
 
+/* Unquantized kernels (bf16 GEMMs, ref_linear): x rounded to bf16 as the
+ * operand values (act->dequant); codes and scales stay NULL.  The origin
+ * says how many fp32 values the rounding changed. */
+int act_prepare_bf16_values(const kernel_inputs_t *in, kernel_act_t *act, kr_error_t *err);
+
 /* The fp8 value of every activation code, before the per-token scale
  * (malloc'd [M, K]; NULL on allocation failure). */
 float *act_fp8_values(const kernel_act_t *act);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_prepare.h"
 #include "formats.h"
 #include "parallel.h"
 #include "registry.h"
@@ -44,26 +45,7 @@ static int ref_linear_prepare_act(const kernel_desc_t *k, const kernel_inputs_t 
     if (!in->x)
         return kr_fail(err, "the case has no source activations x; %s multiplies x.float() "
                             "(x_fp8 cannot stand in)", k->name);
-    const size_t mk = (size_t)in->M * (size_t)in->K;
-    act->kind = ACT_FP8_PER_TOKEN;      /* no bf16 kind exists: codes/scales stay NULL */
-    act->M = in->M;
-    act->K = in->K;
-    act->dequant = malloc(mk * sizeof(float));
-    if (!act->dequant)
-        return kr_fail(err, "out of memory for activations [%lld, %lld]", (long long)in->M,
-                       (long long)in->K);
-    size_t rounded = 0;
-    for (size_t i = 0; i < mk; i++) {
-        const float v = bf16_decode(bf16_encode(in->x[i]));
-        rounded += f32_bits(v) != f32_bits(in->x[i]) && in->x[i] == in->x[i];
-        act->dequant[i] = v;
-    }
-    if (rounded)
-        snprintf(act->origin, sizeof act->origin, "x as bf16 (%zu values rounded from fp32)",
-                 rounded);
-    else
-        snprintf(act->origin, sizeof act->origin, "x as bf16");
-    return 0;
+    return act_prepare_bf16_values(in, act, err);
 }
 
 typedef struct {
