@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "mxfp4_dequant.h"
+
 static const char *const scale_layout_names[] = {
     [SCALE_LAYOUT_NK] = "N,K/32",
     [SCALE_LAYOUT_KN] = "K/32,N",
@@ -25,20 +27,27 @@ int scale_layout_from_name(const char *name, scale_layout_t *out)
     return -1;
 }
 
-static const float e2m1_values[16] = {
-    0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f,
-};
+static const float e2m1_magnitudes[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
 /* The sixteen values a block can hold: e2m1 * 2^(E - 127), each an exact
  * fp32 product (a 2-bit significand times a power of two; 2^-128 and 2^-127
- * are subnormal but exact).  Built once per 32 elements so the inner loop is
- * two table loads per byte. */
+ * are subnormal but exact; only 2 * 2^127 and above round, to Inf).  Built
+ * once per 32 elements so the inner loop is two table loads per byte.
+ *
+ * Codes 8-15 are the negations of codes 0-7 rather than products of their
+ * own: for every non-NaN scale that is the same value (rounding is
+ * sign-symmetric, and -0 comes out as -0), and for the NaN scale (0xFF) it
+ * pins the sign of the NaN, which a multiply would leave to the compiler
+ * (compilers may rewrite (-a) * s as -(a * s)).  So a NaN scale gives the
+ * scale's NaN for codes 0-7 and the same NaN with the sign set for 8-15, and
+ * the vector kernels (mxfp4_dequant.h) reproduce exactly that. */
 static void block_value_table(uint8_t scale_byte, e8m0_mode_t mode, float table[16])
 {
     float scale = e8m0_decode(scale_byte, mode);
-    for (int c = 0; c < 16; c++)
-        table[c] = e2m1_values[c] * scale;
+    for (int c = 0; c < 8; c++) {
+        table[c] = e2m1_magnitudes[c] * scale;
+        table[c + 8] = -table[c];
+    }
 }
 
 void mxfp4_dequant_row(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
@@ -63,8 +72,7 @@ void mxfp4_dequant_rows(const uint8_t *packed, const uint8_t *scales, scale_layo
                         int64_t N, int64_t K, int64_t n0, int64_t n1, e8m0_mode_t mode,
                         float *out)
 {
-    for (int64_t n = n0; n < n1; n++)
-        mxfp4_dequant_row(packed, scales, layout, N, K, n, mode, out + (n - n0) * K);
+    mxfp4_dequant_rows_isa(MXFP4_DEQUANT_AUTO, packed, scales, layout, N, K, n0, n1, mode, out);
 }
 
 void mxfp4_pack(const uint8_t *codes, int64_t N, int64_t K, uint8_t *packed)

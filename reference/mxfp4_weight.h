@@ -30,11 +30,17 @@ static inline uint8_t mxfp4_code_at(const uint8_t *packed, int64_t K, int64_t n,
     return (k & 1) ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 0x0F);
 }
 
-/* Row n of W, dequantized to fp32: out[k] = e2m1(code) * 2^(E[n][k/32] - 127). */
+/* Row n of W, dequantized to fp32: out[k] = e2m1(code) * 2^(E[n][k/32] - 127).
+ * This is the definition (a per-block table, as the dispatch's _exact_ref;
+ * negative codes are the sign flips of positive ones, so a NaN scale gives a
+ * NaN with the code's sign); the vector kernels in mxfp4_dequant.h are tested
+ * bit-equal to it. */
 void mxfp4_dequant_row(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
                        int64_t N, int64_t K, int64_t n, e8m0_mode_t mode, float *out);
 
-/* Rows [n0, n1) dequantized into out[(n1-n0), K] row-major. */
+/* Rows [n0, n1) dequantized into out[(n1-n0), K] row-major, on the calling
+ * thread, by the fastest kernel this CPU runs (mxfp4_dequant.h): the same
+ * bits as mxfp4_dequant_row on every row. */
 void mxfp4_dequant_rows(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
                         int64_t N, int64_t K, int64_t n0, int64_t n1, e8m0_mode_t mode,
                         float *out);
