@@ -286,7 +286,7 @@ static int try_rows_poisoned(dctx_t *x)
                                memcmp(ref_bad, in_bad, (size_t)M) == 0;
     if (n_in > 0 && (out_rows_match || ref_rows_match)) {
         char rows[160], rest[96] = "", extra[256] = "";
-        index_ranges_format(in_bad, M, 6, rows, sizeof rows);
+        index_ranges_format_from(in_bad, M, x->d->row_offset, 6, rows, sizeof rows);
         cmp_t others = compare_region(out, ref, M, N, 1.0f, in_bad, NULL);
         double rel = others.rel;
         if (others.finite > 0)
@@ -541,7 +541,8 @@ static int try_rows(dctx_t *x)
             result = matched(x, DIAG_ROWS, rest.rel,
                              "rows %lld-%lld are wrong (%s); the other rows match %s (rel %.3g): "
                              "an M tile unwritten or masked incorrectly, or those rows' inputs",
-                             (long long)r0, (long long)r1, content, ref_name(x), rest.rel);
+                             (long long)(r0 + x->d->row_offset), (long long)(r1 + x->d->row_offset),
+                             content, ref_name(x), rest.rel);
         }
     }
     free(bad);

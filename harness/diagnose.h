@@ -49,6 +49,9 @@ typedef struct {
     double threshold;              /* rel_fro threshold of the row */
     const kernel_options_t *kopt;  /* the quantizer variants in use; NULL = defaults */
     int max_gemms;                 /* extra fp32 GEMMs allowed; 0 = no limit */
+    int64_t row_offset;            /* out/ref are rows row_offset.. of the case's output
+                                      (a row-block replay): row numbers are reported as
+                                      the case's */
 } diag_input_t;
 
 typedef enum {

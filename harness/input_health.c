@@ -253,6 +253,12 @@ int input_map_compute(const float *x, int64_t M, int64_t K, input_map_t *m, kr_e
 int64_t index_ranges_format(const unsigned char *mask, int64_t n, int max_ranges, char *buf,
                             int cap)
 {
+    return index_ranges_format_from(mask, n, 0, max_ranges, buf, cap);
+}
+
+int64_t index_ranges_format_from(const unsigned char *mask, int64_t n, int64_t first,
+                                 int max_ranges, char *buf, int cap)
+{
     int len = 0;
     int64_t ranges = 0;
     buf[0] = '\0';
@@ -267,10 +273,10 @@ int64_t index_ranges_format(const unsigned char *mask, int64_t n, int max_ranges
         if (ranges < max_ranges && len < cap) {
             if (j > i)
                 len += snprintf(buf + len, (size_t)(cap - len), "%s%lld-%lld", ranges ? ", " : "",
-                                (long long)i, (long long)j);
+                                (long long)(first + i), (long long)(first + j));
             else
                 len += snprintf(buf + len, (size_t)(cap - len), "%s%lld", ranges ? ", " : "",
-                                (long long)i);
+                                (long long)(first + i));
         }
         ranges++;
         i = j + 1;

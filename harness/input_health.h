@@ -95,5 +95,9 @@ int nf_block_describe(const nf_block_t *b, char *buf, int cap);
  * of ranges. */
 int64_t index_ranges_format(const unsigned char *mask, int64_t n, int max_ranges, char *buf,
                             int cap);
+/* Same, with every index written as first + i (mask covers indices first.. of a
+ * larger range). */
+int64_t index_ranges_format_from(const unsigned char *mask, int64_t n, int64_t first,
+                                 int max_ranges, char *buf, int cap);
 
 #endif

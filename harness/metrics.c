@@ -46,7 +46,37 @@ void nonfinite_count(const float *x, int64_t n, nonfinite_t *nf)
 
 /* ---- norms ---- */
 
+/* The metrics that follow from the sums, counts and extremes (shared by
+ * one pass and by merged row blocks, so both follow one set of rules).
+ * On entry max_abs / worst_row_rel hold raw values, meaningful only when
+ * their index is >= 0. */
+static void metrics_derive(metrics_t *m, const metrics_sums_t *sums)
+{
+    if (m->max_abs_index < 0)
+        m->max_abs = NAN; /* no finite pair: nothing to measure */
+    if (m->worst_row < 0)
+        m->worst_row_rel = NAN;
+    const double s_d2 = sums->d2, s_r2 = sums->r2, s_o2 = sums->o2, s_or = sums->o_r;
+    const double nr = sqrt(s_r2), no = sqrt(s_o2);
+    if (s_r2 > 0.0) {
+        m->rel_fro = sqrt(s_d2) / nr;
+        m->nmse = s_d2 / s_r2;
+        m->mag_ratio = no / nr;
+    } else {
+        m->rel_fro = m->nmse = m->mag_ratio = NAN;
+    }
+    /* Product of the square roots, not the root of the product: keeps the
+     * intermediate in range for any fp32 inputs. */
+    m->cosine = (s_r2 > 0.0 && s_o2 > 0.0) ? s_or / (no * nr) : NAN;
+}
+
 void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m)
+{
+    metrics_compute_sums(out, ref, M, N, m, NULL);
+}
+
+void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
+                          metrics_sums_t *sums)
 {
     memset(m, 0, sizeof *m);
     m->count = (M > 0 && N > 0) ? M * N : 0;
@@ -161,29 +191,54 @@ void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, m
     }
 
     m->finite_count = finite;
-    if (max_idx >= 0) {
-        m->max_abs = max_abs;
-        m->max_abs_index = max_idx;
-    } else {
-        m->max_abs = NAN; /* no finite pair: nothing to measure */
+    m->max_abs = max_idx >= 0 ? max_abs : -1.0;
+    m->max_abs_index = max_idx;
+    m->worst_row_rel = worst_row >= 0 ? worst : -1.0;
+    m->worst_row = worst_row;
+    const metrics_sums_t total = {.d2 = s_d2, .r2 = s_r2, .o2 = s_o2, .o_r = s_or};
+    metrics_derive(m, &total);
+    if (sums)
+        *sums = total;
+}
+
+void metrics_merge_init(metrics_t *acc, metrics_sums_t *acc_sums)
+{
+    memset(acc, 0, sizeof *acc);
+    memset(acc_sums, 0, sizeof *acc_sums);
+    acc->max_abs_index = -1;
+    acc->worst_row = -1;
+    metrics_derive(acc, acc_sums);
+}
+
+static void nf_merge(nonfinite_t *acc, const nonfinite_t *part)
+{
+    acc->nan += part->nan;
+    acc->pos_inf += part->pos_inf;
+    acc->neg_inf += part->neg_inf;
+}
+
+void metrics_merge_rows(metrics_t *acc, metrics_sums_t *acc_sums, const metrics_t *part,
+                        const metrics_sums_t *part_sums, int64_t row_offset, int64_t N)
+{
+    acc->count += part->count;
+    acc->finite_count += part->finite_count;
+    acc_sums->d2 += part_sums->d2;
+    acc_sums->r2 += part_sums->r2;
+    acc_sums->o2 += part_sums->o2;
+    acc_sums->o_r += part_sums->o_r;
+    nf_merge(&acc->out_nf, &part->out_nf);
+    nf_merge(&acc->ref_nf, &part->ref_nf);
+    /* Strictly greater: on a tie the earlier rows (acc) keep the index, as
+     * one pass over the whole matrix would. */
+    if (part->max_abs_index >= 0 && (acc->max_abs_index < 0 || part->max_abs > acc->max_abs)) {
+        acc->max_abs = part->max_abs;
+        acc->max_abs_index = part->max_abs_index + row_offset * N;
     }
-    if (worst_row >= 0) {
-        m->worst_row_rel = worst;
-        m->worst_row = worst_row;
-    } else {
-        m->worst_row_rel = NAN;
+    if (part->worst_row >= 0 && (acc->worst_row < 0 || part->worst_row_rel > acc->worst_row_rel)) {
+        acc->worst_row_rel = part->worst_row_rel;
+        acc->worst_row = part->worst_row + row_offset;
     }
-    const double nr = sqrt(s_r2), no = sqrt(s_o2);
-    if (s_r2 > 0.0) {
-        m->rel_fro = sqrt(s_d2) / nr;
-        m->nmse = s_d2 / s_r2;
-        m->mag_ratio = no / nr;
-    } else {
-        m->rel_fro = m->nmse = m->mag_ratio = NAN;
-    }
-    /* Product of the square roots, not the root of the product: keeps the
-     * intermediate in range for any fp32 inputs. */
-    m->cosine = (s_r2 > 0.0 && s_o2 > 0.0) ? s_or / (no * nr) : NAN;
+    metrics_derive(acc, acc_sums);
 }
 
 /* ---- bf16 ULPs ---- */
@@ -268,4 +323,15 @@ void ulp_stats_bf16(const uint16_t *a, const uint16_t *b, int64_t n, ulp_stats_t
         s->bins[ulp_bin_of(d)]++;
     }
     s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
+}
+
+void ulp_stats_merge(ulp_stats_t *acc, const ulp_stats_t *part)
+{
+    acc->count += part->count;
+    acc->identical += part->identical;
+    if (part->max_ulp > acc->max_ulp)
+        acc->max_ulp = part->max_ulp;
+    for (int b = 0; b < ULP_BIN_COUNT; b++)
+        acc->bins[b] += part->bins[b];
+    acc->identical_frac = acc->count ? (double)acc->identical / (double)acc->count : NAN;
 }

@@ -49,6 +49,12 @@ typedef struct {
     nonfinite_t ref_nf;     /* ... of the reference */
 } metrics_t;
 
+/* The fp64 sums over finite pairs that metrics_t's norms come from: what
+ * metrics of consecutive row blocks need to merge (metrics_merge_rows). */
+typedef struct {
+    double d2, r2, o2, o_r;   /* sum (o-r)^2, r^2, o^2, o*r */
+} metrics_sums_t;
+
 /* out and ref are fp32 arrays of M*N (an output in bf16 is decoded first).
  * Single pass, fp64 sums.  A pair (o, r) is "finite" if both are finite; only
  * finite pairs enter any norm, max or row statistic.  Conventions:
@@ -62,6 +68,23 @@ typedef struct {
  *    when every row is skipped.
  *  - out_nf / ref_nf: NaN, +Inf, -Inf over ALL elements of each side. */
 void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m);
+/* Same, and the sums behind it (sums may be NULL). */
+void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
+                          metrics_sums_t *sums);
+
+/* Folds the metrics of a block of rows into acc, the metrics of every row
+ * above the block: `part` covers rows [row_offset, row_offset + rows) of an
+ * output N columns wide.  Counts, sums and histograms add; max_abs and
+ * worst_row keep the first occurrence (acc's rows come first), with the
+ * block's indices moved to whole-matrix ones; the derived metrics are
+ * recomputed from the merged sums with the conventions of metrics_compute.
+ * acc and acc_sums must start from metrics_merge_init() (an empty matrix).  The sums are
+ * the same fp64 sums in another association, so the merged metrics equal
+ * metrics_compute over the whole matrix up to fp64 rounding (~1e-16
+ * relative); counts, indices and maxima are exact. */
+void metrics_merge_init(metrics_t *acc, metrics_sums_t *acc_sums);
+void metrics_merge_rows(metrics_t *acc, metrics_sums_t *acc_sums, const metrics_t *part,
+                        const metrics_sums_t *part_sums, int64_t row_offset, int64_t N);
 
 /* Non-finite counts of any fp32 array (used for the input side). */
 void nonfinite_count(const float *x, int64_t n, nonfinite_t *nf);
@@ -79,6 +102,9 @@ typedef struct {
  * Returns UINT64_MAX if either is NaN, or if exactly one is infinite or the
  * infinities differ. */
 uint64_t bf16_ulp_distance(uint16_t a, uint16_t b);
+
+/* Adds the histogram of a block of elements to acc (start acc zeroed). */
+void ulp_stats_merge(ulp_stats_t *acc, const ulp_stats_t *part);
 
 /* Histogram over two bf16 arrays of n elements.  Per pair:
  *  - both NaN (any payloads, any signs): identical, bin 0;

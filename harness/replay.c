@@ -16,6 +16,7 @@
 #include "isolate.h"
 #include "plugin_loader.h"
 #include "metrics.h"
+#include "row_blocks.h"
 #include "output_store.h"
 #include "verdict.h"
 #include "kr_string.h"
@@ -91,6 +92,12 @@ typedef struct {
     uint16_t *vs_out;           /* --vs: the other model's output bits [M, N], or NULL */
     const kernel_desc_t *vs;
     result_list_t *out;
+    /* Row-block replay of a large case (NULL: the case is replayed whole).
+     * c is then the block's rows and full_M the case's. */
+    row_blocks_t *blocks;
+    int64_t full_M;
+    const uint8_t *weight_checkpoint; /* the case's weight in checkpoint order, when the
+                                         caller unpermuted it already (row blocks) */
 } replay_ctx_t;
 
 static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
@@ -98,13 +105,26 @@ static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const 
     const case_t *c = rc->c;
     kr_strlcpy(r->case_path, c->path ? c->path : "", sizeof r->case_path);
     case_short_name(r->case_path, r->case_name, sizeof r->case_name);
-    r->M = c->M;
+    r->M = rc->full_M;
     r->N = c->N;
     r->K = c->K;
-    kr_strlcpy(r->band, m_band_name(c->M), sizeof r->band);
+    kr_strlcpy(r->band, m_band_name(rc->full_M), sizeof r->band);
     kr_strlcpy(r->kernel, kernel, sizeof r->kernel);
     kr_strlcpy(r->reference, reference, sizeof r->reference);
     r->input_nf = rc->source_nf;
+}
+
+/* In a row-block replay, folds a finished row into the case's row (a failure
+ * to allocate the accumulator is reported, not ignored). */
+static int fold_row(replay_ctx_t *rc, const result_t *r, row_kind_t kind, const metrics_sums_t *sums,
+                    int64_t cols, int input_nf_blockwise, const uint16_t *out_bits, kr_error_t *err)
+{
+    if (!rc->blocks)
+        return 0;
+    if (row_blocks_fold(rc->blocks, r, kind, sums, cols, input_nf_blockwise, out_bits,
+                        out_bits ? rc->c->M * rc->c->N : 0))
+        return kr_fail(err, "out of memory for the row accumulators");
+    return 0;
 }
 
 /* rel_fro of an fp32 reference against the fp64 oracle on the same operands. */
@@ -153,7 +173,8 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     bf16_digest(out_bits, MN, r->out_digest);
     r->input_nf = *input_nf;
     kr_strlcpy(r->act_origin, act_origin ? act_origin : "", sizeof r->act_origin);
-    metrics_compute(out_f32, ref, rc->c->M, rc->c->N, &r->metrics);
+    metrics_sums_t sums;
+    metrics_compute_sums(out_f32, ref, rc->c->M, rc->c->N, &r->metrics, &sums);
     for (int64_t i = 0; i < MN; i++)
         ref_bits[i] = bf16_encode(ref[i]);
     ulp_stats_bf16(out_bits, ref_bits, MN, &r->ulp);
@@ -164,7 +185,8 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     if (rc->opt->diagnose && diag_wanted(r->verdict)) {
         diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel, .out = out_f32,
                           .ref = ref, .ref_name = reference, .threshold = threshold,
-                          .kopt = &rc->opt->kernel};
+                          .kopt = &rc->opt->kernel,
+                          .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
         if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN)
@@ -172,15 +194,31 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     }
     if (rc->opt->oracle && ref_operand)
         r->ref_f32_vs_f64 = reference_error_vs_f64(rc, ref_operand, ref, err);
-    return 0;
+    return fold_row(rc, r, ROW_KIND_COMPARED, &sums, rc->c->N, input_nf != &rc->source_nf, out_bits,
+                    err);
 }
 
-/* Adds "; <text>" to a row's note (what the model reports about its run). */
-static void append_note(result_t *r, const char *text)
+/* Adds "; <text>" to a note. */
+static void append_text(char *note, size_t cap, const char *text)
 {
-    size_t len = strlen(r->note);
-    if (len + 3 < sizeof r->note)
-        snprintf(r->note + len, sizeof r->note - len, "%s%s", len ? "; " : "", text);
+    size_t len = strlen(note);
+    if (!text || !text[0] || len + 3 >= cap)
+        return;
+    if (len) {
+        kr_strlcpy(note + len, "; ", cap - len);
+        len += 2;
+    }
+    kr_strlcpy(note + len, text, cap - len);
+}
+
+/* Adds "; <text>" to a row's note after its verdict (what the model reports
+ * about its run).  rows_scoped: the text counts things in the rows replayed,
+ * which in a row-block replay are one block's. */
+static void append_note(replay_ctx_t *rc, result_t *r, const char *text, int rows_scoped)
+{
+    append_text(r->note, sizeof r->note, text);
+    if (rc->blocks)
+        row_blocks_extra_note(rc->blocks, r, text, rows_scoped);
 }
 
 static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const char *note)
@@ -191,6 +229,8 @@ static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, cons
     row_header(rc, r, kernel, "-");
     r->verdict = v;
     kr_strlcpy(r->note, note, sizeof r->note);
+    kr_error_t ignored = {{0}};
+    fold_row(rc, r, ROW_KIND_NOTE, NULL, 0, 0, NULL, &ignored);
 }
 
 static float *bf16_to_f32(const uint16_t *bits, int64_t n)
@@ -322,7 +362,8 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     row_header(rc, r, k->name, "x");
     kr_strlcpy(r->act_origin, act.origin, sizeof r->act_origin);
     /* Rows and columns here are the activation matrix [M, K]. */
-    metrics_compute(act.dequant, c->x, c->M, c->K, &r->metrics);
+    metrics_sums_t sums;
+    metrics_compute_sums(act.dequant, c->x, c->M, c->K, &r->metrics, &sums);
     for (int64_t i = 0; i < MK; i++) {
         a[i] = bf16_encode(act.dequant[i]);
         b[i] = bf16_encode(c->x[i]);
@@ -335,9 +376,27 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
     char how[384];
     describe_quantizer_run(rc, k, &act, how, sizeof how);
-    append_note(r, how);
     kernel_act_free(&act);
-    return 0;
+    /* The row compares the activation matrix: its columns are K. */
+    int st = fold_row(rc, r, ROW_KIND_QUANT, &sums, c->K, 0, NULL, err);
+    append_note(rc, r, how, 1);
+    return st;
+}
+
+/* Verdict and note of a --vs row from its metrics and histogram. */
+static void vs_row_finish(result_t *r, const char *vs_name)
+{
+    if (r->ulp.identical == r->ulp.count) {
+        r->verdict = VERDICT_PASS;
+        snprintf(r->note, sizeof r->note, "bit-identical to %s", vs_name);
+    } else {
+        r->verdict = r->metrics.rel_fro <= r->threshold ? VERDICT_PASS : VERDICT_WRONG;
+        snprintf(r->note, sizeof r->note,
+                 "differs from %s in %lld of %lld elements (max %llu ULP; 1 ULP: %lld, 2: %lld, 3-4: %lld)",
+                 vs_name, (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
+                 (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
+                 (long long)r->ulp.bins[ULP_BIN_2], (long long)r->ulp.bins[ULP_BIN_3_4]);
+    }
 }
 
 /* --vs: one kernel's output against another model's, bit by bit.  Models
@@ -357,23 +416,14 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
     char ref[32];
     snprintf(ref, sizeof ref, "model:%.24s", rc->vs->name);
     row_header(rc, r, k->name, ref);
-    metrics_compute(a, b, rc->c->M, rc->c->N, &r->metrics);
+    metrics_sums_t sums;
+    metrics_compute_sums(a, b, rc->c->M, rc->c->N, &r->metrics, &sums);
     ulp_stats_bf16(out, rc->vs_out, MN, &r->ulp);
     free(a);
     free(b);
     r->threshold = k->rel_tol_exact > 0 ? k->rel_tol_exact : k->rel_tol_source;
-    if (r->ulp.identical == r->ulp.count) {
-        r->verdict = VERDICT_PASS;
-        snprintf(r->note, sizeof r->note, "bit-identical to %s", rc->vs->name);
-    } else {
-        r->verdict = r->metrics.rel_fro <= r->threshold ? VERDICT_PASS : VERDICT_WRONG;
-        snprintf(r->note, sizeof r->note,
-                 "differs from %s in %lld of %lld elements (max %llu ULP; 1 ULP: %lld, 2: %lld, 3-4: %lld)",
-                 rc->vs->name, (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
-                 (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
-                 (long long)r->ulp.bins[ULP_BIN_2], (long long)r->ulp.bins[ULP_BIN_3_4]);
-    }
-    return 0;
+    vs_row_finish(r, rc->vs->name);
+    return fold_row(rc, r, ROW_KIND_VS, &sums, rc->c->N, 0, NULL, err);
 }
 
 /* Runs the --vs model once per case and keeps its output bits. */
@@ -382,7 +432,8 @@ static void prepare_vs_model(replay_ctx_t *rc)
     const kernel_desc_t *k = rc->vs;
     const case_t *c = rc->c;
     char why[256];
-    if (!k || k->op != KERNEL_OP_GEMM || kernel_unsupported_reason(k, c->M, c->N, c->K, why, sizeof why))
+    if (!k || k->op != KERNEL_OP_GEMM ||
+        kernel_unsupported_reason(k, rc->full_M, c->N, c->K, why, sizeof why))
         return;
     if ((k->weight_kind == WEIGHT_KIND_MXFP4 && !rc->in.weight.packed) ||
         (k->weight_kind == WEIGHT_KIND_BF16 && !rc->in.weight_bf16))
@@ -554,7 +605,8 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
 {
     const case_t *c = rc->c;
     char why[256];
-    if (kernel_unsupported_reason(k, c->M, c->N, c->K, why, sizeof why)) {
+    /* Whether a kernel serves a shape depends on the case's M, not a block's. */
+    if (kernel_unsupported_reason(k, rc->full_M, c->N, c->K, why, sizeof why)) {
         add_note_row(rc, k->name, VERDICT_UNSUPPORTED, why);
         return 0;
     }
@@ -622,7 +674,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         status = compare_with_references(rc, k->name, &act, k->weight_kind, out, k->rel_tol_exact,
                                          k->rel_tol_source, k->refs & rc->opt->refs, seconds, err);
         for (int64_t i = first_row; info.note[0] && i < rc->out->count; i++)
-            append_note(&rc->out->rows[i], info.note);
+            append_note(rc, &rc->out->rows[i], info.note, 0);
         if (status == 0 && rc->vs_out && rc->vs != k)
             status = add_vs_row(rc, k, out, err);
         if (status == 0 && rc->opt->save_outputs_path) {
@@ -635,6 +687,20 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     free(out);
     kernel_act_free(&act);
     return status;
+}
+
+/* Verdict and note of the rerun race check from its histogram. */
+static void rerun_row_finish(result_t *r)
+{
+    if (r->ulp.identical == r->ulp.count) {
+        r->verdict = VERDICT_PASS;
+        snprintf(r->note, sizeof r->note, "rerun bit-identical");
+    } else {
+        r->verdict = VERDICT_NONDETERMINISTIC;
+        snprintf(r->note, sizeof r->note, "rerun differs in %lld of %lld elements (max %llu ULP)",
+                 (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
+                 (unsigned long long)r->ulp.max_ulp);
+    }
 }
 
 /* The outputs the case recorded in production, replayed against the same
@@ -680,19 +746,13 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
             return kr_fail(err, "out of memory");
         }
         row_header(rc, r, "recorded.out", "out_rerun");
-        metrics_compute(a, b, c->M, c->N, &r->metrics);
+        metrics_sums_t sums;
+        metrics_compute_sums(a, b, c->M, c->N, &r->metrics, &sums);
         ulp_stats_bf16(c->out, c->out_rerun, MN, &r->ulp);
         free(a);
         free(b);
-        if (r->ulp.identical == r->ulp.count) {
-            r->verdict = VERDICT_PASS;
-            snprintf(r->note, sizeof r->note, "rerun bit-identical");
-        } else {
-            r->verdict = VERDICT_NONDETERMINISTIC;
-            snprintf(r->note, sizeof r->note, "rerun differs in %lld of %lld elements (max %llu ULP)",
-                     (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
-                     (unsigned long long)r->ulp.max_ulp);
-        }
+        rerun_row_finish(r);
+        status = fold_row(rc, r, ROW_KIND_RERUN, &sums, c->N, 0, NULL, err);
     }
     if (status == 0 && c->ref_recorded && rc->in.weight.packed) {
         /* The reference the serving process computed (the bad-case dump's
@@ -806,12 +866,18 @@ static void free_source_refs(source_refs_t *src)
     memset(src, 0, sizeof *src);
 }
 
-int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
+/* Replays c (a whole case, or one block of a case's rows with `blocks` set)
+ * into out.  full_M: the case's rows.  health: the whole case's input health
+ * when given (a block's rows must be judged by the case's inputs), else
+ * computed here.  weight: the case's weight in checkpoint order, or NULL to
+ * take it from c. */
+static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_t *blocks,
+                       int64_t full_M, const input_health_t *health, const uint8_t *weight,
+                       result_list_t *out, kr_error_t *err)
 {
-    replay_ctx_t rc = {.c = c, .opt = opt, .out = out};
+    replay_ctx_t rc = {.c = c, .opt = opt, .out = out, .blocks = blocks, .full_M = full_M};
     uint8_t *weight_owned = NULL;
-    const uint8_t *weight = NULL;
-    if (c->weight) {
+    if (c->weight && !weight) {
         weight = case_weight_checkpoint(c, &weight_owned, err);
         if (!weight)
             return -1;
@@ -823,8 +889,12 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
                    .e8m0_mode = opt->weight_e8m0_mode, .N = c->N, .K = c->K},
         .weight_ref = c->weight_ref, .weight_ref_len = c->weight_ref_len,
         .weight_bf16 = c->weight_bf16,
+        .dispatch_M = full_M,
     };
-    input_health_compute(c, &rc.health);
+    if (health)
+        rc.health = *health;
+    else
+        input_health_compute(c, &rc.health);
     if (c->x) {
         rc.source_nf = rc.health.x_nf;
     } else {
@@ -857,6 +927,122 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     free_source_refs(&rc.src[WEIGHT_KIND_MXFP4]);
     free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
     free(rc.vs_out);
+    free(weight_owned);
+    return status;
+}
+
+/* Memory a replayed row of the case holds at once, roughly: the source
+ * references, one kernel's output in bf16 and fp32, its exact reference and
+ * that rounded to bf16 (N wide); its activations in fp32 and as codes, and
+ * their sanitized copy (K wide). */
+static int64_t replay_bytes_per_row(const case_t *c)
+{
+    return c->N * (4 + 4 + 2 + 4 + 4 + 2) + c->K * (4 + 1 + 4);
+}
+
+int64_t replay_block_rows(const case_t *c, const replay_options_t *opt)
+{
+    if (opt->device_gpu || opt->oracle || opt->save_outputs_path || opt->fault.kind != FAULT_NONE)
+        return c->M; /* these need the whole output at once (see replay.h) */
+    int64_t budget = opt->block_bytes > 0 ? opt->block_bytes : REPLAY_DEFAULT_BLOCK_BYTES;
+    int64_t rows = budget / replay_bytes_per_row(c);
+    if (rows < 1)
+        rows = 1;
+    return rows < c->M ? rows : c->M;
+}
+
+/* The rows [m0, m0 + rows) of c as a case of their own: every per-row array
+ * points into c (no copy); the weight and everything else is c's. */
+static case_t case_row_block(const case_t *c, int64_t m0, int64_t rows)
+{
+    case_t b = *c;
+    const int64_t K = c->K, N = c->N;
+    b.M = rows;
+    b.x = c->x ? c->x + m0 * K : NULL;
+    b.x_fp8 = c->x_fp8 ? c->x_fp8 + m0 * K : NULL;
+    b.x_scale = c->x_scale ? c->x_scale + m0 : NULL;
+    b.out = c->out ? c->out + m0 * N : NULL;
+    b.out_rerun = c->out_rerun ? c->out_rerun + m0 * N : NULL;
+    b.aiter = c->aiter ? c->aiter + m0 * N : NULL;
+    b.ref_recorded = c->ref_recorded ? c->ref_recorded + m0 * N : NULL;
+    return b;
+}
+
+/* The whole case's row from its accumulator: merged metrics, the verdict
+ * those give by the row's own rule, and the first block's notes. */
+static void finish_block_row(const row_block_acc_t *acc, result_t *r)
+{
+    *r = acc->first;
+    r->seconds = acc->seconds;
+    if (acc->kind != ROW_KIND_NOTE) {
+        r->metrics = acc->metrics;
+        r->ulp = acc->ulp;
+    }
+    if (acc->input_nf_blockwise)
+        r->input_nf = acc->input_nf;
+    if (acc->has_digest)
+        bf16_digest_format(acc->digest, r->out_digest);
+    switch (acc->kind) {
+    case ROW_KIND_COMPARED:
+    case ROW_KIND_QUANT:
+        r->note[0] = '\0';
+        r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+        append_text(r->note, sizeof r->note, acc->extra_note);
+        break;
+    case ROW_KIND_VS: {
+        char vs_name[32];
+        const char *colon = strchr(r->reference, ':');
+        kr_strlcpy(vs_name, colon ? colon + 1 : r->reference, sizeof vs_name);
+        vs_row_finish(r, vs_name);
+        break;
+    }
+    case ROW_KIND_RERUN:
+        rerun_row_finish(r);
+        break;
+    case ROW_KIND_NOTE:
+        break;
+    }
+    if (!diag_wanted(r->verdict))
+        r->diagnosis[0] = '\0';
+}
+
+int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
+{
+    const int64_t rows = replay_block_rows(c, opt);
+    if (rows >= c->M)
+        return replay_rows(c, opt, NULL, c->M, NULL, NULL, out, err);
+
+    /* A case too large to hold its outputs and references whole: replay it
+     * in blocks of rows and fold each block's rows into the case's. */
+    input_health_t health;
+    input_health_compute(c, &health);
+    uint8_t *weight_owned = NULL;
+    const uint8_t *weight = NULL;
+    if (c->weight) {
+        weight = case_weight_checkpoint(c, &weight_owned, err);
+        if (!weight)
+            return -1;
+    }
+    row_blocks_t blocks = {.full_M = c->M};
+    result_list_t block_rows = {0};
+    int status = 0;
+    for (int64_t m0 = 0; status == 0 && m0 < c->M; m0 += rows) {
+        const int64_t n = m0 + rows <= c->M ? rows : c->M - m0;
+        const case_t block = case_row_block(c, m0, n);
+        blocks.block_offset = m0;
+        blocks.block_rows = n;
+        status = replay_rows(&block, opt, &blocks, c->M, &health, weight, &block_rows, err);
+        result_list_free(&block_rows);
+    }
+    for (int64_t i = 0; status == 0 && i < blocks.count; i++) {
+        result_t *r = result_list_add(out);
+        if (!r) {
+            status = kr_fail(err, "out of memory for results");
+            break;
+        }
+        finish_block_row(&blocks.accs[i], r);
+    }
+    row_blocks_free(&blocks);
     free(weight_owned);
     return status;
 }

@@ -37,7 +37,13 @@ typedef struct {
     int isolate_all;
     int no_isolate;
     double timeout_s;
+    /* Memory for a case's outputs and references at once (--block-mb);
+     * <= 0: REPLAY_DEFAULT_BLOCK_BYTES.  A case whose rows need more is
+     * replayed in blocks of rows (replay_block_rows). */
+    int64_t block_bytes;
 } replay_options_t;
+
+#define REPLAY_DEFAULT_BLOCK_BYTES (32ll << 20)
 
 void replay_options_default(replay_options_t *o);
 
@@ -46,6 +52,15 @@ void replay_options_default(replay_options_t *o);
  * row instead). */
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out,
                 kr_error_t *err);
+
+/* Rows replayed at once: c->M, or fewer when the case's outputs and
+ * references would not fit opt->block_bytes.  Every row of a case is
+ * computed from its own activation row, so blocks give the same outputs;
+ * the rows' metrics are merged (metrics_merge_rows), the output digest
+ * continues across blocks, notes and diagnoses come from the first block
+ * that produced them, marked with its rows.  GPU runs, --oracle,
+ * --save-outputs and --inject need whole outputs and never use blocks. */
+int64_t replay_block_rows(const case_t *c, const replay_options_t *opt);
 
 /* The case's weight in checkpoint order: c->weight itself, or a malloc'd
  * unpermuted copy (*owned set) for fragment-order cases. */

@@ -75,9 +75,8 @@ void result_list_free(result_list_t *l)
     memset(l, 0, sizeof *l);
 }
 
-void bf16_digest(const uint16_t *bits, int64_t n, char out[17])
+uint64_t bf16_digest_update(uint64_t h, const uint16_t *bits, int64_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
     for (int64_t i = 0; i < n; i++) {
         /* NaN compares as NaN: its sign and payload depend on operand order
          * the C code does not fix, so every NaN hashes as one value. */
@@ -85,5 +84,15 @@ void bf16_digest(const uint16_t *bits, int64_t n, char out[17])
         h = (h ^ (uint64_t)(b & 0xFF)) * 0x100000001b3ull;
         h = (h ^ (uint64_t)(b >> 8)) * 0x100000001b3ull;
     }
+    return h;
+}
+
+void bf16_digest_format(uint64_t h, char out[17])
+{
     snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+void bf16_digest(const uint16_t *bits, int64_t n, char out[17])
+{
+    bf16_digest_format(bf16_digest_update(BF16_DIGEST_SEED, bits, n), out);
 }

@@ -69,6 +69,11 @@ typedef struct {
 
 /* The out_digest of an array of bf16 bits. */
 void bf16_digest(const uint16_t *bits, int64_t n, char out[17]);
+/* The same digest taken in pieces: start from BF16_DIGEST_SEED, feed
+ * consecutive blocks of the row-major array in order, then format. */
+#define BF16_DIGEST_SEED 0xcbf29ce484222325ull
+uint64_t bf16_digest_update(uint64_t state, const uint16_t *bits, int64_t n);
+void bf16_digest_format(uint64_t state, char out[17]);
 
 /* Appends a zeroed row and returns it (NULL on allocation failure). */
 result_t *result_list_add(result_list_t *l);

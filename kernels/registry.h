@@ -43,6 +43,10 @@ typedef struct {
     const uint8_t *x_fp8_parts;
     const float *x_scale_parts;
     int parts;
+    /* The M the dispatch picks its configuration for (split-K, tiles), when
+     * these inputs are a block of a case's rows: the block must be computed
+     * as the whole case's rows are.  0 = M. */
+    int64_t dispatch_M;
 } kernel_inputs_t;
 
 /* Where the activations a kernel consumes come from. */

@@ -304,6 +304,95 @@ static void test_random_vs_oracle(void **state)
     assert_int_equal(m.ref_nf.neg_inf, 1);
 }
 
+/* Metrics of row blocks merged in order equal the metrics of the whole
+ * matrix: counts, indices and non-finite splits exactly, norms to fp64
+ * rounding.  The matrix has non-finite pairs, a row whose reference is zero
+ * but whose output is not (worst row +inf), an all-zero row (skipped), and
+ * two equal largest |d| in different blocks (the first must win). */
+static void test_merge_rows_vs_whole(void **state)
+{
+    (void)state;
+    enum { M = 37, N = 29 };
+    test_rng_t rng = {0x5eed0042};
+    static float out[M * N], ref[M * N];
+    for (int i = 0; i < M * N; i++) {
+        ref[i] = (float)(test_rng_normal(&rng) * 3.0);
+        out[i] = ref[i] + (float)(1e-2 * test_rng_normal(&rng));
+    }
+    out[2 * N + 4] = NAN;
+    ref[9 * N + 1] = INFINITY;
+    out[20 * N + 7] = -INFINITY;
+    ref[20 * N + 7] = -INFINITY;
+    for (int j = 0; j < N; j++) {
+        ref[11 * N + j] = 0.0f;            /* reference zero ... */
+        out[11 * N + j] = j == 3 ? 0.5f : 0.0f; /* ... output not: rel +inf */
+        ref[12 * N + j] = out[12 * N + j] = 0.0f; /* skipped */
+    }
+    /* Two equal maxima of |d| = 40 (exact in fp32), rows 6 and 30. */
+    ref[6 * N + 10] = 1.0f;
+    out[6 * N + 10] = 41.0f;
+    ref[30 * N + 2] = -2.0f;
+    out[30 * N + 2] = 38.0f;
+
+    /* Oracle, in long double and independent of metrics.c. */
+    long double d2 = 0, r2 = 0, o2 = 0, orr = 0;
+    long nfin = 0;
+    for (int i = 0; i < M * N; i++) {
+        if (!isfinite(out[i]) || !isfinite(ref[i]))
+            continue;
+        long double o = out[i], r = ref[i];
+        nfin++;
+        d2 += (o - r) * (o - r);
+        r2 += r * r;
+        o2 += o * o;
+        orr += o * r;
+    }
+
+    metrics_t whole;
+    metrics_compute(out, ref, M, N, &whole);
+    const int block_sizes[] = {1, 4, 7, 13, 36, 37};
+    for (size_t t = 0; t < sizeof block_sizes / sizeof block_sizes[0]; t++) {
+        const int rows = block_sizes[t];
+        metrics_t acc;
+        metrics_sums_t acc_sums;
+        metrics_merge_init(&acc, &acc_sums);
+        for (int m0 = 0; m0 < M; m0 += rows) {
+            const int n = m0 + rows <= M ? rows : M - m0;
+            metrics_t part;
+            metrics_sums_t part_sums;
+            metrics_compute_sums(out + m0 * N, ref + m0 * N, n, N, &part, &part_sums);
+            metrics_merge_rows(&acc, &acc_sums, &part, &part_sums, m0, N);
+        }
+        assert_int_equal(acc.count, M * N);
+        assert_int_equal(acc.finite_count, nfin);
+        assert_int_equal(acc.finite_count, whole.finite_count);
+        assert_int_equal(acc.max_abs_index, 6 * N + 10);
+        assert_true(acc.max_abs == 40.0);
+        assert_int_equal(acc.worst_row, 11);
+        assert_true(isinf(acc.worst_row_rel) && acc.worst_row_rel > 0);
+        assert_int_equal(acc.out_nf.nan, 1);
+        assert_int_equal(acc.out_nf.neg_inf, 1);
+        assert_int_equal(acc.ref_nf.pos_inf, 1);
+        assert_int_equal(acc.ref_nf.neg_inf, 1);
+        assert_memory_equal(&acc.out_nf, &whole.out_nf, sizeof acc.out_nf);
+        assert_memory_equal(&acc.ref_nf, &whole.ref_nf, sizeof acc.ref_nf);
+        assert_close(acc.rel_fro, (double)sqrtl(d2 / r2), 1e-13);
+        assert_close(acc.nmse, (double)(d2 / r2), 1e-13);
+        assert_close(acc.cosine, (double)(orr / sqrtl(o2 * r2)), 1e-13);
+        assert_close(acc.mag_ratio, (double)sqrtl(o2 / r2), 1e-13);
+        assert_close(acc.rel_fro, whole.rel_fro, 1e-14);
+    }
+
+    /* An empty merge has the conventions of an empty matrix. */
+    metrics_t empty;
+    metrics_sums_t empty_sums;
+    metrics_merge_init(&empty, &empty_sums);
+    assert_int_equal(empty.count, 0);
+    assert_int_equal(empty.max_abs_index, -1);
+    assert_int_equal(empty.worst_row, -1);
+    assert_true(isnan(empty.rel_fro) && isnan(empty.max_abs) && isnan(empty.worst_row_rel));
+}
+
 /* ---- bf16 ULPs ---- */
 
 #define BF16_ONE 0x3F80
@@ -560,6 +649,35 @@ static void test_ulp_stats_random(void **state)
     assert_true(s.max_ulp == mx);
 }
 
+/* Histograms of blocks merged equal the histogram of the whole array. */
+static void test_ulp_stats_merge(void **state)
+{
+    (void)state;
+    enum { n = 1000 };
+    test_rng_t rng = {0x5eed0043};
+    static uint16_t a[n], b[n];
+    for (int i = 0; i < n; i++) {
+        a[i] = (uint16_t)test_rng_u64(&rng);
+        /* Mostly a few ULPs apart, some far, some NaN/Inf from the raw bits. */
+        b[i] = i % 7 ? (uint16_t)(a[i] + test_rng_u64(&rng) % 5) : (uint16_t)test_rng_u64(&rng);
+    }
+    ulp_stats_t whole, acc;
+    ulp_stats_bf16(a, b, n, &whole);
+    memset(&acc, 0, sizeof acc);
+    for (int i0 = 0; i0 < n; i0 += 333) {
+        ulp_stats_t part;
+        const int len = i0 + 333 <= n ? 333 : n - i0;
+        ulp_stats_bf16(a + i0, b + i0, len, &part);
+        ulp_stats_merge(&acc, &part);
+    }
+    assert_int_equal(acc.count, whole.count);
+    assert_int_equal(acc.identical, whole.identical);
+    assert_true(acc.max_ulp == whole.max_ulp);
+    assert_memory_equal(acc.bins, whole.bins, sizeof acc.bins);
+    assert_true(acc.identical_frac == whole.identical_frac);
+    assert_true(whole.bins[ULP_BIN_NONFINITE] > 0 && whole.bins[ULP_BIN_1] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,11 +688,13 @@ int main(void)
         cmocka_unit_test(test_zero_ref),
         cmocka_unit_test(test_max_paths),
         cmocka_unit_test(test_random_vs_oracle),
+        cmocka_unit_test(test_merge_rows_vs_whole),
         cmocka_unit_test(test_ulp_hand_pairs),
         cmocka_unit_test(test_ulp_bins),
         cmocka_unit_test(test_ulp_distance_vs_enumeration),
         cmocka_unit_test(test_ulp_stats),
         cmocka_unit_test(test_ulp_stats_random),
+        cmocka_unit_test(test_ulp_stats_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,6 +59,9 @@ static void replay_usage(FILE *fp)
             "      --no-isolate         run plugin kernels in-process too (for a debugger)\n"
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
+            "      --block-mb MB        memory for a case's outputs and references at once\n"
+            "                           (default 32): a larger case is replayed in blocks of rows,\n"
+            "                           with the same outputs and merged metrics\n"
             "\n"
             "Exit: 0 all rows pass, 1 a failing verdict, 2 a usage or input error.\n");
 }
@@ -82,7 +85,7 @@ static int parse_refs(const char *s, unsigned *refs)
 int cli_replay(int argc, char **argv)
 {
     enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX,
-           OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE, OPT_NOISOLATE };
+           OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE, OPT_NOISOLATE, OPT_BLOCK };
     static const struct option longopts[] = {
         {"kernels", required_argument, 0, 'k'},
         {"refs", required_argument, 0, 'r'},
@@ -106,6 +109,7 @@ int cli_replay(int argc, char **argv)
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"isolate", no_argument, 0, OPT_ISOLATE},
         {"no-isolate", no_argument, 0, OPT_NOISOLATE},
+        {"block-mb", required_argument, 0, OPT_BLOCK},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -249,6 +253,16 @@ int cli_replay(int argc, char **argv)
         case OPT_ISOLATE:
             opt.isolate_all = 1;
             break;
+        case OPT_BLOCK: {
+            char *end;
+            double mb = strtod(optarg, &end);
+            if (*end || !(mb > 0) || mb > 1e7) {
+                fprintf(stderr, "kreplay replay: --block-mb: '%s' is not a size in MiB > 0\n", optarg);
+                return EXIT_USAGE;
+            }
+            opt.block_bytes = (int64_t)(mb * 1048576.0);
+            break;
+        }
         case OPT_NOISOLATE:
             opt.no_isolate = 1;
             break;

@@ -71,7 +71,7 @@ static int w4a8_decode_run(const kernel_desc_t *k, const kernel_inputs_t *in,
         return kr_fail(err, "%s needs fp8 per-token activations [M, K]", k->name);
     int sk, wv = 0, mb = 0, npw = 0;
     if (k->config == DECODE_R4D) {
-        folded_r4d_cfg(in->M, in->K, &wv, &sk, &mb, &npw);
+        folded_r4d_cfg(in->dispatch_M > 0 ? in->dispatch_M : in->M, in->K, &wv, &sk, &mb, &npw);
     } else {
         sk = opt->decode_splits ? opt->decode_splits : 4;
         if (sk < 1)
