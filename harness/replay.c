@@ -96,8 +96,11 @@ typedef struct {
      * c is then the block's rows and full_M the case's. */
     row_blocks_t *blocks;
     int64_t full_M;
-    const uint8_t *weight_checkpoint; /* the case's weight in checkpoint order, when the
-                                         caller unpermuted it already (row blocks) */
+    struct {
+        float *A;               /* the operands of the last R_exact (a copy) */
+        float *R;               /* that R_exact [M, N] */
+        int64_t n;              /* elements of A */
+    } exact_cache;
 } replay_ctx_t;
 
 static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
@@ -242,19 +245,56 @@ static float *bf16_to_f32(const uint16_t *bits, int64_t n)
     return f;
 }
 
-/* R_exact for a set of activations: fp32 reference on their dequantized values. */
-static float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, kr_error_t *err)
+/* Rows of the weight the fp32 reference dequantizes at a time: its default
+ * (GEMM_REF_CHUNK_N), except in a row-block replay, which exists to bound
+ * memory: there the dequantized chunk gets REPLAY_REF_CHUNK_BYTES. */
+#define REPLAY_REF_CHUNK_BYTES (8ll << 20)
+static int64_t reference_chunk_rows(const replay_ctx_t *rc)
 {
+    if (!rc->blocks)
+        return 0;
+    int64_t rows = REPLAY_REF_CHUNK_BYTES / (rc->c->K * (int64_t)sizeof(float));
+    return rows < 16 ? 16 : rows;
+}
+
+/* R_exact for a set of activations: fp32 reference on their dequantized
+ * values.  The W4A8 models share one quantizer, so most kernels of a case
+ * bring bit-identical operands: the last R_exact is kept with a copy of
+ * its operands and reused when the next kernel's are the same bits.  The
+ * result belongs to rc (freed by exact_cache_free). */
+static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, kr_error_t *err)
+{
+    const int64_t MK = rc->c->M * rc->c->K;
+    if (rc->exact_cache.A && rc->exact_cache.n == MK &&
+        memcmp(rc->exact_cache.A, act->dequant, (size_t)MK * sizeof(float)) == 0)
+        return rc->exact_cache.R;
     float *r = malloc((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
-    if (!r) {
+    float *a = malloc((size_t)MK * sizeof(float));
+    if (!r || !a) {
+        free(r);
+        free(a);
         kr_fail(err, "out of memory for the reference");
         return NULL;
     }
-    if (gemm_ref_f32(act->dequant, rc->c->M, &rc->in.weight, 0, r, err)) {
+    if (gemm_ref_f32(act->dequant, rc->c->M, &rc->in.weight, reference_chunk_rows(rc), r, err)) {
         free(r);
+        free(a);
         return NULL;
     }
+    memcpy(a, act->dequant, (size_t)MK * sizeof(float));
+    free(rc->exact_cache.A);
+    free(rc->exact_cache.R);
+    rc->exact_cache.A = a;
+    rc->exact_cache.R = r;
+    rc->exact_cache.n = MK;
     return r;
+}
+
+static void exact_cache_free(replay_ctx_t *rc)
+{
+    free(rc->exact_cache.A);
+    free(rc->exact_cache.R);
+    memset(&rc->exact_cache, 0, sizeof rc->exact_cache);
 }
 
 /* Rows for one output against the references the options ask for. */
@@ -271,7 +311,7 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
         return kr_fail(err, "out of memory");
     int rc_ = 0;
     if ((refs & REF_EXACT) && act && rc->in.weight.packed) {
-        float *r_exact = reference_exact(rc, act, err);
+        const float *r_exact = reference_exact(rc, act, err);
         if (!r_exact)
             rc_ = -1;
         else
@@ -284,7 +324,6 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
                                    out_f32, r_exact, act->dequant, &operand_nf, tol_exact,
                                    seconds, err);
         }
-        free(r_exact);
     }
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_source)
         rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
@@ -765,7 +804,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         kopt.act_source = ACT_SOURCE_AUTO;
         if (act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0) {
             const int64_t MN = c->M * c->N;
-            float *r_exact = reference_exact(rc, &act, err);
+            const float *r_exact = reference_exact(rc, &act, err);
             uint16_t *bits = malloc((size_t)MN * sizeof(uint16_t));
             if (!r_exact || !bits) {
                 status = -1;
@@ -778,7 +817,6 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                                           "the serve's in-process reference", bits, c->ref_recorded,
                                           r_exact, NULL, &operand_nf, 1e-3, 0.0, err);
             }
-            free(r_exact);
             free(bits);
             kernel_act_free(&act);
         }
@@ -806,7 +844,7 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
 {
     const case_t *c = rc->c;
     if (wk == WEIGHT_KIND_MXFP4)
-        return gemm_ref_f32(A, c->M, &rc->in.weight, 0, C, err);
+        return gemm_ref_f32(A, c->M, &rc->in.weight, reference_chunk_rows(rc), C, err);
     gemm_dense_f32(A, wf, c->M, c->N, c->K, C);
     return 0;
 }
@@ -927,17 +965,18 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_
     free_source_refs(&rc.src[WEIGHT_KIND_MXFP4]);
     free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
     free(rc.vs_out);
+    exact_cache_free(&rc);
     free(weight_owned);
     return status;
 }
 
 /* Memory a replayed row of the case holds at once, roughly: the source
  * references, one kernel's output in bf16 and fp32, its exact reference and
- * that rounded to bf16 (N wide); its activations in fp32 and as codes, and
- * their sanitized copy (K wide). */
+ * that rounded to bf16 (N wide); its activations in fp32 and as codes, the
+ * copy the R_exact cache keeps, and the sanitized x (K wide). */
 static int64_t replay_bytes_per_row(const case_t *c)
 {
-    return c->N * (4 + 4 + 2 + 4 + 4 + 2) + c->K * (4 + 1 + 4);
+    return c->N * (4 + 4 + 2 + 4 + 4 + 2) + c->K * (4 + 1 + 4 + 4);
 }
 
 int64_t replay_block_rows(const case_t *c, const replay_options_t *opt)
