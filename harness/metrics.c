@@ -5,6 +5,8 @@
  * in fp64 loses nothing that matters (relative error ~ n * 2^-53). */
 #include "metrics.h"
 
+#include "formats.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -75,130 +77,169 @@ void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, m
     metrics_compute_sums(out, ref, M, N, m, NULL);
 }
 
-void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
-                          metrics_sums_t *sums)
+/* Running state of one pass (rows in order). */
+typedef struct {
+    double s_d2, s_r2, s_o2, s_or;
+    double max_abs;    /* below every |d| at the start, so the first finite pair sets it */
+    int64_t max_idx;
+    double worst;      /* worst row rel so far; rels are >= 0 (or +inf) */
+    int64_t worst_row;
+    int64_t finite;
+    nonfinite_t out_nf, ref_nf;
+} metrics_pass_t;
+
+static inline float bf16_bits_to_f32(uint16_t h)
 {
-    memset(m, 0, sizeof *m);
-    m->count = (M > 0 && N > 0) ? M * N : 0;
-    m->max_abs_index = -1;
-    m->worst_row = -1;
+    const uint32_t u = (uint32_t)h << 16; /* exact: bf16 is the top half of fp32 */
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
-    double s_d2 = 0.0, s_r2 = 0.0, s_o2 = 0.0, s_or = 0.0;
-    double max_abs = -1.0; /* below every |d|, so the first finite pair sets it */
-    int64_t max_idx = -1;
-    double worst = -1.0;   /* worst row rel so far; rels are >= 0 (or +inf) */
-    int64_t worst_row = -1;
-    int64_t finite = 0;
-
-    for (int64_t i = 0; i < (m->count ? M : 0); i++) {
-        const float *o = out + i * N, *r = ref + i * N;
-        /* LANES independent partial sums per quantity break the fp64 add
-         * latency chain (measured ~1 ns/element on 71M elements, against
-         * ~2.4 with one accumulator and a per-element max branch); element j
-         * always goes to lane j % LANES, so results are deterministic. */
-        enum { LANES = 4 };
-        double ad2[LANES] = {0}, ar2[LANES] = {0}, ao2[LANES] = {0}, aor[LANES] = {0};
-        double rmax = -1.0;
-        int64_t rmax_j = -1, rfinite = 0;
-        int64_t j0 = 0;
-        /* Fast path: whole groups of LANES elements that are all finite on
-         * both sides. */
-        for (; j0 + LANES <= N; j0 += LANES) {
-            uint32_t any_bad = 0;
-            for (int l = 0; l < LANES; l++)
-                any_bad |= (uint32_t)!f32_is_finite_bits(bits_of(o[j0 + l])) |
-                           (uint32_t)!f32_is_finite_bits(bits_of(r[j0 + l]));
-            if (any_bad)
-                break; /* finish this row on the careful path below */
-            double ad[LANES];
-            for (int l = 0; l < LANES; l++) {
-                const double od = o[j0 + l], rv = r[j0 + l];
-                const double d = od - rv;
-                ad2[l] += d * d;
-                ar2[l] += rv * rv;
-                ao2[l] += od * od;
-                aor[l] += od * rv;
-                ad[l] = fabs(d);
-            }
-            /* Branch-free group max; the index is looked up only when the
-             * row max improves, which is rare (a per-element data-dependent
-             * branch here mispredicts about half the time). */
-            const double m01 = ad[0] > ad[1] ? ad[0] : ad[1]; /* finite: no fmax NaN rules needed */
-            const double m23 = ad[2] > ad[3] ? ad[2] : ad[3];
-            const double gmax = m01 > m23 ? m01 : m23;
-            if (gmax > rmax) { /* strict: the first occurrence wins ties */
-                int gl = 0;
-                while (ad[gl] != gmax)
-                    gl++;
-                rmax = gmax;
-                rmax_j = j0 + gl;
-            }
-            rfinite += LANES;
-        }
-        /* Careful path: the tail of the row, or everything from the first
-         * group holding a non-finite element.  Same lane assignment
-         * (element j goes to lane j % LANES), so which path ran does not
-         * change the sums. */
-        for (int64_t j = j0; j < N; j++) {
-            const uint32_t uo = bits_of(o[j]), ur = bits_of(r[j]);
-            if (!f32_is_finite_bits(uo) || !f32_is_finite_bits(ur)) {
-                /* A pair can be non-finite on one side only: classify each. */
-                nf_add(&m->out_nf, uo);
-                nf_add(&m->ref_nf, ur);
-                continue;
-            }
-            const int l = (int)(j % LANES);
-            const double od = o[j], rv = r[j];
+/* Row i of the output, either fp32 (of) or bf16 bits (ob: decoded on the
+ * fly, so no fp32 copy of a whole output is needed), against ref row r.
+ * Inlined at two call sites, each with one of of/ob NULL, so each loop is
+ * compiled for its own kind. */
+#define OUT(j) (ob ? bf16_bits_to_f32(ob[j]) : of[j])
+static inline __attribute__((always_inline)) void
+metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, int64_t i,
+            metrics_pass_t *st)
+{
+    /* LANES independent partial sums per quantity break the fp64 add
+     * latency chain (measured ~1 ns/element on 71M elements, against
+     * ~2.4 with one accumulator and a per-element max branch); element j
+     * always goes to lane j % LANES, so results are deterministic. */
+    enum { LANES = 4 };
+    double ad2[LANES] = {0}, ar2[LANES] = {0}, ao2[LANES] = {0}, aor[LANES] = {0};
+    double rmax = -1.0;
+    int64_t rmax_j = -1, rfinite = 0;
+    int64_t j0 = 0;
+    /* Fast path: whole groups of LANES elements that are all finite on
+     * both sides. */
+    for (; j0 + LANES <= N; j0 += LANES) {
+        uint32_t any_bad = 0;
+        for (int l = 0; l < LANES; l++)
+            any_bad |= (uint32_t)!f32_is_finite_bits(bits_of(OUT(j0 + l))) |
+                       (uint32_t)!f32_is_finite_bits(bits_of(r[j0 + l]));
+        if (any_bad)
+            break; /* finish this row on the careful path below */
+        double ad[LANES];
+        for (int l = 0; l < LANES; l++) {
+            const double od = OUT(j0 + l), rv = r[j0 + l];
             const double d = od - rv;
             ad2[l] += d * d;
             ar2[l] += rv * rv;
             ao2[l] += od * od;
             aor[l] += od * rv;
-            if (fabs(d) > rmax) {
-                rmax = fabs(d);
-                rmax_j = j;
-            }
-            rfinite++;
+            ad[l] = fabs(d);
         }
-        const double rd2 = (ad2[0] + ad2[1]) + (ad2[2] + ad2[3]);
-        const double rr2 = (ar2[0] + ar2[1]) + (ar2[2] + ar2[3]);
-        const double ro2 = (ao2[0] + ao2[1]) + (ao2[2] + ao2[3]);
-        const double ror = (aor[0] + aor[1]) + (aor[2] + aor[3]);
-        s_d2 += rd2;
-        s_r2 += rr2;
-        s_o2 += ro2;
-        s_or += ror;
-        finite += rfinite;
-        if (rmax > max_abs) { /* strict: the first occurrence wins ties */
-            max_abs = rmax;
-            max_idx = i * N + rmax_j;
+        /* Branch-free group max; the index is looked up only when the
+         * row max improves, which is rare (a per-element data-dependent
+         * branch here mispredicts about half the time). */
+        const double m01 = ad[0] > ad[1] ? ad[0] : ad[1]; /* finite: no fmax NaN rules needed */
+        const double m23 = ad[2] > ad[3] ? ad[2] : ad[3];
+        const double gmax = m01 > m23 ? m01 : m23;
+        if (gmax > rmax) { /* strict: the first occurrence wins ties */
+            int gl = 0;
+            while (ad[gl] != gmax)
+                gl++;
+            rmax = gmax;
+            rmax_j = j0 + gl;
         }
-        /* A row whose reference norm is 0 has no relative error: it is
-         * skipped if it also matches exactly, and is +inf otherwise (an
-         * output that is nonzero where the reference is exactly zero is
-         * infinitely wrong in relative terms, and must not be hidden). */
-        double rel;
-        if (rr2 > 0.0)
-            rel = sqrt(rd2) / sqrt(rr2);
-        else if (rd2 > 0.0)
-            rel = INFINITY;
-        else
-            rel = -1.0;
-        if (rel > worst) {
-            worst = rel;
-            worst_row = i;
-        }
+        rfinite += LANES;
     }
+    /* Careful path: the tail of the row, or everything from the first
+     * group holding a non-finite element.  Same lane assignment
+     * (element j goes to lane j % LANES), so which path ran does not
+     * change the sums. */
+    for (int64_t j = j0; j < N; j++) {
+        const uint32_t uo = bits_of(OUT(j)), ur = bits_of(r[j]);
+        if (!f32_is_finite_bits(uo) || !f32_is_finite_bits(ur)) {
+            /* A pair can be non-finite on one side only: classify each. */
+            nf_add(&st->out_nf, uo);
+            nf_add(&st->ref_nf, ur);
+            continue;
+        }
+        const int l = (int)(j % LANES);
+        const double od = OUT(j), rv = r[j];
+        const double d = od - rv;
+        ad2[l] += d * d;
+        ar2[l] += rv * rv;
+        ao2[l] += od * od;
+        aor[l] += od * rv;
+        if (fabs(d) > rmax) {
+            rmax = fabs(d);
+            rmax_j = j;
+        }
+        rfinite++;
+    }
+    const double rd2 = (ad2[0] + ad2[1]) + (ad2[2] + ad2[3]);
+    const double rr2 = (ar2[0] + ar2[1]) + (ar2[2] + ar2[3]);
+    const double ro2 = (ao2[0] + ao2[1]) + (ao2[2] + ao2[3]);
+    const double ror = (aor[0] + aor[1]) + (aor[2] + aor[3]);
+    st->s_d2 += rd2;
+    st->s_r2 += rr2;
+    st->s_o2 += ro2;
+    st->s_or += ror;
+    st->finite += rfinite;
+    if (rmax > st->max_abs) { /* strict: the first occurrence wins ties */
+        st->max_abs = rmax;
+        st->max_idx = i * N + rmax_j;
+    }
+    /* A row whose reference norm is 0 has no relative error: it is
+     * skipped if it also matches exactly, and is +inf otherwise (an
+     * output that is nonzero where the reference is exactly zero is
+     * infinitely wrong in relative terms, and must not be hidden). */
+    double rel;
+    if (rr2 > 0.0)
+        rel = sqrt(rd2) / sqrt(rr2);
+    else if (rd2 > 0.0)
+        rel = INFINITY;
+    else
+        rel = -1.0;
+    if (rel > st->worst) {
+        st->worst = rel;
+        st->worst_row = i;
+    }
+}
+#undef OUT
 
-    m->finite_count = finite;
-    m->max_abs = max_idx >= 0 ? max_abs : -1.0;
-    m->max_abs_index = max_idx;
-    m->worst_row_rel = worst_row >= 0 ? worst : -1.0;
-    m->worst_row = worst_row;
-    const metrics_sums_t total = {.d2 = s_d2, .r2 = s_r2, .o2 = s_o2, .o_r = s_or};
+static void metrics_pass(const float *out, const uint16_t *out_bits, const float *ref, int64_t M,
+                         int64_t N, metrics_t *m, metrics_sums_t *sums)
+{
+    memset(m, 0, sizeof *m);
+    m->count = (M > 0 && N > 0) ? M * N : 0;
+    metrics_pass_t st = {.max_abs = -1.0, .max_idx = -1, .worst = -1.0, .worst_row = -1};
+    const int64_t rows = m->count ? M : 0;
+    if (out_bits)
+        for (int64_t i = 0; i < rows; i++)
+            metrics_row(NULL, out_bits + i * N, ref + i * N, N, i, &st);
+    else
+        for (int64_t i = 0; i < rows; i++)
+            metrics_row(out + i * N, NULL, ref + i * N, N, i, &st);
+    m->out_nf = st.out_nf;
+    m->ref_nf = st.ref_nf;
+    m->finite_count = st.finite;
+    m->max_abs = st.max_idx >= 0 ? st.max_abs : -1.0;
+    m->max_abs_index = st.max_idx;
+    m->worst_row_rel = st.worst_row >= 0 ? st.worst : -1.0;
+    m->worst_row = st.worst_row;
+    const metrics_sums_t total = {.d2 = st.s_d2, .r2 = st.s_r2, .o2 = st.s_o2, .o_r = st.s_or};
     metrics_derive(m, &total);
     if (sums)
         *sums = total;
+}
+
+void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
+                          metrics_sums_t *sums)
+{
+    metrics_pass(out, NULL, ref, M, N, m, sums);
+}
+
+void metrics_compute_bf16(const uint16_t *out_bits, const float *ref, int64_t M, int64_t N,
+                          metrics_t *m, metrics_sums_t *sums)
+{
+    metrics_pass(NULL, out_bits, ref, M, N, m, sums);
 }
 
 void metrics_merge_init(metrics_t *acc, metrics_sums_t *acc_sums)
@@ -299,29 +340,41 @@ uint64_t bf16_ulp_distance(uint16_t a, uint16_t b)
     return (uint64_t)(d < 0 ? -d : d);
 }
 
+static inline void ulp_stats_add(ulp_stats_t *s, uint16_t x, uint16_t y)
+{
+    if (bf16_is_nan(x) && bf16_is_nan(y)) {
+        /* NaN compares as NaN: two NaNs agree whatever their payloads. */
+        s->identical++;
+        s->bins[ULP_BIN_0]++;
+        return;
+    }
+    if (x == y)
+        s->identical++;
+    const uint64_t d = bf16_ulp_distance(x, y);
+    if (d == UINT64_MAX) {
+        s->bins[ULP_BIN_NONFINITE]++;
+        return;
+    }
+    if (d > s->max_ulp)
+        s->max_ulp = d;
+    s->bins[ulp_bin_of(d)]++;
+}
+
 void ulp_stats_bf16(const uint16_t *a, const uint16_t *b, int64_t n, ulp_stats_t *s)
 {
     memset(s, 0, sizeof *s);
     s->count = n > 0 ? n : 0;
-    for (int64_t i = 0; i < s->count; i++) {
-        const uint16_t x = a[i], y = b[i];
-        if (bf16_is_nan(x) && bf16_is_nan(y)) {
-            /* NaN compares as NaN: two NaNs agree whatever their payloads. */
-            s->identical++;
-            s->bins[ULP_BIN_0]++;
-            continue;
-        }
-        if (x == y)
-            s->identical++;
-        const uint64_t d = bf16_ulp_distance(x, y);
-        if (d == UINT64_MAX) {
-            s->bins[ULP_BIN_NONFINITE]++;
-            continue;
-        }
-        if (d > s->max_ulp)
-            s->max_ulp = d;
-        s->bins[ulp_bin_of(d)]++;
-    }
+    for (int64_t i = 0; i < s->count; i++)
+        ulp_stats_add(s, a[i], b[i]);
+    s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
+}
+
+void ulp_stats_bf16_vs_f32(const uint16_t *a, const float *ref, int64_t n, ulp_stats_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->count = n > 0 ? n : 0;
+    for (int64_t i = 0; i < s->count; i++)
+        ulp_stats_add(s, a[i], bf16_encode(ref[i]));
     s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
 }
 

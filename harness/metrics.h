@@ -71,6 +71,10 @@ void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, m
 /* Same, and the sums behind it (sums may be NULL). */
 void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
                           metrics_sums_t *sums);
+/* Same for an output in bf16 bits, decoded exactly on the fly: identical
+ * results to decoding it to fp32 first, without the fp32 copy. */
+void metrics_compute_bf16(const uint16_t *out_bits, const float *ref, int64_t M, int64_t N,
+                          metrics_t *m, metrics_sums_t *sums);
 
 /* Folds the metrics of a block of rows into acc, the metrics of every row
  * above the block: `part` covers rows [row_offset, row_offset + rows) of an
@@ -102,6 +106,9 @@ typedef struct {
  * Returns UINT64_MAX if either is NaN, or if exactly one is infinite or the
  * infinities differ. */
 uint64_t bf16_ulp_distance(uint16_t a, uint16_t b);
+
+/* Same against an fp32 reference, rounded to bf16 (bf16_encode) on the fly. */
+void ulp_stats_bf16_vs_f32(const uint16_t *a, const float *ref, int64_t n, ulp_stats_t *s);
 
 /* Adds the histogram of a block of elements to acc (start acc zeroed). */
 void ulp_stats_merge(ulp_stats_t *acc, const ulp_stats_t *part);

@@ -156,7 +156,17 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
     return den > 0 ? sqrt(num / den) : NAN;
 }
 
-/* Compares an output (bf16 bits and its fp32 decode) with an fp32 reference
+static float *bf16_to_f32(const uint16_t *bits, int64_t n)
+{
+    float *f = malloc((size_t)n * sizeof(float));
+    if (f)
+        for (int64_t i = 0; i < n; i++)
+            f[i] = bf16_decode(bits[i]);
+    return f;
+}
+
+/* Compares an output (bf16 bits; out_f32: its fp32 values when they are not
+ * the bits' decode, else NULL) with an fp32 reference
  * and appends the row. */
 static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
                             const kernel_act_t *act, const char *act_origin,
@@ -167,26 +177,29 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
 {
     const int64_t MN = rc->c->M * rc->c->N;
     result_t *r = result_list_add(rc->out);
-    uint16_t *ref_bits = malloc((size_t)MN * sizeof(uint16_t));
-    if (!r || !ref_bits) {
-        free(ref_bits);
+    if (!r)
         return kr_fail(err, "out of memory for results");
-    }
     row_header(rc, r, kernel, reference);
     bf16_digest(out_bits, MN, r->out_digest);
     r->input_nf = *input_nf;
     kr_strlcpy(r->act_origin, act_origin ? act_origin : "", sizeof r->act_origin);
+    /* Outputs are measured from their bf16 bits directly: no fp32 copy of
+     * an M x N output, and no bf16 copy of the reference. */
     metrics_sums_t sums;
-    metrics_compute_sums(out_f32, ref, rc->c->M, rc->c->N, &r->metrics, &sums);
-    for (int64_t i = 0; i < MN; i++)
-        ref_bits[i] = bf16_encode(ref[i]);
-    ulp_stats_bf16(out_bits, ref_bits, MN, &r->ulp);
-    free(ref_bits);
+    if (out_f32)
+        metrics_compute_sums(out_f32, ref, rc->c->M, rc->c->N, &r->metrics, &sums);
+    else
+        metrics_compute_bf16(out_bits, ref, rc->c->M, rc->c->N, &r->metrics, &sums);
+    ulp_stats_bf16_vs_f32(out_bits, ref, MN, &r->ulp);
     r->threshold = threshold;
     r->seconds = seconds;
     r->verdict = verdict_decide(&r->metrics, &r->input_nf, threshold, r->note, sizeof r->note);
     if (rc->opt->diagnose && diag_wanted(r->verdict)) {
-        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel, .out = out_f32,
+        float *decoded = out_f32 ? NULL : bf16_to_f32(out_bits, MN);
+        if (!out_f32 && !decoded)
+            return kr_fail(err, "out of memory for the diagnosis");
+        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel,
+                          .out = out_f32 ? out_f32 : decoded,
                           .ref = ref, .ref_name = reference, .threshold = threshold,
                           .kopt = &rc->opt->kernel,
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
@@ -194,6 +207,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         kr_error_t derr = {{0}};
         if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN)
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
+        free(decoded);
     }
     if (rc->opt->oracle && ref_operand)
         r->ref_f32_vs_f64 = reference_error_vs_f64(rc, ref_operand, ref, err);
@@ -236,14 +250,6 @@ static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, cons
     fold_row(rc, r, ROW_KIND_NOTE, NULL, 0, 0, NULL, &ignored);
 }
 
-static float *bf16_to_f32(const uint16_t *bits, int64_t n)
-{
-    float *f = malloc((size_t)n * sizeof(float));
-    if (f)
-        for (int64_t i = 0; i < n; i++)
-            f[i] = bf16_decode(bits[i]);
-    return f;
-}
 
 /* Rows of the weight the fp32 reference dequantizes at a time: its default
  * (GEMM_REF_CHUNK_N), except in a row-block replay, which exists to bound
@@ -305,10 +311,6 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
 {
     const source_refs_t *src = &rc->src[wk];
     const int oracle_ok = wk == WEIGHT_KIND_MXFP4; /* the fp64 oracle multiplies MXFP4 weights */
-    const int64_t MN = rc->c->M * rc->c->N;
-    float *out_f32 = bf16_to_f32(out_bits, MN);
-    if (!out_f32)
-        return kr_fail(err, "out of memory");
     int rc_ = 0;
     if ((refs & REF_EXACT) && act && rc->in.weight.packed) {
         const float *r_exact = reference_exact(rc, act, err);
@@ -321,19 +323,18 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
             nonfinite_t operand_nf;
             nonfinite_count(act->dequant, act->M * act->K, &operand_nf);
             rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act, act->origin, out_bits,
-                                   out_f32, r_exact, act->dequant, &operand_nf, tol_exact,
+                                   NULL, r_exact, act->dequant, &operand_nf, tol_exact,
                                    seconds, err);
         }
     }
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_source)
         rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
-                               out_bits, out_f32, src->r_source, oracle_ok ? src->x : NULL,
+                               out_bits, NULL, src->r_source, oracle_ok ? src->x : NULL,
                                &rc->source_nf, tol_source, seconds, err);
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_sanitized)
-        rc_ = add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, out_f32,
+        rc_ = add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, NULL,
                                src->r_sanitized, oracle_ok ? src->x_sanitized : NULL,
                                &rc->source_nf, tol_source, seconds, err);
-    free(out_f32);
     return rc_;
 }
 
@@ -970,13 +971,14 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_
     return status;
 }
 
-/* Memory a replayed row of the case holds at once, roughly: the source
- * references, one kernel's output in bf16 and fp32, its exact reference and
- * that rounded to bf16 (N wide); its activations in fp32 and as codes, the
- * copy the R_exact cache keeps, and the sanitized x (K wide). */
+/* Memory a replayed row of the case holds at once, roughly: R_source and
+ * R_sanitized, one kernel's output in bf16 and its exact reference (N wide;
+ * outputs are measured from their bits, never copied to fp32); the
+ * activations in fp32 and as codes, the copy the R_exact cache keeps, and
+ * the sanitized x (K wide). */
 static int64_t replay_bytes_per_row(const case_t *c)
 {
-    return c->N * (4 + 4 + 2 + 4 + 4 + 2) + c->K * (4 + 1 + 4 + 4);
+    return c->N * (4 + 4 + 2 + 4) + c->K * (4 + 1 + 4 + 4);
 }
 
 int64_t replay_block_rows(const case_t *c, const replay_options_t *opt)

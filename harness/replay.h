@@ -43,7 +43,7 @@ typedef struct {
     int64_t block_bytes;
 } replay_options_t;
 
-#define REPLAY_DEFAULT_BLOCK_BYTES (32ll << 20)
+#define REPLAY_DEFAULT_BLOCK_BYTES (16ll << 20)
 
 void replay_options_default(replay_options_t *o);
 

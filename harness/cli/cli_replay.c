@@ -60,7 +60,7 @@ static void replay_usage(FILE *fp)
             "      --oracle             also compute every reference in fp64 and report the fp32\n"
             "                           reference's own error (column ref_f32_vs_f64)\n"
             "      --block-mb MB        memory for a case's outputs and references at once\n"
-            "                           (default 32): a larger case is replayed in blocks of rows,\n"
+            "                           (default 16): a larger case is replayed in blocks of rows,\n"
             "                           with the same outputs and merged metrics\n"
             "\n"
             "Exit: 0 all rows pass, 1 a failing verdict, 2 a usage or input error.\n");
