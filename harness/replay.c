@@ -339,39 +339,54 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
 }
 
 /* How a quantizer treated the case's non-finite inputs, and whether its
- * codes reproduce the fp8 activations the case recorded. */
-static void describe_quantizer_run(replay_ctx_t *rc, const kernel_desc_t *k,
-                                   const kernel_act_t *act, char *buf, int cap)
+ * codes reproduce the fp8 activations the case recorded: counts over the
+ * rows replayed, which add up over row blocks (row_blocks counts). */
+enum {
+    QC_NAN_IN, QC_NAN_TO_FINITE, QC_NAN_OUT, QC_ROWS_ALL_NAN,
+    QC_VS_RECORDED, QC_CODES_SAME, QC_CODES, QC_SCALES_SAME, QC_ROWS, QC_COUNT
+};
+_Static_assert(QC_COUNT <= ROW_BLOCK_COUNTS, "a row accumulator keeps every quantizer count");
+
+static void count_quantizer_run(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t *act,
+                                int64_t counts[QC_COUNT])
 {
     const case_t *c = rc->c;
     const int64_t M = c->M, K = c->K;
-    int64_t nan_in = 0, nan_in_to_finite = 0, nan_out = 0, rows_all_nan = 0;
+    memset(counts, 0, QC_COUNT * sizeof counts[0]);
     for (int64_t m = 0; m < M; m++) {
         int64_t row_nan = 0;
         for (int64_t k2 = 0; k2 < K; k2++) {
             const int64_t i = m * K + k2;
             const int in_bad = !isfinite(c->x[i]);
             const int out_nan = isnan(act->dequant[i]);
-            nan_in += in_bad;
-            nan_in_to_finite += in_bad && !out_nan && isfinite(act->dequant[i]);
-            nan_out += out_nan;
+            counts[QC_NAN_IN] += in_bad;
+            counts[QC_NAN_TO_FINITE] += in_bad && !out_nan && isfinite(act->dequant[i]);
+            counts[QC_NAN_OUT] += out_nan;
             row_nan += out_nan;
         }
-        rows_all_nan += row_nan == K;
+        counts[QC_ROWS_ALL_NAN] += row_nan == K;
     }
-    int n = snprintf(buf, (size_t)cap, "non-finite in x: %lld -> finite codes: %lld; NaN operands: %lld (%lld rows entirely NaN)",
-                     (long long)nan_in, (long long)nan_in_to_finite, (long long)nan_out,
-                     (long long)rows_all_nan);
     if (k->op == KERNEL_OP_QUANT && act->kind == ACT_FP8_PER_TOKEN && c->x_fp8 &&
-        c->x_fp8_format == act->fp8_format && n > 0 && n < cap) {
-        int64_t same = 0, same_scale = 0;
+        c->x_fp8_format == act->fp8_format) {
+        counts[QC_VS_RECORDED] = 1;
         for (int64_t i = 0; i < M * K; i++)
-            same += act->codes[i] == c->x_fp8[i];
+            counts[QC_CODES_SAME] += act->codes[i] == c->x_fp8[i];
         for (int64_t m = 0; m < M; m++)
-            same_scale += memcmp(&act->token_scale[m], &c->x_scale[m], sizeof(float)) == 0;
-        snprintf(buf + n, (size_t)(cap - n), "; vs recorded x_fp8: %.4f%% codes and %lld/%lld scales bit-identical",
-                 100.0 * (double)same / (double)(M * K), (long long)same_scale, (long long)M);
+            counts[QC_SCALES_SAME] += memcmp(&act->token_scale[m], &c->x_scale[m], sizeof(float)) == 0;
+        counts[QC_CODES] = M * K;
+        counts[QC_ROWS] = M;
     }
+}
+
+static void describe_quantizer_counts(const int64_t counts[QC_COUNT], char *buf, int cap)
+{
+    int n = snprintf(buf, (size_t)cap, "non-finite in x: %lld -> finite codes: %lld; NaN operands: %lld (%lld rows entirely NaN)",
+                     (long long)counts[QC_NAN_IN], (long long)counts[QC_NAN_TO_FINITE],
+                     (long long)counts[QC_NAN_OUT], (long long)counts[QC_ROWS_ALL_NAN]);
+    if (counts[QC_VS_RECORDED] && n > 0 && n < cap)
+        snprintf(buf + n, (size_t)(cap - n), "; vs recorded x_fp8: %.4f%% codes and %lld/%lld scales bit-identical",
+                 100.0 * (double)counts[QC_CODES_SAME] / (double)counts[QC_CODES],
+                 (long long)counts[QC_SCALES_SAME], (long long)counts[QC_ROWS]);
 }
 
 /* A quantizer kernel: its dequantized operand against x. */
@@ -414,12 +429,16 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     r->threshold = k->rel_tol_source;
     r->seconds = seconds;
     r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+    int64_t counts[QC_COUNT];
     char how[384];
-    describe_quantizer_run(rc, k, &act, how, sizeof how);
+    count_quantizer_run(rc, k, &act, counts);
+    describe_quantizer_counts(counts, how, sizeof how);
     kernel_act_free(&act);
+    append_text(r->note, sizeof r->note, how);
     /* The row compares the activation matrix: its columns are K. */
     int st = fold_row(rc, r, ROW_KIND_QUANT, &sums, c->K, 0, NULL, err);
-    append_note(rc, r, how, 1);
+    if (st == 0 && rc->blocks)
+        row_blocks_add_counts(rc->blocks, r, counts, QC_COUNT);
     return st;
 }
 
@@ -1025,11 +1044,18 @@ static void finish_block_row(const row_block_acc_t *acc, result_t *r)
         bf16_digest_format(acc->digest, r->out_digest);
     switch (acc->kind) {
     case ROW_KIND_COMPARED:
-    case ROW_KIND_QUANT:
         r->note[0] = '\0';
         r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
         append_text(r->note, sizeof r->note, acc->extra_note);
         break;
+    case ROW_KIND_QUANT: {
+        char how[384];
+        r->note[0] = '\0';
+        r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+        describe_quantizer_counts(acc->counts, how, sizeof how);
+        append_text(r->note, sizeof r->note, how);
+        break;
+    }
     case ROW_KIND_VS: {
         char vs_name[32];
         const char *colon = strchr(r->reference, ':');

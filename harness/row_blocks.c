@@ -94,6 +94,13 @@ void row_blocks_extra_note(row_blocks_t *b, const result_t *r, const char *text,
     kr_strlcpy(note + len, text, cap - len);
 }
 
+void row_blocks_add_counts(row_blocks_t *b, const result_t *r, const int64_t *counts, int n)
+{
+    row_block_acc_t *acc = row_blocks_find(b, r->kernel, r->reference);
+    for (int i = 0; acc && i < n && i < ROW_BLOCK_COUNTS; i++)
+        acc->counts[i] += counts[i];
+}
+
 void row_blocks_free(row_blocks_t *b)
 {
     free(b->accs);

@@ -21,6 +21,9 @@
 #include "metrics.h"
 #include "result.h"
 
+/* Counts a row kind may keep per row (summed over blocks). */
+#define ROW_BLOCK_COUNTS 12
+
 /* How a row's verdict follows from its metrics (the finishing rule). */
 typedef enum {
     ROW_KIND_COMPARED = 0, /* an output against a reference: verdict_decide */
@@ -44,6 +47,7 @@ typedef struct {
     int has_digest;
     double seconds;
     char extra_note[512];          /* what the first block appended after its verdict note */
+    int64_t counts[ROW_BLOCK_COUNTS]; /* row-kind specific counts, summed over blocks */
 } row_block_acc_t;
 
 typedef struct {
@@ -71,6 +75,9 @@ int row_blocks_fold(row_blocks_t *b, const result_t *r, row_kind_t kind,
  * from the first block that produced the row only.  rows_scoped: the note
  * counts things in the block's rows, so it is prefixed with their range. */
 void row_blocks_extra_note(row_blocks_t *b, const result_t *r, const char *text, int rows_scoped);
+
+/* Adds n (<= ROW_BLOCK_COUNTS) counts of the current block to r's row. */
+void row_blocks_add_counts(row_blocks_t *b, const result_t *r, const int64_t *counts, int n);
 
 void row_blocks_free(row_blocks_t *b);
 
