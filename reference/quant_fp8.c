@@ -59,18 +59,41 @@ static uint8_t fp8_encode(const fp8_target_t *t, float r, fp8_overflow_t ovf)
     return t->fmt == FP8_E4M3FNUZ ? e4m3fnuz_encode(r, ovf) : e4m3fn_encode(r, ovf);
 }
 
-/* vLLM's per-thread fold: fmaxf from 0 never becomes NaN. */
+/* The largest |x[k]| as fp32 bits.  For non-negative floats the integer
+ * order of the bits is the numeric order, so an integer max (which
+ * vectorizes) finds it; a result above 0x7F800000 means the row holds a NaN. */
+static uint32_t abs_max_bits(const float *x, int64_t K)
+{
+    uint32_t m = 0;
+    for (int64_t k = 0; k < K; k++) {
+        const uint32_t a = f32_bits(x[k]) & 0x7FFFFFFFu;
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+#define F32_INF_BITS 0x7F800000u
+
+/* vLLM's per-thread fold: fmaxf from 0 never becomes NaN.  Without a NaN in
+ * the row the fold is the plain maximum; with one, libm's fmaxf itself is
+ * folded, since it treats a signaling NaN unlike a quiet one. */
 static float amax_ignoring_nan(const float *x, int64_t K)
 {
+    const uint32_t m = abs_max_bits(x, K);
+    if (m <= F32_INF_BITS)
+        return f32_from_bits(m);
     float amax = 0.0f;
     for (int64_t k = 0; k < K; k++)
         amax = fmaxf(amax, fabsf(x[k]));
     return amax;
 }
 
-/* torch.amax: any NaN makes the result NaN. */
+/* torch.amax: any NaN makes the result NaN (the first one's magnitude). */
 static float amax_propagating_nan(const float *x, int64_t K)
 {
+    const uint32_t m = abs_max_bits(x, K);
+    if (m <= F32_INF_BITS)
+        return f32_from_bits(m);
     float amax = 0.0f;
     for (int64_t k = 0; k < K; k++) {
         float a = fabsf(x[k]);
@@ -82,18 +105,32 @@ static float amax_propagating_nan(const float *x, int64_t K)
     return amax;
 }
 
-/* torch.clamp_min / clamp: NaN passes through. */
+/* torch.clamp_min: NaN passes through. */
 static float torch_clamp_min(float v, float lo)
 {
     return isnan(v) ? v : (v < lo ? lo : v);
 }
 
-static float torch_clamp(float v, float lo, float hi)
+/* fmaxf(-Q, fminf(v, Q)) for a v that is not a signaling NaN (a quotient or
+ * a product never is): a quiet NaN gives +Q, as fminf(NaN, Q) = Q; anything
+ * beyond +-Q (Inf included) gives +-Q; the rest, +-0 included, is v.  Done
+ * on the bits -- for the magnitudes the integer order is the numeric order --
+ * so a loop of it vectorizes without trapping float compares. */
+static inline float clamp_to_q(float v, uint32_t q_bits)
 {
-    if (isnan(v))
-        return v;
-    return v < lo ? lo : (v > hi ? hi : v);
+    const uint32_t u = f32_bits(v), mag = u & 0x7FFFFFFFu;
+    const uint32_t beyond = (u & 0x80000000u) && mag <= F32_INF_BITS ? q_bits | 0x80000000u
+                                                                      : q_bits;
+    return f32_from_bits(mag > q_bits ? beyond : u);
 }
+
+/* The element step of vllm and reciprocal, one loop per format and division
+ * so each vectorizes.  The clamped value is never NaN and within +-Q, which
+ * is at most the format's maximum, so the in-range encoders give
+ * e*_encode(r, FP8_SATURATE) exactly. */
+#define VLLM_ELEMENT_LOOP(SCALED, ENCODE)                                                     \
+    for (int64_t k = 0; k < K; k++)                                                           \
+        q[k] = ENCODE(clamp_to_q((SCALED), q_bits));
 
 /* vLLM dynamic_per_token_scaled_fp8_quant_kernel_strided + scaled_fp8_conversion
  * (csrc/quantization/w8a8/fp8/common.cu{,h}): true division by the scale,
@@ -101,12 +138,19 @@ static float torch_clamp(float v, float lo, float hi)
 static void quant_row_vllm(const fp8_target_t *t, const float *x, int64_t K, bool reciprocal,
                            uint8_t *q, float *scale)
 {
-    float s = fmaxf(amax_ignoring_nan(x, K) / t->q_max, t->min_scale);
-    float inv_s = 1.0f / s;
-    for (int64_t k = 0; k < K; k++) {
-        float scaled = reciprocal ? x[k] * inv_s : x[k] / s;
-        float r = fmaxf(-t->q_max, fminf(scaled, t->q_max));
-        q[k] = fp8_encode(t, r, FP8_SATURATE);
+    const float s = fmaxf(amax_ignoring_nan(x, K) / t->q_max, t->min_scale);
+    const uint32_t q_bits = f32_bits(t->q_max);
+    const float inv_s = 1.0f / s;
+    if (t->fmt == FP8_E4M3FNUZ) {
+        if (reciprocal)
+            VLLM_ELEMENT_LOOP(x[k] * inv_s, e4m3fnuz_encode_in_range)
+        else
+            VLLM_ELEMENT_LOOP(x[k] / s, e4m3fnuz_encode_in_range)
+    } else {
+        if (reciprocal)
+            VLLM_ELEMENT_LOOP(x[k] * inv_s, e4m3fn_encode_in_range)
+        else
+            VLLM_ELEMENT_LOOP(x[k] / s, e4m3fn_encode_in_range)
     }
     *scale = s;
 }
@@ -115,7 +159,9 @@ static void quant_row_vllm(const fp8_target_t *t, const float *x, int64_t K, boo
  * both become a multiply by an fp32 constant there (ATen's
  * div_true_kernel_cuda multiplies by the reciprocal of a CPU scalar), so
  * traced and pure share amax * fp32(1/Q); they differ in the order of the
- * clamp and in its bound. */
+ * clamp and in its bound.  torch.clamp keeps NaN, and the cast
+ * (FP8_OVERFLOW_NAN) turns it into the format's NaN code; every other
+ * clamped value is within +-Q, where the in-range encoders are exact. */
 static void quant_row_torch(const fp8_target_t *t, const float *x, int64_t K, bool pure,
                             uint8_t *q, float *scale)
 {
@@ -125,9 +171,16 @@ static void quant_row_torch(const fp8_target_t *t, const float *x, int64_t K, bo
         s = torch_clamp_min(amax, 1e-12f) * t->q_max_reciprocal;
     else
         s = torch_clamp_min(amax * t->q_max_reciprocal, t->min_scale);
+    const float q_max = t->q_max;
+    const int fnuz = t->fmt == FP8_E4M3FNUZ;
     for (int64_t k = 0; k < K; k++) {
-        float r = torch_clamp(x[k] / s, -t->q_max, t->q_max);
-        q[k] = fp8_encode(t, r, FP8_OVERFLOW_NAN);
+        const float v = x[k] / s;
+        if (isnan(v)) {
+            q[k] = fp8_encode(t, v, FP8_OVERFLOW_NAN);
+            continue;
+        }
+        const float r = v < -q_max ? -q_max : (v > q_max ? q_max : v);
+        q[k] = fnuz ? e4m3fnuz_encode_in_range(r) : e4m3fn_encode_in_range(r);
     }
     *scale = s;
 }

@@ -24,6 +24,10 @@ int mxfp4_variant_from_name(const char *name, mxfp4_variant_t *out); /* "aiter-e
 void mxfp4_quant_block(const float *x, mxfp4_variant_t v, uint8_t codes[MX_BLOCK],
                        uint8_t *scale_byte);
 
+/* aiter's fp32 -> e2m1 conversion of one value already multiplied by the
+ * block's 2^-e (the element step of MXFP4_AITER_EVEN), NaN included. */
+uint8_t mxfp4_aiter_e2m1_code(float scaled);
+
 /* [M, K] -> codes [M, K] (one per byte) and scales [M, K/32]. K % 32 == 0. */
 void mxfp4_quant(const float *x, int64_t M, int64_t K, mxfp4_variant_t v,
                  uint8_t *codes, uint8_t *scales);

@@ -1,0 +1,83 @@
+/* ctest-labels: slow */
+/* Every one of the 2^32 fp32 bit patterns through each branch-free encoder
+ * and against the formula it replaced (fast_path_oracles.h), bit for bit:
+ * bf16_encode, e2m1_encode_rne, aiter's e2m1 conversion, and the in-range
+ * e4m3fn / e4m3fnuz encoders (on every float they accept, |x| <= 448 or 240,
+ * against the general encoders in both overflow modes).  The space is cut
+ * into slices run on two threads; about a minute on one core. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fast_path_oracles.h"
+#include "formats.h"
+#include "quant_mxfp4.h"
+#include "test_support.h"
+
+#define SLICES 2
+
+typedef struct {
+    uint64_t begin, end;
+    long long failures;
+    uint32_t first_failure;
+} slice_t;
+
+static void *check_slice(void *arg)
+{
+    slice_t *s = arg;
+    const uint32_t fn_max = f32_bits(E4M3FN_MAX), fnuz_max = f32_bits(E4M3FNUZ_MAX);
+    for (uint64_t u = s->begin; u < s->end; u++) {
+        const uint32_t bits = (uint32_t)u, mag = bits & 0x7FFFFFFFu;
+        const float x = f32_from_bits(bits);
+        int bad = bf16_encode(x) != oracle_bf16_encode(x);
+        bad |= e2m1_encode_rne(x) != oracle_e2m1_encode_rne(x);
+        bad |= mxfp4_aiter_e2m1_code(x) != oracle_aiter_e2m1_from_scaled(x);
+        if (mag <= fn_max)
+            bad |= e4m3fn_encode_in_range(x) != e4m3fn_encode(x, FP8_SATURATE) ||
+                   e4m3fn_encode_in_range(x) != e4m3fn_encode(x, FP8_OVERFLOW_NAN);
+        if (mag <= fnuz_max)
+            bad |= e4m3fnuz_encode_in_range(x) != e4m3fnuz_encode(x, FP8_SATURATE) ||
+                   e4m3fnuz_encode_in_range(x) != e4m3fnuz_encode(x, FP8_OVERFLOW_NAN);
+        if (bad) {
+            if (s->failures == 0)
+                s->first_failure = bits;
+            s->failures++;
+        }
+    }
+    return NULL;
+}
+
+static void test_every_fp32(void **state)
+{
+    (void)state;
+    slice_t slices[SLICES];
+    pthread_t tids[SLICES];
+    const uint64_t total = 1ull << 32;
+    for (int i = 0; i < SLICES; i++) {
+        slices[i] = (slice_t){.begin = total / SLICES * (uint64_t)i,
+                              .end = total / SLICES * (uint64_t)(i + 1)};
+        assert_int_equal(pthread_create(&tids[i], NULL, check_slice, &slices[i]), 0);
+    }
+    long long failures = 0;
+    for (int i = 0; i < SLICES; i++) {
+        pthread_join(tids[i], NULL);
+        if (slices[i].failures)
+            print_error("%lld mismatches from bits %08x on\n", slices[i].failures,
+                        slices[i].first_failure);
+        failures += slices[i].failures;
+    }
+    assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_fp32),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
