@@ -1,0 +1,718 @@
+/* Case images (harness/case_image.h), the form in which a case comes back
+ * from the reading process: every field of case_t survives the round trip
+ * (a case with every optional field set to distinctive values, compared
+ * field by field, and a byte-level check that case_t holds no field the
+ * image does not know); consuming the source frees the case as it is
+ * written and the image as it is read; and the reader refuses damaged
+ * images -- truncated, every header and table field corrupted, random
+ * bytes flipped -- with one line, never a crash or an allocation the image
+ * cannot back.  And case_load_safe, which reads in another process, gives
+ * what an in-process read gives, and names the right file when one crashes
+ * libhdf5 among good ones. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "case_image.h"
+#include "case_io.h"
+#include "case_load.h"
+#include "test_support.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static void *rand_bytes(test_rng_t *r, size_t n)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(1 + test_rng_u64(r) % 255);  /* never 0: zeros cannot pass */
+    return p;
+}
+
+static float *rand_floats(test_rng_t *r, size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)test_rng_normal(r) + 0.001f * (float)(i + 1);
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    assert_non_null(p);
+    return p;
+}
+
+/* A case with every field set, none to its zero value: every array
+ * present, every enum at its non-default value, every string distinct.
+ * The struct is first filled with 0x5A so that a field this function does
+ * not know about (one added to case.h later) is non-zero too. */
+static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
+{
+    memset(c, 0x5A, sizeof *c);
+    test_rng_t r = {seed};
+    c->path = xstrdup("/captures/run 7/layer17.h5");
+    c->M = M;
+    c->N = N;
+    c->K = K;
+    c->x = rand_floats(&r, (size_t)(M * K));
+    c->x_storage = X_STORED_BF16;
+    c->x_fp8 = rand_bytes(&r, (size_t)(M * K));
+    c->x_fp8_format = FP8_E4M3FNUZ;
+    c->x_scale = rand_floats(&r, (size_t)M);
+    c->weight = rand_bytes(&r, (size_t)(N * K / 2));
+    c->weight_order = WEIGHT_ORDER_FRAGMENT;
+    c->weight_scale = rand_bytes(&r, (size_t)(N * K / 32));
+    c->scale_layout = SCALE_LAYOUT_KN;
+    c->weight_ref_len = N;
+    c->weight_ref = rand_bytes(&r, (size_t)N);
+    c->out = rand_bytes(&r, (size_t)(M * N) * 2);
+    c->out_rerun = rand_bytes(&r, (size_t)(M * N) * 2);
+    c->aiter = rand_bytes(&r, (size_t)(M * N) * 2);
+    c->kernel_path = xstrdup("radiance::mxfp4_linear");
+    c->layer = xstrdup("model.layers.17.mlp.down_proj");
+    c->model = xstrdup("Qwen3-Next-80B (é, UTF-8)");
+    c->capture_time = xstrdup("2025-03-14T15:09:26Z");
+    c->env_flags = xstrdup("WPERM=1\nSANITIZE_X=0\n");
+    c->weight_bf16 = rand_bytes(&r, (size_t)(N * K) * 2);
+    c->ref_recorded = rand_floats(&r, (size_t)(M * N));
+}
+
+/* Frees the fields full_case set (not case_free: the 0x5A filler of an
+ * unknown pointer field must not be freed). */
+static void free_full_case(case_t *c)
+{
+    free(c->path);
+    free(c->x);
+    free(c->x_fp8);
+    free(c->x_scale);
+    free(c->weight);
+    free(c->weight_scale);
+    free(c->weight_ref);
+    free(c->out);
+    free(c->out_rerun);
+    free(c->aiter);
+    free(c->kernel_path);
+    free(c->layer);
+    free(c->model);
+    free(c->capture_time);
+    free(c->env_flags);
+    free(c->weight_bf16);
+    free(c->ref_recorded);
+}
+
+static void assert_array_equal(const void *a, const void *b, size_t bytes, const char *name)
+{
+    if (!a || !b) {
+        if (a != b)
+            fail_msg("%s: present on one side only", name);
+        return;
+    }
+    if (memcmp(a, b, bytes) != 0)
+        fail_msg("%s: %zu bytes differ after the round trip", name, bytes);
+}
+
+static void assert_string_same(const char *a, const char *b, const char *name)
+{
+    if (!a || !b) {
+        if (a != b)
+            fail_msg("%s: present on one side only", name);
+        return;
+    }
+    if (strcmp(a, b) != 0)
+        fail_msg("%s: \"%s\" came back as \"%s\"", name, a, b);
+}
+
+/* Field by field, in case.h's order. */
+static void assert_cases_equal(const case_t *a, const case_t *b)
+{
+    assert_string_same(a->path, b->path, "path");
+    assert_int_equal(a->M, b->M);
+    assert_int_equal(a->N, b->N);
+    assert_int_equal(a->K, b->K);
+    const size_t MK = (size_t)(a->M * a->K), MN = (size_t)(a->M * a->N),
+                 NK = (size_t)(a->N * a->K);
+    assert_array_equal(a->x, b->x, MK * sizeof(float), "x");
+    assert_int_equal(a->x_storage, b->x_storage);
+    assert_array_equal(a->x_fp8, b->x_fp8, MK, "x_fp8");
+    assert_int_equal(a->x_fp8_format, b->x_fp8_format);
+    assert_array_equal(a->x_scale, b->x_scale, (size_t)a->M * sizeof(float), "x_scale");
+    assert_array_equal(a->weight, b->weight, NK / 2, "weight");
+    assert_int_equal(a->weight_order, b->weight_order);
+    assert_array_equal(a->weight_scale, b->weight_scale, NK / 32, "weight_scale");
+    assert_int_equal(a->scale_layout, b->scale_layout);
+    assert_int_equal(a->weight_ref_len, b->weight_ref_len);
+    assert_array_equal(a->weight_ref, b->weight_ref, (size_t)a->weight_ref_len, "weight_ref");
+    assert_array_equal(a->out, b->out, MN * 2, "out");
+    assert_array_equal(a->out_rerun, b->out_rerun, MN * 2, "out_rerun");
+    assert_array_equal(a->aiter, b->aiter, MN * 2, "aiter");
+    assert_string_same(a->kernel_path, b->kernel_path, "kernel_path");
+    assert_string_same(a->layer, b->layer, "layer");
+    assert_string_same(a->model, b->model, "model");
+    assert_string_same(a->capture_time, b->capture_time, "capture_time");
+    assert_string_same(a->env_flags, b->env_flags, "env_flags");
+    assert_array_equal(a->weight_bf16, b->weight_bf16, NK * 2, "weight_bf16");
+    assert_array_equal(a->ref_recorded, b->ref_recorded, MN * sizeof(float), "ref_recorded");
+}
+
+/* Every field the tests know, set to zero. */
+static void zero_known_fields(case_t *c)
+{
+    c->path = NULL;
+    c->M = c->N = c->K = 0;
+    c->x = NULL;
+    c->x_storage = X_STORED_NONE;
+    c->x_fp8 = NULL;
+    c->x_fp8_format = FP8_E4M3FN;
+    c->x_scale = NULL;
+    c->weight = NULL;
+    c->weight_order = WEIGHT_ORDER_CHECKPOINT;
+    c->weight_scale = NULL;
+    c->scale_layout = SCALE_LAYOUT_NK;
+    c->weight_ref = NULL;
+    c->weight_ref_len = 0;
+    c->out = c->out_rerun = c->aiter = NULL;
+    c->kernel_path = c->layer = c->model = c->capture_time = c->env_flags = NULL;
+    c->weight_bf16 = NULL;
+    c->ref_recorded = NULL;
+}
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+#define HAVE_CLEAR_PADDING 1
+#endif
+#endif
+
+/* case_t holds nothing but the fields above.  The original was filled with
+ * 0x5A before its known fields were set, the copy read back starts from
+ * zeros: once the known fields are zeroed on both sides (and the padding
+ * cleared), any byte that still differs belongs to a field the image does
+ * not carry. */
+static void assert_no_unknown_fields(const case_t *orig, const case_t *back)
+{
+#ifdef HAVE_CLEAR_PADDING
+    case_t a, b;
+    memcpy(&a, orig, sizeof a);
+    memcpy(&b, back, sizeof b);
+    zero_known_fields(&a);
+    zero_known_fields(&b);
+    __builtin_clear_padding(&a);
+    __builtin_clear_padding(&b);
+    if (memcmp(&a, &b, sizeof a) != 0)
+        fail_msg("case_t has a field that case_image does not carry (or that these tests do "
+                 "not know): add it to harness/case_image.c and to full_case, "
+                 "assert_cases_equal and zero_known_fields here");
+#else
+    (void)orig, (void)back;
+    /* Without the compiler's help to tell padding from fields, case_t's
+     * size on LP64 as these tests know it stands in. */
+    if (sizeof(void *) == 8 && sizeof(case_t) != 184)
+        fail_msg("case_t is %zu bytes, not the 184 these tests know: a field was added; carry "
+                 "it in harness/case_image.c and round-trip it here", sizeof(case_t));
+#endif
+}
+
+static int image_fd(void)
+{
+    kr_error_t err = {{0}};
+    int fd = case_image_open_anonymous(&err);
+    if (fd < 0)
+        fail_msg("%s", err.msg);
+    return fd;
+}
+
+static off_t file_size(int fd)
+{
+    struct stat sb;
+    assert_int_equal(fstat(fd, &sb), 0);
+    return sb.st_size;
+}
+
+/* The image's bytes, read back into memory (for corrupting). */
+static uint8_t *image_bytes(int fd, size_t *n)
+{
+    *n = (size_t)file_size(fd);
+    uint8_t *p = malloc(*n);
+    assert_non_null(p);
+    assert_int_equal(pread(fd, p, *n, 0), (ssize_t)*n);
+    return p;
+}
+
+static int fd_with(const uint8_t *bytes, size_t n)
+{
+    int fd = image_fd();
+    if (n)
+        assert_int_equal(pwrite(fd, bytes, n, 0), (ssize_t)n);
+    return fd;
+}
+
+/* Reads an image that must be refused: -1, one line naming `what` and
+ * "case image", the case left empty. */
+static void expect_refused(const uint8_t *bytes, size_t n, const char *phrase)
+{
+    int fd = fd_with(bytes, n);
+    case_t c;
+    memset(&c, 0x77, sizeof c);
+    kr_error_t err = {{0}};
+    int st = case_image_read(fd, &c, CASE_IMAGE_KEEP_SOURCE, "cases/x.h5", &err);
+    close(fd);
+    if (st != -1)
+        fail_msg("a damaged image was accepted (expected \"%s\")", phrase ? phrase : "refused");
+    case_t zero;
+    memset(&zero, 0, sizeof zero);
+    assert_memory_equal(&c, &zero, sizeof c);
+    assert_non_null(strstr(err.msg, "cases/x.h5: case image"));
+    assert_null(strchr(err.msg, '\n'));
+    if (phrase && !strstr(err.msg, phrase))
+        fail_msg("message \"%s\" does not say \"%s\"", err.msg, phrase);
+}
+
+/* The layout's offsets (case_image.c): a 104-byte header of 13 64-bit
+ * words, then 17 table entries of 4 words (field, present, offset, bytes). */
+enum {
+    H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 16, H_IMAGE_BYTES = 24, H_FIELD_COUNT = 32,
+    H_M = 40, H_N = 48, H_K = 56, H_WEIGHT_REF_LEN = 64, H_X_STORAGE = 72, H_X_FP8_FORMAT = 80,
+    H_WEIGHT_ORDER = 88, H_SCALE_LAYOUT = 96, H_END = 104,
+    FIELD_COUNT = 17,
+};
+
+static size_t entry_at(int field, int word)
+{
+    return (size_t)H_END + (size_t)field * 32 + (size_t)word * 8;
+}
+
+static uint64_t get_u64(const uint8_t *b, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static void set_u64(uint8_t *b, size_t off, uint64_t v)
+{
+    memcpy(b + off, &v, sizeof v);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_every_field_round_trips(void **state)
+{
+    (void)state;
+    case_t orig;
+    full_case(&orig, 3, 32, 64, 11);
+    kr_error_t err = {{0}};
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &orig, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    case_t back;
+    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, "full", &err))
+        fail_msg("%s", err.msg);
+    assert_cases_equal(&orig, &back);
+    assert_no_unknown_fields(&orig, &back);
+    /* KEEP_SOURCE: the image is still there, and reads the same again. */
+    case_t again;
+    if (case_image_read(fd, &again, CASE_IMAGE_KEEP_SOURCE, "full", &err))
+        fail_msg("%s", err.msg);
+    assert_cases_equal(&orig, &again);
+    case_free(&again);
+    case_free(&back);
+    free_full_case(&orig);
+    close(fd);
+}
+
+/* The other values of every enum, every optional field absent, strings
+ * empty rather than absent where that is a difference to keep. */
+static void test_minimal_case_round_trips(void **state)
+{
+    (void)state;
+    test_rng_t r = {5};
+    case_t c;
+    memset(&c, 0, sizeof c);
+    c.M = 1;
+    c.N = 3;
+    c.K = 32;
+    c.x_fp8 = rand_bytes(&r, 32);
+    c.x_scale = rand_floats(&r, 1);
+    c.x_fp8_format = FP8_E4M3FN;
+    c.weight_bf16 = rand_bytes(&r, 3 * 32 * 2);
+    c.layer = xstrdup("");
+    c.weight_ref = rand_bytes(&r, 2);
+    c.weight_ref_len = 2;
+    kr_error_t err = {{0}};
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    case_t back;
+    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, "minimal", &err))
+        fail_msg("%s", err.msg);
+    assert_cases_equal(&c, &back);
+    assert_null(back.path);
+    assert_null(back.x);
+    assert_null(back.weight);
+    assert_null(back.out);
+    assert_null(back.ref_recorded);
+    assert_null(back.model);
+    assert_non_null(back.layer);
+    assert_string_equal(back.layer, "");
+    case_free(&back);
+    case_free(&c);
+    close(fd);
+}
+
+/* A case read from a file (the reader's own choices: x decoded from bf16,
+ * the default enums) comes back as it was read. */
+static void test_sample_file_round_trips(void **state)
+{
+    (void)state;
+    const char *path = KREPLAY_SOURCE_DIR "/cases/samples/prefill_N256_K2048_M300_kn_wperm.h5";
+    case_t c;
+    kr_error_t err = {{0}};
+    if (case_load(path, &c, NULL, &err))
+        fail_msg("%s", err.msg);
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    case_t back;
+    if (case_image_read(fd, &back, CASE_IMAGE_CONSUME_SOURCE, path, &err))
+        fail_msg("%s", err.msg);
+    assert_cases_equal(&c, &back);
+    case_free(&back);
+    case_free(&c);
+    close(fd);
+}
+
+/* CONSUME_SOURCE: the writer leaves the case empty (each array freed once
+ * written: ASan/LSan see no leak and no double free), and the reader gives
+ * the image's pages back as it goes, so a large image leaves no more than a
+ * few MiB allocated in its file. */
+static void test_consuming_frees_both_sides(void **state)
+{
+    (void)state;
+    case_t orig, moved;
+    full_case(&orig, 64, 2048, 4096, 23);     /* ~23 MiB: several read pieces */
+    full_case(&moved, 64, 2048, 4096, 23);
+    kr_error_t err = {{0}};
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &moved, CASE_IMAGE_CONSUME_SOURCE, &err), 0);
+    case_t zero;
+    memset(&zero, 0, sizeof zero);
+    assert_memory_equal(&moved, &zero, sizeof moved);
+    struct stat before;
+    assert_int_equal(fstat(fd, &before), 0);
+    assert_true(before.st_size > (20 << 20));
+    case_t back;
+    if (case_image_read(fd, &back, CASE_IMAGE_CONSUME_SOURCE, "big", &err))
+        fail_msg("%s", err.msg);
+    assert_cases_equal(&orig, &back);
+    struct stat after;
+    assert_int_equal(fstat(fd, &after), 0);
+    /* A file system without hole punching keeps the blocks: only where
+     * they were given back is the bound checked. */
+    if (after.st_blocks < before.st_blocks)
+        assert_true((long long)after.st_blocks * 512 <= (10LL << 20));
+    case_free(&back);
+    free_full_case(&orig);
+    close(fd);
+}
+
+/* An invalid case is not written: its array sizes would be undefined. */
+static void test_writer_refuses_an_invalid_case(void **state)
+{
+    (void)state;
+    case_t c;
+    full_case(&c, 2, 32, 64, 3);
+    const int64_t K = c.K;
+    c.K = 48;                   /* not a multiple of 32 */
+    kr_error_t err = {{0}};
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), -1);
+    assert_non_null(strstr(err.msg, "K"));
+    assert_int_equal(file_size(fd), 0);
+    c.K = K;
+    free_full_case(&c);
+    close(fd);
+}
+
+/* A valid image of the full case, as bytes. */
+static uint8_t *valid_image(size_t *n)
+{
+    case_t c;
+    full_case(&c, 3, 32, 64, 31);
+    kr_error_t err = {{0}};
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    free_full_case(&c);
+    uint8_t *b = image_bytes(fd, n);
+    close(fd);
+    /* The layout the corruptions below assume. */
+    assert_memory_equal(b + H_MAGIC, CASE_IMAGE_MAGIC, 8);
+    assert_int_equal(get_u64(b, H_FIELD_COUNT), FIELD_COUNT);
+    assert_int_equal(get_u64(b, H_HEADER_BYTES), H_END + FIELD_COUNT * 32);
+    assert_int_equal(get_u64(b, H_M), 3);
+    return b;
+}
+
+typedef struct {
+    size_t offset;
+    uint64_t value;
+    const char *phrase;
+} corruption_t;
+
+static void test_damaged_headers_are_refused(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *good = valid_image(&n);
+    const uint64_t image_bytes = get_u64(good, H_IMAGE_BYTES);
+    const corruption_t cases[] = {
+        {H_MAGIC, 0x4D49455341435251ull, "magic"},
+        {H_VERSION, 2, "version 2"},
+        {H_VERSION, 0, "version 0"},
+        {H_HEADER_BYTES, 100, "header of 100 bytes"},
+        {H_FIELD_COUNT, 18, "18 fields"},
+        {H_IMAGE_BYTES, image_bytes + 1, "the file holds"},
+        {H_IMAGE_BYTES, 8, "the file holds"},
+        {H_IMAGE_BYTES, UINT64_MAX, "the file holds"},
+        {H_IMAGE_BYTES, image_bytes - 1, "ref_recorded"},  /* the last field overruns it */
+        {H_M, 0, "M=0 is not positive"},
+        {H_M, (uint64_t)-5, "M=-5"},
+        {H_N, (uint64_t)1 << 40, "2^40"},
+        {H_K, 48, "not a multiple of 32"},
+        {H_K, (uint64_t)1 << 62, "2^40"},
+        {H_M, 4, "x: 768 bytes; expected 1024"},    /* every array's size follows M */
+        {H_N, 64, "weight"},
+        {H_WEIGHT_REF_LEN, 3, "weight_ref_len 3"},
+        {H_WEIGHT_REF_LEN, 2, "weight_ref: 32 bytes; expected 2"},
+        {H_X_STORAGE, 3, "x_storage=3"},
+        {H_X_FP8_FORMAT, 2, "x_fp8_format=2"},
+        {H_WEIGHT_ORDER, 7, "weight_order=7"},
+        {H_SCALE_LAYOUT, (uint64_t)-1, "scale_layout"},
+        {H_X_STORAGE, 0, "x: storage 0 is unknown"},   /* in range, but not with x present */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t *b = malloc(n);
+        assert_non_null(b);
+        memcpy(b, good, n);
+        set_u64(b, cases[i].offset, cases[i].value);
+        expect_refused(b, n, cases[i].phrase);
+        free(b);
+    }
+    free(good);
+}
+
+static void test_damaged_tables_are_refused(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *good = valid_image(&n);
+    enum { FIELD = 0, PRESENT = 1, OFFSET = 2, BYTES = 3 };
+    /* Field indices in case_image.c's order. */
+    enum { F_PATH = 0, F_X = 1, F_X_FP8 = 2, F_WEIGHT = 4, F_OUT = 7, F_MODEL = 12,
+           F_REF_RECORDED = 16 };
+    const uint64_t x_off = get_u64(good, entry_at(F_X, OFFSET));
+    const uint64_t fp8_off = get_u64(good, entry_at(F_X_FP8, OFFSET));
+    const corruption_t cases[] = {
+        {entry_at(F_X, FIELD), F_X_FP8, "table entry 1 is field 2"},
+        {entry_at(F_X, PRESENT), 2, "x: present=2"},
+        {entry_at(F_X, BYTES), 4, "x: 4 bytes; expected 768"},
+        {entry_at(F_X, BYTES), UINT64_MAX, "x:"},
+        {entry_at(F_X, OFFSET), x_off + 1, "aligned"},
+        {entry_at(F_X_FP8, OFFSET), x_off, "x_fp8"},            /* overlaps x */
+        {entry_at(F_X_FP8, OFFSET), fp8_off - 8, "x_fp8"},      /* overlaps x's end */
+        {entry_at(F_PATH, OFFSET), 8, "path"},                  /* inside the header */
+        {entry_at(F_REF_RECORDED, OFFSET), UINT64_MAX - 7, "ref_recorded"},
+        {entry_at(F_MODEL, BYTES), UINT64_MAX, "model"},
+        {entry_at(F_MODEL, BYTES), (uint64_t)1 << 40, "model"},
+        {entry_at(F_WEIGHT, BYTES), 0, "weight: 0 bytes"},
+        {entry_at(F_OUT, PRESENT), 0, "out: absent but"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t *b = malloc(n);
+        assert_non_null(b);
+        memcpy(b, good, n);
+        set_u64(b, cases[i].offset, cases[i].value);
+        expect_refused(b, n, cases[i].phrase);
+        free(b);
+    }
+
+    /* A NUL inside a string. */
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    memcpy(b, good, n);
+    b[get_u64(good, entry_at(F_MODEL, OFFSET)) + 2] = 0;
+    expect_refused(b, n, "model: a NUL inside");
+
+    /* An absent field the schema requires: no x, no x_fp8. */
+    memcpy(b, good, n);
+    for (int f = F_X; f <= F_X_FP8; f++) {
+        set_u64(b, entry_at(f, PRESENT), 0);
+        set_u64(b, entry_at(f, OFFSET), 0);
+        set_u64(b, entry_at(f, BYTES), 0);
+    }
+    expect_refused(b, n, NULL);
+    free(b);
+    free(good);
+}
+
+/* Cut short anywhere, the image is refused; nothing is allocated that the
+ * file could not back (ASan would see a huge allocation fail). */
+static void test_truncated_images_are_refused(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *good = valid_image(&n);
+    for (size_t len = 0; len < n; len += (len < 1024 ? 1 : 97))
+        expect_refused(good, len, NULL);
+    free(good);
+}
+
+/* Random damage: refused cleanly, or read as a case that passes the
+ * schema's rules.  Never a crash (run under the sanitizers in CI). */
+static void test_random_damage_never_crashes(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *good = valid_image(&n);
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    test_rng_t r = {97};
+    int refused = 0, accepted = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(b, good, n);
+        /* Mostly the header and table, where the damage matters. */
+        const size_t region = iter % 3 ? (size_t)H_END + FIELD_COUNT * 32 : n;
+        const int flips = 1 + (int)(test_rng_u64(&r) % 4);
+        for (int k = 0; k < flips; k++) {
+            const size_t at = (size_t)(test_rng_u64(&r) % region);
+            if (test_rng_u64(&r) % 2)
+                b[at] ^= (uint8_t)(1u << (test_rng_u64(&r) % 8));
+            else
+                b[at] = (uint8_t)test_rng_u64(&r);
+        }
+        int fd = fd_with(b, n);
+        case_t c;
+        kr_error_t err = {{0}};
+        if (case_image_read(fd, &c, CASE_IMAGE_KEEP_SOURCE, "fuzz", &err) == 0) {
+            accepted++;
+            assert_int_equal(case_validate(&c, "fuzz", &err), 0);
+            case_free(&c);
+        } else {
+            refused++;
+            assert_non_null(strstr(err.msg, "fuzz: case image"));
+        }
+        close(fd);
+    }
+    assert_true(refused > 1000);
+    (void)accepted;     /* flips in the data, or in bits no check reads (padding of enums) */
+    free(b);
+    free(good);
+}
+
+static void test_anonymous_file(void **state)
+{
+    (void)state;
+    int fd = image_fd();
+    assert_true(fd > 2);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    assert_int_equal(file_size(fd), 0);
+    close(fd);
+}
+
+/* ------------------------------------------------ the safe read (case_load.h) */
+
+/* The reading process hands back exactly what an in-process read gives,
+ * for HDF5 cases and a torch dump (whose ref_recorded and weight_ref only
+ * the image carries back unchanged). */
+static void test_safe_read_matches_in_process(void **state)
+{
+    (void)state;
+    static const char *files[] = {
+        KREPLAY_SOURCE_DIR "/cases/samples/gdn_in_proj_ba_N48_K5120_M17.h5",
+        KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5",
+        KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5",
+        KREPLAY_SOURCE_DIR "/cases/samples/prefill_N256_K2048_M300_kn_wperm.h5",
+        KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump.pt",
+        KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump_noncontig.pt",
+    };
+    for (int round = 0; round < 2; round++) {     /* a fresh worker, then a warm one */
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            case_t direct, safe;
+            kr_error_t err = {{0}};
+            if (case_load(files[i], &direct, NULL, &err))
+                fail_msg("%s", err.msg);
+            if (case_load_safe(files[i], &safe, NULL, 10.0, &err))
+                fail_msg("%s", err.msg);
+            assert_cases_equal(&direct, &safe);
+            case_free(&direct);
+            case_free(&safe);
+        }
+    }
+    /* The .pt options travel to the reading process too. */
+    case_load_options_t o = {.weight_order_set = 1, .weight_order = WEIGHT_ORDER_FRAGMENT};
+    case_t c;
+    kr_error_t err = {{0}};
+    if (case_load_safe(KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump.pt", &c, &o, 10.0, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.weight_order, WEIGHT_ORDER_FRAGMENT);
+    case_free(&c);
+}
+
+/* A file that crashes libhdf5 between good ones: one line naming it, and
+ * the reads after it are unaffected.  So is a file that is merely invalid. */
+static void test_safe_read_blames_the_right_file(void **state)
+{
+    (void)state;
+    const char *good = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5";
+    const char *segv = KREPLAY_SOURCE_DIR "/tests/fixtures/corrupt_h5/segv_global_heap.h5";
+    char junk[512];
+    test_tmp_path(junk, sizeof junk, "not-a-case.h5");
+    FILE *fp = fopen(junk, "wb");
+    assert_non_null(fp);
+    fputs("not an HDF5 file\n", fp);
+    fclose(fp);
+    for (int i = 0; i < 2; i++) {
+        case_t c;
+        kr_error_t err = {{0}};
+        if (case_load_safe(good, &c, NULL, 10.0, &err))
+            fail_msg("%s", err.msg);
+        case_free(&c);
+        assert_int_equal(case_load_safe(segv, &c, NULL, 10.0, &err), -1);
+        assert_non_null(strstr(err.msg, segv));
+        assert_non_null(strstr(err.msg, "crashed"));
+        assert_null(strchr(err.msg, '\n'));
+        assert_null(c.x);
+        if (case_load_safe(good, &c, NULL, 10.0, &err))
+            fail_msg("after the crash: %s", err.msg);
+        case_free(&c);
+        assert_int_equal(case_load_safe(junk, &c, NULL, 10.0, &err), -1);
+        assert_non_null(strstr(err.msg, junk));
+        assert_null(strstr(err.msg, "crashed"));
+    }
+    unlink(junk);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_field_round_trips),
+        cmocka_unit_test(test_minimal_case_round_trips),
+        cmocka_unit_test(test_sample_file_round_trips),
+        cmocka_unit_test(test_consuming_frees_both_sides),
+        cmocka_unit_test(test_writer_refuses_an_invalid_case),
+        cmocka_unit_test(test_damaged_headers_are_refused),
+        cmocka_unit_test(test_damaged_tables_are_refused),
+        cmocka_unit_test(test_truncated_images_are_refused),
+        cmocka_unit_test(test_random_damage_never_crashes),
+        cmocka_unit_test(test_anonymous_file),
+        cmocka_unit_test(test_safe_read_matches_in_process),
+        cmocka_unit_test(test_safe_read_blames_the_right_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
