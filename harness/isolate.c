@@ -1,17 +1,23 @@
-/* MAP_ANONYMOUS and PR_SET_PDEATHSIG are not POSIX. */
+/* MAP_ANONYMOUS, PR_SET_PDEATHSIG, SOCK_CLOEXEC and MSG_NOSIGNAL are not all POSIX. */
 #define _DEFAULT_SOURCE
 
 #include "isolate.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,8 +86,9 @@ const char *isolate_signal_name(int sig, char *buf, size_t cap)
     return buf;
 }
 
-/* The child: never returns. */
-static void child_main(isolate_fn fn, void *ctx, void *shared, size_t out_bytes, pid_t parent)
+/* What every isolated child does first: die with its parent, dump no
+ * core, and let a crash be reported by its own signal. */
+static void child_setup(pid_t parent)
 {
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -104,7 +111,12 @@ static void child_main(isolate_fn fn, void *ctx, void *shared, size_t out_bytes,
         sigaddset(&unblock, fatal[i]);
     }
     sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+}
 
+/* The child: never returns. */
+static void child_main(isolate_fn fn, void *ctx, void *shared, size_t out_bytes, pid_t parent)
+{
+    child_setup(parent);
     isolate_header_t *h = shared;
     kr_error_t e;
     memset(&e, 0, sizeof e);
@@ -116,6 +128,39 @@ static void child_main(isolate_fn fn, void *ctx, void *shared, size_t out_bytes,
     fflush(stdout);
     fflush(stderr);
     _exit(0);
+}
+
+static void nap_seconds(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* res for a child that ended without answering: killed by a signal, or
+ * exited.  `finished`: it had produced its result first. */
+static void describe_abnormal_end(isolate_result_t *res, int status, int finished)
+{
+    res->status = ISOLATE_CRASHED;
+    if (WIFSIGNALED(status)) {
+        char sig[32];
+        res->signal = WTERMSIG(status);
+        const char *desc = strsignal(res->signal);
+        snprintf(res->message, sizeof res->message, "killed by %s (%s)%s",
+                 isolate_signal_name(res->signal, sig, sizeof sig), desc ? desc : "?",
+                 finished ? " after finishing" : "");
+    } else {
+        res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        snprintf(res->message, sizeof res->message, "exited with status %d before finishing",
+                 res->exit_code);
+    }
+}
+
+static void describe_timeout(isolate_result_t *res, double timeout_s)
+{
+    res->status = ISOLATE_TIMEOUT;
+    res->signal = SIGKILL;
+    snprintf(res->message, sizeof res->message, "no result after %g s: killed (SIGKILL)",
+             timeout_s);
 }
 
 static pid_t wait_retry(pid_t pid, int *status, int flags)
@@ -170,6 +215,7 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
     const double deadline = timeout_s > 0 ? t0 + timeout_s : 0;
     struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
     int status = 0, timed_out = 0, lost = 0;
+    double reap_wait = 20e-6;
     for (;;) {
         pid_t w = wait_retry(pid, &status, WNOHANG);
         if (w == pid)
@@ -191,20 +237,27 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
             if (left < slice)
                 slice = left;
         }
-        int ms = (int)(slice * 1000.0) + 1;
-        /* The pipe wakes us the moment the child ends; once it has hung up,
-         * poll on no descriptor is a plain sleep until waitpid sees the exit
-         * (or, if a grandchild kept the pipe, until the deadline). */
-        int n = poll(&pfd, 1, pfd.fd >= 0 ? ms : 1);
-        if (n > 0 && (pfd.revents & (POLLHUP | POLLIN | POLLERR | POLLNVAL)))
-            pfd.fd = -1;
+        /* The pipe wakes us the moment the child ends (or, if a grandchild
+         * kept the pipe, waitpid sees the exit within a slice). */
+        if (pfd.fd >= 0) {
+            int n = poll(&pfd, 1, (int)(slice * 1000.0) + 1);
+            if (n > 0 && (pfd.revents & (POLLHUP | POLLIN | POLLERR | POLLNVAL)))
+                pfd.fd = -1;
+            continue;
+        }
+        /* Hung up: the child closes its descriptors late in its exit, when
+         * it is microseconds from being reapable.  Short, growing sleeps
+         * keep that from costing a whole millisecond per isolated call. */
+        if (reap_wait > slice)
+            reap_wait = slice;
+        nap_seconds(reap_wait);
+        reap_wait *= 2;
     }
     res->seconds = now_seconds() - t0;
     close(fds[0]);
 
     const isolate_header_t *h = shared;
     const int done = __atomic_load_n(&h->done, __ATOMIC_ACQUIRE);
-    char sig[32];
     if (lost) {
         munmap(shared, bytes);
         return kr_fail(err, "isolate: lost child %ld: %s", (long)pid, strerror(lost));
@@ -219,22 +272,9 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
                        sizeof res->message);
         }
     } else if (timed_out) {
-        res->status = ISOLATE_TIMEOUT;
-        res->signal = SIGKILL;
-        snprintf(res->message, sizeof res->message, "no result after %g s: killed (SIGKILL)",
-                 timeout_s);
-    } else if (WIFSIGNALED(status)) {
-        res->status = ISOLATE_CRASHED;
-        res->signal = WTERMSIG(status);
-        const char *desc = strsignal(res->signal);
-        snprintf(res->message, sizeof res->message, "killed by %s (%s)%s",
-                 isolate_signal_name(res->signal, sig, sizeof sig), desc ? desc : "?",
-                 done ? " after finishing" : "");
+        describe_timeout(res, timeout_s);
     } else {
-        res->status = ISOLATE_CRASHED;
-        res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        snprintf(res->message, sizeof res->message, "exited with status %d before finishing",
-                 res->exit_code);
+        describe_abnormal_end(res, status, done);
     }
     *shared_out = shared;
     *map_bytes = bytes;
@@ -251,6 +291,304 @@ int isolate_run(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double ti
     if (res->status == ISOLATE_OK && out && out_bytes)
         memcpy(out, (char *)shared + ISOLATE_HEADER_BYTES, out_bytes);
     munmap(shared, bytes);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ workers */
+
+struct isolate_worker {
+    isolate_serve_fn fn;
+    void *ctx;
+    int keep_fds[8];
+    int n_keep_fds;
+    pid_t pid;                  /* the running worker, 0 if none */
+    int sock;                   /* the parent's end of the socket, -1 if none */
+    int calls_served;           /* by the running worker */
+};
+
+/* The worker's answer to one call. */
+typedef struct {
+    int rc;
+    char msg[KR_ERROR_MSG_MAX];
+} worker_reply_t;
+
+isolate_worker_t *isolate_worker_new(isolate_serve_fn fn, void *ctx, const int *keep_fds,
+                                     int n_keep_fds)
+{
+    const int cap = (int)(sizeof ((isolate_worker_t *)0)->keep_fds / sizeof(int));
+    if (!fn || n_keep_fds < 0 || n_keep_fds > cap || (n_keep_fds > 0 && !keep_fds))
+        return NULL;
+    isolate_worker_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->fn = fn;
+    w->ctx = ctx;
+    for (int i = 0; i < n_keep_fds; i++)
+        w->keep_fds[i] = keep_fds[i];
+    w->n_keep_fds = n_keep_fds;
+    w->sock = -1;
+    return w;
+}
+
+int isolate_worker_calls_served(const isolate_worker_t *w)
+{
+    return w && w->pid > 0 ? w->calls_served : 0;
+}
+
+static int keeps_fd(const isolate_worker_t *w, int sock, int fd)
+{
+    if (fd <= 2 || fd == sock)
+        return 1;
+    for (int i = 0; i < w->n_keep_fds; i++)
+        if (w->keep_fds[i] == fd)
+            return 1;
+    return 0;
+}
+
+/* Closes every inherited descriptor the worker was not told to keep.  The
+ * listing comes first and the closing after, so the directory stream's own
+ * descriptor is never pulled from under it. */
+static void close_inherited_fds(const isolate_worker_t *w, int sock)
+{
+    int to_close[1024];
+    int n = 0, more = 1;
+    while (more) {
+        more = 0;
+        n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        if (!d)
+            return;     /* no /proc: keep what was inherited */
+        const int own = dirfd(d);
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            char *end;
+            long fd = strtol(e->d_name, &end, 10);
+            if (*end || end == e->d_name || fd == own || keeps_fd(w, sock, (int)fd))
+                continue;
+            if (n == (int)(sizeof to_close / sizeof to_close[0])) {
+                more = 1;   /* close this batch, then list again */
+                break;
+            }
+            to_close[n++] = (int)fd;
+        }
+        closedir(d);
+        for (int i = 0; i < n; i++)
+            close(to_close[i]);
+    }
+}
+
+/* The worker: answers calls until the parent closes its end.  Never
+ * returns. */
+static void worker_main(const isolate_worker_t *w, int sock, pid_t parent)
+{
+    child_setup(parent);
+    /* The parent's handlers are not the worker's: it lives as long as the
+     * parent's run, and a SIGINT or SIGTERM should end it, not run code
+     * meant for the parent. */
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction sa;
+        if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0)
+            continue;
+        if (!(sa.sa_flags & SA_SIGINFO) && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sig, &sa, NULL);
+    }
+    close_inherited_fds(w, sock);
+#ifdef __GLIBC__
+    /* The parent's free heap came with the fork.  Dropping it here means
+     * the parent's later writes there copy nothing on our account, and the
+     * worker pins no more of the parent's memory than was live. */
+    malloc_trim(0);
+#endif
+    /* One request at a time, copied here so fn may keep nothing of the
+     * parent's buffers. */
+    static _Alignas(max_align_t) char request[ISOLATE_WORKER_REQUEST_MAX];
+    for (;;) {
+        ssize_t n = recv(sock, request, sizeof request, MSG_TRUNC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);           /* the parent hung up (or is gone): done */
+        worker_reply_t reply;
+        memset(&reply, 0, sizeof reply);
+        if ((size_t)n > sizeof request) {
+            reply.rc = -1;
+            snprintf(reply.msg, sizeof reply.msg, "isolate: a request of %zd bytes; at most %zu",
+                     n, sizeof request);
+        } else {
+            kr_error_t e;
+            memset(&e, 0, sizeof e);
+            reply.rc = w->fn(w->ctx, request, (size_t)n, &e);
+            memcpy(reply.msg, e.msg, sizeof reply.msg);
+            reply.msg[sizeof reply.msg - 1] = '\0';
+        }
+        fflush(stdout);
+        fflush(stderr);
+        if (send(sock, &reply, sizeof reply, MSG_NOSIGNAL) != (ssize_t)sizeof reply)
+            _exit(0);
+    }
+}
+
+static int worker_start(isolate_worker_t *w, kr_error_t *err)
+{
+    int sv[2];
+    /* Sequenced packets: one request, one reply, each a whole message; a
+     * peer that is gone is EPIPE on send (MSG_NOSIGNAL), not SIGPIPE. */
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return kr_fail(err, "isolate: socketpair: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return kr_fail(err, "isolate: fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        worker_main(w, sv[1], parent);
+    }
+    close(sv[1]);
+    w->pid = pid;
+    w->sock = sv[0];
+    w->calls_served = 0;
+    return 0;
+}
+
+/* Closes the parent's end and forgets the worker (already reaped, or to be
+ * reaped by the caller). */
+static void worker_forget(isolate_worker_t *w)
+{
+    if (w->sock >= 0)
+        close(w->sock);
+    w->sock = -1;
+    w->pid = 0;
+    w->calls_served = 0;
+}
+
+void isolate_worker_retire(isolate_worker_t *w)
+{
+    if (!w || w->pid <= 0) {
+        if (w)
+            worker_forget(w);
+        return;
+    }
+    kill(w->pid, SIGKILL);
+    int status;
+    (void)wait_retry(w->pid, &status, 0);
+    worker_forget(w);
+}
+
+void isolate_worker_free(isolate_worker_t *w)
+{
+    if (!w)
+        return;
+    isolate_worker_retire(w);
+    free(w);
+}
+
+/* The worker hung up without answering: reap it and say how it ended.  It
+ * closes its socket only in its exit, microseconds from being reapable; a
+ * second bounds the wait should it linger. */
+static void worker_reap_after_hangup(isolate_worker_t *w, isolate_result_t *res)
+{
+    const double give_up = now_seconds() + 1.0;
+    double nap = 20e-6;
+    int status = 0;
+    for (;;) {
+        pid_t got = wait_retry(w->pid, &status, WNOHANG);
+        if (got == w->pid) {
+            describe_abnormal_end(res, status, 0);
+            break;
+        }
+        if (got < 0) {          /* reaped by someone else (SIGCHLD ignored?) */
+            res->status = ISOLATE_CRASHED;
+            snprintf(res->message, sizeof res->message, "ended without an answer (status lost: %s)",
+                     strerror(errno));
+            break;
+        }
+        if (now_seconds() >= give_up) {
+            kill(w->pid, SIGKILL);
+            (void)wait_retry(w->pid, &status, 0);
+            res->status = ISOLATE_CRASHED;
+            res->signal = SIGKILL;
+            snprintf(res->message, sizeof res->message, "hung up without an answer: killed (SIGKILL)");
+            break;
+        }
+        nap_seconds(nap);
+        if (nap < 0.01)
+            nap *= 2;
+    }
+    worker_forget(w);
+}
+
+int isolate_worker_call(isolate_worker_t *w, const void *request, size_t request_bytes,
+                        double timeout_s, isolate_result_t *res, kr_error_t *err)
+{
+    memset(res, 0, sizeof *res);
+    if (request_bytes > ISOLATE_WORKER_REQUEST_MAX)
+        return kr_fail(err, "isolate: a request of %zu bytes; at most %zu", request_bytes,
+                       ISOLATE_WORKER_REQUEST_MAX);
+    /* A worker that ended between calls (killed from outside, say) is
+     * found on the send and replaced once. */
+    for (int attempt = 0;; attempt++) {
+        if (w->pid <= 0 && worker_start(w, err))
+            return -1;
+        if (send(w->sock, request, request_bytes, MSG_NOSIGNAL) == (ssize_t)request_bytes)
+            break;
+        const int e = errno;
+        isolate_worker_retire(w);
+        if (attempt > 0 || (e != EPIPE && e != ECONNRESET))
+            return kr_fail(err, "isolate: sending a request to the worker: %s", strerror(e));
+    }
+    res->pid = w->pid;
+
+    const double t0 = now_seconds();
+    const double deadline = timeout_s > 0 ? t0 + timeout_s : 0;
+    worker_reply_t reply;
+    for (;;) {
+        int ms = -1;
+        if (deadline > 0) {
+            double left = deadline - now_seconds();
+            if (left <= 0) {
+                isolate_worker_retire(w);
+                res->seconds = now_seconds() - t0;
+                describe_timeout(res, timeout_s);
+                return 0;
+            }
+            ms = left > 1000.0 ? 1000000 : (int)(left * 1000.0) + 1;
+        }
+        struct pollfd pfd = {.fd = w->sock, .events = POLLIN};
+        int n = poll(&pfd, 1, ms);
+        if (n < 0 && errno != EINTR)
+            return kr_fail(err, "isolate: poll: %s", strerror(errno));
+        if (n <= 0)
+            continue;
+        ssize_t got = recv(w->sock, &reply, sizeof reply, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (got == (ssize_t)sizeof reply)
+            break;
+        /* EOF, an error or a short message: the worker is gone or broken. */
+        worker_reap_after_hangup(w, res);
+        res->seconds = now_seconds() - t0;
+        return 0;
+    }
+    res->seconds = now_seconds() - t0;
+    w->calls_served++;
+    if (reply.rc == 0) {
+        res->status = ISOLATE_OK;
+    } else {
+        res->status = ISOLATE_FAILED;
+        reply.msg[sizeof reply.msg - 1] = '\0';
+        kr_strlcpy(res->message, reply.msg[0] ? reply.msg : "failed without a message",
+                   sizeof res->message);
+    }
     return 0;
 }
 

@@ -68,6 +68,60 @@ int isolate_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const 
                        const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
                        double timeout_s, isolate_result_t *res, kr_error_t *err);
 
+/* ---- A worker: one child process serving many calls ----
+ *
+ * isolate_run forks for every call.  A fork costs more than the page tables
+ * it copies: afterwards every page either process writes takes a
+ * copy-on-write fault, which for a call that reads a few MiB costs several
+ * times the work itself.  A worker is forked once, on its first call, and
+ * then serves calls one at a time over a socket: its memory, and the
+ * parent's, stay warm.
+ *
+ * The worker is set up like isolate_run's child (fatal signals at their
+ * default, no core dumps, killed when the parent dies) and also closes
+ * every descriptor it inherited except 0-2 and those named in keep_fds, so
+ * it holds no pipe the parent opened (a pipe to a plotting process, say)
+ * open past the parent's own close.  A call that crashes or hangs the
+ * worker (killed at the timeout) ends it and is reported as by isolate_run;
+ * the next call starts a fresh worker, as does a call after
+ * isolate_worker_retire.  State a call leaves in the worker is seen by the
+ * calls after it: retire the worker after a call whose input is suspect. */
+typedef struct isolate_worker isolate_worker_t;
+
+/* What the worker runs for each call: the request's bytes in (a copy, in
+ * the worker's memory); 0, or nonzero with err filled.  Results go back
+ * through something ctx names (e.g. a descriptor in keep_fds). */
+typedef int (*isolate_serve_fn)(void *ctx, const void *request, size_t request_bytes,
+                                kr_error_t *err);
+
+/* The largest request a call may send. */
+#define ISOLATE_WORKER_REQUEST_MAX ((size_t)64 << 10)
+
+/* A worker that will run fn(ctx, ...) (ctx as it is when the worker is
+ * forked: the worker sees a copy of the parent's memory from that moment).
+ * Nothing is started yet.  Returns NULL when out of memory. */
+isolate_worker_t *isolate_worker_new(isolate_serve_fn fn, void *ctx, const int *keep_fds,
+                                     int n_keep_fds);
+
+/* Sends the request to the worker (forking it first if none is running)
+ * and waits up to timeout_s seconds (<= 0: no limit) for its answer.
+ * Returns 0 when the call ran, however it ended (res says how, as for
+ * isolate_run; res->pid is the worker's), or -1 with err set when no worker
+ * could be started or the request is over ISOLATE_WORKER_REQUEST_MAX. */
+int isolate_worker_call(isolate_worker_t *w, const void *request, size_t request_bytes,
+                        double timeout_s, isolate_result_t *res, kr_error_t *err);
+
+/* How many calls the running worker has answered (0 when none runs): a
+ * crash on a worker that served earlier calls may be their doing. */
+int isolate_worker_calls_served(const isolate_worker_t *w);
+
+/* Ends the running worker, if any (SIGKILL, reaped); the next call starts a
+ * fresh one. */
+void isolate_worker_retire(isolate_worker_t *w);
+
+/* Retires the worker and frees w.  NULL is fine. */
+void isolate_worker_free(isolate_worker_t *w);
+
 /* "OK", "FAILED", "CRASHED", "TIMEOUT". */
 const char *isolate_status_name(isolate_status_t s);
 

@@ -4,17 +4,26 @@
  * name; a hang gives TIMEOUT within the timeout plus a little, and the child
  * is gone (reaped, no zombie).  After each, a normal isolated run still
  * succeeds: the run goes on.  The crashing, aborting and hanging kernels are
- * the example plugins of kernels/plugins/examples/. */
+ * the example plugins of kernels/plugins/examples/.  A worker (one child
+ * serving many calls) answers every call from the same process, survives a
+ * failing call, is replaced after a crash, an exit, a hang, a retirement or
+ * a kill from outside, and holds no descriptor it was not asked to keep. */
+
+/* MAP_ANONYMOUS is not POSIX. */
+#define _DEFAULT_SOURCE
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,6 +158,233 @@ static void test_failure_exit_and_signal(void **state)
     char want[32];
     snprintf(want, sizeof want, "signal %d", SIGRTMIN + 3);
     assert_string_equal(isolate_signal_name(SIGRTMIN + 3, buf, sizeof buf), want);
+}
+
+/* ------------------------------------------------------------ workers */
+
+/* What the worker's function saw, in memory shared with the test (mapped
+ * before the worker is forked). */
+typedef struct {
+    char echo[256];
+    pid_t pid;
+    int keep_fd, pipe_fd;           /* set by the test before the worker starts */
+    int keep_fd_open, pipe_fd_open; /* seen by the worker on a "probe" */
+} worker_shared_t;
+
+static int is_request(const void *req, size_t n, const char *word)
+{
+    return n == strlen(word) && memcmp(req, word, n) == 0;
+}
+
+static int serve_fn(void *ctx, const void *req, size_t n, kr_error_t *err)
+{
+    worker_shared_t *sh = ctx;
+    sh->pid = getpid();
+    if (is_request(req, n, "segv"))
+        raise(SIGSEGV);
+    if (is_request(req, n, "exit"))
+        _exit(3);
+    if (is_request(req, n, "hang"))
+        for (;;)
+            pause();
+    if (is_request(req, n, "fail"))
+        return kr_fail(err, "bad request %d", 7);
+    if (is_request(req, n, "probe")) {
+        sh->keep_fd_open = fcntl(sh->keep_fd, F_GETFD) != -1;
+        sh->pipe_fd_open = fcntl(sh->pipe_fd, F_GETFD) != -1;
+    }
+    const size_t len = n < sizeof sh->echo - 1 ? n : sizeof sh->echo - 1;
+    memcpy(sh->echo, req, len);
+    sh->echo[len] = '\0';
+    return 0;
+}
+
+static worker_shared_t *shared_new(void)
+{
+    worker_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(sh != MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    sh->keep_fd = sh->pipe_fd = -1;
+    return sh;
+}
+
+/* One call that must succeed and echo `word` back. */
+static pid_t call_ok(isolate_worker_t *w, worker_shared_t *sh, const char *word)
+{
+    isolate_result_t res;
+    kr_error_t err = {{0}};
+    assert_int_equal(isolate_worker_call(w, word, strlen(word), 10.0, &res, &err), 0);
+    if (res.status != ISOLATE_OK)
+        fail_msg("call %s: %s: %s", word, isolate_status_name(res.status), res.message);
+    assert_string_equal(sh->echo, word);
+    assert_int_equal(sh->pid, res.pid);
+    return res.pid;
+}
+
+static void assert_no_children_left(void)
+{
+    errno = 0;
+    assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+    assert_int_equal(errno, ECHILD);
+}
+
+/* One process serves every call; a failing call leaves it running (the
+ * caller decides whether to retire it); the count of calls served is the
+ * running worker's. */
+static void test_worker_serves_many_calls(void **state)
+{
+    (void)state;
+    worker_shared_t *sh = shared_new();
+    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, NULL, 0);
+    assert_non_null(w);
+    assert_int_equal(isolate_worker_calls_served(w), 0);
+    pid_t first = 0;
+    for (int i = 0; i < 50; i++) {
+        char word[32];
+        snprintf(word, sizeof word, "call %d", i);
+        pid_t pid = call_ok(w, sh, word);
+        if (i == 0)
+            first = pid;
+        assert_int_equal(pid, first);
+        assert_int_equal(isolate_worker_calls_served(w), i + 1);
+    }
+    isolate_result_t res;
+    kr_error_t err = {{0}};
+    assert_int_equal(isolate_worker_call(w, "fail", 4, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_FAILED);
+    assert_string_equal(res.message, "bad request 7");
+    assert_int_equal(res.pid, first);
+    assert_int_equal(call_ok(w, sh, "after the failure"), first);
+
+    /* Too large a request is refused before anything is sent. */
+    char *big = calloc(1, ISOLATE_WORKER_REQUEST_MAX + 1);
+    assert_non_null(big);
+    assert_int_equal(isolate_worker_call(w, big, ISOLATE_WORKER_REQUEST_MAX + 1, 10.0, &res, &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "request"));
+    free(big);
+    assert_int_equal(call_ok(w, sh, "still there"), first);
+
+    isolate_worker_free(w);
+    assert_child_gone(first);
+    assert_no_children_left();
+    munmap(sh, sizeof *sh);
+}
+
+/* A crash, an exit or a hang ends the worker (reaped, no zombie) and is
+ * reported as isolate_run reports it; the next call gets a fresh worker. */
+static void test_worker_crash_exit_and_hang(void **state)
+{
+    (void)state;
+    worker_shared_t *sh = shared_new();
+    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, NULL, 0);
+    assert_non_null(w);
+    isolate_result_t res;
+    kr_error_t err = {{0}};
+    pid_t before = call_ok(w, sh, "warm");
+
+    assert_int_equal(isolate_worker_call(w, "segv", 4, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_CRASHED);
+    assert_int_equal(res.signal, SIGSEGV);
+    assert_non_null(strstr(res.message, "SIGSEGV"));
+    assert_int_equal(res.pid, before);
+    assert_child_gone(before);
+    assert_int_equal(isolate_worker_calls_served(w), 0);
+    before = call_ok(w, sh, "after the crash");
+    assert_int_not_equal(before, res.pid);
+
+    assert_int_equal(isolate_worker_call(w, "exit", 4, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_CRASHED);
+    assert_int_equal(res.exit_code, 3);
+    assert_non_null(strstr(res.message, "status 3"));
+    assert_child_gone(before);
+    before = call_ok(w, sh, "after the exit");
+
+    const double timeout = 0.3, slack = 1.0;
+    const double t0 = now_seconds();
+    assert_int_equal(isolate_worker_call(w, "hang", 4, timeout, &res, &err), 0);
+    const double took = now_seconds() - t0;
+    assert_int_equal(res.status, ISOLATE_TIMEOUT);
+    assert_non_null(strstr(res.message, "SIGKILL"));
+    assert_true(took >= timeout && took < timeout + slack);
+    assert_child_gone(before);
+    call_ok(w, sh, "after the hang");
+
+    isolate_worker_free(w);
+    assert_no_children_left();
+    munmap(sh, sizeof *sh);
+}
+
+static int is_zombie(pid_t pid)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    const char *got = fgets(line, sizeof line, fp);
+    fclose(fp);
+    const char *paren = got ? strrchr(line, ')') : NULL;   /* "pid (comm) S ..." */
+    return paren && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+/* Retired, or killed from outside between calls: the next call starts a
+ * fresh worker and succeeds. */
+static void test_worker_retired_or_killed(void **state)
+{
+    (void)state;
+    worker_shared_t *sh = shared_new();
+    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, NULL, 0);
+    assert_non_null(w);
+    pid_t a = call_ok(w, sh, "one");
+    isolate_worker_retire(w);
+    assert_child_gone(a);
+    assert_int_equal(isolate_worker_calls_served(w), 0);
+    pid_t b = call_ok(w, sh, "two");
+    assert_int_not_equal(a, b);
+
+    kill(b, SIGKILL);
+    /* Until it is a zombie (not reaped: the worker's owner does that), so
+     * the next send finds it gone rather than racing its death. */
+    for (int i = 0; i < 400 && !is_zombie(b); i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(is_zombie(b));
+    pid_t c = call_ok(w, sh, "three");
+    assert_int_not_equal(b, c);
+    isolate_worker_free(w);
+    assert_no_children_left();
+    munmap(sh, sizeof *sh);
+}
+
+/* The worker closes what it inherited -- a pipe the parent opened before
+ * it started reaches EOF when the parent closes its end -- but keeps the
+ * descriptors it was given. */
+static void test_worker_closes_inherited_descriptors(void **state)
+{
+    (void)state;
+    worker_shared_t *sh = shared_new();
+    int p[2];
+    assert_int_equal(pipe(p), 0);       /* not close-on-exec: a fork inherits it */
+    int keep = open("/dev/null", O_RDONLY);
+    assert_true(keep >= 0);
+    sh->keep_fd = keep;
+    sh->pipe_fd = p[1];
+    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, &keep, 1);
+    assert_non_null(w);
+    call_ok(w, sh, "probe");
+    assert_int_equal(sh->keep_fd_open, 1);
+    assert_int_equal(sh->pipe_fd_open, 0);
+    close(p[1]);
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 0);     /* EOF now, with the worker still running */
+    close(p[0]);
+    close(keep);
+    isolate_worker_free(w);
+    assert_no_children_left();
+    munmap(sh, sizeof *sh);
 }
 
 /* ------------------------------------------------------------ plugin kernels */
@@ -384,7 +620,14 @@ int main(void)
         cmocka_unit_test(test_hanging_plugin_times_out),
         cmocka_unit_test(test_the_run_goes_on),
     };
+    const struct CMUnitTest workers[] = {
+        cmocka_unit_test(test_worker_serves_many_calls),
+        cmocka_unit_test(test_worker_crash_exit_and_hang),
+        cmocka_unit_test(test_worker_retired_or_killed),
+        cmocka_unit_test(test_worker_closes_inherited_descriptors),
+    };
     int failed = cmocka_run_group_tests(plain, NULL, NULL);
+    failed += cmocka_run_group_tests(workers, NULL, NULL);
     failed += cmocka_run_group_tests(plugins, setup, teardown);
     return failed;
 }
