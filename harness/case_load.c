@@ -1,15 +1,23 @@
 /* case_load: HDF5 or torch.save, by signature (case_load.h). */
 #include "case_load.h"
 
+#include <errno.h>
+#include <hdf5.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "case_image.h"
 #include "case_io.h"
 #include "isolate.h"
 #include "kr_string.h"
-
-#include <stdlib.h>
-#include <unistd.h>
 
 int case_load_is_torch(const char *path)
 {
@@ -37,23 +45,195 @@ int case_load(const char *path, case_t *c, const case_load_options_t *o, kr_erro
     return case_read(path, c, err);
 }
 
-typedef struct {
-    const char *path;
-    const char *tmp;
-    const case_load_options_t *o;
-} safe_ctx_t;
+/* ---- case_load_safe: the reader process ----
+ *
+ * One worker process (isolate_worker_t) reads cases for the whole run: a
+ * fork per case would cost more than the read, in page-table copies and the
+ * copy-on-write faults both processes take after it.  A case comes back as
+ * an image in one anonymous memory file shared by the two processes; the
+ * parent reads it into the case's own buffers and empties the file. */
 
-static int load_and_rewrite(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+/* A request: the options, then the path and its NUL. */
+typedef struct {
+    int has_options;
+    case_load_options_t options;
+} load_request_head_t;
+
+/* Cases this large are given back to the system by the worker once sent,
+ * rather than kept in its heap for the next read. */
+#define WORKER_TRIM_BYTES ((size_t)32 << 20)
+
+/* An image up to this size stays in the image file after it is read, its
+ * pages reused by the next one: taking and returning them costs as much as
+ * the copies.  A larger one is discarded as it is read and the file
+ * emptied, so the case and its image never both exist in full. */
+#define IMAGE_KEEP_BYTES ((off_t)8 << 20)
+
+typedef struct {
+    int image_fd;
+} reader_ctx_t;
+
+/* In the worker: reads the case (libhdf5 or libzip on an untrusted file)
+ * and writes it as an image, freeing each array once written so the case
+ * and its image exist in full only one array deep. */
+static int serve_load(void *ctx, const void *request, size_t request_bytes, kr_error_t *err)
 {
-    (void)out;
-    (void)out_bytes;
-    safe_ctx_t *sc = ctx;
+    const reader_ctx_t *rc = ctx;
+    load_request_head_t head;
+    const char *path = (const char *)request + sizeof head;
+    if (request_bytes <= sizeof head || memchr(path, '\0', request_bytes - sizeof head) == NULL)
+        return kr_fail(err, "case reader: a malformed request of %zu bytes", request_bytes);
+    memcpy(&head, request, sizeof head);
     case_t c;
-    if (case_load(sc->path, &c, sc->o, err))
+    if (case_load(path, &c, head.has_options ? &head.options : NULL, err))
         return -1;
-    /* The parent reads back a file kreplay wrote, named like the source. */
-    int st = case_write(sc->tmp, &c, err);
-    case_free(&c);
+    const int st = case_image_write(rc->image_fd, &c, CASE_IMAGE_CONSUME_SOURCE, err);
+#ifdef __GLIBC__
+    struct stat sb;
+    if (st == 0 && fstat(rc->image_fd, &sb) == 0 && (size_t)sb.st_size >= WORKER_TRIM_BYTES)
+        malloc_trim(0);
+#endif
+    return st;
+}
+
+static struct {
+    pthread_mutex_t lock;
+    pid_t owner;                /* the process these belong to (a fork starts afresh) */
+    isolate_worker_t *worker;
+    reader_ctx_t ctx;
+} g_reader = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, {-1}};
+
+/* At exit the worker is ended and reaped rather than left to die with us:
+ * so its resource use is counted with ours (time -v's peak RSS, say) and
+ * no process outlives the run even briefly. */
+static void reader_shutdown(void)
+{
+    if (g_reader.owner == getpid() && g_reader.worker) {
+        isolate_worker_free(g_reader.worker);
+        g_reader.worker = NULL;
+    }
+}
+
+/* The worker and its image file, created on first use. */
+static int reader_ready(kr_error_t *err)
+{
+    static int shutdown_registered;
+    if (!shutdown_registered && atexit(reader_shutdown) == 0)
+        shutdown_registered = 1;
+    if (g_reader.owner != getpid()) {
+        /* Inherited from the process that forked this one: its worker
+         * answers it, not us.  The descriptor is ours to close. */
+        if (g_reader.ctx.image_fd >= 0)
+            close(g_reader.ctx.image_fd);
+        g_reader.worker = NULL;
+        g_reader.ctx.image_fd = -1;
+        g_reader.owner = getpid();
+    }
+    if (g_reader.ctx.image_fd < 0) {
+        g_reader.ctx.image_fd = case_image_open_anonymous(err);
+        if (g_reader.ctx.image_fd < 0)
+            return -1;
+    }
+    if (!g_reader.worker) {
+        /* Initialize libhdf5 here, where no file is touched, so the worker
+         * starts with it ready (and so would a replacement). */
+        (void)H5open();
+        g_reader.worker = isolate_worker_new(serve_load, &g_reader.ctx, &g_reader.ctx.image_fd, 1);
+        if (!g_reader.worker)
+            return kr_fail(err, "case reader: out of memory");
+    }
+    return 0;
+}
+
+/* One read by the worker.  A crash or hang of a worker that had read other
+ * cases before may be their doing (state a corrupt file left behind), so
+ * the file is read again by a fresh worker before it is blamed. */
+static int reader_call(const void *request, size_t request_bytes, double timeout_s,
+                       isolate_result_t *ir, kr_error_t *err)
+{
+    for (int attempt = 0;; attempt++) {
+        const int served_before = isolate_worker_calls_served(g_reader.worker);
+        if (isolate_worker_call(g_reader.worker, request, request_bytes, timeout_s, ir, err))
+            return -1;
+        if (ir->status == ISOLATE_OK)
+            return 0;
+        /* Whatever a failed read left in the worker goes with it. */
+        isolate_worker_retire(g_reader.worker);
+        if (ir->status == ISOLATE_FAILED || served_before == 0 || attempt > 0)
+            return 0;
+    }
+}
+
+static int load_safe_locked(const char *path, case_t *c, const case_load_options_t *o,
+                            double timeout_s, kr_error_t *err)
+{
+    if (reader_ready(err))
+        return -1;
+    const size_t path_bytes = strlen(path) + 1;
+    if (path_bytes > ISOLATE_WORKER_REQUEST_MAX - sizeof(load_request_head_t))
+        return kr_fail(err, "%.200s...: case file: a path of %zu bytes; expected a shorter path",
+                       path, path_bytes - 1);
+    load_request_head_t head;
+    memset(&head, 0, sizeof head);
+    head.has_options = o != NULL;
+    if (o)
+        head.options = *o;
+    char *request = malloc(sizeof head + path_bytes);
+    if (!request)
+        return kr_fail(err, "%s: out of memory", path);
+    memcpy(request, &head, sizeof head);
+    memcpy(request + sizeof head, path, path_bytes);
+
+    isolate_result_t ir;
+    int keep_image = 0;
+    int st = reader_call(request, sizeof head + path_bytes, timeout_s, &ir, err);
+    free(request);
+    if (st == 0) {
+        switch (ir.status) {
+        case ISOLATE_OK: {
+            /* The image is read as untrusted bytes too: checked against M, N,
+             * K and its own size before anything is allocated, then
+             * validated. */
+            kr_error_t rerr = {{0}};
+            struct stat sb;
+            keep_image = fstat(g_reader.ctx.image_fd, &sb) == 0 && sb.st_size <= IMAGE_KEEP_BYTES;
+            st = case_image_read(g_reader.ctx.image_fd, c,
+                                 keep_image ? CASE_IMAGE_KEEP_SOURCE : CASE_IMAGE_CONSUME_SOURCE,
+                                 path, &rerr);
+            if (st) {
+                /* Not a worker to trust with the next file either. */
+                isolate_worker_retire(g_reader.worker);
+                kr_fail(err, "%s: the case came back from the reading process damaged: %s", path,
+                        rerr.msg);
+            } else {
+                free(c->path);
+                c->path = strdup(path);
+                if (!c->path) {
+                    case_free(c);
+                    st = kr_fail(err, "%s: out of memory", path);
+                }
+            }
+            break;
+        }
+        case ISOLATE_FAILED:
+            kr_strlcpy(err->msg, ir.message, sizeof err->msg);
+            st = -1;
+            break;
+        case ISOLATE_CRASHED:
+            st = kr_fail(err, "%s: the HDF5 library crashed reading it (%s): the file is corrupt; "
+                              "expected a readable case file", path, ir.message);
+            break;
+        default:
+            st = kr_fail(err, "%s: reading it did not finish (%s): the file is corrupt or unreadable",
+                         path, ir.message);
+            break;
+        }
+    }
+    /* Whatever is left of a large image (or of one a failed read left). */
+    if ((!keep_image || st != 0) && ftruncate(g_reader.ctx.image_fd, 0) != 0 && st == 0) {
+        case_free(c);
+        st = kr_fail(err, "%s: emptying the case image: %s", path, strerror(errno));
+    }
     return st;
 }
 
@@ -65,45 +245,14 @@ int case_load_safe(const char *path, case_t *c, const case_load_options_t *o, do
     const char *in_process = getenv("KREPLAY_READ_IN_PROCESS");
     if (in_process && !strcmp(in_process, "1"))
         return case_load(path, c, o, err);
-    const char *tmpdir = getenv("TMPDIR");
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s/kreplay-case-%d.h5", tmpdir && *tmpdir ? tmpdir : "/tmp", (int)getpid());
-    safe_ctx_t sc = {.path = path, .tmp = tmp, .o = o};
-    isolate_result_t ir;
-    char dummy[8];
+    /* No path, no file: case_read says so without touching libhdf5. */
+    if (!path)
+        return case_load(path, c, o, err);
     const char *env_timeout = getenv("KREPLAY_READ_TIMEOUT");
     if (timeout_s <= 0)
         timeout_s = env_timeout && atof(env_timeout) > 0 ? atof(env_timeout) : 120.0;
-    if (isolate_run(load_and_rewrite, &sc, dummy, sizeof dummy, timeout_s, &ir, err)) {
-        unlink(tmp);
-        return -1;
-    }
-    int st;
-    switch (ir.status) {
-    case ISOLATE_OK: {
-        kr_error_t rerr = {{0}};
-        st = case_read(tmp, c, &rerr);
-        if (st)
-            kr_fail(err, "%s: re-reading it failed: %s", path, rerr.msg);
-        else {
-            free(c->path);
-            c->path = strdup(path);
-        }
-        break;
-    }
-    case ISOLATE_FAILED:
-        kr_strlcpy(err->msg, ir.message, sizeof err->msg);
-        st = -1;
-        break;
-    case ISOLATE_CRASHED:
-        st = kr_fail(err, "%s: the HDF5 library crashed reading it (%s): the file is corrupt; expected a "
-                          "readable case file", path, ir.message);
-        break;
-    default:
-        st = kr_fail(err, "%s: reading it did not finish (%s): the file is corrupt or unreadable", path,
-                     ir.message);
-        break;
-    }
-    unlink(tmp);
+    pthread_mutex_lock(&g_reader.lock);
+    int st = load_safe_locked(path, c, o, timeout_s, err);
+    pthread_mutex_unlock(&g_reader.lock);
     return st;
 }

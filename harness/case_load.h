@@ -20,10 +20,18 @@ int case_load(const char *path, case_t *c, const case_load_options_t *o, kr_erro
  * corrupt files (a damaged global heap under a string attribute, found by
  * fuzzing); reading in a child turns that into one error line ("... the
  * HDF5 library crashed reading it: the file is corrupt") and exit code 2
- * instead of a crash of kreplay.  The child re-writes the case with
- * case_write into a private temporary file, which the parent then reads:
- * a file kreplay wrote itself.  timeout_s <= 0: $KREPLAY_READ_TIMEOUT, else
- * 120 s.  KREPLAY_READ_IN_PROCESS=1 reads in-process (for a debugger). */
+ * instead of a crash of kreplay.  One worker process (isolate.h) reads
+ * every case of the run, so a read costs about what it costs in-process;
+ * after a failed read it is replaced, and a crash or hang of a worker that
+ * had read other files is retried by a fresh one before the file is
+ * blamed.  The worker hands each case back as a flat binary image
+ * (case_image.h) in an anonymous memory file; the parent checks the image
+ * as untrusted bytes and reads it straight into the case's buffers (a large
+ * image is discarded as it is read), so the parent never runs libhdf5 on
+ * the file and never holds a large case twice.  Concurrent calls from
+ * several threads are serialized.  timeout_s <= 0: $KREPLAY_READ_TIMEOUT,
+ * else 120 s (a retried read can take twice that).
+ * KREPLAY_READ_IN_PROCESS=1 reads in-process (for a debugger). */
 int case_load_safe(const char *path, case_t *c, const case_load_options_t *o, double timeout_s,
                    kr_error_t *err);
 
