@@ -1,11 +1,12 @@
 /* CPU reference GEMMs (see gemm_ref.h).
  *
- * Both references dequantize W a chunk of rows at a time into a dense buffer
- * and hand that chunk to OpenBLAS, writing the chunk's columns of C in place
- * (ldc = N).  Memory is therefore bounded by one chunk of W plus, for fp64,
- * one widened copy of A; C is written directly and never staged.
+ * Both references hand OpenBLAS dense chunks of the dequantized W, each call
+ * writing the chunk's columns of C in place (ldc = N), so C is never staged.
+ * The fp32 reference keeps its dequant buffer in a context, so repeated
+ * references on one weight neither allocate nor (when W fits) dequantize
+ * again; the fp64 oracle allocates per call, as it runs once per case.
  *
- * The fp64 oracle deliberately does NOT reuse mxfp4_dequant_rows: it decodes
+ * The fp64 oracle deliberately does NOT reuse the fp32 dequant: it decodes
  * e2m1 and e8m0 itself, in double, so that a bug in the fp32 dequant shows up
  * as a disagreement between the two references instead of being shared by
  * both. */
@@ -16,30 +17,46 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "mxfp4_dequant.h"
+#include "ref_alloc.h"
+
 /* OpenBLAS' blasint is int in the (non-ILP64) build we link, so every
  * dimension and leading dimension handed to it must fit in an int. */
+static int check_weight(const mxfp4_weight_t *W, const char *who, kr_error_t *err)
+{
+    if (!W)
+        return kr_fail(err, "%s: NULL weight", who);
+    if (!W->packed || !W->scales)
+        return kr_fail(err, "%s: weight has NULL packed or scales", who);
+    if (W->N <= 0 || W->K <= 0)
+        return kr_fail(err, "%s: dimensions must be positive (N=%lld K=%lld)", who,
+                       (long long)W->N, (long long)W->K);
+    if (W->K % 32 != 0)
+        return kr_fail(err, "%s: K=%lld is not a multiple of the MX block size 32", who,
+                       (long long)W->K);
+    if (W->N > INT_MAX || W->K > INT_MAX)
+        return kr_fail(err, "%s: dimensions exceed the BLAS int range (N=%lld K=%lld)", who,
+                       (long long)W->N, (long long)W->K);
+    if (W->layout != SCALE_LAYOUT_NK && W->layout != SCALE_LAYOUT_KN)
+        return kr_fail(err, "%s: unknown scale layout %d", who, (int)W->layout);
+    if (W->e8m0_mode != E8M0_SPEC && W->e8m0_mode != E8M0_ZERO_IS_ZERO)
+        return kr_fail(err, "%s: unknown e8m0 mode %d", who, (int)W->e8m0_mode);
+    return 0;
+}
+
 static int check_dims(const float *A, int64_t M, const mxfp4_weight_t *W, const void *C,
                       const char *who, kr_error_t *err)
 {
     if (!A || !W || !C)
         return kr_fail(err, "%s: NULL argument (A=%p W=%p C=%p)", who, (const void *)A,
                        (const void *)W, C);
-    if (!W->packed || !W->scales)
-        return kr_fail(err, "%s: weight has NULL packed or scales", who);
-    if (M <= 0 || W->N <= 0 || W->K <= 0)
+    if (M <= 0)
         return kr_fail(err, "%s: dimensions must be positive (M=%lld N=%lld K=%lld)", who,
                        (long long)M, (long long)W->N, (long long)W->K);
-    if (W->K % 32 != 0)
-        return kr_fail(err, "%s: K=%lld is not a multiple of the MX block size 32", who,
-                       (long long)W->K);
-    if (M > INT_MAX || W->N > INT_MAX || W->K > INT_MAX)
+    if (M > INT_MAX)
         return kr_fail(err, "%s: dimensions exceed the BLAS int range (M=%lld N=%lld K=%lld)",
                        who, (long long)M, (long long)W->N, (long long)W->K);
-    if (W->layout != SCALE_LAYOUT_NK && W->layout != SCALE_LAYOUT_KN)
-        return kr_fail(err, "%s: unknown scale layout %d", who, (int)W->layout);
-    if (W->e8m0_mode != E8M0_SPEC && W->e8m0_mode != E8M0_ZERO_IS_ZERO)
-        return kr_fail(err, "%s: unknown e8m0 mode %d", who, (int)W->e8m0_mode);
-    return 0;
+    return check_weight(W, who, err);
 }
 
 static int64_t effective_chunk(int64_t chunk_n, int64_t N)
@@ -49,29 +66,144 @@ static int64_t effective_chunk(int64_t chunk_n, int64_t N)
     return chunk_n < N ? chunk_n : N;
 }
 
+/* Rows of the budget (<= 0: the default), at least one; compared in rows,
+ * never as N * K * 4, which can overflow. */
+static int64_t budget_rows(int64_t K, int64_t budget_bytes)
+{
+    const int64_t rows =
+        budget_bytes > 0 ? budget_bytes / (K * (int64_t)sizeof(float)) : GEMM_REF_CHUNK_N;
+    return rows < 1 ? 1 : rows;
+}
+
+int64_t gemm_ref_chunk_rows(int64_t M, int64_t N, int64_t K, int64_t budget_bytes)
+{
+    if (N <= 0 || K <= 0)
+        return 0;
+    const int64_t fit = budget_rows(K, budget_bytes);
+    if (fit >= N)
+        return N;
+    int64_t target = GEMM_REF_CHUNK_BYTES / (K * (int64_t)sizeof(float));
+    if (M > 0 && M <= INT_MAX && GEMM_REF_CHUNK_ROWS_PER_M * M > target)
+        target = GEMM_REF_CHUNK_ROWS_PER_M * M;
+    if (target > fit)
+        target = fit;
+    if (target < 1)
+        target = 1;
+    const int64_t chunks = (N + target - 1) / target;
+    return (N + chunks - 1) / chunks;
+}
+
+struct gemm_ref_ctx {
+    mxfp4_weight_t W;        /* the caller's arrays, not copied */
+    int64_t budget_bytes;
+    int64_t buffer_rows;     /* N when the whole W is held, else the budget's rows */
+    float *buffer;           /* [buffer_rows, K] */
+    int64_t held_n0, held_n1; /* rows of W the buffer holds from an earlier call (n0 == n1: none) */
+};
+
+int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t budget_bytes,
+                      kr_error_t *err)
+{
+    if (!ctx)
+        return kr_fail(err, "gemm_ref_ctx_init: NULL context pointer");
+    *ctx = NULL;
+    if (check_weight(W, "gemm_ref_ctx_init", err))
+        return -1;
+    gemm_ref_ctx_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return kr_fail(err, "gemm_ref_ctx_init: out of memory");
+    c->W = *W;
+    c->budget_bytes = budget_bytes;
+    const int64_t fit = budget_rows(W->K, budget_bytes);
+    c->buffer_rows = fit < W->N ? fit : W->N;
+    c->buffer = ref_alloc_large((size_t)c->buffer_rows * (size_t)W->K * sizeof *c->buffer);
+    if (!c->buffer) {
+        const long long rows = (long long)c->buffer_rows;
+        free(c);
+        return kr_fail(err,
+                       "gemm_ref_ctx_init: cannot allocate the dequant buffer (%lld x %lld fp32)",
+                       rows, (long long)W->K);
+    }
+    *ctx = c;
+    return 0;
+}
+
+/* C[:, n0:n1) = A @ rows [n0, n1) of W, dequantizing them into the buffer
+ * unless it holds them already. */
+static void ctx_chunk(gemm_ref_ctx_t *c, int64_t n0, int64_t n1, const float *A, int64_t M,
+                      float *C)
+{
+    const mxfp4_weight_t *W = &c->W;
+    const int64_t N = W->N, K = W->K;
+    if (c->held_n0 != n0 || c->held_n1 != n1) {
+        c->held_n0 = c->held_n1 = 0; /* a half-written buffer holds nothing */
+        mxfp4_dequant_rows_parallel(MXFP4_DEQUANT_AUTO, W->packed, W->scales, W->layout, N, K,
+                                    n0, n1, W->e8m0_mode, 0, c->buffer);
+        c->held_n0 = n0;
+        c->held_n1 = n1;
+    }
+    /* The buffer is [n1-n0, K] row-major: a transposed column operand with
+     * ldb = K. */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)(n1 - n0), (int)K, 1.0f,
+                A, (int)K, c->buffer, (int)K, 0.0f, C + n0, (int)N);
+}
+
+int gemm_ref_ctx_f32(gemm_ref_ctx_t *ctx, const float *A, int64_t M, float *C, kr_error_t *err)
+{
+    if (!ctx)
+        return kr_fail(err, "gemm_ref_ctx_f32: NULL context");
+    if (check_dims(A, M, &ctx->W, C, "gemm_ref_ctx_f32", err))
+        return -1;
+    const int64_t N = ctx->W.N;
+    const int64_t rows = gemm_ref_chunk_rows(M, N, ctx->W.K, ctx->budget_bytes);
+    /* A chunk of this call's chunking still in the buffer goes first. */
+    int64_t kept = -1;
+    for (int64_t n0 = 0; n0 < N; n0 += rows)
+        if (ctx->held_n0 == n0 && ctx->held_n1 == (n0 + rows < N ? n0 + rows : N))
+            kept = n0;
+    if (kept >= 0)
+        ctx_chunk(ctx, kept, ctx->held_n1, A, M, C);
+    for (int64_t n0 = 0; n0 < N; n0 += rows)
+        if (n0 != kept)
+            ctx_chunk(ctx, n0, n0 + rows < N ? n0 + rows : N, A, M, C);
+    return 0;
+}
+
+int gemm_ref_ctx_holds_whole_weight(const gemm_ref_ctx_t *ctx)
+{
+    return ctx && ctx->buffer_rows == ctx->W.N;
+}
+
+int64_t gemm_ref_ctx_chunk_rows(const gemm_ref_ctx_t *ctx, int64_t M)
+{
+    return ctx ? gemm_ref_chunk_rows(M, ctx->W.N, ctx->W.K, ctx->budget_bytes) : 0;
+}
+
+int64_t gemm_ref_ctx_buffer_bytes(const gemm_ref_ctx_t *ctx)
+{
+    return ctx ? ctx->buffer_rows * ctx->W.K * (int64_t)sizeof(float) : 0;
+}
+
+void gemm_ref_ctx_free(gemm_ref_ctx_t *ctx)
+{
+    if (!ctx)
+        return;
+    free(ctx->buffer);
+    free(ctx);
+}
+
 int gemm_ref_f32(const float *A, int64_t M, const mxfp4_weight_t *W, int64_t chunk_n,
                  float *C, kr_error_t *err)
 {
     if (check_dims(A, M, W, C, "gemm_ref_f32", err))
         return -1;
-    const int64_t N = W->N, K = W->K;
-    const int64_t chunk = effective_chunk(chunk_n, N);
-
-    float *Wc = malloc((size_t)chunk * (size_t)K * sizeof *Wc);
-    if (!Wc)
-        return kr_fail(err, "gemm_ref_f32: cannot allocate the dequant chunk (%lld x %lld fp32)",
-                       (long long)chunk, (long long)K);
-
-    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
-        const int64_t n1 = n0 + chunk < N ? n0 + chunk : N;
-        mxfp4_dequant_rows(W->packed, W->scales, W->layout, N, K, n0, n1, W->e8m0_mode, Wc);
-        /* C[:, n0:n1] = A @ Wc^T; Wc is [n1-n0, K] row-major, i.e. a
-         * transposed column operand with ldb = K. */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)(n1 - n0), (int)K,
-                    1.0f, A, (int)K, Wc, (int)K, 0.0f, C + n0, (int)N);
-    }
-    free(Wc);
-    return 0;
+    gemm_ref_ctx_t *ctx;
+    const int64_t budget = effective_chunk(chunk_n, W->N) * W->K * (int64_t)sizeof(float);
+    if (gemm_ref_ctx_init(&ctx, W, budget, err))
+        return -1;
+    const int rc = gemm_ref_ctx_f32(ctx, A, M, C, err);
+    gemm_ref_ctx_free(ctx);
+    return rc;
 }
 
 /* e2m1 magnitudes for codes 0..7; bit 3 is the sign. */

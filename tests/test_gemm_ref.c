@@ -1,6 +1,7 @@
-/* Unit tests of reference/gemm_ref: the fp32 and fp64 MXFP4 references and
- * the dense sgemm wrapper against a naive long double oracle that dequantizes
- * the weight with its own loop (no call into formats.c or mxfp4_weight.c).
+/* Unit tests of reference/gemm_ref: the fp32 and fp64 MXFP4 references, the
+ * reusable fp32 context and its chunking policy, and the dense sgemm wrapper
+ * against a naive long double oracle that dequantizes the weight with its own
+ * loop (no call into formats.c or mxfp4_weight.c).
  *
  * Error bounds: a dot product of length K computed in precision u, in any
  * summation order and with or without FMA, satisfies elementwise
@@ -366,6 +367,234 @@ static void test_bad_dims(void **state)
         assert_true(C32[i] == 0.0f);
 }
 
+/* The chunking policy, worked by hand. */
+static void test_chunk_policy(void **state)
+{
+    (void)state;
+    const int64_t row = 5120 * 4; /* bytes of one dequantized row at K = 5120 */
+    /* The whole W fits: one chunk of N rows, whatever its size. */
+    assert_int_equal(gemm_ref_chunk_rows(1, 2048, 5120, 0), 2048);
+    assert_int_equal(gemm_ref_chunk_rows(1, 48, 5120, 0), 48);
+    assert_int_equal(gemm_ref_chunk_rows(1, 17408, 5120, 17408 * row), 17408);
+    assert_int_equal(gemm_ref_chunk_rows(1, 17408, 5120, INT64_MAX), 17408);
+    /* It does not (default budget 2048 rows, or one byte short of W): chunks
+     * of about 12 MiB, 614 rows at K = 5120, so 29 chunks of 601 (17408/29 =
+     * 600.3) rather than 28 of 614 and a sliver of 216. */
+    assert_int_equal(GEMM_REF_CHUNK_BYTES / row, 614);
+    assert_int_equal(gemm_ref_chunk_rows(1, 17408, 5120, 0), 601);
+    assert_int_equal(gemm_ref_chunk_rows(1, 17408, 5120, -1), 601);
+    assert_int_equal(gemm_ref_chunk_rows(1, 17408, 5120, 2048 * row), 601);
+    assert_int_equal(gemm_ref_chunk_rows(1, 17408, 5120, 17408 * row - 1), 601);
+    /* K = 8704: 361 rows of 12 MiB, 15 chunks of 342 (5120/15 = 341.3) */
+    assert_int_equal(gemm_ref_chunk_rows(1, 5120, 8704, 0), 342);
+    /* A budget under 12 MiB sets the size: 100 rows -> 2 chunks of 87 */
+    assert_int_equal(gemm_ref_chunk_rows(1, 174, 5120, 100 * row), 87);
+    /* a budget under one row still takes one row at a time */
+    assert_int_equal(gemm_ref_chunk_rows(1, 100, 64, 1), 1);
+    assert_int_equal(gemm_ref_chunk_rows(1, 100, 64, 64 * 4), 1);
+    assert_int_equal(gemm_ref_chunk_rows(1, 100, 64, 64 * 4 * 3), 3);  /* 34 chunks of 2.94 */
+    assert_int_equal(gemm_ref_chunk_rows(1, 100, 64, 64 * 4 * 30), 25); /* 4 chunks of 25 */
+    /* rows over 12 MiB each: the 4 M rows alone; and dimensions whose
+     * product would overflow int64 if multiplied out */
+    assert_int_equal(gemm_ref_chunk_rows(1, 4096, INT64_C(4) << 20, 0), 4);
+    assert_int_equal(gemm_ref_chunk_rows(1, INT64_C(1) << 40, INT64_C(1) << 40, 0), 4);
+    assert_int_equal(gemm_ref_chunk_rows(1, INT64_C(1) << 40, INT64_C(1) << 40, 1), 1);
+    assert_int_equal(gemm_ref_chunk_rows(1, 0, 64, 0), 0);
+    assert_int_equal(gemm_ref_chunk_rows(1, 10, 0, 0), 0);
+    /* At large M, chunks of 4 M rows when that is more than 12 MiB: at
+     * K = 5120, M = 256 gives 17 chunks of 1024; M = 512 would want 2048,
+     * which the default budget allows, so 9 chunks of 1935; M = 64 (256
+     * rows) stays at the 12 MiB chunks.  M never changes a W that fits. */
+    assert_int_equal(gemm_ref_chunk_rows(256, 17408, 5120, 0), 1024);
+    assert_int_equal(gemm_ref_chunk_rows(512, 17408, 5120, 0), 1935);
+    assert_int_equal(gemm_ref_chunk_rows(4096, 17408, 5120, 0), 1935);
+    assert_int_equal(gemm_ref_chunk_rows(64, 17408, 5120, 0), 601);
+    assert_int_equal(gemm_ref_chunk_rows(4096, 2048, 5120, 0), 2048);
+    assert_int_equal(gemm_ref_chunk_rows(0, 17408, 5120, 0), 601);
+    assert_int_equal(gemm_ref_chunk_rows(INT64_MAX, 17408, 5120, 0), 601); /* not a BLAS M */
+    /* never more rows than the budget allows, never more chunks than needed */
+    for (int64_t N = 1; N <= 300; N += 7)
+        for (int64_t rows = 1; rows <= 64; rows += 5) {
+            const int64_t got = gemm_ref_chunk_rows(1, N, 32, rows * 32 * 4);
+            const int64_t chunks = (N + got - 1) / got;
+            assert_true(got >= 1 && got <= rows && got <= N);
+            assert_int_equal(chunks, (N + rows - 1) / rows);
+        }
+}
+
+/* The context gives the one-shot reference's bits, on any number of calls,
+ * with any A and M, whether it holds the whole W or works in chunks; the
+ * chunk it keeps from the previous call changes nothing. */
+static void test_context_reuse(void **state)
+{
+    (void)state;
+    const int64_t N = 301, K = 192; /* odd N: the last chunk is shorter */
+    const int64_t Ms[] = {7, 64, 1, 33};
+    const int64_t budgets_rows[] = {N, 100, 7}; /* whole W; 4 chunks of 76; 43 chunks of 7 */
+    problem_t p[4];
+    for (int i = 0; i < 4; i++) {
+        problem_make(&p[i], Ms[i], N, K, 40 + (uint64_t)i);
+        /* the same weight for every problem; only A and M differ */
+        if (i > 0) {
+            memcpy(p[i].packed, p[0].packed, (size_t)(N * K / 2));
+            memcpy(p[i].scales_nk, p[0].scales_nk, (size_t)(N * K / 32));
+            memcpy(p[i].scales_kn, p[0].scales_kn, (size_t)(N * K / 32));
+        }
+        problem_oracle(&p[i], E8M0_SPEC);
+    }
+    kr_error_t err = {{0}};
+    for (int lay = SCALE_LAYOUT_NK; lay <= SCALE_LAYOUT_KN; lay++) {
+        mxfp4_weight_t w = weight_of(&p[0], (scale_layout_t)lay, E8M0_SPEC);
+        for (size_t b = 0; b < sizeof budgets_rows / sizeof budgets_rows[0]; b++) {
+            const int64_t budget = budgets_rows[b] * K * (int64_t)sizeof(float);
+            gemm_ref_ctx_t *ctx = NULL;
+            assert_int_equal(gemm_ref_ctx_init(&ctx, &w, budget, &err), 0);
+            assert_non_null(ctx);
+            const int64_t rows = gemm_ref_ctx_chunk_rows(ctx, 1);
+            assert_int_equal(rows, gemm_ref_chunk_rows(1, N, K, budget));
+            assert_int_equal(gemm_ref_ctx_holds_whole_weight(ctx), rows == N);
+            assert_true(gemm_ref_ctx_buffer_bytes(ctx) <= budget);
+            assert_int_equal(gemm_ref_ctx_buffer_bytes(ctx),
+                             (budgets_rows[b] < N ? budgets_rows[b] : N) * K *
+                                 (int64_t)sizeof(float));
+            /* two rounds over the four problems: every call after the first
+             * starts from whatever the previous one left in the buffer */
+            for (int round = 0; round < 2; round++) {
+                for (int i = 0; i < 4; i++) {
+                    const int64_t M = Ms[i];
+                    float *got = malloc((size_t)(M * N) * sizeof *got);
+                    float *fresh = malloc((size_t)(M * N) * sizeof *fresh);
+                    assert_true(got && fresh);
+                    memset(got, 0xFF, (size_t)(M * N) * sizeof *got); /* NaN: unwritten columns */
+                    assert_int_equal(gemm_ref_ctx_f32(ctx, p[i].A, M, got, &err), 0);
+                    check_bound(&p[i], got, NULL, 0x1p-24L);
+                    /* the one-shot reference with the same budget */
+                    assert_int_equal(gemm_ref_f32(p[i].A, M, &w, budgets_rows[b], fresh, &err), 0);
+                    assert_memory_equal(got, fresh, (size_t)(M * N) * sizeof *got);
+                    free(got);
+                    free(fresh);
+                }
+            }
+            gemm_ref_ctx_free(ctx);
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        problem_free(&p[i]);
+}
+
+/* A chunked context whose chunking changes with M (K = 16384: 12 MiB is 192
+ * rows; a 390-row budget over N = 400 gives 3 chunks of 134 at M = 1 and 2
+ * of 200 at M = 64): a chunk kept from a call with another M is only reused
+ * where it is one of this call's chunks, and every result stays within the
+ * bound, whatever came before. */
+static void test_context_chunking_follows_m(void **state)
+{
+    (void)state;
+    const int64_t N = 400, K = 16384;
+    const int64_t budget = 390 * K * (int64_t)sizeof(float);
+    assert_int_equal(gemm_ref_chunk_rows(1, N, K, budget), 134);
+    assert_int_equal(gemm_ref_chunk_rows(64, N, K, budget), 200);
+    problem_t small, large;
+    problem_make(&small, 1, N, K, 60);
+    problem_make(&large, 64, N, K, 61);
+    memcpy(large.packed, small.packed, (size_t)(N * K / 2));
+    memcpy(large.scales_nk, small.scales_nk, (size_t)(N * K / 32));
+    problem_oracle(&small, E8M0_SPEC);
+    problem_oracle(&large, E8M0_SPEC);
+    mxfp4_weight_t w = weight_of(&small, SCALE_LAYOUT_NK, E8M0_SPEC);
+    kr_error_t err = {{0}};
+    gemm_ref_ctx_t *ctx;
+    assert_int_equal(gemm_ref_ctx_init(&ctx, &w, budget, &err), 0);
+    assert_false(gemm_ref_ctx_holds_whole_weight(ctx));
+    float *c = malloc((size_t)(64 * N) * sizeof *c), *first_small = malloc((size_t)N * sizeof *c);
+    float *first_large = malloc((size_t)(64 * N) * sizeof *c);
+    assert_true(c && first_small && first_large);
+    const int order[] = {0, 1, 0, 0, 1, 1, 0};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        problem_t *p = order[i] ? &large : &small;
+        memset(c, 0xFF, (size_t)(p->M * N) * sizeof *c);
+        assert_int_equal(gemm_ref_ctx_f32(ctx, p->A, p->M, c, &err), 0);
+        check_bound(p, c, NULL, 0x1p-24L);
+        float *first = order[i] ? first_large : first_small;
+        if (i < 2)
+            memcpy(first, c, (size_t)(p->M * N) * sizeof *c);
+        else
+            assert_memory_equal(c, first, (size_t)(p->M * N) * sizeof *c);
+    }
+    gemm_ref_ctx_free(ctx);
+    free(c);
+    free(first_small);
+    free(first_large);
+    problem_free(&small);
+    problem_free(&large);
+}
+
+/* The dequant's thread count (KREPLAY_THREADS) does not change a bit. */
+static void test_context_thread_count(void **state)
+{
+    (void)state;
+    const int64_t M = 5, N = 1100, K = 1024; /* 1.1M elements: split over up to 4 threads */
+    problem_t p;
+    problem_make(&p, M, N, K, 50);
+    mxfp4_weight_t w = weight_of(&p, SCALE_LAYOUT_KN, E8M0_SPEC);
+    const char *saved = getenv("KREPLAY_THREADS");
+    char *saved_copy = saved ? strdup(saved) : NULL;
+    float *c1 = malloc((size_t)(M * N) * sizeof *c1), *c3 = malloc((size_t)(M * N) * sizeof *c3);
+    assert_true(c1 && c3);
+    kr_error_t err = {{0}};
+    setenv("KREPLAY_THREADS", "1", 1);
+    assert_int_equal(gemm_ref_f32(p.A, M, &w, 0, c1, &err), 0);
+    setenv("KREPLAY_THREADS", "3", 1);
+    assert_int_equal(gemm_ref_f32(p.A, M, &w, 0, c3, &err), 0);
+    assert_memory_equal(c1, c3, (size_t)(M * N) * sizeof *c1);
+    if (saved_copy) {
+        setenv("KREPLAY_THREADS", saved_copy, 1);
+        free(saved_copy);
+    } else {
+        unsetenv("KREPLAY_THREADS");
+    }
+    free(c1);
+    free(c3);
+    problem_free(&p);
+}
+
+static void test_context_bad_args(void **state)
+{
+    (void)state;
+    uint8_t packed[4 * 16] = {0}, scales[4] = {127};
+    float A[2 * 32] = {0}, C[2 * 4];
+    kr_error_t err = {{0}};
+    gemm_ref_ctx_t *ctx = (gemm_ref_ctx_t *)&err; /* must be reset to NULL on failure */
+    mxfp4_weight_t w = {.packed = packed, .scales = scales, .layout = SCALE_LAYOUT_NK,
+                        .e8m0_mode = E8M0_SPEC, .N = 4, .K = 48};
+    assert_int_equal(gemm_ref_ctx_init(&ctx, &w, 0, &err), -1);
+    assert_null(ctx);
+    assert_non_null(strstr(err.msg, "32"));
+    assert_int_equal(gemm_ref_ctx_init(&ctx, NULL, 0, &err), -1);
+    assert_int_equal(gemm_ref_ctx_init(NULL, &w, 0, &err), -1);
+    w.K = 32;
+    w.packed = NULL;
+    assert_int_equal(gemm_ref_ctx_init(&ctx, &w, 0, NULL), -1);
+    w.packed = packed;
+    w.layout = (scale_layout_t)7;
+    assert_int_equal(gemm_ref_ctx_init(&ctx, &w, 0, &err), -1);
+    w.layout = SCALE_LAYOUT_NK;
+    assert_int_equal(gemm_ref_ctx_init(&ctx, &w, 0, &err), 0);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(gemm_ref_ctx_f32(ctx, A, 0, C, &err), -1);
+    assert_true(strlen(err.msg) > 0);
+    assert_int_equal(gemm_ref_ctx_f32(ctx, NULL, 2, C, &err), -1);
+    assert_int_equal(gemm_ref_ctx_f32(ctx, A, 2, NULL, NULL), -1);
+    assert_int_equal(gemm_ref_ctx_f32(NULL, A, 2, C, &err), -1);
+    /* still usable after refused calls: A = 0 gives exact zeros */
+    assert_int_equal(gemm_ref_ctx_f32(ctx, A, 2, C, &err), 0);
+    for (int i = 0; i < 8; i++)
+        assert_true(C[i] == 0.0f);
+    assert_int_equal(gemm_ref_ctx_chunk_rows(NULL, 1), 0);
+    gemm_ref_ctx_free(ctx);
+    gemm_ref_ctx_free(NULL);
+}
+
 static void test_dense(void **state)
 {
     (void)state;
@@ -413,6 +642,11 @@ int main(void)
         cmocka_unit_test(test_layouts),
         cmocka_unit_test(test_special_scales),
         cmocka_unit_test(test_bad_dims),
+        cmocka_unit_test(test_chunk_policy),
+        cmocka_unit_test(test_context_reuse),
+        cmocka_unit_test(test_context_chunking_follows_m),
+        cmocka_unit_test(test_context_thread_count),
+        cmocka_unit_test(test_context_bad_args),
         cmocka_unit_test(test_dense),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
