@@ -96,6 +96,9 @@ typedef struct {
      * c is then the block's rows and full_M the case's. */
     row_blocks_t *blocks;
     int64_t full_M;
+    /* The fp32 reference on the case's MXFP4 weight: keeps the dequantized
+     * weight (or its chunk buffer) across every reference of the case. */
+    gemm_ref_ctx_t *ref_ctx;
     struct {
         float *A;               /* the operands of the last R_exact (a copy) */
         float *R;               /* that R_exact [M, N] */
@@ -251,16 +254,21 @@ static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, cons
 }
 
 
-/* Rows of the weight the fp32 reference dequantizes at a time: its default
- * (GEMM_REF_CHUNK_N), except in a row-block replay, which exists to bound
- * memory: there the dequantized chunk gets REPLAY_REF_CHUNK_BYTES. */
+/* Memory for the fp32 reference's dequantized weight: its default (the
+ * whole weight when it is at most GEMM_REF_CHUNK_N rows, else chunks), except
+ * in a row-block replay, which exists to bound memory. */
 #define REPLAY_REF_CHUNK_BYTES (8ll << 20)
-static int64_t reference_chunk_rows(const replay_ctx_t *rc)
+
+/* C = A @ dequant(W)^T through the case's reference context (made on first
+ * use). */
+static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t *err)
 {
-    if (!rc->blocks)
-        return 0;
-    int64_t rows = REPLAY_REF_CHUNK_BYTES / (rc->c->K * (int64_t)sizeof(float));
-    return rows < 16 ? 16 : rows;
+    if (!rc->ref_ctx) {
+        if (gemm_ref_ctx_init(&rc->ref_ctx, &rc->in.weight,
+                              rc->blocks ? REPLAY_REF_CHUNK_BYTES : 0, err))
+            return -1;
+    }
+    return gemm_ref_ctx_f32(rc->ref_ctx, A, rc->c->M, C, err);
 }
 
 /* R_exact for a set of activations: fp32 reference on their dequantized
@@ -282,7 +290,7 @@ static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, k
         kr_fail(err, "out of memory for the reference");
         return NULL;
     }
-    if (gemm_ref_f32(act->dequant, rc->c->M, &rc->in.weight, reference_chunk_rows(rc), r, err)) {
+    if (reference_gemm(rc, act->dequant, r, err)) {
         free(r);
         free(a);
         return NULL;
@@ -864,7 +872,7 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
 {
     const case_t *c = rc->c;
     if (wk == WEIGHT_KIND_MXFP4)
-        return gemm_ref_f32(A, c->M, &rc->in.weight, reference_chunk_rows(rc), C, err);
+        return reference_gemm(rc, A, C, err);
     gemm_dense_f32(A, wf, c->M, c->N, c->K, C);
     return 0;
 }
@@ -931,9 +939,11 @@ static void free_source_refs(source_refs_t *src)
  * take it from c. */
 static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_t *blocks,
                        int64_t full_M, const input_health_t *health, const uint8_t *weight,
-                       result_list_t *out, kr_error_t *err)
+                       gemm_ref_ctx_t **shared_ref, result_list_t *out, kr_error_t *err)
 {
     replay_ctx_t rc = {.c = c, .opt = opt, .out = out, .blocks = blocks, .full_M = full_M};
+    if (shared_ref)
+        rc.ref_ctx = *shared_ref;
     uint8_t *weight_owned = NULL;
     if (c->weight && !weight) {
         weight = case_weight_checkpoint(c, &weight_owned, err);
@@ -986,6 +996,10 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_
     free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
     free(rc.vs_out);
     exact_cache_free(&rc);
+    if (shared_ref)
+        *shared_ref = rc.ref_ctx; /* made here on first use, kept for the next block */
+    else
+        gemm_ref_ctx_free(rc.ref_ctx);
     free(weight_owned);
     return status;
 }
@@ -1077,7 +1091,7 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
 {
     const int64_t rows = replay_block_rows(c, opt);
     if (rows >= c->M)
-        return replay_rows(c, opt, NULL, c->M, NULL, NULL, out, err);
+        return replay_rows(c, opt, NULL, c->M, NULL, NULL, NULL, out, err);
 
     /* A case too large to hold its outputs and references whole: replay it
      * in blocks of rows and fold each block's rows into the case's. */
@@ -1092,13 +1106,14 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     }
     row_blocks_t blocks = {.full_M = c->M};
     result_list_t block_rows = {0};
+    gemm_ref_ctx_t *ref_ctx = NULL; /* one dequant buffer for every block */
     int status = 0;
     for (int64_t m0 = 0; status == 0 && m0 < c->M; m0 += rows) {
         const int64_t n = m0 + rows <= c->M ? rows : c->M - m0;
         const case_t block = case_row_block(c, m0, n);
         blocks.block_offset = m0;
         blocks.block_rows = n;
-        status = replay_rows(&block, opt, &blocks, c->M, &health, weight, &block_rows, err);
+        status = replay_rows(&block, opt, &blocks, c->M, &health, weight, &ref_ctx, &block_rows, err);
         result_list_free(&block_rows);
     }
     for (int64_t i = 0; status == 0 && i < blocks.count; i++) {
@@ -1110,6 +1125,7 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         finish_block_row(&blocks.accs[i], r);
     }
     row_blocks_free(&blocks);
+    gemm_ref_ctx_free(ref_ctx);
     free(weight_owned);
     return status;
 }
