@@ -266,8 +266,7 @@ int case_image_write(int fd, case_t *c, case_image_mode_t mode, kr_error_t *err)
     h.weight_order = (uint64_t)c->weight_order;
     h.scale_layout = (uint64_t)c->scale_layout;
 
-    /* The image ends where its last field's data does; the header and
-     * the table are written first, so the file is never shorter. */
+    /* The image ends where its last field's data does. */
     uint64_t end = IMAGE_TABLE_BYTES;
     for (int f = 0; f < F_COUNT; f++) {
         const void *p = field_get(c, (field_t)f);
@@ -301,6 +300,14 @@ int case_image_write(int fd, case_t *c, case_image_mode_t mode, kr_error_t *err)
             free(p);
             field_set(c, (field_t)f, NULL);
         }
+    }
+    /* An empty last field (an empty string) writes nothing, yet the image
+     * ends at its aligned offset: the file must reach that far. */
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || ((uint64_t)sb.st_size < end && ftruncate(fd, (off_t)end) != 0)) {
+        st = kr_fail(err, "case image: extending it to %llu bytes: %s", (unsigned long long)end,
+                     strerror(errno));
+        goto done;
     }
 done:
     if (consume)
@@ -338,7 +345,7 @@ static int check_header(const image_header_t *h, uint64_t file_bytes, case_t *c,
                           (unsigned long long)h->field_count, (size_t)IMAGE_TABLE_BYTES, F_COUNT);
     if (h->image_bytes < IMAGE_TABLE_BYTES || h->image_bytes > file_bytes)
         return image_fail(err, what, "the header says %llu bytes but the file holds %llu; "
-                          "expected a header of %zu bytes and no more than the file holds",
+                          "expected at least the %zu-byte header and at most the file's size",
                           (unsigned long long)h->image_bytes, (unsigned long long)file_bytes,
                           (size_t)IMAGE_TABLE_BYTES);
     char dims_what[KR_ERROR_MSG_MAX / 2];

@@ -363,6 +363,23 @@ static void test_minimal_case_round_trips(void **state)
     assert_non_null(back.layer);
     assert_string_equal(back.layer, "");
     case_free(&back);
+
+    /* An empty string as the last field: its data is nothing, at an
+     * aligned offset past the end of what was written before it. */
+    free(c.weight_bf16);
+    c.weight_bf16 = NULL;
+    c.weight = rand_bytes(&r, 3 * 32 / 2);
+    c.weight_scale = rand_bytes(&r, 3 * 32 / 32);
+    c.env_flags = xstrdup("");
+    c.x_scale[0] = 3.0f;            /* x_scale's 4 bytes leave the next offset unaligned */
+    close(fd);
+    fd = image_fd();
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, "empty last", &err))
+        fail_msg("%s", err.msg);
+    assert_cases_equal(&c, &back);
+    assert_string_equal(back.env_flags, "");
+    case_free(&back);
     case_free(&c);
     close(fd);
 }
