@@ -37,10 +37,11 @@ typedef struct {
  *    many bytes as the sgemm reads);
  *  - GEMM_REF_CHUNK_ROWS_PER_M * M rows: every sgemm call packs A again, and
  *    at large M that costs more than the cache saves.
- * Measured on a 2-core EPYC (32 MiB L3), K = 5120 and 8704, against 2048-row
- * chunks: at M = 1 and 64, 10-13 MiB chunks take 5-20% off the reference
- * (5 MiB ones lose from the call count); at M = 512, 342-row chunks cost 11%
- * more than one sgemm and 1024-2048-row ones 4-6%. */
+ * Measured (best of several runs, 2 shared cores of an EPYC with 32 MiB of
+ * L3), K = 5120 and 8704, against 2048-row chunks: at M = 1 and 64, 10-13 MiB
+ * chunks take 5-20% off the reference (5 MiB ones lose from the call count);
+ * at M = 512, 342-row chunks cost 11% more than one sgemm and 1024-2048-row
+ * ones 4-6%. */
 #define GEMM_REF_CHUNK_BYTES ((int64_t)12 << 20)
 #define GEMM_REF_CHUNK_ROWS_PER_M 4
 
