@@ -4,6 +4,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel.h"
+
+/* Activation passes are independent per row, so they run as row ranges on
+ * the thread pool: the same per-row functions, the same bits. */
+/* Rough single-core cost of one element of a pass, in nanoseconds (the
+ * units of parallel_for_cost): the quantizers and the table decodes. */
+#define ACT_NS_PER_QUANT 1.0
+#define ACT_NS_PER_DECODE 0.3
+
+typedef struct act_rows act_rows_t;
+typedef void (*act_rows_fn)(const act_rows_t *job, int64_t m0, int64_t m1);
+
+struct act_rows {
+    act_rows_fn fn;
+    int64_t M, K, rows_per_task;
+    const kernel_inputs_t *in;
+    const kernel_options_t *opt;
+    kernel_act_t *act;
+    float *value, *scale;       /* act_*_values outputs */
+};
+
+static void act_rows_task(void *ctx, int64_t task)
+{
+    const act_rows_t *job = ctx;
+    const int64_t m0 = task * job->rows_per_task;
+    const int64_t m1 = job->M - m0 < job->rows_per_task ? job->M : m0 + job->rows_per_task;
+    job->fn(job, m0, m1);
+}
+
+/* Runs job->fn over all rows, cut into about 4 ranges per thread. */
+static void act_rows_run(act_rows_t *job, int threads, double ns_per_element)
+{
+    if (job->M <= 0)
+        return;
+    const int p = parallel_thread_count(threads);
+    int64_t ranges = 4 * (int64_t)p < job->M ? 4 * (int64_t)p : job->M;
+    job->rows_per_task = (job->M + ranges - 1) / ranges;
+    ranges = (job->M + job->rows_per_task - 1) / job->rows_per_task;
+    parallel_for_cost(ranges, threads,
+                      (double)job->rows_per_task * (double)job->K * ns_per_element,
+                      act_rows_task, job);
+}
+
+static void rows_fp8_quant(const act_rows_t *job, int64_t m0, int64_t m1)
+{
+    const int64_t K = job->K;
+    fp8_token_quant(job->in->x + m0 * K, m1 - m0, K, job->opt->fp8_variant, job->act->fp8_format,
+                    job->act->codes + m0 * K, job->act->token_scale + m0);
+}
+
+static void rows_fp8_dequant(const act_rows_t *job, int64_t m0, int64_t m1)
+{
+    const int64_t K = job->K;
+    fp8_token_dequant(job->act->codes + m0 * K, job->act->token_scale + m0, m1 - m0, K,
+                      job->act->fp8_format, job->act->dequant + m0 * K);
+}
+
+static void rows_mxfp4_quant(const act_rows_t *job, int64_t m0, int64_t m1)
+{
+    const int64_t K = job->K;
+    mxfp4_quant(job->in->x + m0 * K, m1 - m0, K, job->opt->mxfp4_variant,
+                job->act->codes + m0 * K, job->act->block_scale + m0 * (K / 32));
+}
+
+static void rows_mxfp4_dequant(const act_rows_t *job, int64_t m0, int64_t m1)
+{
+    const int64_t K = job->K;
+    mxfp4_act_dequant(job->act->codes + m0 * K, job->act->block_scale + m0 * (K / 32), m1 - m0,
+                      K, job->act->dequant + m0 * K);
+}
+
 void kernel_act_free(kernel_act_t *a)
 {
     free(a->codes);
@@ -56,12 +127,14 @@ int act_prepare_fp8_token(const kernel_desc_t *k, const kernel_inputs_t *in,
         memcpy(act->token_scale, in->x_scale, (size_t)in->M * sizeof(float));
         snprintf(act->origin, sizeof act->origin, "recorded x_fp8/x_scale");
     } else {
-        fp8_token_quant(in->x, in->M, in->K, opt->fp8_variant, fmt, act->codes,
-                        act->token_scale);
+        act_rows_t quant = {.fn = rows_fp8_quant, .M = in->M, .K = in->K, .in = in, .opt = opt,
+                            .act = act};
+        act_rows_run(&quant, opt->threads, ACT_NS_PER_QUANT);
         snprintf(act->origin, sizeof act->origin, "x quantized per token (%s)",
                  fp8_token_variant_name(opt->fp8_variant));
     }
-    fp8_token_dequant(act->codes, act->token_scale, in->M, in->K, fmt, act->dequant);
+    act_rows_t dequant = {.fn = rows_fp8_dequant, .M = in->M, .K = in->K, .act = act};
+    act_rows_run(&dequant, opt->threads, ACT_NS_PER_DECODE);
     return 0;
 }
 
@@ -75,26 +148,47 @@ int act_prepare_mxfp4(const kernel_desc_t *k, const kernel_inputs_t *in,
         return kr_fail(err, "the case has no source activations x to quantize to MXFP4");
     if (act_alloc(act, ACT_MXFP4_PER_BLOCK, in->M, in->K, err))
         return -1;
-    mxfp4_quant(in->x, in->M, in->K, opt->mxfp4_variant, act->codes, act->block_scale);
-    mxfp4_act_dequant(act->codes, act->block_scale, in->M, in->K, act->dequant);
+    act_rows_t quant = {.fn = rows_mxfp4_quant, .M = in->M, .K = in->K, .in = in, .opt = opt,
+                        .act = act};
+    act_rows_run(&quant, opt->threads, ACT_NS_PER_QUANT);
+    act_rows_t dequant = {.fn = rows_mxfp4_dequant, .M = in->M, .K = in->K, .act = act};
+    act_rows_run(&dequant, opt->threads, ACT_NS_PER_DECODE);
     snprintf(act->origin, sizeof act->origin, "x quantized to MXFP4 (%s)",
              mxfp4_variant_name(opt->mxfp4_variant));
     return 0;
 }
 
-float *act_fp8_values(const kernel_act_t *act)
+static void rows_fp8_values(const act_rows_t *job, int64_t m0, int64_t m1)
 {
-    const size_t mk = (size_t)act->M * (size_t)act->K;
-    float *v = malloc(mk * sizeof(float));
-    if (!v)
-        return NULL;
-    float lut[256];
-    for (int c = 0; c < 256; c++)
-        lut[c] = act->fp8_format == FP8_E4M3FN ? e4m3fn_decode((uint8_t)c)
-                                               : e4m3fnuz_decode((uint8_t)c);
-    for (size_t i = 0; i < mk; i++)
-        v[i] = lut[act->codes[i]];
-    return v;
+    const uint32_t *bits = job->act->fp8_format == FP8_E4M3FN ? e4m3fn_decode_bits
+                                                              : e4m3fnuz_decode_bits;
+    const uint8_t *codes = job->act->codes;
+    for (int64_t i = m0 * job->K; i < m1 * job->K; i++)
+        job->value[i] = f32_from_bits(bits[codes[i]]);
+}
+
+void act_fp8_values(const kernel_act_t *act, float *value, int threads)
+{
+    act_rows_t job = {.fn = rows_fp8_values, .M = act->M, .K = act->K,
+                      .act = (kernel_act_t *)act, .value = value};
+    act_rows_run(&job, threads, ACT_NS_PER_DECODE);
+}
+
+static void rows_mxfp4_values(const act_rows_t *job, int64_t m0, int64_t m1)
+{
+    const int64_t K = job->K, nblocks = K / 32;
+    const uint8_t *codes = job->act->codes, *scales = job->act->block_scale;
+    for (int64_t i = m0 * K; i < m1 * K; i++)
+        job->value[i] = e2m1_decode(codes[i]);
+    for (int64_t i = m0 * nblocks; i < m1 * nblocks; i++)
+        job->scale[i] = e8m0_decode(scales[i], E8M0_SPEC);
+}
+
+void act_mxfp4_values(const kernel_act_t *act, float *value, float *block_factor, int threads)
+{
+    act_rows_t job = {.fn = rows_mxfp4_values, .M = act->M, .K = act->K,
+                      .act = (kernel_act_t *)act, .value = value, .scale = block_factor};
+    act_rows_run(&job, threads, ACT_NS_PER_DECODE);
 }
 
 int act_prepare_bf16_values(const kernel_inputs_t *in, kernel_act_t *act, kr_error_t *err)

@@ -19,8 +19,13 @@ int act_prepare_mxfp4(const kernel_desc_t *k, const kernel_inputs_t *in,
  * says how many fp32 values the rounding changed. */
 int act_prepare_bf16_values(const kernel_inputs_t *in, kernel_act_t *act, kr_error_t *err);
 
-/* The fp8 value of every activation code, before the per-token scale
- * (malloc'd [M, K]; NULL on allocation failure). */
-float *act_fp8_values(const kernel_act_t *act);
+/* The fp8 value of every activation code, before the per-token scale, into
+ * the caller's [M, K] buffer; on up to `threads` threads. */
+void act_fp8_values(const kernel_act_t *act, float *value, int threads);
+
+/* MXFP4 activations as a W4A4 model sums them: value[m][k] = e2m1(code),
+ * unscaled, and block_factor[m][b] = 2^(E - 127) (spec e8m0), into the
+ * caller's [M, K] and [M, K/32] buffers; on up to `threads` threads. */
+void act_mxfp4_values(const kernel_act_t *act, float *value, float *block_factor, int threads);
 
 #endif

@@ -16,10 +16,10 @@ typedef void (*parallel_task_fn)(void *ctx, int64_t task);
  * flight runs its tasks on the calling thread. */
 void parallel_for(int64_t n_tasks, int threads, parallel_task_fn fn, void *ctx);
 
-/* Work one extra thread must get to be worth waking, in the units of
- * parallel_for_cost (about one fp32 multiply-add or one element decoded):
- * waking a parked worker and handing the job back takes some 10-30 us. */
-#define PARALLEL_MIN_THREAD_COST 2.0e5
+/* The work one extra thread must get to be worth waking, in the units of
+ * parallel_for_cost (a rough estimate of nanoseconds of one core's work):
+ * waking a parked worker and handing the job back costs some 10-30 us. */
+#define PARALLEL_MIN_THREAD_COST 3.0e4
 
 /* parallel_for for tasks of about `task_cost` units each: uses no more
  * threads than the job keeps busy for PARALLEL_MIN_THREAD_COST each, and

@@ -43,9 +43,8 @@
 
 #include "act_prepare.h"
 #include "formats.h"
-#include "parallel.h"
 #include "registry.h"
-#include "tile_dot.h"
+#include "tile_gemm.h"
 #include "weight_tile.h"    /* TILE_N */
 
 enum { BF16_SEQUENTIAL = 0, BF16_SKINNY = 1 };     /* kernel_desc_t.config */
@@ -150,42 +149,30 @@ static int bf16_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
     return act_prepare_bf16_values(in, act, err);
 }
 
-typedef struct {
-    const kernel_inputs_t *in;
-    const float *x;         /* [M, K] bf16 values */
-    int splits;             /* 0: sequential */
-    uint16_t *out;
-    int failed;
-} bf16_job_t;
-
-static void bf16_tile(void *ctx, int64_t tile_index)
+/* tile_gemm's fill: columns [n0, n0 + TILE_N) of the bf16 weight for k in
+ * [k0, k1), k-major, as fp32 (bf16_decode: the bits shifted up).  Rows
+ * past N are 0 (+0.0). */
+static void bf16_fill(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k0, int64_t k1,
+                      float *value, float *block_scale)
 {
-    bf16_job_t *job = ctx;
-    const int64_t M = job->in->M, N = job->in->N, K = job->in->K;
-    const int64_t n0 = tile_index * TILE_N;
-    const int64_t width = N - n0 < TILE_N ? N - n0 : TILE_N;
-    /* The tile k-major, [K][TILE_N], padding columns 0: the inner loops run
-     * over contiguous columns, each column its own in-order sum. */
-    float *w = aligned_alloc(64, (size_t)K * TILE_N * sizeof(float));
-    if (!w) {
-        job->failed = 1;
-        return;
-    }
-    /* bf16 -> fp32 is the bits shifted up (bf16_decode), inlined.  Rows
-     * past the width are 0 (+0.0). */
-    int64_t k_done = 0;
+    (void)block_scale;
+    const uint16_t *wb = g->fill_ctx;
+    const int64_t K = g->K;
+    /* Columns written: a half-width tile's other half is never read. */
+    const int64_t filled = width <= TILE_N / 2 ? TILE_N / 2 : TILE_N;
+    int64_t k_done = k0;
 #ifdef BF_VECTOR_FILL
     /* 8 rows x 8 k at a time: transpose in registers, widen, shift, store
      * 8 columns of one k row. */
     static const uint16_t zero_row[8];
-    k_done = K / 8 * 8;
-    for (int64_t g = 0; g < TILE_N / 8; g++) {
+    k_done = k0 + (k1 - k0) / 8 * 8;
+    for (int64_t grp = 0; grp < filled / 8; grp++) {
         const uint16_t *row[8];
         for (int r = 0; r < 8; r++) {
-            const int64_t j = 8 * g + r;
-            row[r] = j < width ? job->in->weight_bf16 + (n0 + j) * K : NULL;
+            const int64_t j = 8 * grp + r;
+            row[r] = j < width ? wb + (n0 + j) * K : NULL;
         }
-        for (int64_t c = 0; c < k_done; c += 8) {
+        for (int64_t c = k0; c < k_done; c += 8) {
             bf_u16x8 v[8];
             for (int r = 0; r < 8; r++) {
                 if (row[r] && (c & 31) == 0 && c + 512 < K)
@@ -196,28 +183,14 @@ static void bf16_tile(void *ctx, int64_t tile_index)
             for (int i = 0; i < 8; i++) {
                 /* v[i]: element c + bitrev3[i] of each row */
                 const bf_u32x8 u = __builtin_convertvector(v[i], bf_u32x8) << 16;
-                memcpy(w + (c + bitrev3[i]) * TILE_N + 8 * g, &u, sizeof u);
+                memcpy(value + (c + bitrev3[i] - k0) * TILE_N + 8 * grp, &u, sizeof u);
             }
         }
     }
 #endif
-    for (int64_t k = k_done; k < K; k++)
-        for (int64_t j = 0; j < TILE_N; j++) {
-            const uint32_t u = j < width ? (uint32_t)job->in->weight_bf16[(n0 + j) * K + k] << 16 : 0;
-            memcpy(w + k * TILE_N + j, &u, sizeof u);
-        }
-    const int64_t sk = job->splits > 0 ? job->splits : 1;
-    float acc[TILE_DOT_MB][TILE_N];
-    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
-        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
-        tile_dot_splits(w, job->x + m0 * K, K, mb, K, sk, acc);
-        for (int i = 0; i < mb; i++) {
-            uint16_t *orow = job->out + (m0 + i) * N + n0;
-            for (int64_t j = 0; j < width; j++)
-                orow[j] = bf16_encode(acc[i][j]);
-        }
-    }
-    free(w);
+    for (int64_t k = k_done; k < k1; k++)
+        for (int64_t j = 0; j < filled; j++)
+            value[(k - k0) * TILE_N + j] = j < width ? bf16_decode(wb[(n0 + j) * K + k]) : 0.0f;
 }
 
 static int bf16_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
@@ -226,17 +199,21 @@ static int bf16_run(const kernel_desc_t *k, const kernel_inputs_t *in, const ker
 {
     if (!in->weight_bf16 || !act->dequant)
         return kr_fail(err, "%s: no bf16 weight or activations", k->name);
-    bf16_job_t job = {.in = in, .x = act->dequant, .out = out};
+    int64_t splits = 1;
     if (k->config == BF16_SKINNY) {
         const char *source = NULL;
-        job.splits = skinny_splits(in->N, in->K, opt, &source, err);
-        if (job.splits == 0)
+        splits = skinny_splits(in->N, in->K, opt, &source, err);
+        if (splits == 0)
             return -1;
         if (info)
-            snprintf(info->note, sizeof info->note, "split-K %d (%s)", job.splits, source);
+            snprintf(info->note, sizeof info->note, "split-K %lld (%s)", (long long)splits,
+                     source);
     }
-    parallel_for((in->N + TILE_N - 1) / TILE_N, opt ? opt->threads : 0, bf16_tile, &job);
-    return job.failed ? kr_fail(err, "out of memory for weight tiles") : 0;
+    const tile_gemm_t g = {.M = in->M, .N = in->N, .K = in->K, .x = act->dequant,
+                           .order = TILE_SUM_SPLITS, .splits = splits, .fill = bf16_fill,
+                           .fill_ctx = in->weight_bf16, .out = out};
+    tile_gemm_run(&g, opt ? opt->threads : 0);
+    return 0;
 }
 
 const kernel_desc_t kernel_bf16_skinny = {

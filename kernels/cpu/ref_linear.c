@@ -29,9 +29,8 @@
 
 #include "act_prepare.h"
 #include "formats.h"
-#include "parallel.h"
 #include "registry.h"
-#include "tile_dot.h"
+#include "tile_gemm.h"
 #include "weight_tile.h"
 
 /* x rounded to bf16 in `dequant` (no codes, no scales), as bf16_gemm.c does. */
@@ -48,47 +47,27 @@ static int ref_linear_prepare_act(const kernel_desc_t *k, const kernel_inputs_t 
     return act_prepare_bf16_values(in, act, err);
 }
 
+/* The weight as torch's expression builds it, chunk by chunk:
+ * w = e2m1 * pow(2, E - 127) in fp32, pow2[E] being that power (byte 255
+ * gives 2^128 = Inf, byte 0 the subnormal 2^-127). */
 typedef struct {
-    const kernel_inputs_t *in;
-    const float *x;         /* [M, K] bf16 values */
-    uint16_t *out;
-    int failed;
-} ref_linear_job_t;
-
-static void ref_linear_tile(void *ctx, int64_t tile_index)
-{
-    ref_linear_job_t *job = ctx;
-    const int64_t M = job->in->M, N = job->in->N, K = job->in->K;
-    weight_tile_t t;
-    if (weight_tile_load(&job->in->weight, tile_index * TILE_N, &t)) {
-        job->failed = 1;
-        return;
-    }
-    /* w = e2m1 * pow(2, E - 127), in place over the tile's values. */
+    const mxfp4_weight_t *w;
     float pow2[256];
-    for (int e = 0; e < 256; e++)
-        pow2[e] = ldexpf(1.0f, e - 127);
-    for (int64_t b = 0; b < K / 32; b++) {
-        float f[TILE_N];
+} ref_linear_source_t;
+
+static void ref_linear_fill(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k0,
+                            int64_t k1, float *value, float *block_scale)
+{
+    (void)block_scale;
+    const ref_linear_source_t *s = g->fill_ctx;
+    float factor[TILE_GEMM_KC / 32][TILE_N];
+    weight_tile_fill(s->w, s->pow2, n0, width, k0, k1, value, &factor[0][0]);
+    for (int64_t k = k0; k < k1; k++) {
+        float *v = value + (k - k0) * TILE_N;
+        const float *f = factor[(k - k0) / 32];
         for (int j = 0; j < TILE_N; j++)
-            f[j] = pow2[t.block_exp[b * TILE_N + j]];
-        for (int64_t k = b * 32; k < b * 32 + 32; k++) {
-            float *v = t.value + k * TILE_N;
-            for (int j = 0; j < TILE_N; j++)
-                v[j] = v[j] * f[j];
-        }
+            v[j] = v[j] * f[j];
     }
-    float acc[TILE_DOT_MB][TILE_N];
-    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
-        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
-        tile_dot_splits(t.value, job->x + m0 * K, K, mb, K, 1, acc);
-        for (int i = 0; i < mb; i++) {
-            uint16_t *orow = job->out + (m0 + i) * N + t.n0;
-            for (int64_t j = 0; j < t.width; j++)
-                orow[j] = bf16_encode(acc[i][j]);
-        }
-    }
-    weight_tile_free(&t);
 }
 
 static int ref_linear_run(const kernel_desc_t *k, const kernel_inputs_t *in,
@@ -98,9 +77,14 @@ static int ref_linear_run(const kernel_desc_t *k, const kernel_inputs_t *in,
     (void)info;
     if (!in->weight.packed || !act->dequant)
         return kr_fail(err, "%s: no MXFP4 weight or activations", k->name);
-    ref_linear_job_t job = {.in = in, .x = act->dequant, .out = out};
-    parallel_for((in->N + TILE_N - 1) / TILE_N, opt ? opt->threads : 0, ref_linear_tile, &job);
-    return job.failed ? kr_fail(err, "out of memory for weight tiles") : 0;
+    ref_linear_source_t source = {.w = &in->weight};
+    for (int e = 0; e < 256; e++)
+        source.pow2[e] = ldexpf(1.0f, e - 127);
+    const tile_gemm_t g = {.M = in->M, .N = in->N, .K = in->K, .x = act->dequant,
+                           .order = TILE_SUM_SPLITS, .splits = 1, .fill = ref_linear_fill,
+                           .fill_ctx = &source, .out = out};
+    tile_gemm_run(&g, opt ? opt->threads : 0);
+    return 0;
 }
 
 const kernel_desc_t kernel_ref_linear = {

@@ -1,26 +1,33 @@
-/* Register-blocked, in-order dot products over a k-major fp32 weight tile,
+/* Register-blocked, in-order dot products over a k-major fp32 weight chunk,
  * shared by w4a8.perblock, w4a4.aiter, bf16.skinny, bf16.sequential and
- * ref_linear.
+ * ref_linear (through tile_gemm.h).
  *
- * The tile is w[K][TILE_N] (weight_tile_t.value, or any [K][TILE_N] fp32
- * array, padding columns 0); the activations are fp32 rows x[m][k] with row
- * stride ldx.  A call computes up to TILE_DOT_MB rows at once: each row's
- * accumulators are TILE_N lanes (one output column each), so the loops
- * vectorize across columns and the rows give the independent add chains that
- * hide the adder latency.  Blocking rows and columns never changes bits: for
- * every (m, n) the helpers do exactly the operations, in exactly the order,
- * stated here -- the same as the plain scalar loop each model's header
- * describes.  (Accumulators sit in memory between splits and between blocks;
- * storing and reloading an fp32 is exact.)
+ * The weight chunk is w[kc][TILE_N] (padding columns 0); the activations are
+ * fp32 rows x[m][k] with row stride ldx, pointing at the chunk's first k.
+ * A call computes up to TILE_DOT_MB rows at once over the first nv vectors
+ * of each row (nv = TD_NV for a whole tile, TD_NV / 2 for a half-width
+ * one): each row's accumulators are lanes (one output column each), so the
+ * loops vectorize across columns and the rows give the independent add
+ * chains that hide the adder latency.  Blocking rows and columns, cutting K
+ * into chunks, and keeping a few 32-blocks in flight at once never change
+ * bits: for every (m, n) the helpers do exactly the operations, in exactly
+ * the order, stated here -- the same as the plain scalar loop each model's
+ * header describes.  (Accumulators sit in memory between calls; storing and
+ * reloading an fp32 is exact.)
  *
- *   tile_dot_splits:  K cut into sk equal contiguous ranges of S = K / sk;
- *                     part = +0; for k in range ascending: part += x[k] * w[k][j];
- *                     acc = part_0; acc += part_1; ... acc += part_{sk-1}
- *                     (sk = 1 is the plain sequential dot: acc = +0 + x*w + ...).
- *   tile_dot_blocks:  acc = +0; for each 32-block b ascending:
+ *   tile_dot_blocks:  for each 32-block b of the chunk, ascending:
  *                         s = +0; for k in block ascending: s += x[k] * w[k][j];
  *                         acc += s * bs[b][j]                  (xs == NULL)
  *                         acc += s * (xs[i][b] * bs[b][j])     (xs != NULL)
+ *                     The caller sets acc = +0 before the first chunk.
+ *                     Each block's s is its own chain, independent of the
+ *                     others until it is added to acc, so with few rows the
+ *                     helper sums up to TD_BLOCKS_IN_FLIGHT blocks side by
+ *                     side and then adds them to acc in block order.
+ *   tile_dot_segment: part = +0 (fresh) or as stored; for k ascending over
+ *                     the segment: part += x[k] * w[k][j].  tile_gemm.c
+ *                     cuts K into split ranges and reduces the parts in
+ *                     split order.
  *
  * Written with GCC/Clang vector extensions (the project builds with GCC or
  * Clang); -ffp-contract=off keeps every mul and add separate.  One thing no
@@ -38,9 +45,9 @@
 #include "weight_tile.h"    /* TILE_N */
 
 /* Lanes per vector and rows per call, by the vector registers there are:
- * each row keeps TILE_N / TD_VW accumulators live (plus as many weight
- * vectors per k).  The vector is never wider than the target's, so no
- * function passes a vector its ABI lacks. */
+ * each row keeps nv accumulators live (plus as many weight vectors per k).
+ * The vector is never wider than the target's, so no function passes a
+ * vector its ABI lacks. */
 #if defined(__AVX512F__)
 #define TD_VW 16
 #define TD_MB_DEFAULT 8
@@ -55,9 +62,15 @@
 #define TILE_DOT_MB TD_MB_DEFAULT
 #endif
 #define TD_NV (TILE_N / TD_VW)          /* vectors per tile row */
-#if TILE_N % TD_VW != 0
-#error "TILE_N must be a multiple of the vector width"
+#define TD_NV_HALF (TD_NV / 2)          /* vectors per half-width tile row */
+#if TILE_N % (2 * TD_VW) != 0
+#error "TILE_N must be a multiple of twice the vector width"
 #endif
+
+/* Independent add chains the blocks helper aims for (rows x vectors x
+ * blocks in flight), and the most blocks it keeps in flight. */
+#define TD_CHAINS 8
+#define TD_BLOCKS_IN_FLIGHT 8
 
 typedef float td_vec __attribute__((vector_size(TD_VW * sizeof(float))));
 
@@ -73,165 +86,205 @@ static inline void td_store(float *p, td_vec v)
     memcpy(p, &v, sizeof v);
 }
 
-/* out[i][j] for rows x + i * ldx, i < MB: the split-K sum above. */
-#define TILE_DOT_SPLITS_MB(MB)                                                                \
-    static inline void tile_dot_splits_##MB(const float *w, const float *x, int64_t ldx,      \
-                                            int64_t K, int64_t sk,                            \
-                                            float out[][TILE_N])                              \
-    {                                                                                         \
-        const int64_t span = K / sk;                                                          \
-        for (int64_t s = 0; s < sk; s++) {                                                    \
-            td_vec part[MB][TD_NV];                                                           \
+/* BB blocks in flight, starting at block b, for MB rows and NV vectors. */
+#define TD_BLOCKS_STEP(MB, NV, BB)                                                            \
+    do {                                                                                      \
+        td_vec s[BB][MB][NV];                                                                 \
+        for (int bb = 0; bb < BB; bb++)                                                       \
             for (int i = 0; i < MB; i++)                                                      \
-                for (int v = 0; v < TD_NV; v++)                                               \
-                    part[i][v] = (td_vec){0};                                                 \
-            for (int64_t k = s * span; k < (s + 1) * span; k++) {                             \
-                td_vec wv[TD_NV];                                                             \
-                for (int v = 0; v < TD_NV; v++)                                               \
+                for (int v = 0; v < NV; v++)                                                  \
+                    s[bb][i][v] = (td_vec){0};                                                \
+        for (int kk = 0; kk < 32; kk++)                                                       \
+            for (int bb = 0; bb < BB; bb++) {                                                 \
+                const int64_t k = (b + bb) * 32 + kk;                                         \
+                td_vec wv[NV];                                                                \
+                for (int v = 0; v < NV; v++)                                                  \
                     wv[v] = td_load(w + k * TILE_N + v * TD_VW);                              \
                 for (int i = 0; i < MB; i++) {                                                \
                     const float xv = x[i * ldx + k];                                          \
-                    for (int v = 0; v < TD_NV; v++)                                           \
-                        part[i][v] += xv * wv[v];                                             \
+                    for (int v = 0; v < NV; v++)                                              \
+                        s[bb][i][v] += xv * wv[v];                                            \
                 }                                                                             \
             }                                                                                 \
-            for (int i = 0; i < MB; i++)                                                      \
-                for (int v = 0; v < TD_NV; v++) {                                             \
-                    float *o = out[i] + v * TD_VW;                                            \
-                    td_store(o, s == 0 ? part[i][v] : td_load(o) + part[i][v]);               \
-                }                                                                             \
-        }                                                                                     \
-    }
-
-/* out[i][j] for rows x + i * ldx, i < MB: the per-32-block sum above; xs is
- * NULL or the per-row block factors, xs[i * ldxs + b]. */
-#define TILE_DOT_BLOCKS_MB(MB)                                                                \
-    static inline void tile_dot_blocks_##MB(const float *w, const float *x, int64_t ldx,      \
-                                            int64_t K, const float *bs, const float *xs,      \
-                                            int64_t ldxs, float out[][TILE_N])                \
-    {                                                                                         \
-        for (int i = 0; i < MB; i++)                                                          \
-            for (int j = 0; j < TILE_N; j++)                                                  \
-                out[i][j] = 0.0f;                                                             \
-        for (int64_t b = 0; b < K / 32; b++) {                                                \
-            td_vec s[MB][TD_NV];                                                              \
-            for (int i = 0; i < MB; i++)                                                      \
-                for (int v = 0; v < TD_NV; v++)                                               \
-                    s[i][v] = (td_vec){0};                                                    \
-            for (int64_t k = b * 32; k < b * 32 + 32; k++) {                                  \
-                td_vec wv[TD_NV];                                                             \
-                for (int v = 0; v < TD_NV; v++)                                               \
-                    wv[v] = td_load(w + k * TILE_N + v * TD_VW);                              \
+        for (int bb = 0; bb < BB; bb++)                                                       \
+            for (int v = 0; v < NV; v++) {                                                    \
+                const td_vec sc = td_load(bs + (b + bb) * TILE_N + v * TD_VW);                \
                 for (int i = 0; i < MB; i++) {                                                \
-                    const float xv = x[i * ldx + k];                                          \
-                    for (int v = 0; v < TD_NV; v++)                                           \
-                        s[i][v] += xv * wv[v];                                                \
-                }                                                                             \
-            }                                                                                 \
-            for (int v = 0; v < TD_NV; v++) {                                                 \
-                const td_vec sc = td_load(bs + b * TILE_N + v * TD_VW);                       \
-                for (int i = 0; i < MB; i++) {                                                \
-                    float *o = out[i] + v * TD_VW;                                            \
+                    float *o = acc[i] + v * TD_VW;                                            \
                     if (xs)                                                                   \
-                        td_store(o, td_load(o) + s[i][v] * (xs[i * ldxs + b] * sc));          \
+                        td_store(o, td_load(o) + s[bb][i][v] * (xs[i * ldxs + b + bb] * sc)); \
                     else                                                                      \
-                        td_store(o, td_load(o) + s[i][v] * sc);                               \
+                        td_store(o, td_load(o) + s[bb][i][v] * sc);                           \
                 }                                                                             \
             }                                                                                 \
+    } while (0)
+
+#define TD_BB(MB, NV)                                                                         \
+    ((MB) * (NV) >= TD_CHAINS ? 1                                                             \
+     : TD_CHAINS / ((MB) * (NV)) > TD_BLOCKS_IN_FLIGHT ? TD_BLOCKS_IN_FLIGHT                   \
+                                                       : TD_CHAINS / ((MB) * (NV)))
+
+/* acc[i][j] (rows x + i * ldx, i < MB; lanes j < NV * TD_VW) over nblk
+ * 32-blocks: the per-block sum above; xs is NULL or the per-row block
+ * factors of these blocks, xs[i * ldxs + b]. */
+#define TD_BLOCKS_FN(NAME, MB, NV)                                                            \
+    static inline void NAME(const float *w, const float *x, int64_t ldx, int64_t nblk,        \
+                            const float *bs, const float *xs, int64_t ldxs,                   \
+                            float acc[][TILE_N])                                              \
+    {                                                                                         \
+        enum { BB = TD_BB(MB, NV) };                                                          \
+        int64_t b = 0;                                                                        \
+        for (; b + BB <= nblk; b += BB)                                                       \
+            TD_BLOCKS_STEP(MB, NV, BB);                                                       \
+        for (; b < nblk; b++)                                                                 \
+            TD_BLOCKS_STEP(MB, NV, 1);                                                        \
+    }
+
+/* part[i][j] over len k's: fresh (part = +0 first) or continuing. */
+#define TD_SEGMENT_FN(NAME, MB, NV)                                                           \
+    static inline void NAME(const float *w, const float *x, int64_t ldx, int64_t len,         \
+                            int fresh, float part[][TILE_N])                                  \
+    {                                                                                         \
+        td_vec p[MB][NV];                                                                     \
+        for (int i = 0; i < MB; i++)                                                          \
+            for (int v = 0; v < NV; v++)                                                      \
+                p[i][v] = fresh ? (td_vec){0} : td_load(part[i] + v * TD_VW);                 \
+        for (int64_t k = 0; k < len; k++) {                                                   \
+            td_vec wv[NV];                                                                    \
+            for (int v = 0; v < NV; v++)                                                      \
+                wv[v] = td_load(w + k * TILE_N + v * TD_VW);                                  \
+            for (int i = 0; i < MB; i++) {                                                    \
+                const float xv = x[i * ldx + k];                                              \
+                for (int v = 0; v < NV; v++)                                                  \
+                    p[i][v] += xv * wv[v];                                                    \
+            }                                                                                 \
         }                                                                                     \
+        for (int i = 0; i < MB; i++)                                                          \
+            for (int v = 0; v < NV; v++)                                                      \
+                td_store(part[i] + v * TD_VW, p[i][v]);                                       \
     }
 
-TILE_DOT_SPLITS_MB(1)
-TILE_DOT_BLOCKS_MB(1)
+#define TD_DEFINE(MB)                                                                         \
+    TD_BLOCKS_FN(tile_dot_blocks_full_##MB, MB, TD_NV)                                        \
+    TD_BLOCKS_FN(tile_dot_blocks_half_##MB, MB, TD_NV_HALF)                                   \
+    TD_SEGMENT_FN(tile_dot_segment_full_##MB, MB, TD_NV)                                      \
+    TD_SEGMENT_FN(tile_dot_segment_half_##MB, MB, TD_NV_HALF)
+
+TD_DEFINE(1)
 #if TILE_DOT_MB >= 2
-TILE_DOT_SPLITS_MB(2)
-TILE_DOT_BLOCKS_MB(2)
+TD_DEFINE(2)
 #endif
 #if TILE_DOT_MB >= 3
-TILE_DOT_SPLITS_MB(3)
-TILE_DOT_BLOCKS_MB(3)
+TD_DEFINE(3)
 #endif
 #if TILE_DOT_MB >= 4
-TILE_DOT_SPLITS_MB(4)
-TILE_DOT_BLOCKS_MB(4)
+TD_DEFINE(4)
 #endif
 #if TILE_DOT_MB >= 5
-TILE_DOT_SPLITS_MB(5)
-TILE_DOT_BLOCKS_MB(5)
+TD_DEFINE(5)
 #endif
 #if TILE_DOT_MB >= 6
-TILE_DOT_SPLITS_MB(6)
-TILE_DOT_BLOCKS_MB(6)
+TD_DEFINE(6)
 #endif
 #if TILE_DOT_MB >= 7
-TILE_DOT_SPLITS_MB(7)
-TILE_DOT_BLOCKS_MB(7)
+TD_DEFINE(7)
 #endif
 #if TILE_DOT_MB >= 8
-TILE_DOT_SPLITS_MB(8)
-TILE_DOT_BLOCKS_MB(8)
+TD_DEFINE(8)
 #endif
-#undef TILE_DOT_SPLITS_MB
-#undef TILE_DOT_BLOCKS_MB
+#if TILE_DOT_MB > 8
+#error "TILE_DOT_MB is at most 8"
+#endif
 
-/* Rows x .. x + (mb - 1) * ldx, 1 <= mb <= TILE_DOT_MB, into out[0 .. mb). */
-static inline void tile_dot_splits(const float *w, const float *x, int64_t ldx, int mb, int64_t K,
-                                   int64_t sk, float out[][TILE_N])
+#define TD_CASE_BLOCKS(MB)                                                                    \
+    case MB:                                                                                  \
+        if (half)                                                                             \
+            tile_dot_blocks_half_##MB(w, x, ldx, nblk, bs, xs, ldxs, acc);                    \
+        else                                                                                  \
+            tile_dot_blocks_full_##MB(w, x, ldx, nblk, bs, xs, ldxs, acc);                    \
+        break;
+
+#define TD_CASE_SEGMENT(MB)                                                                   \
+    case MB:                                                                                  \
+        if (half)                                                                             \
+            tile_dot_segment_half_##MB(w, x, ldx, len, fresh, part);                          \
+        else                                                                                  \
+            tile_dot_segment_full_##MB(w, x, ldx, len, fresh, part);                          \
+        break;
+
+/* Rows x .. x + (mb - 1) * ldx, 1 <= mb <= TILE_DOT_MB, into acc[0 .. mb);
+ * half: only the first TILE_N / 2 columns. */
+static inline void tile_dot_blocks(const float *w, const float *x, int64_t ldx, int mb, int half,
+                                   int64_t nblk, const float *bs, const float *xs, int64_t ldxs,
+                                   float acc[][TILE_N])
 {
     switch (mb) {
 #if TILE_DOT_MB >= 8
-    case 8: tile_dot_splits_8(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(8)
 #endif
 #if TILE_DOT_MB >= 7
-    case 7: tile_dot_splits_7(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(7)
 #endif
 #if TILE_DOT_MB >= 6
-    case 6: tile_dot_splits_6(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(6)
 #endif
 #if TILE_DOT_MB >= 5
-    case 5: tile_dot_splits_5(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(5)
 #endif
 #if TILE_DOT_MB >= 4
-    case 4: tile_dot_splits_4(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(4)
 #endif
 #if TILE_DOT_MB >= 3
-    case 3: tile_dot_splits_3(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(3)
 #endif
 #if TILE_DOT_MB >= 2
-    case 2: tile_dot_splits_2(w, x, ldx, K, sk, out); break;
+        TD_CASE_BLOCKS(2)
 #endif
-    default: tile_dot_splits_1(w, x, ldx, K, sk, out); break;
+    default:
+        if (half)
+            tile_dot_blocks_half_1(w, x, ldx, nblk, bs, xs, ldxs, acc);
+        else
+            tile_dot_blocks_full_1(w, x, ldx, nblk, bs, xs, ldxs, acc);
+        break;
     }
 }
 
-static inline void tile_dot_blocks(const float *w, const float *x, int64_t ldx, int mb, int64_t K,
-                                   const float *bs, const float *xs, int64_t ldxs,
-                                   float out[][TILE_N])
+static inline void tile_dot_segment(const float *w, const float *x, int64_t ldx, int mb, int half,
+                                    int64_t len, int fresh, float part[][TILE_N])
 {
     switch (mb) {
 #if TILE_DOT_MB >= 8
-    case 8: tile_dot_blocks_8(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(8)
 #endif
 #if TILE_DOT_MB >= 7
-    case 7: tile_dot_blocks_7(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(7)
 #endif
 #if TILE_DOT_MB >= 6
-    case 6: tile_dot_blocks_6(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(6)
 #endif
 #if TILE_DOT_MB >= 5
-    case 5: tile_dot_blocks_5(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(5)
 #endif
 #if TILE_DOT_MB >= 4
-    case 4: tile_dot_blocks_4(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(4)
 #endif
 #if TILE_DOT_MB >= 3
-    case 3: tile_dot_blocks_3(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(3)
 #endif
 #if TILE_DOT_MB >= 2
-    case 2: tile_dot_blocks_2(w, x, ldx, K, bs, xs, ldxs, out); break;
+        TD_CASE_SEGMENT(2)
 #endif
-    default: tile_dot_blocks_1(w, x, ldx, K, bs, xs, ldxs, out); break;
+    default:
+        if (half)
+            tile_dot_segment_half_1(w, x, ldx, len, fresh, part);
+        else
+            tile_dot_segment_full_1(w, x, ldx, len, fresh, part);
+        break;
     }
 }
+
+#undef TD_CASE_BLOCKS
+#undef TD_CASE_SEGMENT
+#undef TD_DEFINE
 
 #endif

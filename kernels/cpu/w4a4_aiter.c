@@ -16,67 +16,35 @@
 #include <stdlib.h>
 
 #include "act_prepare.h"
-#include "formats.h"
-#include "parallel.h"
 #include "registry.h"
-#include "tile_dot.h"
+#include "scratch.h"
+#include "tile_gemm.h"
 #include "weight_tile.h"
-
-typedef struct {
-    const kernel_inputs_t *in;
-    const kernel_act_t *act;
-    const float *a_value;       /* [M, K] e2m1 values, unscaled */
-    const float *a_scale;       /* [M, K/32] 2^(Ea-127) */
-    uint16_t *out;
-    int failed;
-} w4a4_job_t;
-
-static void w4a4_tile(void *ctx, int64_t tile_index)
-{
-    w4a4_job_t *job = ctx;
-    const int64_t M = job->in->M, N = job->in->N, K = job->in->K, nblocks = K / 32;
-    weight_tile_t t;
-    if (weight_tile_load(&job->in->weight, tile_index * TILE_N, &t)) {
-        job->failed = 1;
-        return;
-    }
-    float acc[TILE_DOT_MB][TILE_N];
-    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
-        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
-        tile_dot_blocks(t.value, job->a_value + m0 * K, K, mb, K, t.block_scale,
-                        job->a_scale + m0 * nblocks, nblocks, acc);
-        for (int i = 0; i < mb; i++) {
-            uint16_t *orow = job->out + (m0 + i) * N + t.n0;
-            for (int64_t j = 0; j < t.width; j++)
-                orow[j] = bf16_encode(acc[i][j]);
-        }
-    }
-    weight_tile_free(&t);
-}
 
 static int w4a4_aiter_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                           const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
-                             kr_error_t *err)
+                          kr_error_t *err)
 {
     (void)k;
     (void)info;
     const int64_t M = in->M, K = in->K, nblocks = K / 32;
-    float *a_value = malloc((size_t)M * (size_t)K * sizeof(float));
-    float *a_scale = malloc((size_t)M * (size_t)nblocks * sizeof(float));
+    scratch_t value_buffer, scale_buffer;
+    float *a_value = scratch_get(&value_buffer, (size_t)M * (size_t)K * sizeof(float));
+    float *a_scale = scratch_get(&scale_buffer, (size_t)M * (size_t)nblocks * sizeof(float));
     if (!a_value || !a_scale) {
-        free(a_value);
-        free(a_scale);
+        scratch_put(&value_buffer);
+        scratch_put(&scale_buffer);
         return kr_fail(err, "out of memory decoding MXFP4 activations");
     }
-    for (int64_t i = 0; i < M * K; i++)
-        a_value[i] = e2m1_decode(act->codes[i]);
-    for (int64_t i = 0; i < M * nblocks; i++)
-        a_scale[i] = e8m0_decode(act->block_scale[i], E8M0_SPEC);
-    w4a4_job_t job = {.in = in, .act = act, .a_value = a_value, .a_scale = a_scale, .out = out};
-    parallel_for((in->N + TILE_N - 1) / TILE_N, opt->threads, w4a4_tile, &job);
-    free(a_value);
-    free(a_scale);
-    return job.failed ? kr_fail(err, "out of memory for weight tiles") : 0;
+    act_mxfp4_values(act, a_value, a_scale, opt->threads);
+    weight_tile_source_t source;
+    weight_tile_source_init(&source, &in->weight);
+    const tile_gemm_t g = {.M = M, .N = in->N, .K = K, .x = a_value, .order = TILE_SUM_BLOCKS,
+                           .x_block = a_scale, .fill = weight_tile_fill_source, .fill_ctx = &source, .out = out};
+    tile_gemm_run(&g, opt->threads);
+    scratch_put(&value_buffer);
+    scratch_put(&scale_buffer);
+    return 0;
 }
 
 const kernel_desc_t kernel_w4a4_aiter = {

@@ -11,45 +11,12 @@
  * in fp32, and with exact products an FMA gives the same bits as mul + add:
  * the order of the additions is the whole contract. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "act_prepare.h"
-#include "formats.h"
-#include "parallel.h"
 #include "registry.h"
-#include "tile_dot.h"
+#include "scratch.h"
+#include "tile_gemm.h"
 #include "weight_tile.h"
-
-typedef struct {
-    const kernel_inputs_t *in;
-    const kernel_act_t *act;
-    const float *x_value;   /* [M, K] fp8 values, unscaled */
-    uint16_t *out;
-    int failed;
-} perblock_job_t;
-
-static void perblock_tile(void *ctx, int64_t tile_index)
-{
-    perblock_job_t *job = ctx;
-    const int64_t M = job->in->M, N = job->in->N, K = job->in->K;
-    weight_tile_t t;
-    if (weight_tile_load(&job->in->weight, tile_index * TILE_N, &t)) {
-        job->failed = 1;
-        return;
-    }
-    float acc[TILE_DOT_MB][TILE_N];
-    for (int64_t m0 = 0; m0 < M; m0 += TILE_DOT_MB) {
-        const int mb = (int)(M - m0 < TILE_DOT_MB ? M - m0 : TILE_DOT_MB);
-        tile_dot_blocks(t.value, job->x_value + m0 * K, K, mb, K, t.block_scale, NULL, 0, acc);
-        for (int i = 0; i < mb; i++) {
-            const float xs = job->act->token_scale[m0 + i];
-            uint16_t *orow = job->out + (m0 + i) * N + t.n0;
-            for (int64_t j = 0; j < t.width; j++)
-                orow[j] = bf16_encode(acc[i][j] * xs);
-        }
-    }
-    weight_tile_free(&t);
-}
 
 static int w4a8_perblock_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                              const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
@@ -57,13 +24,19 @@ static int w4a8_perblock_run(const kernel_desc_t *k, const kernel_inputs_t *in, 
 {
     (void)k;
     (void)info;
-    perblock_job_t job = {.in = in, .act = act, .out = out};
-    job.x_value = act_fp8_values(act);
-    if (!job.x_value)
+    scratch_t x_buffer;
+    float *x_value = scratch_get(&x_buffer, (size_t)in->M * (size_t)in->K * sizeof(float));
+    if (!x_value)
         return kr_fail(err, "out of memory decoding activations");
-    parallel_for((in->N + TILE_N - 1) / TILE_N, opt->threads, perblock_tile, &job);
-    free((void *)job.x_value);
-    return job.failed ? kr_fail(err, "out of memory for weight tiles") : 0;
+    act_fp8_values(act, x_value, opt->threads);
+    weight_tile_source_t source;
+    weight_tile_source_init(&source, &in->weight);
+    const tile_gemm_t g = {.M = in->M, .N = in->N, .K = in->K, .x = x_value,
+                           .order = TILE_SUM_BLOCKS, .fill = weight_tile_fill_source, .fill_ctx = &source,
+                           .row_scale = act->token_scale, .out = out};
+    tile_gemm_run(&g, opt->threads);
+    scratch_put(&x_buffer);
+    return 0;
 }
 
 const kernel_desc_t kernel_w4a8_perblock = {

@@ -1,10 +1,10 @@
 #include "weight_tile.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "formats.h"
 #include "mxfp4_weight.h"
+#include "tile_gemm.h"
 
 /* The fill transposes in registers with GCC/Clang vector builtins where the
  * compiler has them (GCC >= 12, Clang), else it takes the scalar loop; both
@@ -16,6 +16,9 @@
 #endif
 
 #ifdef WT_VECTOR_FILL
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 typedef uint8_t wt_u8x16 __attribute__((vector_size(16)));
 typedef uint16_t wt_u16x8 __attribute__((vector_size(16)));
 typedef uint32_t wt_u32x4 __attribute__((vector_size(16)));
@@ -73,92 +76,105 @@ static int e2m1_bits_ok(void)
             return 0;
     return 1;
 }
+
+/* The fp32 bits of 16 codes.  With AVX-512 one permute looks each code up
+ * in a register holding e2m1_decode of all 16 (the same bits e2m1_bits
+ * builds); elsewhere e2m1_bits builds them. */
+static inline wt_i32x16 e2m1_lookup(wt_i32x16 code)
+{
+#if defined(__AVX512F__)
+    const __m512i table = _mm512_set_epi32(
+        (int)f32_bits(e2m1_decode(15)), (int)f32_bits(e2m1_decode(14)),
+        (int)f32_bits(e2m1_decode(13)), (int)f32_bits(e2m1_decode(12)),
+        (int)f32_bits(e2m1_decode(11)), (int)f32_bits(e2m1_decode(10)),
+        (int)f32_bits(e2m1_decode(9)), (int)f32_bits(e2m1_decode(8)),
+        (int)f32_bits(e2m1_decode(7)), (int)f32_bits(e2m1_decode(6)),
+        (int)f32_bits(e2m1_decode(5)), (int)f32_bits(e2m1_decode(4)),
+        (int)f32_bits(e2m1_decode(3)), (int)f32_bits(e2m1_decode(2)),
+        (int)f32_bits(e2m1_decode(1)), (int)f32_bits(e2m1_decode(0)));
+    return (wt_i32x16)_mm512_permutexvar_epi32((__m512i)code, table);
+#else
+    wt_i32x16 bits;
+    e2m1_bits(&code, &bits);
+    return bits;
+#endif
+}
 #endif
 
-int weight_tile_load(const mxfp4_weight_t *w, int64_t n0, weight_tile_t *t)
+void weight_tile_source_init(weight_tile_source_t *s, const mxfp4_weight_t *w)
 {
-    const int64_t K = w->K, nblocks = K / 32;
-    memset(t, 0, sizeof *t);
-    t->n0 = n0;
-    t->width = (w->N - n0) < TILE_N ? (w->N - n0) : TILE_N;
-    /* Every entry is written below (padding columns 0), so no calloc. */
-    t->value = aligned_alloc(64, (size_t)K * TILE_N * sizeof(float));
-    t->block_scale = aligned_alloc(64, (size_t)nblocks * TILE_N * sizeof(float));
-    t->block_exp = malloc((size_t)nblocks * TILE_N);
-    if (!t->value || !t->block_scale || !t->block_exp) {
-        weight_tile_free(t);
-        return -1;
-    }
-    const int64_t width = t->width;
-    int64_t c_done = 0;         /* bytes of each row filled by the vector path */
+    s->w = w;
+    for (int e = 0; e < 256; e++)
+        s->scale_of[e] = e8m0_decode((uint8_t)e, w->e8m0_mode);
+}
+
+void weight_tile_fill_source(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k0,
+                             int64_t k1, float *value, float *block_scale)
+{
+    const weight_tile_source_t *s = g->fill_ctx;
+    weight_tile_fill(s->w, s->scale_of, n0, width, k0, k1, value, block_scale);
+}
+
+void weight_tile_fill(const mxfp4_weight_t *w, const float scale_of[256], int64_t n0,
+                      int64_t width, int64_t k0, int64_t k1, float *value, float *block_scale)
+{
+    const int64_t K = w->K;
+    const int64_t c0 = k0 / 2, c1 = k1 / 2;     /* bytes of each row */
+    /* Columns written: a half-width tile's other half is never read. */
+    const int64_t filled = width <= TILE_N / 2 ? TILE_N / 2 : TILE_N;
+    int64_t c_done = c0;                        /* bytes filled by the vector path */
 #ifdef WT_VECTOR_FILL
     /* 16 bytes (one 32-block of k) of 16 rows at a time: transpose the bytes
      * in registers, then each k's 16 values are one contiguous store.  Rows
      * past the width read as code 0 (+0.0). */
     static const uint8_t zero_row[16];
     if (e2m1_bits_ok()) {
-        c_done = (K / 2) / 16 * 16;
-        for (int64_t h = 0; h < TILE_N / 16; h++) {
+        c_done = c0 + (c1 - c0) / 16 * 16;
+        for (int64_t h = 0; h < filled / 16; h++) {
             const uint8_t *row[16];
+            const int whole = 16 * h + 16 <= width;   /* no row past the width */
             for (int r = 0; r < 16; r++) {
                 const int64_t j = 16 * h + r;
                 row[r] = j < width ? w->packed + (n0 + j) * (K / 2) : NULL;
             }
-            for (int64_t c = 0; c < c_done; c += 16) {
+            for (int64_t c = c0; c < c_done; c += 16) {
                 wt_u8x16 v[16];
-                for (int r = 0; r < 16; r++) {
-                    if (row[r] && c + 256 < K / 2)
-                        __builtin_prefetch(row[r] + c + 256);
-                    memcpy(&v[r], row[r] ? row[r] + c : zero_row, 16);
+                if (whole) {
+                    for (int r = 0; r < 16; r++)
+                        memcpy(&v[r], row[r] + c, 16);
+                    if (c + 256 < K / 2)
+                        for (int r = 0; r < 16; r++)
+                            __builtin_prefetch(row[r] + c + 256);
+                } else {
+                    for (int r = 0; r < 16; r++)
+                        memcpy(&v[r], row[r] ? row[r] + c : zero_row, 16);
                 }
                 transpose_16x16(v);
                 for (int i = 0; i < 16; i++) {
-                    const int64_t k2 = c + bitrev4[i];   /* v[i]: byte k2 of each row */
+                    const int64_t k2 = c + bitrev4[i] - c0;   /* v[i]: byte c + bitrev4[i] of each row */
                     const wt_i32x16 code = __builtin_convertvector(v[i], wt_i32x16);
-                    const wt_i32x16 clo = code & 15, chi = code >> 4;
-                    wt_i32x16 lo, hi;
-                    e2m1_bits(&clo, &lo);
-                    e2m1_bits(&chi, &hi);
-                    memcpy(t->value + (2 * k2) * TILE_N + 16 * h, &lo, sizeof lo);
-                    memcpy(t->value + (2 * k2 + 1) * TILE_N + 16 * h, &hi, sizeof hi);
+                    const wt_i32x16 lo = e2m1_lookup(code & 15), hi = e2m1_lookup(code >> 4);
+                    memcpy(value + (2 * k2) * TILE_N + 16 * h, &lo, sizeof lo);
+                    memcpy(value + (2 * k2 + 1) * TILE_N + 16 * h, &hi, sizeof hi);
                 }
             }
         }
     }
 #endif
-    if (c_done < K / 2) {
-        float e2m1_value[16];
-        for (int c = 0; c < 16; c++)
-            e2m1_value[c] = e2m1_decode((uint8_t)c);
-        for (int64_t k2 = c_done; k2 < K / 2; k2++) {
-            float *d0 = t->value + (2 * k2) * TILE_N, *d1 = d0 + TILE_N;
-            for (int64_t j = 0; j < TILE_N; j++) {
-                const uint8_t b = j < width ? w->packed[(n0 + j) * (K / 2) + k2] : 0;
-                d0[j] = e2m1_value[b & 0x0F];
-                d1[j] = e2m1_value[b >> 4];
-            }
+    for (int64_t c = c_done; c < c1; c++) {
+        float *d0 = value + (2 * (c - c0)) * TILE_N, *d1 = d0 + TILE_N;
+        for (int64_t j = 0; j < filled; j++) {
+            const uint8_t b = j < width ? w->packed[(n0 + j) * (K / 2) + c] : 0;
+            d0[j] = e2m1_decode(b & 0x0F);
+            d1[j] = e2m1_decode(b >> 4);
         }
     }
-    /* e8m0_decode is a pure function of the byte: one table per tile. */
-    float scale_of[256];
-    for (int e = 0; e < 256; e++)
-        scale_of[e] = e8m0_decode((uint8_t)e, w->e8m0_mode);
-    for (int64_t b = 0; b < nblocks; b++) {
-        uint8_t *be = t->block_exp + b * TILE_N;
-        float *bs = t->block_scale + b * TILE_N;
-        for (int64_t j = 0; j < TILE_N; j++) {
-            const uint8_t e = j < width ? mxfp4_scale_at(w->scales, w->layout, w->N, K, n0 + j, b) : 0;
-            be[j] = e;
-            bs[j] = j < width ? scale_of[e] : 0.0f;
-        }
+    if (!block_scale)
+        return;
+    for (int64_t b = k0 / 32; b < k1 / 32; b++) {
+        float *bs = block_scale + (b - k0 / 32) * TILE_N;
+        for (int64_t j = 0; j < TILE_N; j++)
+            bs[j] = j < width ? scale_of[mxfp4_scale_at(w->scales, w->layout, w->N, K, n0 + j, b)]
+                              : 0.0f;
     }
-    return 0;
-}
-
-void weight_tile_free(weight_tile_t *t)
-{
-    free(t->value);
-    free(t->block_scale);
-    free(t->block_exp);
-    memset(t, 0, sizeof *t);
 }
