@@ -5,8 +5,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "formats.h"
 #include "mxfp4_weight.h"
+#include "parallel.h"
+
+/* The shift tables, the same for every plan (see folded_plan_t). */
+static float shift_value[511][16];
+static uint8_t shift_changed[511][16];
+static pthread_once_t shift_tables_once = PTHREAD_ONCE_INIT;
+
+static void shift_tables_build(void)
+{
+    for (int s = -255; s <= 255; s++) {
+        for (int c = 0; c < 16; c++) {
+            const float v = e2m1_decode((uint8_t)c);
+            const float shifted = ldexpf(v, -s);   /* exact wherever e4m3 can tell */
+            const float w8 = e4m3fn_decode(e4m3fn_encode(shifted, FP8_SATURATE));
+            shift_value[s + 255][c] = w8;
+            shift_changed[s + 255][c] = (double)w8 != ldexp((double)v, -s);
+        }
+    }
+}
 
 int folded_plan_init(folded_plan_t *p, const kernel_inputs_t *in, folded_wlayout_t wl,
                      kr_error_t *err)
@@ -64,15 +86,9 @@ int folded_plan_init(folded_plan_t *p, const kernel_inputs_t *in, folded_wlayout
     }
     for (int64_t n = 0; n < N; n++)
         p->epi[n] = e8m0_decode(p->ref[n], p->e8m0_mode);   /* ldexpf(1, ref - 127): exact */
-    for (int s = -255; s <= 255; s++) {
-        for (int c = 0; c < 16; c++) {
-            const float v = e2m1_decode((uint8_t)c);
-            const float shifted = ldexpf(v, -s);   /* exact wherever e4m3 can tell */
-            const float w8 = e4m3fn_decode(e4m3fn_encode(shifted, FP8_SATURATE));
-            p->value[s + 255][c] = w8;
-            p->changed[s + 255][c] = (double)w8 != ldexp((double)v, -s);
-        }
-    }
+    pthread_once(&shift_tables_once, shift_tables_build);
+    p->value = shift_value;
+    p->changed = shift_changed;
     return 0;
 }
 
@@ -97,17 +113,18 @@ static inline int64_t weight_byte_index(const folded_plan_t *p, int64_t n, int64
     return (((n / 16 * (p->K / 16) + kb / 8) * 2 + (kb % 8) / 4) * 16 + n % 16) * 4 + kb % 4;
 }
 
-int folded_tile_load(folded_plan_t *p, int64_t tile_index, folded_tile_t *t)
+int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, folded_tile_t *t)
 {
     const int64_t N = p->N, K = p->K, nblocks = K / 32;
     memset(t, 0, sizeof *t);
     t->n0 = tile_index * TILE_N;
     t->width = (N - t->n0) < TILE_N ? (N - t->n0) : TILE_N;
     const size_t bytes = (size_t)K * TILE_N * sizeof(float);
-    t->w = aligned_alloc(64, bytes);
+    t->w = scratch_get(&t->buffer, bytes);
     if (!t->w)
         return -1;
-    memset(t->w, 0, bytes);
+    if (t->width < TILE_N)          /* every column is written below but the padding */
+        memset(t->w, 0, bytes);
     static const float zero_block[16];
     static const uint8_t zero_changed[16];
     folded_stats_t st = {0};
@@ -144,14 +161,63 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, folded_tile_t *t)
             }
         }
     }
-    p->tile_stats[tile_index] = st;
+    if (record_stats)
+        p->tile_stats[tile_index] = st;
     return 0;
 }
 
 void folded_tile_free(folded_tile_t *t)
 {
-    free(t->w);
+    scratch_put(&t->buffer);
     t->w = NULL;
+}
+
+typedef struct {
+    folded_plan_t *plan;
+    int64_t M, rows_per_range;
+    folded_task_fn fn;
+    void *job;
+    atomic_int failed;
+} folded_run_t;
+
+static void folded_run_task(void *ctx, int64_t task)
+{
+    folded_run_t *run = ctx;
+    const int64_t tile = task % run->plan->tiles, range = task / run->plan->tiles;
+    const int64_t m0 = range * run->rows_per_range;
+    const int64_t m1 = run->M - m0 < run->rows_per_range ? run->M : m0 + run->rows_per_range;
+    folded_tile_t t;
+    if (folded_tile_load(run->plan, tile, range == 0, &t)) {
+        atomic_store(&run->failed, 1);
+        return;
+    }
+    run->fn(run->job, &t, m0, m1);
+    folded_tile_free(&t);
+}
+
+/* Rough single-core costs for parallel_for_cost, in nanoseconds: loading
+ * one weight element, and one row x one k of a tile's sums. */
+#define FOLDED_NS_LOAD 1.0
+#define FOLDED_NS_ROW_K 1.1
+#define FOLDED_MIN_ROWS 16
+
+int folded_run(folded_plan_t *p, int64_t M, int threads, folded_task_fn fn, void *job)
+{
+    folded_run_t run = {.plan = p, .M = M, .fn = fn, .job = job};
+    atomic_init(&run.failed, 0);
+    /* Row ranges only to even out few tiles over the threads: the fewest
+     * ranges that give a whole number of rounds or 4 tasks per thread. */
+    const int64_t threads_used = parallel_thread_count(threads);
+    int64_t ranges = 1;
+    while (ranges < 4 && (p->tiles * ranges) % threads_used != 0 &&
+           p->tiles * ranges < 4 * threads_used && M / (ranges + 1) >= FOLDED_MIN_ROWS)
+        ranges++;
+    run.rows_per_range = M > 0 ? (M + ranges - 1) / ranges : 1;
+    ranges = M > 0 ? (M + run.rows_per_range - 1) / run.rows_per_range : 1;
+    const double cost = (double)p->K * TILE_N * FOLDED_NS_LOAD +
+                        (double)run.rows_per_range * (double)p->K * FOLDED_NS_ROW_K;
+    parallel_for_cost(p->tiles * ranges, threads, cost, folded_run_task, &run);
+    return atomic_load(&run.failed) ? -1 : 0;
 }
 
 void folded_act_init(folded_act_t *a, const uint8_t *codes, int tiled, int64_t M, int64_t K,

@@ -28,6 +28,7 @@
 #include "gemm_ref.h"
 #include "kr_error.h"
 #include "registry.h"
+#include "scratch.h"
 #include "weight_tile.h"
 
 /* Rows of M summed together by the core (register blocking; no effect on bits). */
@@ -60,9 +61,10 @@ typedef struct {
     folded_stats_t *tile_stats;     /* [tiles], each filled by the tile that owns it */
     int64_t tiles;
     /* value[s + 255][code]: decoded w8 of e2m1 code shifted down by s = ref - E;
-     * changed[.][code]: 1 if that value is not e2m1(code) * 2^-s exactly. */
-    float value[511][16];
-    uint8_t changed[511][16];
+     * changed[.][code]: 1 if that value is not e2m1(code) * 2^-s exactly.
+     * A pure function of (s, code): one table for the process, built once. */
+    const float (*value)[16];
+    const uint8_t (*changed)[16];
 } folded_plan_t;
 
 /* Builds the plan: reference exponents, epilogue factors, the shift table,
@@ -76,12 +78,23 @@ typedef struct {
     int64_t n0, width;
     float *w;                       /* [K][TILE_N] decoded w8; padding columns 0 */
     float epi[TILE_N];              /* 2^(ref - 127) per column; padding 0 */
+    scratch_t buffer;               /* holds w */
 } folded_tile_t;
 
 /* Fills tile `tile_index` (columns [tile_index*TILE_N, +TILE_N) clipped to N)
- * and records its statistics in p->tile_stats[tile_index].  0 or -1 (memory). */
-int folded_tile_load(folded_plan_t *p, int64_t tile_index, folded_tile_t *t);
+ * and, when record_stats, records its statistics in p->tile_stats[tile_index]
+ * (one task per tile must).  0 or -1 (memory). */
+int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, folded_tile_t *t);
 void folded_tile_free(folded_tile_t *t);
+
+/* A task of folded_run: rows [m0, m1) of the tile t (loaded for it). */
+typedef void (*folded_task_fn)(void *job, const folded_tile_t *t, int64_t m0, int64_t m1);
+
+/* Runs fn over every (tile, row range) of an M-row output on up to `threads`
+ * threads.  Few tiles are cut by rows too, so both threads get equal work
+ * (each range loads its tile again).  Returns 0, or -1 when a tile's buffer
+ * could not be allocated. */
+int folded_run(folded_plan_t *p, int64_t M, int threads, folded_task_fn fn, void *job);
 
 /* The activations as the kernel reads them: fp8 codes row-major [M][K], or
  * A-tiled [ceil(M/16)][K/16][32 lanes][8 bytes] (lane l of tile (mt, ks):

@@ -18,13 +18,11 @@
  *                      launch shape and are reported, not modelled.
  * Open question: the order in which r4d reduces its SK partials is assumed to
  * be the split order, as for the dispatch's own decode kernel. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "act_prepare.h"
 #include "folded_weight.h"
-#include "parallel.h"
 #include "registry.h"
 
 enum { DECODE_OWN = 0, DECODE_R4D = 1 };
@@ -34,33 +32,25 @@ typedef struct {
     folded_act_t act;
     int sk;
     uint16_t *out;
-    atomic_int failed;
 } decode_job_t;
 
-static void decode_tile(void *ctx, int64_t tile_index)
+static void decode_rows(void *ctx, const folded_tile_t *t, int64_t m0, int64_t m1)
 {
     decode_job_t *job = ctx;
-    const int64_t M = job->act.M, N = job->plan->N, K = job->plan->K, span = K / job->sk;
-    folded_tile_t t;
-    if (folded_tile_load(job->plan, tile_index, &t)) {
-        atomic_store(&job->failed, 1);
-        return;
-    }
+    const int64_t N = job->plan->N, K = job->plan->K, span = K / job->sk;
     float acc[FOLDED_MB][TILE_N], part[FOLDED_MB][TILE_N];
-    for (int64_t m0 = 0; m0 < M; m0 += FOLDED_MB) {
-        const int mb = (int)(M - m0 < FOLDED_MB ? M - m0 : FOLDED_MB);
-        folded_dot(&t, &job->act, m0, mb, 0, span, acc);            /* acc = partial[0] */
+    for (int64_t m = m0; m < m1; m += FOLDED_MB) {
+        const int mb = (int)(m1 - m < FOLDED_MB ? m1 - m : FOLDED_MB);
+        folded_dot(t, &job->act, m, mb, 0, span, acc);              /* acc = partial[0] */
         for (int s = 1; s < job->sk; s++) {
-            folded_dot(&t, &job->act, m0, mb, s * span, (s + 1) * span, part);
+            folded_dot(t, &job->act, m, mb, s * span, (s + 1) * span, part);
             for (int i = 0; i < mb; i++)
                 for (int j = 0; j < TILE_N; j++)
                     acc[i][j] += part[i][j];                          /* split order */
         }
         for (int i = 0; i < mb; i++)
-            folded_store(&t, acc[i], job->act.scale[m0 + i], job->out + (m0 + i) * N, 0,
-                         t.width);
+            folded_store(t, acc[i], job->act.scale[m + i], job->out + (m + i) * N, 0, t->width);
     }
-    folded_tile_free(&t);
 }
 
 static int w4a8_decode_run(const kernel_desc_t *k, const kernel_inputs_t *in,
@@ -90,11 +80,9 @@ static int w4a8_decode_run(const kernel_desc_t *k, const kernel_inputs_t *in,
         return -1;
     }
     decode_job_t job = {.plan = plan, .sk = sk, .out = out};
-    atomic_init(&job.failed, 0);
     folded_act_init(&job.act, act->codes, 0, in->M, in->K, act->token_scale, act->fp8_format);
-    parallel_for(plan->tiles, opt->threads, decode_tile, &job);
     int rc = 0;
-    if (atomic_load(&job.failed)) {
+    if (folded_run(plan, in->M, opt->threads, decode_rows, &job)) {
         rc = kr_fail(err, "out of memory for weight tiles");
     } else if (info) {
         if (k->config == DECODE_R4D)

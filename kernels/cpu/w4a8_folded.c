@@ -19,13 +19,11 @@
  *                           through it.  Production takes it at M >= A_TILED_MIN_M;
  *                           the model runs at any M so replays can compare.
  * All three must give the same bits. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "act_prepare.h"
 #include "folded_weight.h"
-#include "parallel.h"
 #include "registry.h"
 
 enum { FOLDED_ROWMAJOR = 0, FOLDED_WPERM = 1, FOLDED_ATILED = 2 };
@@ -34,27 +32,19 @@ typedef struct {
     folded_plan_t *plan;
     folded_act_t act;
     uint16_t *out;
-    atomic_int failed;
 } folded_job_t;
 
-static void folded_tile(void *ctx, int64_t tile_index)
+static void folded_rows(void *ctx, const folded_tile_t *t, int64_t m0, int64_t m1)
 {
     folded_job_t *job = ctx;
-    const int64_t M = job->act.M, N = job->plan->N, K = job->plan->K;
-    folded_tile_t t;
-    if (folded_tile_load(job->plan, tile_index, &t)) {
-        atomic_store(&job->failed, 1);
-        return;
-    }
+    const int64_t N = job->plan->N, K = job->plan->K;
     float sums[FOLDED_MB][TILE_N];
-    for (int64_t m0 = 0; m0 < M; m0 += FOLDED_MB) {
-        const int mb = (int)(M - m0 < FOLDED_MB ? M - m0 : FOLDED_MB);
-        folded_dot(&t, &job->act, m0, mb, 0, K, sums);
+    for (int64_t m = m0; m < m1; m += FOLDED_MB) {
+        const int mb = (int)(m1 - m < FOLDED_MB ? m1 - m : FOLDED_MB);
+        folded_dot(t, &job->act, m, mb, 0, K, sums);
         for (int i = 0; i < mb; i++)
-            folded_store(&t, sums[i], job->act.scale[m0 + i], job->out + (m0 + i) * N, 0,
-                         t.width);
+            folded_store(t, sums[i], job->act.scale[m + i], job->out + (m + i) * N, 0, t->width);
     }
-    folded_tile_free(&t);
 }
 
 static int w4a8_folded_run(const kernel_desc_t *k, const kernel_inputs_t *in,
@@ -82,12 +72,10 @@ static int w4a8_folded_run(const kernel_desc_t *k, const kernel_inputs_t *in,
         }
     }
     folded_job_t job = {.plan = plan, .out = out};
-    atomic_init(&job.failed, 0);
     folded_act_init(&job.act, tiled ? tiled : act->codes, tiled != NULL, in->M, in->K,
                     act->token_scale, act->fp8_format);
-    parallel_for(plan->tiles, opt->threads, folded_tile, &job);
     int rc = 0;
-    if (atomic_load(&job.failed)) {
+    if (folded_run(plan, in->M, opt->threads, folded_rows, &job)) {
         rc = kr_fail(err, "out of memory for weight tiles");
     } else if (info) {
         const char *layout = config == FOLDED_WPERM    ? "weight read in fragment order"

@@ -14,13 +14,11 @@
  * The copies: the case's x_fp8_parts / x_scale_parts when it holds them
  * (parts == 3, fp8 format x_fp8_format); otherwise (a schema-v1 case holds
  * one copy) all three partitions read the kernel's prepared activations. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "act_prepare.h"
 #include "folded_weight.h"
-#include "parallel.h"
 #include "registry.h"
 
 #define PQP_PARTS 3
@@ -30,33 +28,26 @@ typedef struct {
     folded_act_t act[PQP_PARTS];
     int64_t lo[PQP_PARTS], hi[PQP_PARTS];  /* column range of each partition */
     uint16_t *out;
-    atomic_int failed;
 } pqp_job_t;
 
-static void pqp_tile(void *ctx, int64_t tile_index)
+static void pqp_rows(void *ctx, const folded_tile_t *t, int64_t m0, int64_t m1)
 {
     pqp_job_t *job = ctx;
     const int64_t N = job->plan->N, K = job->plan->K;
-    folded_tile_t t;
-    if (folded_tile_load(job->plan, tile_index, &t)) {
-        atomic_store(&job->failed, 1);
-        return;
-    }
     float sums[FOLDED_MB][TILE_N];
     for (int p = 0; p < PQP_PARTS; p++) {
-        const int64_t j0 = job->lo[p] > t.n0 ? job->lo[p] - t.n0 : 0;
-        const int64_t j1 = job->hi[p] - t.n0 < t.width ? job->hi[p] - t.n0 : t.width;
+        const int64_t j0 = job->lo[p] > t->n0 ? job->lo[p] - t->n0 : 0;
+        const int64_t j1 = job->hi[p] - t->n0 < t->width ? job->hi[p] - t->n0 : t->width;
         if (j0 >= j1)
             continue;
         const folded_act_t *a = &job->act[p];
-        for (int64_t m0 = 0; m0 < a->M; m0 += FOLDED_MB) {
-            const int mb = (int)(a->M - m0 < FOLDED_MB ? a->M - m0 : FOLDED_MB);
-            folded_dot(&t, a, m0, mb, 0, K, sums);
+        for (int64_t m = m0; m < m1; m += FOLDED_MB) {
+            const int mb = (int)(m1 - m < FOLDED_MB ? m1 - m : FOLDED_MB);
+            folded_dot(t, a, m, mb, 0, K, sums);
             for (int i = 0; i < mb; i++)
-                folded_store(&t, sums[i], a->scale[m0 + i], job->out + (m0 + i) * N, j0, j1);
+                folded_store(t, sums[i], a->scale[m + i], job->out + (m + i) * N, j0, j1);
         }
     }
-    folded_tile_free(&t);
 }
 
 static int w4a8_partitioned_run(const kernel_desc_t *k, const kernel_inputs_t *in,
@@ -84,7 +75,6 @@ static int w4a8_partitioned_run(const kernel_desc_t *k, const kernel_inputs_t *i
     }
     pqp_job_t job = {.plan = plan, .out = out,
                      .lo = {0, pb1, pb2}, .hi = {pb1, pb2, N}};
-    atomic_init(&job.failed, 0);
     for (int p = 0; p < PQP_PARTS; p++) {
         if (have_parts)
             folded_act_init(&job.act[p], in->x_fp8_parts + (int64_t)p * M * K, 0, M, K,
@@ -93,9 +83,8 @@ static int w4a8_partitioned_run(const kernel_desc_t *k, const kernel_inputs_t *i
             folded_act_init(&job.act[p], act->codes, 0, M, K, act->token_scale,
                             act->fp8_format);
     }
-    parallel_for(plan->tiles, opt->threads, pqp_tile, &job);
     int rc = 0;
-    if (atomic_load(&job.failed)) {
+    if (folded_run(plan, M, opt->threads, pqp_rows, &job)) {
         rc = kr_fail(err, "out of memory for weight tiles");
     } else if (info) {
         snprintf(info->note, sizeof info->note, "partitions n<%lld, n<%lld, n<%lld; %s%s",
