@@ -77,6 +77,19 @@ static int e2m1_bits_ok(void)
     return 1;
 }
 
+/* 16 bytes widened to 16 int32 lanes.  GCC 12 turns __builtin_convertvector
+ * of this into byte-by-byte inserts, so AVX-512 gets the one instruction. */
+static inline wt_i32x16 widen_u8x16(wt_u8x16 bytes)
+{
+#if defined(__AVX512F__)
+    __m128i b;
+    memcpy(&b, &bytes, sizeof b);
+    return (wt_i32x16)_mm512_cvtepu8_epi32(b);
+#else
+    return __builtin_convertvector(bytes, wt_i32x16);
+#endif
+}
+
 /* The fp32 bits of 16 codes.  With AVX-512 one permute looks each code up
  * in a register holding e2m1_decode of all 16 (the same bits e2m1_bits
  * builds); elsewhere e2m1_bits builds them. */
@@ -152,7 +165,7 @@ void weight_tile_fill(const mxfp4_weight_t *w, const float scale_of[256], int64_
                 transpose_16x16(v);
                 for (int i = 0; i < 16; i++) {
                     const int64_t k2 = c + bitrev4[i] - c0;   /* v[i]: byte c + bitrev4[i] of each row */
-                    const wt_i32x16 code = __builtin_convertvector(v[i], wt_i32x16);
+                    const wt_i32x16 code = widen_u8x16(v[i]);
                     const wt_i32x16 lo = e2m1_lookup(code & 15), hi = e2m1_lookup(code >> 4);
                     memcpy(value + (2 * k2) * TILE_N + 16 * h, &lo, sizeof lo);
                     memcpy(value + (2 * k2 + 1) * TILE_N + 16 * h, &hi, sizeof hi);
@@ -171,10 +184,19 @@ void weight_tile_fill(const mxfp4_weight_t *w, const float scale_of[256], int64_
     }
     if (!block_scale)
         return;
-    for (int64_t b = k0 / 32; b < k1 / 32; b++) {
-        float *bs = block_scale + (b - k0 / 32) * TILE_N;
-        for (int64_t j = 0; j < TILE_N; j++)
-            bs[j] = j < width ? scale_of[mxfp4_scale_at(w->scales, w->layout, w->N, K, n0 + j, b)]
-                              : 0.0f;
+    /* Column by column, with the scale layout's stride hoisted out (the
+     * bytes mxfp4_scale_at reads). */
+    const int64_t b0 = k0 / 32, b1 = k1 / 32;
+    const int nk = w->layout == SCALE_LAYOUT_NK;
+    const int64_t stride = nk ? 1 : w->N;
+    for (int64_t j = 0; j < TILE_N; j++) {
+        if (j >= width) {
+            for (int64_t b = b0; b < b1; b++)
+                block_scale[(b - b0) * TILE_N + j] = 0.0f;
+            continue;
+        }
+        const uint8_t *col = nk ? w->scales + (n0 + j) * (K / 32) : w->scales + n0 + j;
+        for (int64_t b = b0; b < b1; b++)
+            block_scale[(b - b0) * TILE_N + j] = scale_of[col[b * stride]];
     }
 }
