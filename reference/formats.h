@@ -38,6 +38,33 @@ static inline float e4m3fn_decode(uint8_t code)
     return f32_from_bits(e4m3fn_decode_bits[code]);
 }
 
+/* The magnitude of an e4m3 code with the given bias, from its bits, as
+ * (integer significand) * 2^p: exponent field e >= 1 is (8 + m) * 2^(e - bias
+ * - 3), e = 0 (subnormal) is m * 2^(1 - bias - 3).  The int-to-float
+ * conversion and the multiply by a power of two are exact, and every code
+ * takes the same operations, so loops of it vectorize. */
+static inline float e4m3_magnitude_bits_of(uint32_t mag, int bias)
+{
+    /* Arithmetic, not ?:, picks the subnormal's terms: GCC would otherwise
+     * split the loop into paths around the float ops and not vectorize it. */
+    const uint32_t e = mag >> 3, m = mag & 7u, normal = e != 0;
+    const int32_t significand = (int32_t)(8u * normal + m);
+    const int32_t p = (int32_t)(e + !normal) - bias - 3;
+    return (float)significand * f32_from_bits((uint32_t)(p + 127) << 23);
+}
+
+/* e4m3fn_decode computed from the code's bits instead of read from the
+ * table, so a loop of it vectorizes (a table load per element does not);
+ * s.1111.111 is the NaN 0x7FC00000 with the code's sign.  Equal to the table
+ * for every code (tested). */
+static inline float e4m3fn_decode_bits_of(uint8_t code)
+{
+    const uint32_t mag = code & 0x7Fu, sign = (uint32_t)(code & 0x80u) << 24;
+    const uint32_t bits = f32_bits(e4m3_magnitude_bits_of(mag, 7));
+    const uint32_t nan = 0u - (uint32_t)(mag == 0x7Fu);     /* all ones for the NaN code */
+    return f32_from_bits(((bits & ~nan) | (0x7FC00000u & nan)) | sign);
+}
+
 /* How a value beyond the largest finite code is encoded. */
 typedef enum {
     FP8_SATURATE = 0,   /* clamp to +-max (cvt.rn.satfinite, v_cvt_pk_fp8_f32 after clamp); NaN -> NaN */
@@ -85,6 +112,16 @@ static inline float e4m3fnuz_decode(uint8_t code)
 {
     return f32_from_bits(e4m3fnuz_decode_bits[code]);
 }
+/* e4m3fnuz_decode from the code's bits (see e4m3fn_decode_bits_of): bias 8;
+ * 0x80 is the NaN 0x7FC00000.  Equal to the table for every code (tested). */
+static inline float e4m3fnuz_decode_bits_of(uint8_t code)
+{
+    const uint32_t mag = code & 0x7Fu, sign = (uint32_t)(code & 0x80u) << 24;
+    const uint32_t bits = f32_bits(e4m3_magnitude_bits_of(mag, 8)) | sign;
+    const uint32_t nan = 0u - (uint32_t)(code == 0x80u);    /* all ones for the NaN code */
+    return f32_from_bits((bits & ~nan) | (0x7FC00000u & nan));
+}
+
 /* RNE; -0 and negative values that round to zero encode as 0x00; NaN -> 0x80. */
 uint8_t e4m3fnuz_encode(float x, fp8_overflow_t ovf);
 

@@ -216,12 +216,17 @@ void fp8_token_quant(const float *x, int64_t M, int64_t K, fp8_token_variant_t v
 void fp8_token_dequant(const uint8_t *q, const float *scale, int64_t M, int64_t K,
                        fp8_format_t fmt, float *out)
 {
-    float decoded[256];
-    for (int c = 0; c < 256; c++)
-        decoded[c] = fmt == FP8_E4M3FNUZ ? e4m3fnuz_decode((uint8_t)c) : e4m3fn_decode((uint8_t)c);
+    /* The decode is computed from the bits, not looked up, so each loop
+     * vectorizes; the values are the tables' (formats.h). */
     for (int64_t m = 0; m < M; m++) {
-        float s = scale[m];
-        for (int64_t k = 0; k < K; k++)
-            out[m * K + k] = decoded[q[m * K + k]] * s;
+        const float s = scale[m];
+        const uint8_t *qm = q + m * K;
+        float *om = out + m * K;
+        if (fmt == FP8_E4M3FNUZ)
+            for (int64_t k = 0; k < K; k++)
+                om[k] = e4m3fnuz_decode_bits_of(qm[k]) * s;
+        else
+            for (int64_t k = 0; k < K; k++)
+                om[k] = e4m3fn_decode_bits_of(qm[k]) * s;
     }
 }

@@ -91,6 +91,8 @@ static void test_decode_every_code(void **state)
                          f32_bits(oracle_e8m0_decode(b, E8M0_SPEC)));
         assert_int_equal(f32_bits(e8m0_decode(b, E8M0_ZERO_IS_ZERO)),
                          f32_bits(oracle_e8m0_decode(b, E8M0_ZERO_IS_ZERO)));
+        assert_int_equal(f32_bits(e4m3fn_decode_bits_of(b)), f32_bits(oracle_e4m3fn_decode(b)));
+        assert_int_equal(f32_bits(e4m3fnuz_decode_bits_of(b)), f32_bits(oracle_e4m3fnuz_decode(b)));
         assert_int_equal(e4m3fn_decode_bits[c], f32_bits(oracle_e4m3fn_decode(b)));
         assert_int_equal(e4m3fnuz_decode_bits[c], f32_bits(oracle_e4m3fnuz_decode(b)));
         assert_int_equal(e8m0_decode_bits[c], f32_bits(oracle_e8m0_decode(b, E8M0_SPEC)));
