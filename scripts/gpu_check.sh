@@ -4,6 +4,8 @@
 # matrix-unit measurement) and the benchmark, and print a short table last.
 #
 #   scripts/gpu_check.sh [BUILD_DIR]        (default build-gpu)
+#   GPU_CHECK_BENCH=0      skip the GPU benchmark
+#   GPU_CHECK_CPU_BENCH=1  also run scripts/bench.sh (the CPU benchmark) there
 #
 # The machine needs gcc, cmake, nvcc, pkg-config, OpenBLAS and HDF5.  Missing
 # jansson / cmocka / libyaml development files are taken from Debian .deb
@@ -103,6 +105,14 @@ if [[ "${GPU_CHECK_BENCH:-1}" == "1" ]]; then
     "$build_dir/kr_gpu_bench" >"$logs/bench.log" 2>&1
     bench_rc=$?
     cat "$logs/bench.log"
+fi
+
+# ---- the CPU benchmark on this host (scripts/bench.sh, same build) ----
+if [[ "${GPU_CHECK_CPU_BENCH:-0}" == "1" ]]; then
+    echo "== CPU benchmark (scripts/bench.sh)"
+    KR_BENCH_BUILD="$build_dir" scripts/bench.sh >"$logs/cpu_bench.txt" 2>"$logs/cpu_bench.err"
+    echo "  exit $?"
+    tail -20 "$logs/cpu_bench.txt"
 fi
 
 if [[ "${KR_NCU:-0}" == "1" ]] && command -v ncu >/dev/null; then
