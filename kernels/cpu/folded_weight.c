@@ -8,13 +8,48 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "byte_tile.h"
 #include "formats.h"
 #include "mxfp4_weight.h"
 #include "parallel.h"
 
+#ifdef BYTE_TILE_VECTOR
+typedef float float_x16 __attribute__((vector_size(64)));
+#endif
+
 /* The shift tables, the same for every plan (see folded_plan_t). */
-static float shift_value[511][16];
-static uint8_t shift_changed[511][16];
+static float shift_value[FOLDED_ZERO_ROW + 1][16];
+static int32_t shift_changed[FOLDED_ZERO_ROW + 1][16];
+/* shift_arith[row]: the vector fill may compute the row instead of looking
+ * it up: shifted_w8(e2m1(code) * shift_factor[row]) gives every value of
+ * the row to the bit, and (value != e2m1(code) * factor) its changed flag
+ * (checked for all 16 codes when the table is built). */
+static uint8_t shift_arith[FOLDED_ZERO_ROW + 1];
+static float shift_factor[FOLDED_ZERO_ROW + 1];
+/* shift_exact[row]: the multiply alone gives the row (the shifts e4m3 holds
+ * exactly) and nothing is lost: checked the same way. */
+static uint8_t shift_exact[FOLDED_ZERO_ROW + 1];
+
+#ifdef BYTE_TILE_VECTOR
+/* e4m3fn_decode(e4m3fn_encode(x, FP8_SATURATE)) on 16 lanes of |x| <= 448,
+ * no NaN: formats.h's e4m3_encode_in_range (bias 7) then
+ * e4m3fn_decode_bits_of, written on vectors. */
+static inline float_x16 shifted_w8(float_x16 x)
+{
+    const bt_i32x16 u = (bt_i32x16)x, mag = u & 0x7FFFFFFF, sign = u & (int32_t)0x80000000;
+    const bt_i32x16 exponent = mag >> 23, above = exponent > 121;   /* -1 or 0 */
+    const bt_i32x16 field = (exponent & above) | (121 & ~above);
+    const bt_i32x16 m_bits = (field + 20) << 23;
+    const bt_i32x16 steps = (bt_i32x16)((float_x16)mag + (float_x16)m_bits) - m_bits;
+    const bt_i32x16 code = ((field - 121) << 3) + steps;        /* 7 bits, no sign */
+    const bt_i32x16 e = code >> 3, m = code & 7, normal = (e != 0) & 1;
+    const bt_i32x16 significand = 8 * normal + m;
+    const bt_i32x16 p = e + (1 - normal) - 10;
+    const float_x16 value = __builtin_convertvector(significand, float_x16) *
+                            (float_x16)((p + 127) << 23);
+    return (float_x16)((bt_i32x16)value | sign);
+}
+#endif
 static pthread_once_t shift_tables_once = PTHREAD_ONCE_INIT;
 
 static void shift_tables_build(void)
@@ -28,6 +63,26 @@ static void shift_tables_build(void)
             shift_changed[s + 255][c] = (double)w8 != ldexp((double)v, -s);
         }
     }
+    /* FOLDED_ZERO_ROW stays 0 (static storage), and looked up. */
+#ifdef BYTE_TILE_VECTOR
+    for (int s = 0; s <= 126; s++) {
+        const float factor = f32_from_bits((uint32_t)(127 - s) << 23);     /* 2^-s */
+        float_x16 x;
+        for (int c = 0; c < 16; c++)
+            x[c] = e2m1_decode((uint8_t)c) * factor;
+        const float_x16 w8 = shifted_w8(x);
+        int same = 1, exact = 1;
+        for (int c = 0; c < 16; c++) {
+            same &= f32_bits(w8[c]) == f32_bits(shift_value[s + 255][c]);
+            same &= (w8[c] != x[c]) == shift_changed[s + 255][c];
+            exact &= f32_bits(x[c]) == f32_bits(shift_value[s + 255][c]);
+            exact &= shift_changed[s + 255][c] == 0;
+        }
+        shift_arith[s + 255] = (uint8_t)same;
+        shift_exact[s + 255] = (uint8_t)exact;
+        shift_factor[s + 255] = factor;
+    }
+#endif
 }
 
 int folded_plan_init(folded_plan_t *p, const kernel_inputs_t *in, folded_wlayout_t wl,
@@ -123,44 +178,161 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, fol
     t->w = scratch_get(&t->buffer, bytes);
     if (!t->w)
         return -1;
-    if (t->width < TILE_N)          /* every column is written below but the padding */
+#ifndef BYTE_TILE_VECTOR
+    if (t->width < TILE_N)          /* the scalar loop below writes no padding column */
         memset(t->w, 0, bytes);
-    static const float zero_block[16];
-    static const uint8_t zero_changed[16];
+#endif
     folded_stats_t st = {0};
-    for (int64_t j = 0; j < t->width; j++) {
+    /* Per column and block, the row of the shift table its codes read (the
+     * zero row for a block that is 0 by the weight's own format), and the
+     * block counts. */
+    int32_t *table_row = scratch_get(&t->rows_buffer, (size_t)nblocks * TILE_N * sizeof(int32_t));
+    if (!table_row) {
+        folded_tile_free(t);
+        return -1;
+    }
+    for (int64_t j = 0; j < TILE_N; j++) {
+        if (j >= t->width) {
+            for (int64_t b = 0; b < nblocks; b++)
+                table_row[b * TILE_N + j] = FOLDED_ZERO_ROW;
+            continue;
+        }
         const int64_t n = t->n0 + j;
         const int ref = p->ref[n];
         t->epi[j] = p->epi[n];
         for (int64_t b = 0; b < nblocks; b++) {
             const int e = mxfp4_scale_at(p->scales, p->scale_layout, N, K, n, b);
             const int s = ref - e;
-            const float *tab = p->value[s + 255];
-            const uint8_t *chg = p->changed[s + 255];
             st.blocks++;
             if (p->e8m0_mode == E8M0_ZERO_IS_ZERO && e == 0) {
-                tab = zero_block;       /* the block is 0 by the weight's own format */
-                chg = zero_changed;
+                table_row[b * TILE_N + j] = FOLDED_ZERO_ROW;
             } else {
+                table_row[b * TILE_N + j] = s + 255;
                 st.blocks_under += s > 8;
                 st.blocks_over += s < 0;
             }
+        }
+    }
+    const float *value = &p->value[0][0];
+    const int32_t *changed = &p->changed[0][0];
+    int64_t b_done = 0;
+#ifdef BYTE_TILE_VECTOR
+    /* 16 columns x one block (16 bytes of each row) at a time: the codes of
+     * each k for the 16 columns come out of a byte transpose (checkpoint
+     * order) or straight out of 4-byte groups (fragment order keeps each k's
+     * 16 rows together), and every lane looks its value up in its own row of
+     * the shift table (a gather). */
+    b_done = nblocks;
+    for (int64_t h = 0; h < TILE_N / 16; h++) {
+        if (16 * h >= t->width) {           /* all padding: zeros */
+            for (int64_t k = 0; k < K; k++)
+                memset(t->w + k * TILE_N + 16 * h, 0, 16 * sizeof(float));
+            continue;
+        }
+        const uint8_t *row[16];
+        for (int r = 0; r < 16; r++) {
+            const int64_t j = 16 * h + r;
+            row[r] = j < t->width ? p->bytes + (t->n0 + j) * (K / 2) : NULL;
+        }
+        bt_i32x16 nonzero = {0}, lost = {0};
+        for (int64_t b = 0; b < nblocks; b++) {
+            bt_i32x16 col[16];
+            if (p->wlayout == FOLDED_W_CHECKPOINT) {
+                byte_tile_columns(row, b * 16, b * 16 + 256 < K / 2 ? 256 : 0, col);
+            } else {
+                /* permute_w keeps 16 rows x 4 bytes of one k-group contiguous:
+                 * lane r of the 32-bit word at row r holds bytes kb..kb+3. */
+                for (int g = 0; g < 4; g++) {
+                    bt_i32x16 words;
+                    memcpy(&words, p->bytes + weight_byte_index(p, t->n0 + 16 * h, b * 16 + 4 * g),
+                           sizeof words);
+                    for (int i = 0; i < 4; i++)
+                        col[4 * g + i] = (words >> (8 * i)) & 0xFF;
+                }
+                for (int r = 0; r < 16; r++)        /* rows past the width read as 0 */
+                    if (!row[r])
+                        for (int i = 0; i < 16; i++)
+                            col[i][r] = 0;
+            }
+            /* Lanes whose row can be computed (every shift from 0 to 126
+             * binades, which is all but inconsistent weight_refs and
+             * zero-format blocks) compute it, the rest look their row up
+             * (a gather), with the count of values that lost bits. */
+            bt_i32x16 base;
+            float factor[16];
+            int lookup_lanes = 0, all_exact = 1;
+            for (int r = 0; r < 16; r++) {
+                const int32_t tr = table_row[b * TILE_N + 16 * h + r];
+                base[r] = tr * 16;
+                factor[r] = shift_factor[tr];
+                lookup_lanes |= (shift_arith[tr] ? 0 : 1) << r;
+                all_exact &= shift_exact[tr];
+            }
+            float_x16 scale;
+            memcpy(&scale, factor, sizeof scale);
+            bt_i32x16 computed;                                         /* -1 or 0 */
+            for (int r = 0; r < 16; r++)
+                computed[r] = lookup_lanes >> r & 1 ? 0 : -1;
+            const bt_i32x16 counted = base != FOLDED_ZERO_ROW * 16;     /* -1 or 0 */
+            for (int i = 0; i < 16; i++) {
+                const int64_t k = 2 * (b * 16 + i);
+                for (int half = 0; half < 2; half++) {
+                    const bt_i32x16 code = half ? col[i] >> 4 : col[i] & 15;
+                    const float_x16 x = (float_x16)byte_tile_e2m1(code) * scale;
+                    if (all_exact) {            /* the common case: nothing to round */
+                        memcpy(t->w + (k + half) * TILE_N + 16 * h, &x, sizeof x);
+                        nonzero -= ((code & 7) != 0) & counted;
+                        continue;
+                    }
+                    float_x16 out = shifted_w8(x);
+                    lost -= (out != x) & computed;     /* -1 per computed value that lost bits */
+                    if (lookup_lanes) {
+                        const bt_i32x16 index = base + code;
+#if defined(__AVX512F__)
+                        const __mmask16 mask = (__mmask16)lookup_lanes;
+                        out = (float_x16)_mm512_mask_i32gather_ps((__m512)out, mask, (__m512i)index,
+                                                                  value, 4);
+                        lost += (bt_i32x16)_mm512_mask_i32gather_epi32(
+                            _mm512_setzero_si512(), mask, (__m512i)index, changed, 4);
+#else
+                        for (int r = 0; r < 16; r++)
+                            if (lookup_lanes >> r & 1) {
+                                out[r] = value[index[r]];
+                                lost[r] += changed[index[r]];
+                            }
+#endif
+                    }
+                    memcpy(t->w + (k + half) * TILE_N + 16 * h, &out, sizeof out);
+                    nonzero -= ((code & 7) != 0) & counted;
+                }
+            }
+        }
+        for (int r = 0; r < 16; r++) {
+            st.nonzero += nonzero[r];
+            st.changed += lost[r];
+        }
+    }
+#endif
+    for (int64_t b = b_done; b < nblocks; b++) {
+        for (int64_t j = 0; j < t->width; j++) {
+            const int32_t tr = table_row[b * TILE_N + j];
             for (int64_t g = 0; g < 4; g++) {
                 const int64_t kb = b * 16 + 4 * g;
-                const uint8_t *src = p->bytes + weight_byte_index(p, n, kb);
+                const uint8_t *src = p->bytes + weight_byte_index(p, t->n0 + j, kb);
                 float *dst = t->w + (2 * kb) * TILE_N + j;
                 for (int i = 0; i < 4; i++) {
                     const uint8_t lo = src[i] & 0x0F, hi = src[i] >> 4;
-                    dst[(2 * i) * TILE_N] = tab[lo];
-                    dst[(2 * i + 1) * TILE_N] = tab[hi];
-                    if (tab != zero_block) {
+                    dst[(2 * i) * TILE_N] = p->value[tr][lo];
+                    dst[(2 * i + 1) * TILE_N] = p->value[tr][hi];
+                    if (tr != FOLDED_ZERO_ROW) {
                         st.nonzero += ((lo & 7) != 0) + ((hi & 7) != 0);
-                        st.changed += chg[lo] + chg[hi];
+                        st.changed += p->changed[tr][lo] + p->changed[tr][hi];
                     }
                 }
             }
         }
     }
+    scratch_put(&t->rows_buffer);
     if (record_stats)
         p->tile_stats[tile_index] = st;
     return 0;
@@ -169,6 +341,7 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, fol
 void folded_tile_free(folded_tile_t *t)
 {
     scratch_put(&t->buffer);
+    scratch_put(&t->rows_buffer);
     t->w = NULL;
 }
 

@@ -62,10 +62,14 @@ typedef struct {
     int64_t tiles;
     /* value[s + 255][code]: decoded w8 of e2m1 code shifted down by s = ref - E;
      * changed[.][code]: 1 if that value is not e2m1(code) * 2^-s exactly.
-     * A pure function of (s, code): one table for the process, built once. */
+     * Row FOLDED_ZERO_ROW is all 0 (a block that is 0 by the weight's own
+     * format).  A pure function of (s, code): one table for the process,
+     * built once. */
     const float (*value)[16];
-    const uint8_t (*changed)[16];
+    const int32_t (*changed)[16];
 } folded_plan_t;
+
+#define FOLDED_ZERO_ROW 511
 
 /* Builds the plan: reference exponents, epilogue factors, the shift table,
  * and (FOLDED_W_FRAGMENT) the permuted weight.  Returns 0 or -1 with err. */
@@ -79,6 +83,7 @@ typedef struct {
     float *w;                       /* [K][TILE_N] decoded w8; padding columns 0 */
     float epi[TILE_N];              /* 2^(ref - 127) per column; padding 0 */
     scratch_t buffer;               /* holds w */
+    scratch_t rows_buffer;          /* the shift table row of each (block, column), while loading */
 } folded_tile_t;
 
 /* Fills tile `tile_index` (columns [tile_index*TILE_N, +TILE_N) clipped to N)

@@ -1,0 +1,140 @@
+/* Reading 16 rows x 16 bytes of a packed weight as 16 columns: the in-register
+ * transpose behind the k-major weight fills (weight_tile.c, folded_weight.c).
+ * The models vectorize across output columns, so each k needs its code from
+ * 16 different weight rows; a 16x16 byte transpose gets 16 k's worth at a
+ * time.
+ *
+ * Written with GCC/Clang vector builtins (GCC >= 12, Clang); where they are
+ * missing BYTE_TILE_VECTOR is not defined and the fills take their scalar
+ * loops, which store the same values. */
+#ifndef KR_BYTE_TILE_H
+#define KR_BYTE_TILE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "formats.h"
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector) && __has_builtin(__builtin_convertvector)
+#define BYTE_TILE_VECTOR 1
+#endif
+#endif
+
+#ifdef BYTE_TILE_VECTOR
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+typedef uint8_t bt_u8x16 __attribute__((vector_size(16)));
+typedef uint16_t bt_u16x8 __attribute__((vector_size(16)));
+typedef uint32_t bt_u32x4 __attribute__((vector_size(16)));
+typedef uint64_t bt_u64x2 __attribute__((vector_size(16)));
+typedef int32_t bt_i32x16 __attribute__((vector_size(64)));
+
+/* Transposes a 16x16 byte matrix (v[r] = row r) by four interleave rounds;
+ * afterwards v[i] is column bitrev4(i) of the input. */
+static inline void byte_tile_transpose(bt_u8x16 v[16])
+{
+    bt_u8x16 x[16];
+    for (int i = 0; i < 8; i++) {
+        const bt_u8x16 a = v[2 * i], b = v[2 * i + 1];
+        x[i] = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        x[i + 8] = __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
+                                           30, 15, 31);
+    }
+    for (int i = 0; i < 8; i++) {
+        const bt_u16x8 a = (bt_u16x8)x[2 * i], b = (bt_u16x8)x[2 * i + 1];
+        v[i] = (bt_u8x16)__builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+        v[i + 8] = (bt_u8x16)__builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i++) {
+        const bt_u32x4 a = (bt_u32x4)v[2 * i], b = (bt_u32x4)v[2 * i + 1];
+        x[i] = (bt_u8x16)__builtin_shufflevector(a, b, 0, 4, 1, 5);
+        x[i + 8] = (bt_u8x16)__builtin_shufflevector(a, b, 2, 6, 3, 7);
+    }
+    for (int i = 0; i < 8; i++) {
+        const bt_u64x2 a = (bt_u64x2)x[2 * i], b = (bt_u64x2)x[2 * i + 1];
+        v[i] = (bt_u8x16)__builtin_shufflevector(a, b, 0, 2);
+        v[i + 8] = (bt_u8x16)__builtin_shufflevector(a, b, 1, 3);
+    }
+}
+
+/* 16 bytes widened to 16 int32 lanes.  GCC 12 turns __builtin_convertvector
+ * of this into byte-by-byte inserts, so AVX-512 gets the one instruction. */
+static inline bt_i32x16 byte_tile_widen(bt_u8x16 bytes)
+{
+#if defined(__AVX512F__)
+    __m128i b;
+    memcpy(&b, &bytes, sizeof b);
+    return (bt_i32x16)_mm512_cvtepu8_epi32(b);
+#else
+    return __builtin_convertvector(bytes, bt_i32x16);
+#endif
+}
+
+/* fp32 bits of e2m1 codes 0..15, lane by lane: sign from bit 3; magnitude
+ * 0 -> 0, 1 -> 0.5 (0x3F000000), 2..7 -> exponent and mantissa (m + 252) << 22
+ * (1, 1.5, 2, 3, 4, 6).  byte_tile_e2m1_ok() checks it against e2m1_decode. */
+static inline void byte_tile_e2m1_bits(const bt_i32x16 *code, bt_i32x16 *bits)
+{
+    const bt_i32x16 mag = *code & 7;
+    *bits = (((mag + 252) << 22) & (mag > 1)) | (0x3F000000 & (mag == 1)) | ((*code & 8) << 28);
+}
+
+static inline int byte_tile_e2m1_ok(void)
+{
+    bt_i32x16 code;
+    for (int c = 0; c < 16; c++)
+        code[c] = c;
+    bt_i32x16 bits;
+    byte_tile_e2m1_bits(&code, &bits);
+    for (int c = 0; c < 16; c++)
+        if ((uint32_t)bits[c] != f32_bits(e2m1_decode((uint8_t)c)))
+            return 0;
+    return 1;
+}
+
+/* The fp32 bits of 16 codes.  With AVX-512 one permute looks each code up
+ * in a register holding e2m1_decode of all 16 (the same bits
+ * byte_tile_e2m1_bits builds); elsewhere byte_tile_e2m1_bits builds them. */
+static inline bt_i32x16 byte_tile_e2m1(bt_i32x16 code)
+{
+#if defined(__AVX512F__)
+    const __m512i table = _mm512_set_epi32(
+        (int)f32_bits(e2m1_decode(15)), (int)f32_bits(e2m1_decode(14)),
+        (int)f32_bits(e2m1_decode(13)), (int)f32_bits(e2m1_decode(12)),
+        (int)f32_bits(e2m1_decode(11)), (int)f32_bits(e2m1_decode(10)),
+        (int)f32_bits(e2m1_decode(9)), (int)f32_bits(e2m1_decode(8)),
+        (int)f32_bits(e2m1_decode(7)), (int)f32_bits(e2m1_decode(6)),
+        (int)f32_bits(e2m1_decode(5)), (int)f32_bits(e2m1_decode(4)),
+        (int)f32_bits(e2m1_decode(3)), (int)f32_bits(e2m1_decode(2)),
+        (int)f32_bits(e2m1_decode(1)), (int)f32_bits(e2m1_decode(0)));
+    return (bt_i32x16)_mm512_permutexvar_epi32((__m512i)code, table);
+#else
+    bt_i32x16 bits;
+    byte_tile_e2m1_bits(&code, &bits);
+    return bits;
+#endif
+}
+
+/* col[i][r] = byte c + i of row r, for 16 rows (a NULL row reads as zeros);
+ * prefetch: how many bytes ahead to prefetch each row (0: none). */
+static inline void byte_tile_columns(const uint8_t *const row[16], int64_t c, int64_t prefetch,
+                                     bt_i32x16 col[16])
+{
+    static const uint8_t zero_row[16];
+    static const uint8_t bitrev4[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
+    bt_u8x16 v[16];
+    for (int r = 0; r < 16; r++) {
+        if (row[r] && prefetch)
+            __builtin_prefetch(row[r] + c + prefetch);
+        memcpy(&v[r], row[r] ? row[r] + c : zero_row, 16);
+    }
+    byte_tile_transpose(v);
+    for (int i = 0; i < 16; i++)
+        col[bitrev4[i]] = byte_tile_widen(v[i]);
+}
+#endif
+
+#endif
