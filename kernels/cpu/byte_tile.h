@@ -61,15 +61,17 @@ static inline void byte_tile_transpose(bt_u8x16 v[16])
 }
 
 /* 16 bytes widened to 16 int32 lanes.  GCC 12 turns __builtin_convertvector
- * of this into byte-by-byte inserts, so AVX-512 gets the one instruction. */
-static inline bt_i32x16 byte_tile_widen(bt_u8x16 bytes)
+ * of this into byte-by-byte inserts, so AVX-512 gets the one instruction.
+ * (The 64-byte vectors here pass by pointer: a target without AVX-512 has
+ * no ABI for passing them by value.) */
+static inline void byte_tile_widen(const bt_u8x16 *bytes, bt_i32x16 *out)
 {
 #if defined(__AVX512F__)
     __m128i b;
-    memcpy(&b, &bytes, sizeof b);
-    return (bt_i32x16)_mm512_cvtepu8_epi32(b);
+    memcpy(&b, bytes, sizeof b);
+    *out = (bt_i32x16)_mm512_cvtepu8_epi32(b);
 #else
-    return __builtin_convertvector(bytes, bt_i32x16);
+    *out = __builtin_convertvector(*bytes, bt_i32x16);
 #endif
 }
 
@@ -98,7 +100,7 @@ static inline int byte_tile_e2m1_ok(void)
 /* The fp32 bits of 16 codes.  With AVX-512 one permute looks each code up
  * in a register holding e2m1_decode of all 16 (the same bits
  * byte_tile_e2m1_bits builds); elsewhere byte_tile_e2m1_bits builds them. */
-static inline bt_i32x16 byte_tile_e2m1(bt_i32x16 code)
+static inline void byte_tile_e2m1(const bt_i32x16 *code, bt_i32x16 *bits)
 {
 #if defined(__AVX512F__)
     const __m512i table = _mm512_set_epi32(
@@ -110,11 +112,9 @@ static inline bt_i32x16 byte_tile_e2m1(bt_i32x16 code)
         (int)f32_bits(e2m1_decode(5)), (int)f32_bits(e2m1_decode(4)),
         (int)f32_bits(e2m1_decode(3)), (int)f32_bits(e2m1_decode(2)),
         (int)f32_bits(e2m1_decode(1)), (int)f32_bits(e2m1_decode(0)));
-    return (bt_i32x16)_mm512_permutexvar_epi32((__m512i)code, table);
+    *bits = (bt_i32x16)_mm512_permutexvar_epi32((__m512i)*code, table);
 #else
-    bt_i32x16 bits;
-    byte_tile_e2m1_bits(&code, &bits);
-    return bits;
+    byte_tile_e2m1_bits(code, bits);
 #endif
 }
 
@@ -133,7 +133,7 @@ static inline void byte_tile_columns(const uint8_t *const row[16], int64_t c, in
     }
     byte_tile_transpose(v);
     for (int i = 0; i < 16; i++)
-        col[bitrev4[i]] = byte_tile_widen(v[i]);
+        byte_tile_widen(&v[i], &col[bitrev4[i]]);
 }
 #endif
 

@@ -21,7 +21,7 @@ typedef float float_x16 __attribute__((vector_size(64)));
 static float shift_value[FOLDED_ZERO_ROW + 1][16];
 static int32_t shift_changed[FOLDED_ZERO_ROW + 1][16];
 /* shift_arith[row]: the vector fill may compute the row instead of looking
- * it up: shifted_w8(e2m1(code) * shift_factor[row]) gives every value of
+ * it up: shifted_w8 of e2m1(code) * shift_factor[row] gives every value of
  * the row to the bit, and (value != e2m1(code) * factor) its changed flag
  * (checked for all 16 codes when the table is built). */
 static uint8_t shift_arith[FOLDED_ZERO_ROW + 1];
@@ -34,8 +34,9 @@ static uint8_t shift_exact[FOLDED_ZERO_ROW + 1];
 /* e4m3fn_decode(e4m3fn_encode(x, FP8_SATURATE)) on 16 lanes of |x| <= 448,
  * no NaN: formats.h's e4m3_encode_in_range (bias 7) then
  * e4m3fn_decode_bits_of, written on vectors. */
-static inline float_x16 shifted_w8(float_x16 x)
+static inline void shifted_w8(const float_x16 *in, float_x16 *out)
 {
+    const float_x16 x = *in;
     const bt_i32x16 u = (bt_i32x16)x, mag = u & 0x7FFFFFFF, sign = u & (int32_t)0x80000000;
     const bt_i32x16 exponent = mag >> 23, above = exponent > 121;   /* -1 or 0 */
     const bt_i32x16 field = (exponent & above) | (121 & ~above);
@@ -47,7 +48,7 @@ static inline float_x16 shifted_w8(float_x16 x)
     const bt_i32x16 p = e + (1 - normal) - 10;
     const float_x16 value = __builtin_convertvector(significand, float_x16) *
                             (float_x16)((p + 127) << 23);
-    return (float_x16)((bt_i32x16)value | sign);
+    *out = (float_x16)((bt_i32x16)value | sign);
 }
 #endif
 static pthread_once_t shift_tables_once = PTHREAD_ONCE_INIT;
@@ -70,7 +71,8 @@ static void shift_tables_build(void)
         float_x16 x;
         for (int c = 0; c < 16; c++)
             x[c] = e2m1_decode((uint8_t)c) * factor;
-        const float_x16 w8 = shifted_w8(x);
+        float_x16 w8;
+        shifted_w8(&x, &w8);
         int same = 1, exact = 1;
         for (int c = 0; c < 16; c++) {
             same &= f32_bits(w8[c]) == f32_bits(shift_value[s + 255][c]);
@@ -278,13 +280,16 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, fol
                 const int64_t k = 2 * (b * 16 + i);
                 for (int half = 0; half < 2; half++) {
                     const bt_i32x16 code = half ? col[i] >> 4 : col[i] & 15;
-                    const float_x16 x = (float_x16)byte_tile_e2m1(code) * scale;
+                    bt_i32x16 e2m1;
+                    byte_tile_e2m1(&code, &e2m1);
+                    const float_x16 x = (float_x16)e2m1 * scale;
                     if (all_exact) {            /* the common case: nothing to round */
                         memcpy(t->w + (k + half) * TILE_N + 16 * h, &x, sizeof x);
                         nonzero -= ((code & 7) != 0) & counted;
                         continue;
                     }
-                    float_x16 out = shifted_w8(x);
+                    float_x16 out;
+                    shifted_w8(&x, &out);
                     lost -= (out != x) & computed;     /* -1 per computed value that lost bits */
                     if (lookup_lanes) {
                         const bt_i32x16 index = base + code;

@@ -47,7 +47,10 @@ void weight_tile_fill(const mxfp4_weight_t *w, const float scale_of[256], int64_
                 byte_tile_columns(row, c, c + 256 < K / 2 ? 256 : 0, col);
                 for (int i = 0; i < 16; i++) {
                     const int64_t k2 = c + i - c0;      /* col[i]: byte c + i of each row */
-                    const bt_i32x16 lo = byte_tile_e2m1(col[i] & 15), hi = byte_tile_e2m1(col[i] >> 4);
+                    const bt_i32x16 code_lo = col[i] & 15, code_hi = col[i] >> 4;
+                    bt_i32x16 lo, hi;
+                    byte_tile_e2m1(&code_lo, &lo);
+                    byte_tile_e2m1(&code_hi, &hi);
                     memcpy(value + (2 * k2) * TILE_N + 16 * h, &lo, sizeof lo);
                     memcpy(value + (2 * k2 + 1) * TILE_N + 16 * h, &hi, sizeof hi);
                 }
