@@ -1,8 +1,10 @@
 /* Reusable buffers for the operand copies a model makes on every run (the
  * decoded activations).  A fresh malloc of a few MB per run is a fresh
  * mmap: every page is faulted in and zeroed again, which on small shapes
- * costs as much as the GEMM.  A few buffers are kept between runs instead
- * (up to SCRATCH_MAX_CACHED bytes each; larger requests are plain malloc).
+ * costs as much as the GEMM.  A few buffers are kept between runs instead,
+ * up to SCRATCH_MAX_CACHED bytes each: larger requests are plain malloc,
+ * since their shapes' GEMMs dwarf the page faults and keeping them would
+ * raise the process's resident memory for good.
  * Thread-safe without locks; a buffer is never shared by two runs at once,
  * and after fork() the child simply starts with what was free. */
 #ifndef KR_SCRATCH_H
@@ -10,7 +12,7 @@
 
 #include <stddef.h>
 
-#define SCRATCH_MAX_CACHED ((size_t)64 << 20)
+#define SCRATCH_MAX_CACHED ((size_t)16 << 20)
 
 typedef struct {
     void *data;
