@@ -274,6 +274,7 @@ static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t
         if (gemm_ref_ctx_init(&rc->ref_ctx, &rc->in.weight,
                               rc->blocks ? REPLAY_REF_CHUNK_BYTES : 0, err))
             return -1;
+        gemm_ref_ctx_set_panel_rows(rc->ref_ctx, rc->opt->ref_panel_rows);
     }
     return gemm_ref_ctx_f32(rc->ref_ctx, A, rc->c->M, C, err);
 }
@@ -883,7 +884,7 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
     const case_t *c = rc->c;
     if (wk == WEIGHT_KIND_MXFP4)
         return reference_gemm(rc, A, C, err);
-    gemm_dense_f32(A, wf, c->M, c->N, c->K, C);
+    gemm_dense_f32_panels(A, wf, c->M, c->N, c->K, rc->opt->ref_panel_rows, C);
     return 0;
 }
 
@@ -1030,8 +1031,13 @@ int64_t replay_block_rows(const case_t *c, const replay_options_t *opt)
         return c->M; /* these need the whole output at once (see replay.h) */
     int64_t budget = opt->block_bytes > 0 ? opt->block_bytes : REPLAY_DEFAULT_BLOCK_BYTES;
     int64_t rows = budget / replay_bytes_per_row(c);
-    if (rows < 1)
-        rows = 1;
+    if (rows >= c->M)
+        return c->M;
+    /* Whole panels, so every reference call is one the whole case makes. */
+    const int64_t panel = opt->ref_panel_rows > 0 ? opt->ref_panel_rows : GEMM_REF_PANEL_ROWS;
+    rows = rows / panel * panel;
+    if (rows < panel)
+        rows = panel;
     return rows < c->M ? rows : c->M;
 }
 

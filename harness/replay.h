@@ -41,6 +41,10 @@ typedef struct {
      * <= 0: REPLAY_DEFAULT_BLOCK_BYTES.  A case whose rows need more is
      * replayed in blocks of rows (replay_block_rows). */
     int64_t block_bytes;
+    /* Rows per sgemm call of the fp32 references (<= 0: GEMM_REF_PANEL_ROWS,
+     * reference/gemm_ref.h).  Row blocks are whole panels, so a case gives
+     * the same bits replayed whole or in blocks. */
+    int64_t ref_panel_rows;
 } replay_options_t;
 
 #define REPLAY_DEFAULT_BLOCK_BYTES (16ll << 20)
@@ -54,7 +58,8 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
                 kr_error_t *err);
 
 /* Rows replayed at once: c->M, or fewer when the case's outputs and
- * references would not fit opt->block_bytes.  Every row of a case is
+ * references would not fit opt->block_bytes; then a multiple of the
+ * reference's row panel (at least one panel, even over the budget).  Every row of a case is
  * computed from its own activation row, so blocks give the same outputs;
  * the rows' metrics are merged (metrics_merge_rows), the output digest
  * continues across blocks, notes and diagnoses come from the first block

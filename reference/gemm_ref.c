@@ -75,30 +75,40 @@ static int64_t budget_rows(int64_t K, int64_t budget_bytes)
     return rows < 1 ? 1 : rows;
 }
 
-int64_t gemm_ref_chunk_rows(int64_t M, int64_t N, int64_t K, int64_t budget_bytes)
+int64_t gemm_ref_chunk_rows(int64_t N, int64_t K)
 {
     if (N <= 0 || K <= 0)
         return 0;
-    const int64_t fit = budget_rows(K, budget_bytes);
-    if (fit >= N)
-        return N;
-    int64_t target = GEMM_REF_CHUNK_BYTES / (K * (int64_t)sizeof(float));
-    if (M > 0 && M <= INT_MAX && GEMM_REF_CHUNK_ROWS_PER_M * M > target)
-        target = GEMM_REF_CHUNK_ROWS_PER_M * M;
-    if (target > fit)
-        target = fit;
+    int64_t target = GEMM_REF_CHUNK_BYTES / K / (int64_t)sizeof(float);
     if (target < 1)
         target = 1;
+    if (target >= N)
+        return N;
     const int64_t chunks = (N + target - 1) / target;
     return (N + chunks - 1) / chunks;
 }
 
+/* The grid of calls: for each chunk of columns [n0, n1) that B_chunk holds
+ * (rows n0.. of the dense [N, K] operand, leading dimension K), every row
+ * panel of A in turn.  The panels are counted from A's first row. */
+static void sgemm_panels(const float *A, int64_t M, const float *B_chunk, int64_t n0,
+                         int64_t n1, int64_t N, int64_t K, int64_t panel, float *C)
+{
+    for (int64_t m0 = 0; m0 < M; m0 += panel) {
+        const int64_t rows = m0 + panel < M ? panel : M - m0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)(n1 - n0), (int)K,
+                    1.0f, A + m0 * K, (int)K, B_chunk, (int)K, 0.0f, C + m0 * N + n0, (int)N);
+    }
+}
+
 struct gemm_ref_ctx {
     mxfp4_weight_t W;        /* the caller's arrays, not copied */
-    int64_t budget_bytes;
-    int64_t buffer_rows;     /* N when the whole W is held, else the budget's rows */
+    int64_t chunk_rows;      /* gemm_ref_chunk_rows(N, K) */
+    int64_t panel_rows;
+    int64_t buffer_rows;     /* N when the whole W is held, else chunk_rows */
     float *buffer;           /* [buffer_rows, K] */
-    int64_t held_n0, held_n1; /* rows of W the buffer holds from an earlier call (n0 == n1: none) */
+    int whole_filled;        /* the whole W is held and dequantized */
+    int64_t held_n0, held_n1; /* chunk the buffer holds from an earlier call (n0 == n1: none) */
 };
 
 int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t budget_bytes,
@@ -113,9 +123,9 @@ int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t bud
     if (!c)
         return kr_fail(err, "gemm_ref_ctx_init: out of memory");
     c->W = *W;
-    c->budget_bytes = budget_bytes;
-    const int64_t fit = budget_rows(W->K, budget_bytes);
-    c->buffer_rows = fit < W->N ? fit : W->N;
+    c->chunk_rows = gemm_ref_chunk_rows(W->N, W->K);
+    c->panel_rows = GEMM_REF_PANEL_ROWS;
+    c->buffer_rows = budget_rows(W->K, budget_bytes) >= W->N ? W->N : c->chunk_rows;
     c->buffer = ref_alloc_large((size_t)c->buffer_rows * (size_t)W->K * sizeof *c->buffer);
     if (!c->buffer) {
         const long long rows = (long long)c->buffer_rows;
@@ -128,24 +138,25 @@ int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t bud
     return 0;
 }
 
-/* C[:, n0:n1) = A @ rows [n0, n1) of W, dequantizing them into the buffer
- * unless it holds them already. */
+static void dequant_into(const gemm_ref_ctx_t *c, int64_t n0, int64_t n1, float *out)
+{
+    const mxfp4_weight_t *W = &c->W;
+    mxfp4_dequant_rows_parallel(MXFP4_DEQUANT_AUTO, W->packed, W->scales, W->layout, W->N, W->K,
+                                n0, n1, W->e8m0_mode, 0, out);
+}
+
+/* C[:, n0:n1) = A @ rows [n0, n1) of W, dequantizing them into the chunk
+ * buffer unless it holds them already. */
 static void ctx_chunk(gemm_ref_ctx_t *c, int64_t n0, int64_t n1, const float *A, int64_t M,
                       float *C)
 {
-    const mxfp4_weight_t *W = &c->W;
-    const int64_t N = W->N, K = W->K;
     if (c->held_n0 != n0 || c->held_n1 != n1) {
         c->held_n0 = c->held_n1 = 0; /* a half-written buffer holds nothing */
-        mxfp4_dequant_rows_parallel(MXFP4_DEQUANT_AUTO, W->packed, W->scales, W->layout, N, K,
-                                    n0, n1, W->e8m0_mode, 0, c->buffer);
+        dequant_into(c, n0, n1, c->buffer);
         c->held_n0 = n0;
         c->held_n1 = n1;
     }
-    /* The buffer is [n1-n0, K] row-major: a transposed column operand with
-     * ldb = K. */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)(n1 - n0), (int)K, 1.0f,
-                A, (int)K, c->buffer, (int)K, 0.0f, C + n0, (int)N);
+    sgemm_panels(A, M, c->buffer, n0, n1, c->W.N, c->W.K, c->panel_rows, C);
 }
 
 int gemm_ref_ctx_f32(gemm_ref_ctx_t *ctx, const float *A, int64_t M, float *C, kr_error_t *err)
@@ -154,9 +165,19 @@ int gemm_ref_ctx_f32(gemm_ref_ctx_t *ctx, const float *A, int64_t M, float *C, k
         return kr_fail(err, "gemm_ref_ctx_f32: NULL context");
     if (check_dims(A, M, &ctx->W, C, "gemm_ref_ctx_f32", err))
         return -1;
-    const int64_t N = ctx->W.N;
-    const int64_t rows = gemm_ref_chunk_rows(M, N, ctx->W.K, ctx->budget_bytes);
-    /* A chunk of this call's chunking still in the buffer goes first. */
+    const int64_t N = ctx->W.N, K = ctx->W.K, rows = ctx->chunk_rows;
+    if (ctx->buffer_rows == N) {
+        if (!ctx->whole_filled) {
+            dequant_into(ctx, 0, N, ctx->buffer);
+            ctx->whole_filled = 1;
+        }
+        for (int64_t n0 = 0; n0 < N; n0 += rows) {
+            const int64_t n1 = n0 + rows < N ? n0 + rows : N;
+            sgemm_panels(A, M, ctx->buffer + n0 * K, n0, n1, N, K, ctx->panel_rows, C);
+        }
+        return 0;
+    }
+    /* A chunk still in the buffer goes first: it need not be dequantized. */
     int64_t kept = -1;
     for (int64_t n0 = 0; n0 < N; n0 += rows)
         if (ctx->held_n0 == n0 && ctx->held_n1 == (n0 + rows < N ? n0 + rows : N))
@@ -169,14 +190,20 @@ int gemm_ref_ctx_f32(gemm_ref_ctx_t *ctx, const float *A, int64_t M, float *C, k
     return 0;
 }
 
+void gemm_ref_ctx_set_panel_rows(gemm_ref_ctx_t *ctx, int64_t rows)
+{
+    if (ctx)
+        ctx->panel_rows = rows > 0 ? rows : GEMM_REF_PANEL_ROWS;
+}
+
+int64_t gemm_ref_ctx_panel_rows(const gemm_ref_ctx_t *ctx)
+{
+    return ctx ? ctx->panel_rows : 0;
+}
+
 int gemm_ref_ctx_holds_whole_weight(const gemm_ref_ctx_t *ctx)
 {
     return ctx && ctx->buffer_rows == ctx->W.N;
-}
-
-int64_t gemm_ref_ctx_chunk_rows(const gemm_ref_ctx_t *ctx, int64_t M)
-{
-    return ctx ? gemm_ref_chunk_rows(M, ctx->W.N, ctx->W.K, ctx->budget_bytes) : 0;
 }
 
 int64_t gemm_ref_ctx_buffer_bytes(const gemm_ref_ctx_t *ctx)
@@ -274,7 +301,8 @@ int gemm_ref_f64(const float *A, int64_t M, const mxfp4_weight_t *W, int64_t chu
     return 0;
 }
 
-void gemm_dense_f32(const float *A, const float *B, int64_t M, int64_t N, int64_t K, float *C)
+void gemm_dense_f32_panels(const float *A, const float *B, int64_t M, int64_t N, int64_t K,
+                           int64_t panel_rows, float *C)
 {
     /* No error channel in this signature: nothing to compute for an empty
      * output, and an empty inner dimension is the zero matrix (BLAS would
@@ -286,6 +314,15 @@ void gemm_dense_f32(const float *A, const float *B, int64_t M, int64_t N, int64_
             C[i] = 0.0f;
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, A,
-                (int)K, B, (int)K, 0.0f, C, (int)N);
+    const int64_t rows = gemm_ref_chunk_rows(N, K);
+    const int64_t panel = panel_rows > 0 ? panel_rows : GEMM_REF_PANEL_ROWS;
+    for (int64_t n0 = 0; n0 < N; n0 += rows) {
+        const int64_t n1 = n0 + rows < N ? n0 + rows : N;
+        sgemm_panels(A, M, B + n0 * K, n0, n1, N, K, panel, C);
+    }
+}
+
+void gemm_dense_f32(const float *A, const float *B, int64_t M, int64_t N, int64_t K, float *C)
+{
+    gemm_dense_f32_panels(A, B, M, N, K, 0, C);
 }

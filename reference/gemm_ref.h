@@ -30,49 +30,40 @@ typedef struct {
  * fp32 (the dispatch's _exact_ref dequantizes 2048 rows at a time). */
 #define GEMM_REF_CHUNK_N 2048
 
-/* When W does not fit the budget, the chunk size aims at the larger of:
- *  - GEMM_REF_CHUNK_BYTES of fp32: small enough that a chunk stays in the
- *    last-level cache between its dequant and its sgemm, so neither goes
- *    through DRAM, which is what a small M pays for (the dequant writes as
- *    many bytes as the sgemm reads);
- *  - GEMM_REF_CHUNK_ROWS_PER_M * M rows: every sgemm call packs A again, and
- *    at large M that costs more than the cache saves.
- * Measured (best of several runs, 2 shared cores of an EPYC with 32 MiB of
- * L3), K = 5120 and 8704, against 2048-row chunks: at M = 1 and 64, 10-13 MiB
- * chunks take 5-20% off the reference (5 MiB ones lose from the call count);
- * at M = 512, 342-row chunks cost 11% more than one sgemm and 1024-2048-row
- * ones 4-6%. */
+/* How the bits are kept independent of M, of the memory budget and of the
+ * BLAS kernel's blocking.
+ *
+ * OpenBLAS' per-element summation order depends on the shape of the call
+ * that computes the element: with OpenBLAS 0.3.21's Zen kernel, splitting one
+ * sgemm into row panels (even of a multiple of 16 rows, even single-threaded)
+ * or into column chunks changes the last bits of most elements; its Prescott
+ * and Haswell kernels change them with the number of rows per call too.  So
+ * every fp32 reference is computed as a fixed grid of sgemm calls:
+ *   - columns in chunks of gemm_ref_chunk_rows(N, K) rows of W, a function of
+ *     the weight's shape alone (about GEMM_REF_CHUNK_BYTES of fp32 each);
+ *   - rows in panels of GEMM_REF_PANEL_ROWS (or a context's own panel size)
+ *     counted from the first row the caller passes.
+ * A caller that computes a case's rows in blocks starting at multiples of the
+ * panel size therefore makes exactly the calls, on exactly the operands, that
+ * one call over the whole case makes, and gets the same bits by construction,
+ * on any core OpenBLAS picks.  The bits still differ between BLAS cores (every
+ * result stays within gamma_K of the exact product); results files record the
+ * core (blas_info.h).
+ *
+ * Chunks of about 12 MiB stay in the last-level cache between their dequant
+ * and their sgemm (measured on a 2-core EPYC with 32 MiB L3, K = 5120 and
+ * 8704: at M = 1 and 64, 10-13 MiB chunks take 5-20% off the reference).
+ * Panels of 512 rows: single-threaded sgemm, M = 1024, N = 2048, K = 5120,
+ * 614-row chunks, against one call: 64-row panels 1.66x, 256 1.26x, 512 1.12x,
+ * 1024 1.08x (each call repacks its chunk of W). */
 #define GEMM_REF_CHUNK_BYTES ((int64_t)12 << 20)
-#define GEMM_REF_CHUNK_ROWS_PER_M 4
+#define GEMM_REF_PANEL_ROWS 512
 
-/* How the bits depend on the chunking.  Each chunk of rows [n0, n1) of W is
- * one sgemm writing columns n0..n1-1 of C, and OpenBLAS' per-element
- * summation order can depend on that call's shape: OpenBLAS 0.3.21 on
- * SkylakeX-class cores sends calls with M*n <= 1200 and M*n*K <= 1e6 to a
- * "small matrix" kernel with another order than its blocked kernel (whose
- * order does not depend on n or on the thread split).  So results can differ
- * in the last bits between chunkings (and between CPUs OpenBLAS picks other
- * kernels for), while every result stays within gamma_K of the exact
- * product.  The chunking is a pure function of (M, N, K, budget) --
- * gemm_ref_chunk_rows -- so the bits are reproducible for a given (M, N, K,
- * budget) on a given machine, whatever was computed before on the same
- * context: whether a chunk was dequantized in this call or kept from an
- * earlier one, and the order the chunks are computed in, change no bit.
- * Chunks near GEMM_REF_CHUNK_BYTES hold millions of elements, far outside
- * that small-matrix kernel's range (only a budget below that can make chunks
- * small enough to enter it). */
-
-/* Rows per chunk for an M-row product with an N x K weight under budget_bytes
- * of fp32 dequantized weight (<= 0: the default, GEMM_REF_CHUNK_N rows):
- *   - N, when the whole dequantized W fits, whatever M: it is dequantized
- *     once, and every call is one sgemm;
- *   - otherwise the larger of GEMM_REF_CHUNK_BYTES and
- *     GEMM_REF_CHUNK_ROWS_PER_M * M rows, or the budget when that is less,
- *     rounded to equal chunks of ceil(N / chunks) rows so no call is a sliver
- *     that falls into OpenBLAS' small-matrix kernel;
- *   - at least one row, even when one row is over the budget.
- * Returns 0 for N <= 0 or K <= 0. */
-int64_t gemm_ref_chunk_rows(int64_t M, int64_t N, int64_t K, int64_t budget_bytes);
+/* Rows of W per sgemm call for an N x K weight: N when N * K fp32 is at most
+ * GEMM_REF_CHUNK_BYTES, otherwise N split into equal chunks of about that size
+ * (ceil(N / chunks) rows, so no call is a sliver), at least one row.  Depends
+ * on nothing else.  Returns 0 for N <= 0 or K <= 0. */
+int64_t gemm_ref_chunk_rows(int64_t N, int64_t K);
 
 /* A weight prepared for repeated fp32 references.  Not safe for concurrent
  * use: one thread at a time per context (separate contexts are independent).
@@ -82,37 +73,40 @@ typedef struct gemm_ref_ctx gemm_ref_ctx_t;
 
 /* Checks W (as gemm_ref_f32 does) and allocates the buffer: the whole
  * dequantized W when it fits in budget_bytes (<= 0: the default budget),
- * otherwise the budget's worth of rows (pages are only touched as far as a
- * call's chunks reach).  Nothing is dequantized yet.  Returns 0 with *ctx
- * set, or -1 with err filled and *ctx NULL. */
+ * otherwise one chunk (gemm_ref_chunk_rows), even when that is more than the
+ * budget.  The budget decides only what is dequantized again; it changes no
+ * bit.  Nothing is dequantized yet.  Row panels of GEMM_REF_PANEL_ROWS.
+ * Returns 0 with *ctx set, or -1 with err filled and *ctx NULL. */
 int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t budget_bytes,
                       kr_error_t *err);
 
-/* C[M, N] fp32 = A[M, K] fp32 @ dequant(W)^T, for any M.  The first call on a
- * context whose W fits dequantizes it; later calls are one sgemm.  A chunked
- * context dequantizes every chunk on every call, except a chunk its buffer
- * still holds from the previous call, which goes first.  Returns 0, or -1
- * with err filled (NULL arguments, M out of range). */
+/* C[M, N] fp32 = A[M, K] fp32 @ dequant(W)^T, for any M, as the grid of
+ * calls described above (row panels counted from A's first row).  The first
+ * call on a context whose W fits dequantizes it; later calls only multiply.
+ * A chunked context dequantizes every chunk on every call, except a chunk its
+ * buffer still holds from the previous call, which goes first.  Returns 0, or
+ * -1 with err filled (NULL arguments, M out of range). */
 int gemm_ref_ctx_f32(gemm_ref_ctx_t *ctx, const float *A, int64_t M, float *C, kr_error_t *err);
 
+/* The context's row panel (default GEMM_REF_PANEL_ROWS; rows <= 0 restores
+ * it).  Only a caller that splits its rows into blocks needs it: blocks must
+ * start at multiples of it. */
+void gemm_ref_ctx_set_panel_rows(gemm_ref_ctx_t *ctx, int64_t rows);
+int64_t gemm_ref_ctx_panel_rows(const gemm_ref_ctx_t *ctx);
+
 /* Whether the context keeps the whole dequantized W (filled by its first
- * call) rather than working in chunks; the rows per chunk it uses for an
- * M-row product (N when it keeps W); the bytes of its dequant buffer. */
+ * call) rather than dequantizing chunk by chunk; the bytes of its buffer. */
 int gemm_ref_ctx_holds_whole_weight(const gemm_ref_ctx_t *ctx);
-int64_t gemm_ref_ctx_chunk_rows(const gemm_ref_ctx_t *ctx, int64_t M);
 int64_t gemm_ref_ctx_buffer_bytes(const gemm_ref_ctx_t *ctx);
 
 /* Frees the context and its buffer; NULL is allowed. */
 void gemm_ref_ctx_free(gemm_ref_ctx_t *ctx);
 
 /* One reference without a context to keep: a temporary context with a
- * budget of chunk_n rows (chunk_n <= 0 means GEMM_REF_CHUNK_N), so W is
- * dequantized all at once when N <= chunk_n, and otherwise in equal chunks of
- * at most chunk_n rows (gemm_ref_chunk_rows): the same chunking, and so the
- * same bits, as a context with that budget.  Returns 0, or -1
- * with err filled (allocation failure, bad dimensions).  For bit-stable
- * references keep chunk_n fixed; to compute several references on one weight
- * use a context instead, which dequantizes it once. */
+ * budget of chunk_n rows (chunk_n <= 0 means GEMM_REF_CHUNK_N).  The same
+ * bits as any context on the same rows, whatever chunk_n.  Returns 0, or -1
+ * with err filled (allocation failure, bad dimensions).  To compute several
+ * references on one weight use a context instead, which dequantizes it once. */
 int gemm_ref_f32(const float *A, int64_t M, const mxfp4_weight_t *W, int64_t chunk_n,
                  float *C, kr_error_t *err);
 
@@ -121,7 +115,11 @@ int gemm_ref_f64(const float *A, int64_t M, const mxfp4_weight_t *W, int64_t chu
                  double *C, kr_error_t *err);
 
 /* Plain dense fp32 GEMM C = A[M,K] @ B[N,K]^T through sgemm (bf16 kernels'
- * reference, where B is not MXFP4). */
+ * reference, where B is not MXFP4), in the same grid of calls: column chunks
+ * of gemm_ref_chunk_rows(N, K), row panels of panel_rows (<= 0:
+ * GEMM_REF_PANEL_ROWS) counted from A's first row. */
 void gemm_dense_f32(const float *A, const float *B, int64_t M, int64_t N, int64_t K, float *C);
+void gemm_dense_f32_panels(const float *A, const float *B, int64_t M, int64_t N, int64_t K,
+                           int64_t panel_rows, float *C);
 
 #endif

@@ -1,3 +1,4 @@
+/* ctest-labels: blas-bits */
 /* kreplay compare and the shape catalogue. */
 #include <setjmp.h>
 #include <stdarg.h>

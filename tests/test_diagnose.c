@@ -1,3 +1,4 @@
+/* ctest-labels: blas-bits */
 /* Diagnosis hypotheses, each proven by injecting exactly the fault it names:
  * a synthetic case is run through a registry model with the fault, R_exact
  * (or R_source) is built the way replay builds it (fp32 GEMM on the

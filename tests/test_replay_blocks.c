@@ -1,3 +1,4 @@
+/* ctest-labels: blas-bits */
 /* Replaying a case in blocks of rows gives the rows of replaying it whole.
  *
  * The case has everything a block boundary could disturb: a NaN head
@@ -5,9 +6,13 @@
  * kinds (MXFP4 and bf16 kernels), recorded outputs with a rerun that differs
  * in known elements (the race-check row), --vs rows, and a fragment-order
  * weight with the [K/32, N] scale layout.  Blocks of 10 rows do not divide
- * M = 96, so the last block is short.  The oracle is the whole-case replay:
- * every count, index, histogram, digest and verdict must be equal, and the
- * norms equal to fp64 rounding (the sums are associated by block). */
+ * M = 96, so the last block is short; the references' row panel is set to 2
+ * rows so that 10-row blocks are whole panels (one test keeps the default
+ * panel, on a case with more rows than one).  The oracle is the whole-case
+ * replay: every count, index, histogram, digest and verdict must be equal,
+ * and the norms equal to fp64 rounding (the sums are associated by block).
+ * The references are OpenBLAS sgemm, whose bits depend on each call's shape:
+ * scripts/test.sh runs this test under every OpenBLAS core the CPU has. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +24,7 @@
 #include <string.h>
 
 #include "case_io.h"
+#include "gemm_ref.h"
 #include "replay.h"
 #include "synth.h"
 #include "test_support.h"
@@ -96,39 +102,48 @@ static void compare_runs(const result_list_t *whole, const result_list_t *blocks
         /* Notes too: a quantizer's counts are summed over the blocks. */
         assert_string_equal(b->note, a->note);
         /* A diagnosis names the rows it saw. */
-        assert_int_equal(b->diagnosis[0] != '\0', a->diagnosis[0] != '\0');
+        if ((b->diagnosis[0] != '\0') != (a->diagnosis[0] != '\0')) {
+            print_error("%s: diagnosis \"%s\", whole \"%s\"\n", what, b->diagnosis, a->diagnosis);
+            fail();
+        }
     }
 }
 
-/* Replays c whole and in blocks of 10 rows and compares; expect_nondet: the
- * case's recorded rerun differs from its output in 3 elements. */
-static void replay_both_ways(case_t *c, const char *vs, int expect_nondet)
+/* Replays c whole and in blocks of block_rows rows (whole panels of
+ * panel_rows; 0: the default panel) and compares; expect_nondet: the case's
+ * recorded rerun differs from its output in 3 elements. */
+static void replay_both_ways_in(case_t *c, const char *vs, int expect_nondet, int64_t panel_rows,
+                                int64_t block_rows)
 {
     const int64_t M = c->M;
     replay_options_t opt;
     replay_options_default(&opt);
     opt.vs_kernel = vs;
+    opt.ref_panel_rows = panel_rows;
     opt.block_bytes = (int64_t)1 << 40;
     assert_int_equal(replay_block_rows(c, &opt), M);
     result_list_t whole = {0}, blocks = {0};
     kr_error_t err = {{0}};
     assert_int_equal(replay_case(c, &opt, &whole, &err), 0);
 
-    /* 10 rows a block: budget of exactly 10 rows by the replay's own
-     * estimate, found by search so the test does not restate it. */
+    /* block_rows a block: the smallest budget that gives them by the
+     * replay's own estimate, found by search so the test does not restate
+     * it; one byte less must give a panel fewer. */
+    replay_options_t probe = {.ref_panel_rows = panel_rows};
     int64_t bytes = 1;
-    while (replay_block_rows(c, &(replay_options_t){.block_bytes = bytes}) < 10)
+    for (probe.block_bytes = bytes; replay_block_rows(c, &probe) < block_rows;
+         probe.block_bytes = bytes)
         bytes *= 2;
     int64_t lo = bytes / 2, hi = bytes;
     while (hi - lo > 1) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (replay_block_rows(c, &(replay_options_t){.block_bytes = mid}) >= 10)
-            hi = mid;
+        probe.block_bytes = lo + (hi - lo) / 2;
+        if (replay_block_rows(c, &probe) >= block_rows)
+            hi = probe.block_bytes;
         else
-            lo = mid;
+            lo = probe.block_bytes;
     }
     opt.block_bytes = hi;
-    assert_int_equal(replay_block_rows(c, &opt), 10);
+    assert_int_equal(replay_block_rows(c, &opt), block_rows);
     assert_int_equal(replay_case(c, &opt, &blocks, &err), 0);
     assert_true(whole.count > 30);
     compare_runs(&whole, &blocks);
@@ -139,7 +154,7 @@ static void replay_both_ways(case_t *c, const char *vs, int expect_nondet)
         nondet += blocks.rows[i].verdict == VERDICT_NONDETERMINISTIC;
         diagnosed += blocks.rows[i].diagnosis[0] != '\0';
         if (!strcmp(blocks.rows[i].reference, "out_rerun")) {
-            /* Three elements were changed, in rows 0, 45 and 95. */
+            /* Three elements were changed, one in each of three blocks. */
             assert_int_equal(blocks.rows[i].ulp.count - blocks.rows[i].ulp.identical, 3);
         }
     }
@@ -148,6 +163,11 @@ static void replay_both_ways(case_t *c, const char *vs, int expect_nondet)
     assert_true(diagnosed > 0);
     result_list_free(&whole);
     result_list_free(&blocks);
+}
+
+static void replay_both_ways(case_t *c, const char *vs, int expect_nondet)
+{
+    replay_both_ways_in(c, vs, expect_nondet, 2, 10);
 }
 
 static void test_blocks_match_whole(void **state)
@@ -227,12 +247,44 @@ static void test_blocks_decode_band(void **state)
     case_free(&c);
 }
 
+/* The default panel: a budget too small for one panel still replays whole
+ * panels, and a case of 1.4 panels replays as one panel and a short one. */
+static void test_blocks_default_panel(void **state)
+{
+    (void)state;
+    synth_params_t p;
+    synth_params_default(&p);
+    const int64_t M = GEMM_REF_PANEL_ROWS + GEMM_REF_PANEL_ROWS * 2 / 5;
+    p.M = M;
+    p.N = 48;
+    p.K = 128;
+    p.seed = 14;
+    p.nan_rows = 3;
+    p.nan_cols = 32;
+    p.weight_format = SYNTH_WEIGHT_BOTH;
+    case_t c;
+    kr_error_t err = {{0}};
+    assert_int_equal(synth_case(&p, &c, &err), 0);
+    replay_options_t tiny = {.block_bytes = 1};
+    assert_int_equal(replay_block_rows(&c, &tiny), GEMM_REF_PANEL_ROWS);
+    const int64_t N48 = 48;
+    c.out = model_output(&c, "w4a8.perblock");
+    c.out_rerun = malloc((size_t)(M * N48) * sizeof(uint16_t));
+    memcpy(c.out_rerun, c.out, (size_t)(M * N48) * sizeof(uint16_t));
+    c.out_rerun[0 * N48 + 5] ^= 1;
+    c.out_rerun[(GEMM_REF_PANEL_ROWS - 1) * N48 + 20] ^= 1;
+    c.out_rerun[(M - 1) * N48 + 47] ^= 2;
+    replay_both_ways_in(&c, "w4a8.folded", 1, 0, GEMM_REF_PANEL_ROWS);
+    case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocks_match_whole),
         cmocka_unit_test(test_blocks_fragment_order),
         cmocka_unit_test(test_blocks_decode_band),
+        cmocka_unit_test(test_blocks_default_panel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
  * in either layout itself, and multiplies in long double.  Only the kernel
  * outputs and the operands each kernel consumed are taken from kreplay
  * (--save-outputs), because those are what the errors are about. */
-/* ctest-labels: oracle */
+/* ctest-labels: oracle;blas-bits */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* ctest-labels: blas-bits */
 /* torch.save files read in C (harness/torch_pt.c, pt_import.c, case_load.c,
  * cli/cli_import.c), against fixtures written by a real torch
  * (scripts/fixtures/make_pt_fixtures.py, torch 2.11) and their HDF5 twins

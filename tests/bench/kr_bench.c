@@ -161,7 +161,7 @@ static void item1(int shape_i, weight_t *W, int64_t M, int band, int reps)
     gemm_ref_ctx_t *cached, *chunked;
     check(gemm_ref_ctx_init(&cached, &W->w, whole_w, &err), "gemm_ref_ctx_init", &err);
     check(gemm_ref_ctx_init(&chunked, &W->w, 0, &err), "gemm_ref_ctx_init", &err);
-    const int64_t rows = gemm_ref_ctx_chunk_rows(chunked, M);
+    const int64_t rows = gemm_ref_chunk_rows(N, K);
     check(gemm_ref_ctx_f32(cached, A, M, C, &err), "gemm_ref_ctx_f32", &err);
     check(gemm_ref_ctx_f32(chunked, A, M, C, &err), "gemm_ref_ctx_f32", &err);
 
