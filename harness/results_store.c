@@ -22,6 +22,7 @@
 
 #include "atomic_file.h"
 #include "kr_string.h"
+#include "blas_info.h"
 #include "result_fields.h"
 
 /* ---------------------------------------------------------------- meta */
@@ -37,6 +38,10 @@ void results_meta_init(results_meta_t *m)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(m->time_utc, sizeof m->time_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    blas_info_t blas;
+    blas_info_get(&blas);
+    kr_strlcpy(m->blas_core, blas.core, sizeof m->blas_core);
+    blas_info_format(&blas, m->blas, sizeof m->blas);
 }
 
 typedef struct {
@@ -49,7 +54,7 @@ static const meta_attr_t meta_attrs[] = {
     META_ATTR(version),   META_ATTR(git_commit), META_ATTR(host),
     META_ATTR(device),    META_ATTR(kernel_build_id), META_ATTR(suite_name),
     META_ATTR(suite_hash), META_ATTR(time_utc),  META_ATTR(command),
-    META_ATTR(shard),
+    META_ATTR(shard),     META_ATTR(blas_core),  META_ATTR(blas),
 };
 #define N_META_ATTRS ((int)(sizeof meta_attrs / sizeof meta_attrs[0]))
 

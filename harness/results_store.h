@@ -49,9 +49,12 @@ typedef struct {
     char time_utc[32];          /* ISO 8601 */
     char command[4096];
     char shard[64];             /* "i/n", "" unsharded, "merged k of n" */
+    char blas_core[32];         /* the OpenBLAS core the references ran on (blas_info.h) */
+    char blas[512];             /* core, threads and OpenBLAS' build configuration */
 } results_meta_t;
 
-/* Zeroes *m and fills schema, host (gethostname) and time_utc (now). */
+/* Zeroes *m and fills schema, host (gethostname), time_utc (now) and the
+ * BLAS core of this process. */
 void results_meta_init(results_meta_t *m);
 
 /* Stable sort by (case_path, kernel, reference), strcmp order each.

@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "blas_info.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -56,6 +58,11 @@ int kreplay_main(int argc, char **argv)
     if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("kreplay %s (commit %s)\n", cli_version(), cli_git_commit());
+        blas_info_t blas;
+        char line[512];
+        blas_info_get(&blas);
+        blas_info_format(&blas, line, sizeof line);
+        printf("BLAS: %s\n", line);
         return 0;
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
