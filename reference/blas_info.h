@@ -28,7 +28,8 @@ typedef struct {
     blas_isa_t core_isa;   /* what the core's kernels use (UNKNOWN: a name not in the table) */
     blas_isa_t cpu_isa;    /* what this CPU offers */
     char best_core[32];    /* the OPENBLAS_CORETYPE value for cpu_isa, "" when none is known */
-    int core_from_env;     /* OPENBLAS_CORETYPE is set */
+    int core_from_env;     /* OPENBLAS_CORETYPE is set (by the user, or by the restart) */
+    int core_from_restart; /* kreplay restarted itself to set it (blas_info_fix_core) */
 } blas_info_t;
 
 void blas_info_get(blas_info_t *b);
