@@ -12,6 +12,7 @@
 #include "gpu_run.h"
 #include "formats.h"
 #include "gemm_ref.h"
+#include "gpu_ref.h"
 #include "input_health.h"
 #include "isolate.h"
 #include "plugin_loader.h"
@@ -147,7 +148,11 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
         kr_fail(err, "out of memory for the fp64 oracle");
         return NAN;
     }
-    if (gemm_ref_f64(A, M, &rc->in.weight, 0, ref64, err)) {
+    const int f64_failed = rc->opt->device_gpu && gpu_ref_built()
+                               ? gpu_ref_mxfp4_f64(A, M, &rc->in.weight, ref64,
+                                                   rc->opt->timeout_s, err)
+                               : gemm_ref_f64(A, M, &rc->in.weight, 0, ref64, err);
+    if (f64_failed) {
         free(ref64);
         return NAN;
     }
@@ -270,6 +275,8 @@ static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, cons
  * use). */
 static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t *err)
 {
+    if (rc->opt->device_gpu && gpu_ref_built())
+        return gpu_ref_mxfp4_f32(A, rc->c->M, &rc->in.weight, C, rc->opt->timeout_s, err);
     if (!rc->ref_ctx) {
         if (gemm_ref_ctx_init(&rc->ref_ctx, &rc->in.weight,
                               rc->blocks ? REPLAY_REF_CHUNK_BYTES : 0, err))
@@ -884,6 +891,8 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
     const case_t *c = rc->c;
     if (wk == WEIGHT_KIND_MXFP4)
         return reference_gemm(rc, A, C, err);
+    if (rc->opt->device_gpu && gpu_ref_built())
+        return gpu_ref_dense_f32(A, c->M, wf, c->N, c->K, C, rc->opt->timeout_s, err);
     gemm_dense_f32_panels(A, wf, c->M, c->N, c->K, rc->opt->ref_panel_rows, C);
     return 0;
 }

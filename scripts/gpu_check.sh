@@ -6,6 +6,8 @@
 #   scripts/gpu_check.sh [BUILD_DIR]        (default build-gpu)
 #   GPU_CHECK_BENCH=0      skip the GPU benchmark
 #   GPU_CHECK_CPU_BENCH=1  also run scripts/bench.sh (the CPU benchmark) there
+#   GPU_CHECK_E2E=0        skip the end-to-end table (CPU path vs --device gpu)
+#   GPU_CHECK_E2E_M="1 64 512 4096"  the M values of its production sweep
 #
 # The machine needs gcc, cmake, nvcc, pkg-config, OpenBLAS and HDF5.  Missing
 # jansson / cmocka / libyaml development files are taken from Debian .deb
@@ -97,6 +99,32 @@ grep -E "model:|rows:" "$logs/replay_gpu.txt" | awk '{print $5, $6, $7, $14}' | 
 tail -1 "$logs/replay_gpu.txt"
 sed 's/^[0-9]*: //' "$logs/test_gpu.log" |
     grep -E "test_gpu:|bit-identical|DIFFER|ERROR|FAIL|fault |MMA:|pairs|Passed|Skipped|Failed|\*\*\*" | tail -150
+
+# ---- end to end: the CPU path against --device gpu (kernels and references on the GPU) ----
+if [[ "${GPU_CHECK_E2E:-1}" == "1" ]]; then
+    echo "== end to end: kreplay replay, CPU path vs --device gpu ($(nproc) CPU cores)"
+    e2e=$(mktemp -d)
+    kernels='w4a8.perblock,w4a8.folded,w4a4.aiter'
+    "$build_dir/kreplay" synth --shape production --m "$(echo ${GPU_CHECK_E2E_M:-1 64 512 4096} | tr ' ' ',')" \
+        --out "$e2e/sweep" >/dev/null 2>&1
+    wall() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; local rc=$?; t1=$(date +%s.%N)
+             echo "$(echo "$t1 - $t0" | awk '{printf "%.2f", $1}') $rc"; }
+    printf '%-44s %5s %9s %9s %7s\n' "case" "M" "cpu s" "gpu s" "cpu/gpu"
+    for f in "$e2e"/sweep/*.h5; do
+        read -r tc rcc <<<"$(wall "$build_dir/kreplay" replay --kernels "$kernels" --no-recorded "$f")"
+        read -r tg rcg <<<"$(wall "$build_dir/kreplay" replay --device gpu --kernels "$kernels" --no-recorded "$f")"
+        m=$(basename "$f" | grep -oE '_M[0-9]+' | tr -d _M)
+        printf '%-44s %5s %9s %9s %7s  (exit %s/%s)\n' "$(basename "$f" .h5 | cut -c1-44)" "$m" "$tc" "$tg" \
+            "$(awk -v a="$tc" -v b="$tg" 'BEGIN{printf "%.2f", a/b}')" "$rcc" "$rcg"
+    done | tee "$logs/e2e.txt"
+    n=$(ls cases/samples/*.h5 | wc -l)
+    read -r tc rcc <<<"$(wall "$build_dir/kreplay" replay cases/samples)"
+    read -r tg rcg <<<"$(wall "$build_dir/kreplay" replay --device gpu cases/samples)"
+    echo "the $n samples, every kernel: cpu ${tc} s (exit $rcc), --device gpu ${tg} s (exit $rcg);" \
+         "$(awk -v n="$n" -v a="$tc" -v b="$tg" 'BEGIN{printf "%.1f vs %.1f cases/s", n/a, n/b}')" |
+        tee -a "$logs/e2e.txt"
+    rm -rf "$e2e"
+fi
 
 # ---- benchmark ----
 bench_rc=0

@@ -68,6 +68,17 @@ int kr_gpu_event_destroy(kr_gpu_event_t event);
 int kr_gpu_event_record(kr_gpu_event_t event, kr_gpu_stream_t stream);
 int kr_gpu_event_elapsed_ms(kr_gpu_event_t start, kr_gpu_event_t stop, float *ms);
 
+/* ---- reference GEMMs (host pointers in and out) ----
+ * C[M, N] = A[M, K] @ B[N, K]^T, every operand row-major in host memory; the
+ * call allocates, copies, multiplies and copies back.  fp32 in true IEEE fp32
+ * (cuBLAS in pedantic math mode: no TF32, no reduced-precision reductions),
+ * fp64 through DGEMM.  CUDA builds only (cuBLAS); KR_GPU_ERR_UNSUPPORTED on
+ * ROCm, whose hipBLAS Debian does not ship. */
+int kr_gpu_gemm_f32_nt(const float *A, const float *B, int64_t M, int64_t N, int64_t K,
+                       float *C);
+int kr_gpu_gemm_f64_nt(const double *A, const double *B, int64_t M, int64_t N, int64_t K,
+                       double *C);
+
 /* ---- operand descriptors ---- */
 
 /* An MXFP4 weight on the device: packed e2m1 [N, K/2] in checkpoint order

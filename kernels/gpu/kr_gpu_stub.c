@@ -236,3 +236,26 @@ int kr_gpu_fault_launch(const char *fault, const uint8_t *x, int x_fmt, const fl
     KR_STUB_UNUSED(scratch_bytes); KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
+
+int kr_gpu_gemm_f32_nt(const float *A, const float *B, int64_t M, int64_t N, int64_t K, float *C)
+{
+    KR_STUB_UNUSED(A);
+    KR_STUB_UNUSED(B);
+    KR_STUB_UNUSED(M);
+    KR_STUB_UNUSED(N);
+    KR_STUB_UNUSED(K);
+    KR_STUB_UNUSED(C);
+    return KR_GPU_ERR_NOT_BUILT;
+}
+
+int kr_gpu_gemm_f64_nt(const double *A, const double *B, int64_t M, int64_t N, int64_t K,
+                       double *C)
+{
+    KR_STUB_UNUSED(A);
+    KR_STUB_UNUSED(B);
+    KR_STUB_UNUSED(M);
+    KR_STUB_UNUSED(N);
+    KR_STUB_UNUSED(K);
+    KR_STUB_UNUSED(C);
+    return KR_GPU_ERR_NOT_BUILT;
+}

@@ -1,0 +1,115 @@
+// Reference GEMMs on the GPU (kr_gpu.h, "reference GEMMs"): cuBLAS SGEMM in
+// pedantic math mode and DGEMM on CUDA builds; unsupported on ROCm.
+#include "vendor.h"
+
+#include <stdio.h>
+
+#include "kr_gpu.h"
+
+#if !KR_GPU_BARE
+
+extern "C" int kr_gpu_internal_fail(int status, const char *what, const char *detail);
+
+#if KR_GPU_CUDA
+#include <cublas_v2.h>
+
+namespace {
+
+// Device buffers of one call, freed on every path.
+struct gemm_buffers {
+    void *a = nullptr, *b = nullptr, *c = nullptr;
+    cublasHandle_t handle = nullptr;
+    ~gemm_buffers()
+    {
+        cudaFree(a);
+        cudaFree(b);
+        cudaFree(c);
+        if (handle)
+            cublasDestroy(handle);
+    }
+};
+
+int fail_rt(const char *what, cudaError_t e)
+{
+    return kr_gpu_internal_fail(KR_GPU_ERR_RUNTIME, what, cudaGetErrorString(e));
+}
+
+int fail_blas(const char *what, cublasStatus_t s)
+{
+    char detail[64];
+    snprintf(detail, sizeof detail, "cuBLAS status %d", (int)s);
+    return kr_gpu_internal_fail(KR_GPU_ERR_RUNTIME, what, detail);
+}
+
+template <typename T>
+int gemm_nt(const T *A, const T *B, int64_t M, int64_t N, int64_t K, T *C, const char *who)
+{
+    if (!A || !B || !C || M <= 0 || N <= 0 || K <= 0 || M > INT32_MAX || N > INT32_MAX ||
+        K > INT32_MAX)
+        return kr_gpu_internal_fail(KR_GPU_ERR_ARG, who, "bad shape or NULL operand");
+    gemm_buffers g;
+    const size_t ab = (size_t)M * (size_t)K * sizeof(T), bb = (size_t)N * (size_t)K * sizeof(T),
+                 cb = (size_t)M * (size_t)N * sizeof(T);
+    cudaError_t e;
+    if ((e = cudaMalloc(&g.a, ab)) != cudaSuccess || (e = cudaMalloc(&g.b, bb)) != cudaSuccess ||
+        (e = cudaMalloc(&g.c, cb)) != cudaSuccess)
+        return fail_rt(who, e);
+    if ((e = cudaMemcpy(g.a, A, ab, cudaMemcpyHostToDevice)) != cudaSuccess ||
+        (e = cudaMemcpy(g.b, B, bb, cudaMemcpyHostToDevice)) != cudaSuccess)
+        return fail_rt(who, e);
+    cublasStatus_t s = cublasCreate(&g.handle);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return fail_blas(who, s);
+    // No TF32 and no reduced-precision reductions: a reference in IEEE fp32.
+    if ((s = cublasSetMathMode(g.handle, CUBLAS_PEDANTIC_MATH)) != CUBLAS_STATUS_SUCCESS)
+        return fail_blas(who, s);
+    const T one = 1, zero = 0;
+    // Row-major C[M,N] = A B^T is column-major C^T[N,M] = B^T(op T of the
+    // col-major K x N view of B) times A (the col-major K x M view of A).
+    if constexpr (sizeof(T) == 4)
+        s = cublasSgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+                        (const float *)g.b, (int)K, (const float *)g.a, (int)K, &zero,
+                        (float *)g.c, (int)N);
+    else
+        s = cublasDgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+                        (const double *)g.b, (int)K, (const double *)g.a, (int)K, &zero,
+                        (double *)g.c, (int)N);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return fail_blas(who, s);
+    if ((e = cudaMemcpy(C, g.c, cb, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        return fail_rt(who, e);
+    return KR_GPU_OK;
+}
+
+} // namespace
+
+extern "C" int kr_gpu_gemm_f32_nt(const float *A, const float *B, int64_t M, int64_t N,
+                                  int64_t K, float *C)
+{
+    return gemm_nt<float>(A, B, M, N, K, C, "gemm_f32_nt (cuBLAS SGEMM, pedantic)");
+}
+
+extern "C" int kr_gpu_gemm_f64_nt(const double *A, const double *B, int64_t M, int64_t N,
+                                  int64_t K, double *C)
+{
+    return gemm_nt<double>(A, B, M, N, K, C, "gemm_f64_nt (cuBLAS DGEMM)");
+}
+
+#else // ROCm
+
+extern "C" int kr_gpu_gemm_f32_nt(const float *, const float *, int64_t, int64_t, int64_t,
+                                  float *)
+{
+    return kr_gpu_internal_fail(KR_GPU_ERR_UNSUPPORTED, "gemm_f32_nt",
+                                "GPU references need cuBLAS (a CUDA build)");
+}
+
+extern "C" int kr_gpu_gemm_f64_nt(const double *, const double *, int64_t, int64_t, int64_t,
+                                  double *)
+{
+    return kr_gpu_internal_fail(KR_GPU_ERR_UNSUPPORTED, "gemm_f64_nt",
+                                "GPU references need cuBLAS (a CUDA build)");
+}
+
+#endif
+#endif // !KR_GPU_BARE
