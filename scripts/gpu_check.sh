@@ -108,7 +108,7 @@ if [[ "${GPU_CHECK_E2E:-1}" == "1" ]]; then
     "$build_dir/kreplay" synth --shape production --m "$(echo ${GPU_CHECK_E2E_M:-1 64 512 4096} | tr ' ' ',')" \
         --out "$e2e/sweep" >/dev/null 2>&1
     wall() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; local rc=$?; t1=$(date +%s.%N)
-             echo "$(echo "$t1 - $t0" | awk '{printf "%.2f", $1}') $rc"; }
+             echo "$(echo "$t1 $t0" | awk '{printf "%.2f", $1 - $2}') $rc"; }
     printf '%-44s %5s %9s %9s %7s\n' "case" "M" "cpu s" "gpu s" "cpu/gpu"
     for f in "$e2e"/sweep/*.h5; do
         read -r tc rcc <<<"$(wall "$build_dir/kreplay" replay --kernels "$kernels" --no-recorded "$f")"
