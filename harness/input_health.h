@@ -33,7 +33,7 @@ typedef struct {
 #define INPUT_MAP_MAX_BLOCKS 64
 
 /* What the activation quantizers make of the non-finite elements, found by
- * running them on the hit rows (NUMERICS.md, "Activation quantizers"). */
+ * running them on the hit rows (docs/NUMERICS.md, "Activation quantizers"). */
 typedef struct {
     /* fp8 per-token, vLLM (NaN-ignoring amax; clamp sends NaN to +Q) */
     int64_t vllm_to_pos_max;        /* non-finite elements whose code is +Q (448 on e4m3fn) */

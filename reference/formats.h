@@ -1,6 +1,6 @@
 /* Exact decode and round-to-nearest-even encode of the number formats the
  * production kernels use: fp8 e4m3fn (OCP), fp8 e4m3fnuz (gfx942), e2m1 (MX
- * fp4), e8m0 (MX scale) and bf16.  Semantics follow ../shared/NUMERICS.md;
+ * fp4), e8m0 (MX scale) and bf16.  Semantics follow docs/NUMERICS.md;
  * every function here is pure and thread-safe. */
 #ifndef KR_FORMATS_H
 #define KR_FORMATS_H

@@ -1,5 +1,5 @@
 /* Per-token fp8 activation quantizers: the variants that exist in the
- * production dispatch files, each selectable by name.  See NUMERICS.md,
+ * production dispatch files, each selectable by name.  See docs/NUMERICS.md,
  * "fp8 per-token". */
 #ifndef KR_QUANT_FP8_H
 #define KR_QUANT_FP8_H

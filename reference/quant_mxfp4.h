@@ -1,6 +1,6 @@
 /* MXFP4 dynamic activation quantizers (per 32-element block along K), the W4A4
  * path.  Codes are e2m1 nibbles stored one per byte (low 4 bits). See
- * NUMERICS.md, "MXFP4 dynamic". */
+ * docs/NUMERICS.md, "MXFP4 dynamic". */
 #ifndef KR_QUANT_MXFP4_H
 #define KR_QUANT_MXFP4_H
 

@@ -56,7 +56,7 @@ static double spec_bf16(uint16_t h)
     return f;
 }
 
-/* float -> bf16 round-to-nearest-even (NUMERICS.md's formula), finite inputs. */
+/* float -> bf16 round-to-nearest-even (docs/NUMERICS.md's formula), finite inputs. */
 static uint16_t spec_bf16_rne(float x)
 {
     uint32_t u;

@@ -29,7 +29,7 @@
  * significant bits, so they are exact in fp32 and an FMA would give the same
  * bits: the order of the additions is the whole contract.
  *
- * Assumed, not known (NUMERICS.md open question 1): inside one split the GPU
+ * Assumed, not known (docs/NUMERICS.md, assumption 5): inside one split the GPU
  * kernel feeds 16 k at a time to a 16x16x16 WMMA whose internal order and
  * width are undocumented; the model sums a split's products one by one in
  * fp32.  The last-arriving block's reduction of the partials is modelled in

@@ -10,7 +10,7 @@
  * e2m1 x e2m1 products are multiples of 1/4 below 36, and 32 of them sum
  * exactly in fp32, so each block sum is exact; the product of the two power-
  * of-two scales is 2^(Ea+Ew-254) correctly rounded.  Only the block order of
- * acc and the final rounding decide the bits.  Open question (NUMERICS.md):
+ * acc and the final rounding decide the bits.  Assumption 5 of docs/NUMERICS.md:
  * Triton on gfx12 decomposes dot_scaled into bf16 WMMA, whose accumulation
  * order across k may differ from this per-block model. */
 #include <stdlib.h>
