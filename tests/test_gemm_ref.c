@@ -25,7 +25,7 @@
 
 static const long double E2M1_LD[8] = {0.0L, 0.5L, 1.0L, 1.5L, 2.0L, 3.0L, 4.0L, 6.0L};
 
-/* Independent dequant of element (n, k), NK-layout scales, from NUMERICS.md:
+/* Independent dequant of element (n, k), NK-layout scales, from docs/NUMERICS.md:
  *   code = k even ? byte & 0xF : byte >> 4;  w = +-E2M1[code & 7] * 2^(E - 127). */
 static long double oracle_w(const uint8_t *packed, const uint8_t *scales_nk, int64_t K,
                             int64_t n, int64_t k, e8m0_mode_t mode)

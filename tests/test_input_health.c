@@ -1,6 +1,6 @@
 /* Input health maps: per-row / per-column non-finite counts, the blocks
  * they form, and what each quantizer makes of them, checked against counts
- * worked out by hand from NUMERICS.md. */
+ * worked out by hand from docs/NUMERICS.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

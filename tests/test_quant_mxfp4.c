@@ -51,7 +51,7 @@ static int oracle_floor_log2(double a)
 
 static int oracle_clamp(int e) { return e < -127 ? -127 : (e > 127 ? 127 : e); }
 
-/* NUMERICS.md: amax (NaN ignored) rounded up to the next power of two when
+/* docs/NUMERICS.md: amax (NaN ignored) rounded up to the next power of two when
  * its significand is >= 1.75, e = clamp(log2 - 2), then plain RNE of x/2^e
  * with saturation; a quiet NaN (0x7FC00000) lands on +-1.5.  For blocks
  * with at least one non-NaN element. */
