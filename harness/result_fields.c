@@ -12,19 +12,22 @@
 #define RF_CHECK(member, T) \
     (0 * sizeof(char[_Generic(((result_t *)0)->member, T: 1, default: -1)]))
 
-#define RF_LINE(member, T, type, cnt, label, opt) \
+#define RF_LINE(member, T, type, cnt, label, opt, meas) \
     {#member, type, offsetof(result_t, member) + RF_CHECK(member, T), \
-     sizeof(((result_t *)0)->member), cnt, label, opt}
+     sizeof(((result_t *)0)->member), cnt, label, opt, meas}
 
-#define F_STR(m) RF_LINE(m, char *, RF_STR, 1, NULL, 0)
-#define F_I64(m) RF_LINE(m, int64_t, RF_I64, 1, NULL, 0)
-#define F_U64(m) RF_LINE(m, uint64_t, RF_U64, 1, NULL, 0)
-#define F_INT(m) RF_LINE(m, int, RF_INT, 1, NULL, 0)
-#define F_F64(m) RF_LINE(m, double, RF_F64, 1, NULL, 0)
-#define F_VERDICT(m) RF_LINE(m, verdict_t, RF_VERDICT, 1, NULL, 0)
-#define F_I64_ARRAY(m, label) \
+#define F_STR(m) RF_LINE(m, char *, RF_STR, 1, NULL, 0, 0)
+#define F_I64(m) RF_LINE(m, int64_t, RF_I64, 1, NULL, 0, 0)
+#define F_INT(m) RF_LINE(m, int, RF_INT, 1, NULL, 0, 0)
+#define F_F64(m) RF_LINE(m, double, RF_F64, 1, NULL, 0, 0)
+#define F_VERDICT(m) RF_LINE(m, verdict_t, RF_VERDICT, 1, NULL, 0, 0)
+/* Measured: missing in a row that compared nothing. */
+#define M_I64(m) RF_LINE(m, int64_t, RF_I64, 1, NULL, 0, 1)
+#define M_U64(m) RF_LINE(m, uint64_t, RF_U64, 1, NULL, 0, 1)
+#define M_F64(m) RF_LINE(m, double, RF_F64, 1, NULL, 0, 1)
+#define M_I64_ARRAY(m, label) \
     RF_LINE(m, int64_t *, RF_I64_ARRAY, \
-            (int)(sizeof(((result_t *)0)->m) / sizeof(int64_t)), label, 0)
+            (int)(sizeof(((result_t *)0)->m) / sizeof(int64_t)), label, 0, 1)
 
 /* In result_t's order.  A member added to result_t gets one line here; mark
  * it optional (copy the macro with opt = 1) so results files written before
@@ -39,35 +42,35 @@ const result_field_t result_fields[] = {
     F_STR(kernel),
     F_STR(reference),
     F_STR(act_origin),
-    F_I64(metrics.count),
-    F_I64(metrics.finite_count),
-    F_F64(metrics.rel_fro),
-    F_F64(metrics.nmse),
-    F_F64(metrics.max_abs),
-    F_I64(metrics.max_abs_index),
-    F_F64(metrics.worst_row_rel),
-    F_I64(metrics.worst_row),
-    F_F64(metrics.cosine),
-    F_F64(metrics.mag_ratio),
-    F_I64(metrics.out_nf.nan),
-    F_I64(metrics.out_nf.pos_inf),
-    F_I64(metrics.out_nf.neg_inf),
-    F_I64(metrics.ref_nf.nan),
-    F_I64(metrics.ref_nf.pos_inf),
-    F_I64(metrics.ref_nf.neg_inf),
-    F_I64(ulp.count),
-    F_I64(ulp.identical),
-    F_F64(ulp.identical_frac),
-    F_U64(ulp.max_ulp),
-    F_I64_ARRAY(ulp.bins, ulp_bin_label),
+    M_I64(metrics.count),
+    M_I64(metrics.finite_count),
+    M_F64(metrics.rel_fro),
+    M_F64(metrics.nmse),
+    M_F64(metrics.max_abs),
+    M_I64(metrics.max_abs_index),
+    M_F64(metrics.worst_row_rel),
+    M_I64(metrics.worst_row),
+    M_F64(metrics.cosine),
+    M_F64(metrics.mag_ratio),
+    M_I64(metrics.out_nf.nan),
+    M_I64(metrics.out_nf.pos_inf),
+    M_I64(metrics.out_nf.neg_inf),
+    M_I64(metrics.ref_nf.nan),
+    M_I64(metrics.ref_nf.pos_inf),
+    M_I64(metrics.ref_nf.neg_inf),
+    M_I64(ulp.count),
+    M_I64(ulp.identical),
+    M_F64(ulp.identical_frac),
+    M_U64(ulp.max_ulp),
+    M_I64_ARRAY(ulp.bins, ulp_bin_label),
     F_I64(input_nf.nan),
     F_I64(input_nf.pos_inf),
     F_I64(input_nf.neg_inf),
-    F_F64(threshold),
+    M_F64(threshold),
     F_VERDICT(verdict),
     F_STR(note),
     F_F64(seconds),
-    F_F64(ref_f32_vs_f64),
+    M_F64(ref_f32_vs_f64),
     F_STR(diagnosis),
     F_STR(device),
     F_INT(reruns),
@@ -76,7 +79,7 @@ const result_field_t result_fields[] = {
     F_F64(time_ms),
     F_F64(tflops),
     F_F64(gbps),
-    RF_LINE(out_digest, char *, RF_STR, 1, NULL, 1),
+    RF_LINE(out_digest, char *, RF_STR, 1, NULL, 1, 0),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 
@@ -86,6 +89,31 @@ const result_field_t *result_field_find(const char *name)
         if (strcmp(result_fields[i].name, name) == 0)
             return &result_fields[i];
     return NULL;
+}
+
+int result_has_measurement(const result_t *r)
+{
+    return strncmp(r->reference, "-", sizeof r->reference) != 0;
+}
+
+int result_field_missing(const result_field_t *f, const result_t *r)
+{
+    return f->measured && !result_has_measurement(r);
+}
+
+int result_field_columns(const result_field_t *f)
+{
+    return f->type == RF_I64_ARRAY ? f->count : 1;
+}
+
+void result_column_name(const result_field_t *f, int e, char *buf, size_t cap)
+{
+    if (f->type != RF_I64_ARRAY)
+        snprintf(buf, cap, "%s", f->name);
+    else if (f->elem_label)
+        snprintf(buf, cap, "%s.%s", f->name, f->elem_label(e));
+    else
+        snprintf(buf, cap, "%s.%d", f->name, e);
 }
 
 const char *rf_type_name(rf_type_t t)
@@ -193,15 +221,10 @@ void result_fields_csv_header(FILE *fp)
 {
     for (int i = 0; i < result_field_count; i++) {
         const result_field_t *f = &result_fields[i];
-        if (f->type != RF_I64_ARRAY) {
-            fprintf(fp, "%s%s", i ? "," : "", f->name);
-            continue;
-        }
-        for (int e = 0; e < f->count; e++) {
-            if (f->elem_label)
-                fprintf(fp, "%s%s.%s", i || e ? "," : "", f->name, f->elem_label(e));
-            else
-                fprintf(fp, "%s%s.%d", i || e ? "," : "", f->name, e);
+        for (int e = 0; e < result_field_columns(f); e++) {
+            char name[RF_COLUMN_NAME_MAX];
+            result_column_name(f, e, name, sizeof name);
+            fprintf(fp, "%s%s", i || e ? "," : "", name);
         }
     }
     fputc('\n', fp);
@@ -215,6 +238,11 @@ void result_fields_csv_row(FILE *fp, const result_t *r)
         const void *p = base + f->offset;
         if (i)
             fputc(',', fp);
+        if (result_field_missing(f, r)) {
+            for (int e = 1; e < result_field_columns(f); e++)
+                fputc(',', fp);
+            continue;
+        }
         switch (f->type) {
         case RF_STR:
             csv_str(fp, p, f->size);
@@ -270,72 +298,103 @@ void result_fields_csv_write(FILE *fp, const result_list_t *rows)
 
 /* ---------------------------------------------------------------- JSON */
 
+/* The object at the dotted prefix of name inside root ("metrics.out_nf.nan"
+ * -> root["metrics"]["out_nf"]), made on the way; *leaf = the last part. */
+static json_t *json_parent(json_t *root, char *name, char **leaf)
+{
+    json_t *o = root;
+    char *part = name, *dot;
+    while ((dot = strchr(part, '.')) != NULL) {
+        *dot = '\0';
+        json_t *next = json_object_get(o, part);
+        if (!json_is_object(next)) {
+            next = json_object();
+            if (!next || json_object_set_new(o, part, next) != 0)
+                return NULL;
+        }
+        o = next;
+        part = dot + 1;
+    }
+    *leaf = part;
+    return o;
+}
+
+static json_t *json_string_lossy(const char *p, size_t size)
+{
+    char buf[1024];
+    size_t cap = size < sizeof buf ? size : sizeof buf;
+    memcpy(buf, p, cap);
+    buf[cap - 1] = '\0';
+    json_t *v = json_string(buf);
+    if (!v) {   /* not UTF-8: keep the field, with '?' for each non-ASCII byte */
+        for (char *c = buf; *c; c++)
+            if ((unsigned char)*c >= 0x80)
+                *c = '?';
+        v = json_string(buf);
+    }
+    return v;
+}
+
+/* Column e of field f in row r as a JSON value (null when missing). */
+static json_t *column_json(const result_field_t *f, int e, const result_t *r)
+{
+    const char *p = (const char *)r + f->offset;
+    if (result_field_missing(f, r))
+        return json_null();
+    switch (f->type) {
+    case RF_STR:
+        return json_string_lossy(p, f->size);
+    case RF_I64: {
+        int64_t x;
+        memcpy(&x, p, sizeof x);
+        return json_integer((json_int_t)x);
+    }
+    case RF_U64: {
+        uint64_t x;
+        memcpy(&x, p, sizeof x);
+        return x <= (uint64_t)INT64_MAX ? json_integer((json_int_t)x) : json_real((double)x);
+    }
+    case RF_INT: {
+        int x;
+        memcpy(&x, p, sizeof x);
+        return json_integer(x);
+    }
+    case RF_F64: {
+        double x;
+        memcpy(&x, p, sizeof x);
+        return isfinite(x) ? json_real(x) : json_null();
+    }
+    case RF_VERDICT: {
+        verdict_t x;
+        memcpy(&x, p, sizeof x);
+        return json_string(verdict_name(x));
+    }
+    case RF_I64_ARRAY: {
+        int64_t x;
+        memcpy(&x, p + (size_t)e * sizeof x, sizeof x);
+        return json_integer((json_int_t)x);
+    }
+    }
+    return json_null();
+}
+
 json_t *result_fields_json(const result_t *r)
 {
-    const char *base = (const char *)r;
     json_t *o = json_object();
     if (!o)
         return NULL;
     for (int i = 0; i < result_field_count; i++) {
         const result_field_t *f = &result_fields[i];
-        const void *p = base + f->offset;
-        json_t *v = NULL;
-        switch (f->type) {
-        case RF_STR: {
-            char buf[1024];
-            size_t cap = f->size < sizeof buf ? f->size : sizeof buf;
-            memcpy(buf, p, cap);
-            buf[cap - 1] = '\0';
-            v = json_string(buf);
-            if (!v) {   /* not UTF-8: keep the field, with '?' for each non-ASCII byte */
-                for (char *c = buf; *c; c++)
-                    if ((unsigned char)*c >= 0x80)
-                        *c = '?';
-                v = json_string(buf);
+        for (int e = 0; e < result_field_columns(f); e++) {
+            char name[RF_COLUMN_NAME_MAX], *leaf;
+            result_column_name(f, e, name, sizeof name);
+            json_t *parent = json_parent(o, name, &leaf);
+            json_t *v = parent ? column_json(f, e, r) : NULL;
+            if (!v || json_object_set_new(parent, leaf, v) != 0) {
+                json_decref(o);
+                return NULL;
             }
-            break;
         }
-        case RF_I64: {
-            int64_t x;
-            memcpy(&x, p, sizeof x);
-            v = json_integer((json_int_t)x);
-            break;
-        }
-        case RF_U64: {
-            uint64_t x;
-            memcpy(&x, p, sizeof x);
-            v = x <= (uint64_t)INT64_MAX ? json_integer((json_int_t)x) : json_real((double)x);
-            break;
-        }
-        case RF_INT: {
-            int x;
-            memcpy(&x, p, sizeof x);
-            v = json_integer(x);
-            break;
-        }
-        case RF_F64: {
-            double x;
-            memcpy(&x, p, sizeof x);
-            v = isfinite(x) ? json_real(x) : json_null();
-            break;
-        }
-        case RF_VERDICT: {
-            verdict_t x;
-            memcpy(&x, p, sizeof x);
-            v = json_string(verdict_name(x));
-            break;
-        }
-        case RF_I64_ARRAY:
-            v = json_array();
-            for (int e = 0; v && e < f->count; e++) {
-                int64_t x;
-                memcpy(&x, (const char *)p + (size_t)e * sizeof x, sizeof x);
-                json_array_append_new(v, json_integer((json_int_t)x));
-            }
-            break;
-        }
-        if (v)
-            json_object_set_new(o, f->name, v);
     }
     return o;
 }

@@ -1,10 +1,6 @@
-/* results_store: result_t rows <-> HDF5 results file (results_store.h).
- *
- * Rows travel through a packed "staging" record built from result_fields.h:
- * one slot per field, strings at their result_t size, the verdict as its
- * name, int as int32.  The file's compound type is the same record with
- * explicit little-endian types; on read HDF5 converts whatever the file holds
- * into the staging record, matching members by name. */
+/* results_store: result_t rows <-> HDF5 results file (results_store.h):
+ * the file, its provenance attributes, atomic replacement, merge and
+ * partials.  The /rows table itself is results_table.c's. */
 #include "results_store.h"
 
 #include <dirent.h>
@@ -24,13 +20,14 @@
 #include "kr_string.h"
 #include "blas_info.h"
 #include "result_fields.h"
+#include "results_table.h"
 
 /* ---------------------------------------------------------------- meta */
 
 void results_meta_init(results_meta_t *m)
 {
     memset(m, 0, sizeof *m);
-    kr_strlcpy(m->schema, RESULTS_SCHEMA_V1, sizeof m->schema);
+    kr_strlcpy(m->schema, RESULTS_SCHEMA_V2, sizeof m->schema);
     if (gethostname(m->host, sizeof m->host - 1) != 0)
         kr_strlcpy(m->host, "unknown", sizeof m->host);
     m->host[sizeof m->host - 1] = '\0';
@@ -124,172 +121,6 @@ int result_list_sort(result_list_t *l)
     return 0;
 }
 
-/* ---------------------------------------------------------------- staging record */
-
-typedef struct {
-    size_t off[256];    /* per field: offset in the staging record */
-    size_t size[256];   /* per field: bytes in the staging record */
-    size_t total;
-} stage_t;
-
-static const stage_t *stage_layout(void)
-{
-    static stage_t st;
-    static int done;
-    if (done)
-        return &st;
-    size_t off = 0;
-    for (int i = 0; i < result_field_count; i++) {
-        const result_field_t *f = &result_fields[i];
-        size_t sz = 0;
-        switch (f->type) {
-        case RF_STR: sz = f->size; break;
-        case RF_I64: case RF_U64: case RF_F64: sz = 8; break;
-        case RF_INT: sz = 4; break;
-        case RF_VERDICT: sz = RF_VERDICT_STRLEN; break;
-        case RF_I64_ARRAY: sz = 8 * (size_t)f->count; break;
-        }
-        st.off[i] = off;
-        st.size[i] = sz;
-        off += sz;
-    }
-    st.total = off;
-    done = 1;
-    return &st;
-}
-
-static void pack_row(const result_t *r, unsigned char *rec)
-{
-    const stage_t *st = stage_layout();
-    const char *base = (const char *)r;
-    memset(rec, 0, st->total);
-    for (int i = 0; i < result_field_count; i++) {
-        const result_field_t *f = &result_fields[i];
-        const char *src = base + f->offset;
-        unsigned char *dst = rec + st->off[i];
-        switch (f->type) {
-        case RF_STR: {
-            /* At most size-1 bytes: a member that lost its NUL is cut, never overrun. */
-            size_t len = strnlen(src, f->size - 1);
-            memcpy(dst, src, len);
-            break;
-        }
-        case RF_I64: case RF_U64: case RF_F64: case RF_I64_ARRAY:
-            memcpy(dst, src, st->size[i]);
-            break;
-        case RF_INT: {
-            int v;
-            memcpy(&v, src, sizeof v);
-            int32_t w = (int32_t)v;
-            memcpy(dst, &w, sizeof w);
-            break;
-        }
-        case RF_VERDICT: {
-            verdict_t v;
-            memcpy(&v, src, sizeof v);
-            kr_strlcpy((char *)dst, verdict_name(v), RF_VERDICT_STRLEN);
-            break;
-        }
-        }
-    }
-}
-
-/* Returns 0, or the 1-based index of a field whose value is invalid. */
-static int unpack_row(const unsigned char *rec, const int *present, result_t *r)
-{
-    const stage_t *st = stage_layout();
-    char *base = (char *)r;
-    for (int i = 0; i < result_field_count; i++) {
-        if (!present[i])
-            continue;
-        const result_field_t *f = &result_fields[i];
-        char *dst = base + f->offset;
-        const unsigned char *src = rec + st->off[i];
-        switch (f->type) {
-        case RF_STR:
-            memcpy(dst, src, f->size);
-            dst[f->size - 1] = '\0';
-            break;
-        case RF_I64: case RF_U64: case RF_F64: case RF_I64_ARRAY:
-            memcpy(dst, src, st->size[i]);
-            break;
-        case RF_INT: {
-            int32_t w;
-            memcpy(&w, src, sizeof w);
-            int v = (int)w;
-            memcpy(dst, &v, sizeof v);
-            break;
-        }
-        case RF_VERDICT: {
-            char name[RF_VERDICT_STRLEN + 1];
-            memcpy(name, src, RF_VERDICT_STRLEN);
-            name[RF_VERDICT_STRLEN] = '\0';
-            int v = verdict_from_name(name);
-            if (v < 0)
-                return i + 1;
-            verdict_t vv = (verdict_t)v;
-            memcpy(dst, &vv, sizeof vv);
-            break;
-        }
-        }
-    }
-    return 0;
-}
-
-static hid_t str_type(size_t size)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return -1;
-    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
-        H5Tset_cset(t, H5T_CSET_ASCII) < 0) {
-        H5Tclose(t);
-        return -1;
-    }
-    return t;
-}
-
-/* The type of field i; file = 1: the on-disk (little-endian) type. */
-static hid_t field_type(int i, int file)
-{
-    const result_field_t *f = &result_fields[i];
-    switch (f->type) {
-    case RF_STR: return str_type(f->size);
-    case RF_VERDICT: return str_type(RF_VERDICT_STRLEN);
-    case RF_I64: return H5Tcopy(file ? H5T_STD_I64LE : H5T_NATIVE_INT64);
-    case RF_U64: return H5Tcopy(file ? H5T_STD_U64LE : H5T_NATIVE_UINT64);
-    case RF_INT: return H5Tcopy(file ? H5T_STD_I32LE : H5T_NATIVE_INT32);
-    case RF_F64: return H5Tcopy(file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
-    case RF_I64_ARRAY: {
-        hsize_t d = (hsize_t)f->count;
-        return H5Tarray_create2(file ? H5T_STD_I64LE : H5T_NATIVE_INT64, 1, &d);
-    }
-    }
-    return -1;
-}
-
-/* Compound over the fields with include[i] (all if include is NULL). */
-static hid_t compound_type(int file, const int *include)
-{
-    const stage_t *st = stage_layout();
-    hid_t c = H5Tcreate(H5T_COMPOUND, st->total);
-    if (c < 0)
-        return -1;
-    for (int i = 0; i < result_field_count; i++) {
-        if (include && !include[i])
-            continue;
-        hid_t t = field_type(i, file);
-        herr_t e = t < 0 ? -1 : H5Tinsert(c, result_fields[i].name, st->off[i], t);
-        if (t >= 0)
-            H5Tclose(t);
-        if (e < 0) {
-            H5Tclose(c);
-            return -1;
-        }
-    }
-    return c;
-}
-
 /* ---------------------------------------------------------------- HDF5 plumbing */
 
 typedef struct {
@@ -376,25 +207,13 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         return kr_fail(err, "(null): file: no path given; expected an output path");
     if (n < 0 || (n > 0 && !rows))
         return kr_fail(err, "%s: rows: no rows given; expected a result list", path);
-    const stage_t *st = stage_layout();
-    if ((uint64_t)n > SIZE_MAX / st->total)
-        return kr_fail(err, "%s: rows: %" PRId64 " rows is too many; expected to fit in memory",
-                       path, n);
-
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
         return kr_fail(err, "%s: file: path too long; expected under 4096 bytes", path);
 
-    unsigned char *buf = malloc(n ? (size_t)n * st->total : 1);
-    if (!buf)
-        return kr_fail(err, "%s: rows: out of memory packing %" PRId64 " rows; expected to fit "
-                            "in memory", path, n);
-    for (int64_t i = 0; i < n; i++)
-        pack_row(&rows[i], buf + (size_t)i * st->total);
-
     h5_quiet_t q;
     h5_quiet(&q);
-    hid_t fcpl = -1, fapl = -1, dcpl = -1, file = -1, ftype = -1, mtype = -1, space = -1, ds = -1;
+    hid_t fcpl = -1, fapl = -1, dcpl = -1, file = -1;
     int rc = -1;
     const char *stage = "setting up HDF5 property lists";
 
@@ -405,11 +224,6 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         H5Pset_obj_track_times(dcpl, 0) < 0 ||
         H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0)
         goto fail;
-    stage = "building the row type";
-    ftype = compound_type(1, NULL);
-    mtype = compound_type(0, NULL);
-    if (ftype < 0 || mtype < 0)
-        goto fail;
 
     file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (file < 0) {
@@ -419,7 +233,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         goto done;
     }
     stage = "writing the root attributes (disk full?)";
-    if (write_str_attr(file, "schema", RESULTS_SCHEMA_V1) != 0)
+    if (write_str_attr(file, "schema", RESULTS_SCHEMA_V2) != 0)
         goto fail;
     for (int i = 0; i < N_META_ATTRS; i++) {
         char v[4096];
@@ -433,16 +247,8 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
     if (case_key && write_str_attr(file, "case_key", case_key) != 0)
         goto fail;
 
-    stage = "writing /rows (disk full?)";
-    hsize_t dims[1] = {(hsize_t)n};
-    space = H5Screate_simple(1, dims, NULL);
-    if (space < 0)
-        goto fail;
-    ds = H5Dcreate2(file, "rows", ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    if (ds < 0 || (n > 0 && H5Dwrite(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0))
-        goto fail;
-    H5Dclose(ds);
-    ds = -1;
+    if (results_table_write(file, dcpl, path, rows, n, err) != 0)
+        goto done;
     herr_t cl = H5Fclose(file);
     file = -1;
     if (cl < 0) {
@@ -466,18 +272,10 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
 fail:
     kr_fail(err, "%s: file: HDF5 failed %s; expected a writable results file", path, stage);
 done:
-    if (ds >= 0)
-        H5Dclose(ds);
-    if (space >= 0)
-        H5Sclose(space);
     if (file >= 0)
         H5Fclose(file);
     if (rc != 0)
         unlink(tmp);   /* HDF5 may have created it before failing */
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (mtype >= 0)
-        H5Tclose(mtype);
     if (dcpl >= 0)
         H5Pclose(dcpl);
     if (fapl >= 0)
@@ -485,7 +283,6 @@ done:
     if (fcpl >= 0)
         H5Pclose(fcpl);
     h5_restore(&q);
-    free(buf);
     return rc;
 }
 
@@ -531,6 +328,18 @@ static const char *class_name(H5T_class_t c)
     case H5T_TIME: return "time";
     default: return "unknown";
     }
+}
+
+static hid_t str_type(size_t size)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return -1;
+    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
 }
 
 /* A string attribute into buf.  Returns 1 read, 0 absent (buf = ""), -1 error. */
@@ -593,162 +402,6 @@ done:
     return rc;
 }
 
-/* Is the file's member type one the field can be converted from? */
-static int check_member(rd_t *rd, int i, hid_t mt)
-{
-    const result_field_t *f = &result_fields[i];
-    H5T_class_t c = H5Tget_class(mt);
-    char obj[160];
-    snprintf(obj, sizeof obj, "/rows field '%s'", f->name);
-    int ok = 0;
-    switch (f->type) {
-    case RF_STR: case RF_VERDICT:
-        ok = c == H5T_STRING && H5Tis_variable_str(mt) == 0;
-        if (c == H5T_STRING && !ok)
-            return rfail(rd, obj, "is a variable-length string; expected a fixed-length string");
-        break;
-    case RF_I64: case RF_U64: case RF_INT:
-        ok = c == H5T_INTEGER;
-        break;
-    case RF_F64:
-        ok = c == H5T_FLOAT;
-        break;
-    case RF_I64_ARRAY:
-        if (c == H5T_ARRAY && H5Tget_array_ndims(mt) == 1) {
-            hsize_t d = 0;
-            hid_t base = H5Tget_super(mt);
-            H5Tget_array_dims2(mt, &d);
-            ok = base >= 0 && H5Tget_class(base) == H5T_INTEGER;
-            if (base >= 0)
-                H5Tclose(base);
-            if (ok && d != (hsize_t)f->count)
-                return rfail(rd, obj, "is an array of %llu elements; expected %d",
-                             (unsigned long long)d, f->count);
-        }
-        break;
-    }
-    if (!ok)
-        return rfail(rd, obj, "is %s (%zu bytes); expected %s", class_name(c), H5Tget_size(mt),
-                     rf_type_name(f->type));
-    return 0;
-}
-
-static int read_rows(rd_t *rd, hid_t file, int64_t file_size, result_list_t *out)
-{
-    hid_t ds = -1, ftype = -1, space = -1, mtype = -1;
-    unsigned char *buf = NULL;
-    int rc = -1;
-    int present[256];
-    const stage_t *st = stage_layout();
-
-    htri_t ex = H5Lexists(file, "rows", H5P_DEFAULT);
-    if (ex <= 0) {
-        rfail(rd, "/rows", "no such dataset; expected the results table of schema %s",
-              RESULTS_SCHEMA_V1);
-        goto done;
-    }
-    ds = H5Dopen2(file, "rows", H5P_DEFAULT);
-    if (ds < 0 || (ftype = H5Dget_type(ds)) < 0 || (space = H5Dget_space(ds)) < 0) {
-        rfail(rd, "/rows", "cannot open the dataset (corrupt file?); expected a readable "
-                           "compound dataset");
-        goto done;
-    }
-    if (H5Tget_class(ftype) != H5T_COMPOUND) {
-        rfail(rd, "/rows", "is a %s dataset; expected a compound dataset, one element per row",
-              class_name(H5Tget_class(ftype)));
-        goto done;
-    }
-    int rank = H5Sget_simple_extent_ndims(space);
-    if (rank != 1) {
-        rfail(rd, "/rows", "has rank %d; expected a 1-D dataset", rank);
-        goto done;
-    }
-    hsize_t dims[1] = {0};
-    H5Sget_simple_extent_dims(space, dims, NULL);
-    for (int i = 0; i < result_field_count; i++) {
-        int idx = H5Tget_member_index(ftype, result_fields[i].name);
-        if (idx < 0) {
-            if (!result_fields[i].optional) {
-                rfail(rd, "/rows", "field '%s' is missing; expected every field of schema %s "
-                                   "(a file from another kreplay version?)",
-                      result_fields[i].name, RESULTS_SCHEMA_V1);
-                goto done;
-            }
-            present[i] = 0;
-            continue;
-        }
-        hid_t mt = H5Tget_member_type(ftype, (unsigned)idx);
-        int bad = mt < 0 ? rfail(rd, "/rows", "cannot read the type of field '%s' (corrupt "
-                                              "file?); expected a readable type",
-                                 result_fields[i].name)
-                         : check_member(rd, i, mt);
-        if (mt >= 0)
-            H5Tclose(mt);
-        if (bad)
-            goto done;
-        present[i] = 1;
-    }
-    int64_t n = (int64_t)dims[0];
-    if (dims[0] > (hsize_t)(SIZE_MAX / st->total / 2) || dims[0] > (hsize_t)INT64_MAX / 2) {
-        rfail(rd, "/rows", "claims %llu rows; expected a plausible row count (corrupt file?)",
-              (unsigned long long)dims[0]);
-        goto done;
-    }
-    /* A contiguous dataset whose bytes lie past the end of the file: truncated. */
-    haddr_t off = H5Dget_offset(ds);
-    hsize_t stored = H5Dget_storage_size(ds);
-    if (n > 0 && off != HADDR_UNDEF && (uint64_t)off + (uint64_t)stored > (uint64_t)file_size) {
-        rfail(rd, "/rows", "data ends at byte %llu but the file has %lld bytes (truncated "
-                           "file?); expected the data inside the file",
-              (unsigned long long)((uint64_t)off + stored), (long long)file_size);
-        goto done;
-    }
-    mtype = compound_type(0, present);
-    if (mtype < 0) {
-        rfail(rd, "/rows", "cannot build the memory type; expected a working HDF5 library");
-        goto done;
-    }
-    buf = calloc(n ? (size_t)n : 1, st->total);
-    if (!buf) {
-        rfail(rd, "/rows", "out of memory for %" PRId64 " rows; expected to fit in memory", n);
-        goto done;
-    }
-    if (n > 0 && H5Dread(ds, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        rfail(rd, "/rows", "reading the data failed (truncated or corrupt file?); expected "
-                           "%" PRId64 " readable rows", n);
-        goto done;
-    }
-    for (int64_t r = 0; r < n; r++) {
-        result_t *row = result_list_add(out);
-        if (!row) {
-            rfail(rd, "/rows", "out of memory for %" PRId64 " rows; expected to fit in memory",
-                  n);
-            goto done;
-        }
-        int bad = unpack_row(buf + (size_t)r * st->total, present, row);
-        if (bad) {
-            char name[RF_VERDICT_STRLEN + 1];
-            memcpy(name, buf + (size_t)r * st->total + st->off[bad - 1], RF_VERDICT_STRLEN);
-            name[RF_VERDICT_STRLEN] = '\0';
-            rfail(rd, "/rows", "row %" PRId64 ": field '%s' holds '%s'; expected a verdict name "
-                               "(PASS, WRONG, ...)", r, result_fields[bad - 1].name, name);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    free(buf);
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (ds >= 0)
-        H5Dclose(ds);
-    return rc;
-}
-
 static int read_file(const char *path, result_list_t *rows, results_meta_t *meta, char *case_key,
                      size_t key_cap, kr_error_t *err)
 {
@@ -763,7 +416,7 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
     struct stat sb;
     if (stat(path, &sb) != 0)
         return kr_fail(err, "%s: file: cannot open (%s); expected an existing results file "
-                            "(schema %s)", path, strerror(errno), RESULTS_SCHEMA_V1);
+                            "(schema %s)", path, strerror(errno), RESULTS_SCHEMA_V2);
     if (S_ISDIR(sb.st_mode))
         return kr_fail(err, "%s: file: is a directory; expected a results file", path);
 
@@ -784,10 +437,10 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
     if (is <= 0) {
         if (is == 0)
             kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected a results "
-                         "file (schema %s)", path, RESULTS_SCHEMA_V1);
+                         "file (schema %s)", path, RESULTS_SCHEMA_V2);
         else
             kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected a "
-                         "results file (schema %s)", path, RESULTS_SCHEMA_V1);
+                         "results file (schema %s)", path, RESULTS_SCHEMA_V2);
         goto done;
     }
     fapl = fapl_nolock();
@@ -807,11 +460,12 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
         goto done;
     if (got == 0) {
         rfail(&rd, "schema", "no schema attribute (not a kreplay results file?); expected "
-                             "schema = \"%s\"", RESULTS_SCHEMA_V1);
+                             "schema = \"%s\"", RESULTS_SCHEMA_V2);
         goto done;
     }
-    if (strcmp(m.schema, RESULTS_SCHEMA_V1) != 0) {
-        rfail(&rd, "schema", "is \"%s\"; expected \"%s\"", m.schema, RESULTS_SCHEMA_V1);
+    if (strcmp(m.schema, RESULTS_SCHEMA_V2) != 0 && strcmp(m.schema, RESULTS_SCHEMA_V1) != 0) {
+        rfail(&rd, "schema", "is \"%s\"; expected \"%s\" (or \"%s\")", m.schema,
+              RESULTS_SCHEMA_V2, RESULTS_SCHEMA_V1);
         goto done;
     }
     for (int i = 0; i < N_META_ATTRS; i++)
@@ -828,7 +482,7 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
             goto done;
         }
     }
-    if (read_rows(&rd, file, (int64_t)sb.st_size, &tmp) != 0)
+    if (results_table_read(file, path, (int64_t)sb.st_size, &tmp, err) != 0)
         goto done;
     *rows = tmp;
     memset(&tmp, 0, sizeof tmp);

@@ -1,14 +1,13 @@
-/* results_store: a run's rows in one HDF5 file (schema kreplay.results/1),
+/* results_store: a run's rows in one HDF5 file (schema kreplay.results/2),
  * shard merging, and per-case partial files for --resume.
  *
  * File layout:
- *   /rows   1-D compound dataset, one element per result_t row.  Members are
- *           the fields of result_fields.h, by name: strings fixed-length
- *           NUL-terminated ASCII of the member's size, int64/uint64/int32
- *           little-endian, doubles IEEE float64 (NaN and Inf kept), the
- *           verdict as its name (fixed string), ulp.bins an int64[19] array.
+ *   /rows   1-D compound dataset, one element per result_t row, one member
+ *           per column of result_fields.h (results_table.h: variable-length
+ *           UTF-8 strings, no sub-arrays, measured counts float64 so a
+ *           missing one is NaN).  pandas.DataFrame(f["rows"][:]) reads it.
  *   root attributes (variable-length UTF-8 strings): schema
- *           "kreplay.results/1", version, git_commit, host, device,
+ *           "kreplay.results/2", version, git_commit, host, device,
  *           kernel_build_id, suite_name, suite_hash, time_utc, command,
  *           shard ("i/n", "" for an unsharded run, "merged k of n").
  *           Partial files also carry case_key.
@@ -16,8 +15,8 @@
  *
  * The reader matches /rows's members to result_t BY NAME: members it does
  * not know are ignored and member order does not matter, so files stay
- * readable across versions; a missing (non-optional) field is an error
- * naming the file and the field.  Every failure is one line in err
+ * readable across versions (schema 1 files too); a missing (non-optional)
+ * field is an error naming the file and the field.  Every failure is one line in err
  * ("<path>: <object>: <problem>; expected <what>"); nothing crashes on a
  * truncated, corrupt or non-HDF5 file.
  *
@@ -33,12 +32,13 @@
 #include "kr_error.h"
 #include "result.h"
 
-#define RESULTS_SCHEMA_V1 "kreplay.results/1"
+#define RESULTS_SCHEMA_V2 "kreplay.results/2"   /* written */
+#define RESULTS_SCHEMA_V1 "kreplay.results/1"   /* still read */
 
 /* Provenance (root attributes).  Strings longer than a member are cut at
  * its size on read. */
 typedef struct {
-    char schema[32];            /* on read: the file's; ignored on write (always v1) */
+    char schema[32];            /* on read: the file's; ignored on write (always v2) */
     char version[32];           /* kreplay version */
     char git_commit[64];
     char host[128];

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "result_fields.h"
 #include "verdict.h"
 
 void run_info_fill(run_info_t *info, const char *command, const char *version,
@@ -19,67 +20,6 @@ void run_info_fill(run_info_t *info, const char *command, const char *version,
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(info->time_utc, sizeof info->time_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* JSON has no NaN or Inf: a non-finite metric is null. */
-static json_t *json_number_or_null(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *nonfinite_json(const nonfinite_t *nf)
-{
-    return json_pack("{s:I, s:I, s:I}", "nan", (json_int_t)nf->nan, "pos_inf",
-                     (json_int_t)nf->pos_inf, "neg_inf", (json_int_t)nf->neg_inf);
-}
-
-static json_t *row_json(const result_t *r)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "case", json_string(r->case_name));
-    json_object_set_new(o, "path", json_string(r->case_path));
-    json_object_set_new(o, "M", json_integer(r->M));
-    json_object_set_new(o, "N", json_integer(r->N));
-    json_object_set_new(o, "K", json_integer(r->K));
-    json_object_set_new(o, "band", json_string(r->band));
-    json_object_set_new(o, "kernel", json_string(r->kernel));
-    json_object_set_new(o, "reference", json_string(r->reference));
-    json_object_set_new(o, "act_origin", json_string(r->act_origin));
-    json_object_set_new(o, "verdict", json_string(verdict_name(r->verdict)));
-    json_object_set_new(o, "note", json_string(r->note));
-    json_object_set_new(o, "diagnosis", json_string(r->diagnosis));
-    json_object_set_new(o, "threshold", json_number_or_null(r->threshold));
-    json_object_set_new(o, "seconds", json_real(r->seconds));
-    json_object_set_new(o, "input_nonfinite", nonfinite_json(&r->input_nf));
-    if (strcmp(r->reference, "-") == 0)
-        return o;
-    const metrics_t *m = &r->metrics;
-    json_t *mj = json_object();
-    json_object_set_new(mj, "count", json_integer(m->count));
-    json_object_set_new(mj, "finite_count", json_integer(m->finite_count));
-    json_object_set_new(mj, "rel_fro", json_number_or_null(m->rel_fro));
-    json_object_set_new(mj, "nmse", json_number_or_null(m->nmse));
-    json_object_set_new(mj, "max_abs", json_number_or_null(m->max_abs));
-    json_object_set_new(mj, "max_abs_index", json_integer(m->max_abs_index));
-    json_object_set_new(mj, "worst_row_rel", json_number_or_null(m->worst_row_rel));
-    json_object_set_new(mj, "worst_row", json_integer(m->worst_row));
-    json_object_set_new(mj, "cosine", json_number_or_null(m->cosine));
-    json_object_set_new(mj, "mag_ratio", json_number_or_null(m->mag_ratio));
-    json_object_set_new(mj, "out_nonfinite", nonfinite_json(&m->out_nf));
-    json_object_set_new(mj, "ref_nonfinite", nonfinite_json(&m->ref_nf));
-    json_object_set_new(o, "metrics", mj);
-    json_object_set_new(o, "ref_f32_vs_f64", json_number_or_null(r->ref_f32_vs_f64));
-    json_t *uj = json_object();
-    json_object_set_new(uj, "count", json_integer(r->ulp.count));
-    json_object_set_new(uj, "identical", json_integer(r->ulp.identical));
-    json_object_set_new(uj, "identical_frac", json_number_or_null(r->ulp.identical_frac));
-    json_object_set_new(uj, "max_ulp", json_integer((json_int_t)r->ulp.max_ulp));
-    json_t *bins = json_object();
-    for (int b = 0; b < ULP_BIN_COUNT; b++)
-        json_object_set_new(bins, ulp_bin_label(b), json_integer(r->ulp.bins[b]));
-    json_object_set_new(uj, "histogram", bins);
-    json_object_set_new(o, "ulp_vs_reference_bf16", uj);
-    return o;
 }
 
 json_t *report_json_build(const result_list_t *rows, const run_info_t *info)
@@ -103,7 +43,9 @@ json_t *report_json_build(const result_list_t *rows, const run_info_t *info)
     json_t *arr = json_array();
     int64_t counts[VERDICT_COUNT] = {0};
     for (int64_t i = 0; i < rows->count; i++) {
-        json_array_append_new(arr, row_json(&rows->rows[i]));
+        /* Rows nest at each '.' of the field table's column names, so
+         * pandas.json_normalize(doc["results"]) has results.csv's columns. */
+        json_array_append_new(arr, result_fields_json(&rows->rows[i]));
         counts[rows->rows[i].verdict]++;
     }
     json_object_set_new(root, "results", arr);

@@ -123,7 +123,7 @@ def main():
     saved, results, cases = sys.argv[1], sys.argv[2], sys.argv[3:]
     with open(results) as fp:
         rows = json.load(fp)["results"]
-    reported = {(r["case"], r["kernel"], r["reference"]): r["metrics"]["rel_fro"]
+    reported = {(r["case_name"], r["kernel"], r["reference"]): r["metrics"]["rel_fro"]
                 for r in rows if r.get("metrics") and r["metrics"].get("rel_fro") is not None}
     t_total, agree, compared, bad = 0.0, 0, 0, []
     outs = h5py.File(saved, "r")

@@ -246,7 +246,7 @@ static void set_meta(results_meta_t *m, const char *tag, const char *suite_hash,
 
 static void assert_meta_equal(const results_meta_t *a, const results_meta_t *b)
 {
-    assert_string_equal(b->schema, RESULTS_SCHEMA_V1);
+    assert_string_equal(b->schema, RESULTS_SCHEMA_V2);
     assert_string_equal(a->version, b->version);
     assert_string_equal(a->git_commit, b->git_commit);
     assert_string_equal(a->host, b->host);
@@ -347,14 +347,148 @@ static void test_field_table_csv_json(void **state)
 
     json_t *o = result_fields_json(&l.rows[1]);
     assert_non_null(o);
-    assert_int_equal(json_object_size(o), result_field_count);
-    assert_true(json_is_null(json_object_get(o, "metrics.max_abs")));   /* +Inf */
-    assert_true(json_is_real(json_object_get(o, "metrics.rel_fro")));
+    /* Nested at each '.', the leaves named as the CSV columns' last parts. */
+    json_t *metrics = json_object_get(o, "metrics");
+    assert_true(json_is_null(json_object_get(metrics, "max_abs")));   /* +Inf */
+    assert_true(json_is_real(json_object_get(metrics, "rel_fro")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(metrics, "out_nf"), "nan")),
+                     12);   /* 11 + row 1 */
     assert_string_equal(json_string_value(json_object_get(o, "verdict")), "WRONG");
-    json_t *bins = json_object_get(o, "ulp.bins");
-    assert_int_equal(json_array_size(bins), ULP_BIN_COUNT);
-    assert_int_equal(json_integer_value(json_array_get(bins, 3)), 4001);
+    json_t *bins = json_object_get(json_object_get(o, "ulp"), "bins");
+    assert_int_equal(json_object_size(bins), ULP_BIN_COUNT);
+    assert_int_equal(json_integer_value(json_object_get(bins, "3-4")), 4001);   /* bin 3 */
+    assert_null(json_object_get(o, "metrics.rel_fro"));
     json_decref(o);
+    result_list_free(&l);
+}
+
+/* The cell of column `name` in CSV line `line` (of header `hdr`), unquoted
+ * fields only. */
+static void csv_cell(const char *hdr, const char *line, const char *name, char *out, size_t cap)
+{
+    int col = -1, c = 0;
+    const char *p = hdr;
+    size_t len = strlen(name);
+    while (*p && *p != '\n') {
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\n'))
+            col = c;
+        p = strpbrk(p, ",\n");
+        if (!p || *p == '\n')
+            break;
+        p++;
+        c++;
+    }
+    if (col < 0)
+        fail_msg("CSV header lacks %s", name);
+    p = line;
+    for (int k = 0; k < col; k++) {   /* the cells before it hold no commas in quotes here */
+        p = strchr(p, ',');
+        assert_non_null(p);
+        p++;
+    }
+    size_t n = strcspn(p, ",\n");
+    snprintf(out, cap, "%.*s", (int)n, p);
+}
+
+/* A row that compared nothing (UNSUPPORTED, reference "-") has its measured
+ * values missing in every output: empty in CSV, null in JSON, NaN in HDF5
+ * (read back with the HDF5 API, not the reader); a measured row's 0 stays 0. */
+static void test_missing_values_everywhere(void **state)
+{
+    (void)state;
+    result_list_t l = {0};
+    result_t *r = result_list_add(&l);
+    snprintf(r->case_path, sizeof r->case_path, "/cases/unsup.h5");
+    snprintf(r->case_name, sizeof r->case_name, "unsup");
+    r->M = 3000, r->N = 48, r->K = 5120;
+    snprintf(r->band, sizeof r->band, "tiled");
+    snprintf(r->kernel, sizeof r->kernel, "bf16.skinny");
+    snprintf(r->reference, sizeof r->reference, "-");
+    r->verdict = VERDICT_UNSUPPORTED;
+    r->input_nf.nan = 4;   /* a property of the case: kept */
+    snprintf(r->note, sizeof r->note, "M outside 6..64");
+    result_t *m = result_list_add(&l);
+    *m = *r;
+    snprintf(m->kernel, sizeof m->kernel, "w4a8.folded");
+    snprintf(m->reference, sizeof m->reference, "R_exact");
+    m->verdict = VERDICT_PASS;
+    m->metrics.count = 3000 * 48;
+    m->metrics.rel_fro = 0.0;   /* bit-identical: a real 0 */
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    result_fields_csv_write(fp, &l);
+    fclose(fp);
+    char *row0 = strchr(buf, '\n') + 1, *row1 = strchr(row0, '\n') + 1, cell[64];
+    const char *missing[] = {"metrics.rel_fro", "metrics.count", "ulp.bins.0", "ulp.max_ulp",
+                             "threshold", "ref_f32_vs_f64"};
+    for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+        csv_cell(buf, row0, missing[i], cell, sizeof cell);
+        if (cell[0])
+            fail_msg("CSV %s of an UNSUPPORTED row is '%s'; expected empty", missing[i], cell);
+    }
+    csv_cell(buf, row0, "input_nf.nan", cell, sizeof cell);
+    assert_string_equal(cell, "4");
+    csv_cell(buf, row1, "metrics.rel_fro", cell, sizeof cell);
+    assert_string_equal(cell, "0");
+    csv_cell(buf, row1, "metrics.count", cell, sizeof cell);
+    assert_string_equal(cell, "144000");
+    free(buf);
+
+    json_t *o = result_fields_json(&l.rows[0]);
+    assert_true(json_is_null(json_object_get(json_object_get(o, "metrics"), "rel_fro")));
+    assert_true(json_is_null(json_object_get(json_object_get(o, "metrics"), "count")));
+    assert_true(json_is_null(json_object_get(json_object_get(json_object_get(o, "ulp"), "bins"), "0")));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "input_nf"), "nan")), 4);
+    json_decref(o);
+
+    char path[512];
+    tpath(path, sizeof path, "missing.h5");
+    kr_error_t err = {{0}};
+    if (results_store_write(path, &l, NULL, &err) != 0)
+        fail_msg("%s", err.msg);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(f, "rows", H5P_DEFAULT), ft = H5Dget_type(ds);
+    /* No sub-arrays (pandas.DataFrame cannot take them), strings variable-length UTF-8. */
+    for (int i = 0; i < H5Tget_nmembers(ft); i++) {
+        hid_t mt = H5Tget_member_type(ft, (unsigned)i);
+        assert_int_not_equal(H5Tget_class(mt), H5T_ARRAY);
+        if (H5Tget_class(mt) == H5T_STRING) {
+            assert_true(H5Tis_variable_str(mt) > 0);
+            assert_int_equal(H5Tget_cset(mt), H5T_CSET_UTF8);
+        }
+        H5Tclose(mt);
+    }
+    const char *cols[] = {"metrics.count", "metrics.rel_fro", "ulp.bins.3-4", "threshold"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        hid_t one = H5Tcreate(H5T_COMPOUND, sizeof(double));
+        H5Tinsert(one, cols[i], 0, H5T_NATIVE_DOUBLE);
+        double v[2] = {-1, -1};
+        assert_true(H5Dread(ds, one, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+        H5Tclose(one);
+        if (!isnan(v[0]))
+            fail_msg("results.h5 %s of an UNSUPPORTED row is %g; expected NaN", cols[i], v[0]);
+        if (i < 2)
+            assert_true(v[1] == (i == 0 ? 144000.0 : 0.0));
+    }
+    H5Tclose(ft);
+    H5Dclose(ds);
+    H5Fclose(f);
+
+    result_list_t back;
+    if (results_store_read(path, &back, NULL, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(back.count, 2);
+    assert_string_equal(back.rows[0].reference, "-");
+    assert_int_equal(back.rows[0].metrics.count, 0);
+    assert_int_equal(back.rows[0].metrics.worst_row, -1);   /* result_list_add's default */
+    assert_true(isnan(back.rows[0].metrics.rel_fro));
+    assert_int_equal(back.rows[0].input_nf.nan, 4);
+    assert_int_equal(back.rows[1].metrics.count, 144000);
+    assert_true(back.rows[1].metrics.rel_fro == 0.0);
+    result_list_free(&back);
+    unlink(path);
     result_list_free(&l);
 }
 
@@ -402,7 +536,7 @@ static void test_round_trip_every_field(void **state)
         fail_msg("%s", err.msg);
     assert_int_equal(out.count, 2);
     assert_string_equal(got.suite_hash, "");
-    assert_string_equal(got.schema, RESULTS_SCHEMA_V1);
+    assert_string_equal(got.schema, RESULTS_SCHEMA_V2);
 
     result_list_free(&small);
     result_list_free(&in);
@@ -659,7 +793,9 @@ typedef struct {
     const char *schema;        /* NULL: RESULTS_SCHEMA_V1; "": no schema attribute */
 } raw_opts_t;
 
-/* A results-like file built with the HDF5 API directly. */
+/* A results-like file built with the HDF5 API directly, in the layout of
+ * schema 1 (fixed-length strings, integer counts, ulp.bins one array member),
+ * which the reader still takes. */
 static void raw_write(const char *path, const result_list_t *l, const raw_opts_t *o)
 {
     size_t off[64], total = 0;
@@ -1001,6 +1137,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_field_table_covers_result_t),
         cmocka_unit_test(test_field_table_csv_json),
+        cmocka_unit_test(test_missing_values_everywhere),
         cmocka_unit_test(test_round_trip_every_field),
         cmocka_unit_test(test_round_trip_empty),
         cmocka_unit_test(test_write_failures_leave_nothing),
