@@ -216,6 +216,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     snprintf(meta.suite_hash, sizeof meta.suite_hash, "%s%s%s", s.hash, have_policy ? "+" : "",
              have_policy ? pol.hash : "");
     kr_strlcpy(meta.command, o->command ? o->command : "", sizeof meta.command);
+    kr_strlcpy(meta.policy, have_policy ? policy_path : "", sizeof meta.policy);
     if (o->shard_count > 0)
         snprintf(meta.shard, sizeof meta.shard, "%d/%d", o->shard_index, o->shard_count);
 

@@ -9,7 +9,8 @@
  *   root attributes (variable-length UTF-8 strings): schema
  *           "kreplay.results/2", version, git_commit, host, device,
  *           kernel_build_id, suite_name, suite_hash, time_utc, command,
- *           shard ("i/n", "" for an unsharded run, "merged k of n").
+ *           shard ("i/n", "" for an unsharded run, "merged k of n"),
+ *           blas_core, blas, policy (optional on read).
  *           Partial files also carry case_key.
  * h5py reads it: f["rows"]["metrics.rel_fro"], f.attrs["suite_hash"].
  *
@@ -51,6 +52,7 @@ typedef struct {
     char shard[64];             /* "i/n", "" unsharded, "merged k of n" */
     char blas_core[32];         /* the OpenBLAS core the references ran on (blas_info.h) */
     char blas[512];             /* core, threads and OpenBLAS' build configuration */
+    char policy[512];           /* the policy file the rows were judged by ("" none) */
 } results_meta_t;
 
 /* Zeroes *m and fills schema, host (gethostname), time_utc (now) and the

@@ -4,16 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_path.h"
 #include "kr_string.h"
-
-#ifndef KREPLAY_SOURCE_DIR
-#define KREPLAY_SOURCE_DIR "."
-#endif
 
 const char *shape_catalog_default_path(void)
 {
     const char *env = getenv("KREPLAY_SHAPES");
-    return env && *env ? env : KREPLAY_SOURCE_DIR "/cases/shapes.csv";
+    if (env && *env)
+        return env;
+    /* Computed once: a pure function of where the binary is. */
+    static char path[4200];
+    if (!path[0] && kr_data_path("cases/shapes.csv", path, sizeof path) != 0)
+        snprintf(path, sizeof path, "cases/shapes.csv");
+    return path;
 }
 
 void shape_catalog_free(shape_catalog_t *cat)

@@ -25,7 +25,8 @@ typedef struct {
 int shape_catalog_load(const char *path, shape_catalog_t *cat, kr_error_t *err);
 void shape_catalog_free(shape_catalog_t *cat);
 
-/* The default catalogue path: $KREPLAY_SHAPES, else the source tree's cases/shapes.csv. */
+/* The default catalogue path: $KREPLAY_SHAPES, else cases/shapes.csv of the installed
+ * tree beside the binary, else of the source tree (data_path.h). */
 const char *shape_catalog_default_path(void);
 
 /* Resolves a comma-separated list of shape names, "NxK" pairs, or the whole

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
 static int utf8_len(const unsigned char *s)
@@ -92,12 +94,120 @@ static int same_group(const result_t *a, const result_t *b)
 
 typedef struct {
     int64_t first;       /* row index of the group's first row */
-    int failing, rows, unsupported;
+    int failing, errors, rows, unsupported, diagnosed;
     double seconds;
 } group_t;
 
+static void write_property(FILE *fp, const char *name, const char *value)
+{
+    if (!value || !value[0])
+        return;
+    fputs("    <property name=\"", fp);
+    xml_escape(fp, name, 1);
+    fputs("\" value=\"", fp);
+    xml_escape(fp, value, 1);
+    fputs("\"/>\n", fp);
+}
+
+/* timestamp (ISO 8601 without the zone, as the JUnit schema has it) and hostname. */
+static void suite_identity(const results_meta_t *meta, char *ts, size_t ts_cap, char *host,
+                           size_t host_cap)
+{
+    if (meta && meta->time_utc[0]) {
+        snprintf(ts, ts_cap, "%s", meta->time_utc);
+    } else {
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(ts, ts_cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    }
+    size_t n = strlen(ts);
+    if (n && ts[n - 1] == 'Z')
+        ts[n - 1] = '\0';
+    if (meta && meta->host[0])
+        snprintf(host, host_cap, "%s", meta->host);
+    else if (gethostname(host, host_cap - 1) != 0)
+        snprintf(host, host_cap, "unknown");
+    host[host_cap - 1] = '\0';
+}
+
+static void write_properties(FILE *fp, const results_meta_t *m)
+{
+    if (!m)
+        return;
+    fputs("  <properties>\n", fp);
+    write_property(fp, "commit", m->git_commit);
+    write_property(fp, "suite_hash", m->suite_hash);
+    write_property(fp, "policy", m->policy);
+    write_property(fp, "blas_core", m->blas_core);
+    write_property(fp, "version", m->version);
+    write_property(fp, "device", m->device);
+    write_property(fp, "kernel_build_id", m->kernel_build_id);
+    write_property(fp, "suite_name", m->suite_name);
+    write_property(fp, "shard", m->shard);
+    write_property(fp, "command", m->command);
+    fputs("  </properties>\n", fp);
+}
+
+/* <error> (ERROR rows) or <failure> (the other failing rows) of group k. */
+static void write_problem(FILE *fp, const result_list_t *rows, const int64_t *gid, int64_t k,
+                          const group_t *g, int errors)
+{
+    int64_t n = rows->count, first = -1;
+    char line[2048];
+    for (int64_t i = g->first; i < n && first < 0; i++)
+        if (gid[i] == k && (errors ? rows->rows[i].verdict == VERDICT_ERROR
+                                   : verdict_is_failure(rows->rows[i].verdict) != 0))
+            first = i;
+    const result_t *f = &rows->rows[first];
+    failure_line(line, sizeof line, f);
+    fprintf(fp, "    <%s message=\"", errors ? "error" : "failure");
+    xml_escape(fp, line, 1);
+    fputs("\" type=\"", fp);
+    xml_escape(fp, verdict_name(f->verdict), 1);
+    fputs("\">", fp);
+    for (int64_t i = g->first; i < n; i++) {
+        if (gid[i] != k || !verdict_is_failure(rows->rows[i].verdict))
+            continue;
+        failure_line(line, sizeof line, &rows->rows[i]);
+        xml_escape(fp, line, 0);
+        fputc('\n', fp);
+    }
+    fprintf(fp, "</%s>\n", errors ? "error" : "failure");
+}
+
+/* Each failing or diagnosed row of group k, with its diagnosis. */
+static void write_system_out(FILE *fp, const result_list_t *rows, const int64_t *gid, int64_t k,
+                             const group_t *g)
+{
+    char line[2048];
+    fputs("    <system-out>", fp);
+    for (int64_t i = g->first; i < rows->count; i++) {
+        const result_t *r = &rows->rows[i];
+        if (gid[i] != k || (!verdict_is_failure(r->verdict) && !r->diagnosis[0]))
+            continue;
+        failure_line(line, sizeof line, r);
+        xml_escape(fp, line, 0);
+        fputc('\n', fp);
+        if (r->diagnosis[0]) {
+            fputs("  diagnosis: ", fp);
+            xml_escape(fp, r->diagnosis, 0);
+            fputc('\n', fp);
+        }
+    }
+    fputs("</system-out>\n", fp);
+}
+
 int junit_write(FILE *fp, const char *suite_name, const result_list_t *rows, double seconds)
 {
+    junit_run_t run = {.suite_name = suite_name, .seconds = seconds, .meta = NULL};
+    return junit_write_run(fp, &run, rows);
+}
+
+int junit_write_run(FILE *fp, const junit_run_t *run, const result_list_t *rows)
+{
+    const char *suite_name = run->suite_name;
+    double seconds = run->seconds;
     int64_t n = rows ? rows->count : 0;
     /* Groups in order of first appearance; rows need not be adjacent. */
     int64_t *gid = malloc((size_t)(n ? n : 1) * sizeof *gid);
@@ -122,23 +232,32 @@ int junit_write(FILE *fp, const char *suite_name, const result_list_t *rows, dou
         gid[i] = k;
         g[k].rows++;
         g[k].failing += verdict_is_failure(r->verdict) != 0;
+        g[k].errors += r->verdict == VERDICT_ERROR;
+        g[k].diagnosed += r->diagnosis[0] != '\0';
         g[k].unsupported += r->verdict == VERDICT_UNSUPPORTED;
         if (isfinite(r->seconds))
             g[k].seconds += r->seconds;
     }
-    int64_t nfail = 0, nskip = 0;
+    int64_t nfail = 0, nerr = 0, nskip = 0;
     for (int64_t k = 0; k < ng; k++) {
-        nfail += g[k].failing > 0;
+        nerr += g[k].errors > 0;
+        nfail += g[k].failing > 0 && g[k].errors == 0;
         nskip += g[k].failing == 0 && g[k].unsupported == g[k].rows;
     }
 
+    char ts[40], host[256];
+    suite_identity(run->meta, ts, sizeof ts, host, sizeof host);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n", fp);
     fputs("<testsuite name=\"", fp);
     xml_escape(fp, suite_name ? suite_name : "kreplay", 1);
-    fprintf(fp,
-            "\" tests=\"%lld\" failures=\"%lld\" errors=\"0\" skipped=\"%lld\" time=\"%.3f\">\n",
-            (long long)ng, (long long)nfail, (long long)nskip, isfinite(seconds) ? seconds : 0.0);
-    char line[2048];
+    fprintf(fp, "\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" skipped=\"%lld\" "
+                "time=\"%.3f\" timestamp=\"", (long long)ng, (long long)nfail, (long long)nerr,
+            (long long)nskip, isfinite(seconds) ? seconds : 0.0);
+    xml_escape(fp, ts, 1);
+    fputs("\" hostname=\"", fp);
+    xml_escape(fp, host, 1);
+    fputs("\">\n", fp);
+    write_properties(fp, run->meta);
     for (int64_t k = 0; k < ng; k++) {
         const result_t *r0 = &rows->rows[g[k].first];
         fprintf(fp, "  <testcase classname=\"kreplay.%lldx%lld.", (long long)r0->N,
@@ -149,26 +268,12 @@ int junit_write(FILE *fp, const char *suite_name, const result_list_t *rows, dou
         fputc(':', fp);
         xml_escape(fp, r0->kernel, 1);
         fprintf(fp, "\" time=\"%.6f\"", g[k].seconds);
-        if (g[k].failing) {
-            int64_t first_fail = -1;
-            for (int64_t i = g[k].first; i < n && first_fail < 0; i++)
-                if (gid[i] == k && verdict_is_failure(rows->rows[i].verdict))
-                    first_fail = i;
-            const result_t *f = &rows->rows[first_fail];
-            failure_line(line, sizeof line, f);
-            fputs(">\n    <failure message=\"", fp);
-            xml_escape(fp, line, 1);
-            fputs("\" type=\"", fp);
-            xml_escape(fp, verdict_name(f->verdict), 1);
-            fputs("\">", fp);
-            for (int64_t i = g[k].first; i < n; i++) {
-                if (gid[i] != k || !verdict_is_failure(rows->rows[i].verdict))
-                    continue;
-                failure_line(line, sizeof line, &rows->rows[i]);
-                xml_escape(fp, line, 0);
-                fputc('\n', fp);
-            }
-            fputs("</failure>\n  </testcase>\n", fp);
+        if (g[k].failing || g[k].diagnosed) {
+            fputs(">\n", fp);
+            if (g[k].failing)
+                write_problem(fp, rows, gid, k, &g[k], g[k].errors > 0);
+            write_system_out(fp, rows, gid, k, &g[k]);
+            fputs("  </testcase>\n", fp);
         } else if (g[k].unsupported == g[k].rows) {
             fputs(">\n    <skipped message=\"", fp);
             xml_escape(fp, "UNSUPPORTED: ", 1);

@@ -376,11 +376,76 @@ static void test_empty_and_all_pass(void **state)
     result_list_free(&l);
 }
 
+/* Provenance on the testsuite, ERROR as <error> (counted in errors, not
+ * failures), and the diagnosis in system-out. */
+static void test_provenance_errors_and_diagnosis(void **state)
+{
+    (void)state;
+    result_list_t l = {0};
+    row(&l, "E", 512, 3072, 17, "w4a8.folded", "-", VERDICT_ERROR, NAN, "cannot read x");
+    result_t *w = row(&l, "F", 512, 3072, 17, "w4a8.folded", "R_exact", VERDICT_WRONG, 0.03,
+                      "rel_fro 0.03 > 0.01");
+    snprintf(w->diagnosis, sizeof w->diagnosis, "|out| is 1/35.0 of R_exact: a scale <off>");
+    row(&l, "F", 512, 3072, 17, "w4a4.aiter", "R_exact", VERDICT_PASS, 1e-3, "ok");
+    results_meta_t meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.time_utc, sizeof meta.time_utc, "2026-12-01T21:30:05Z");
+    snprintf(meta.host, sizeof meta.host, "ci-runner-7");
+    snprintf(meta.git_commit, sizeof meta.git_commit, "ad4842d1b2c3");
+    snprintf(meta.suite_hash, sizeof meta.suite_hash, "fnv:1234+fnv:abcd");
+    snprintf(meta.policy, sizeof meta.policy, "cases/policies/default.yaml");
+    snprintf(meta.blas_core, sizeof meta.blas_core, "Haswell");
+    junit_run_t run = {.suite_name = "nightly", .seconds = 3, .meta = &meta};
+    char *doc = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&doc, &len);
+    assert_int_equal(junit_write_run(fp, &run, &l), 0);
+    fclose(fp);
+    xml_t x;
+    if (parse_xml(&x, doc) != 0)
+        fail_msg("not well-formed: %s\n%s", x.err, doc);
+    const elem_t *suite = &x.el[1];
+    assert_string_equal(attr(suite, "tests"), "3");
+    assert_string_equal(attr(suite, "errors"), "1");
+    assert_string_equal(attr(suite, "failures"), "1");
+    assert_string_equal(attr(suite, "timestamp"), "2026-12-01T21:30:05");
+    assert_string_equal(attr(suite, "hostname"), "ci-runner-7");
+    const char *want[][2] = {{"commit", "ad4842d1b2c3"}, {"suite_hash", "fnv:1234+fnv:abcd"},
+                             {"policy", "cases/policies/default.yaml"}, {"blas_core", "Haswell"}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int found = 0;
+        for (int i = 0; i < x.n; i++)
+            if (!strcmp(x.el[i].name, "property") && !strcmp(attr(&x.el[i], "name"), want[k][0])) {
+                assert_string_equal(attr(&x.el[i], "value"), want[k][1]);
+                found = 1;
+            }
+        if (!found)
+            fail_msg("no property %s in\n%s", want[k][0], doc);
+    }
+    assert_int_equal(count(&x, "error"), 1);
+    assert_int_equal(count(&x, "failure"), 1);
+    int child;
+    testcase(&x, "E:w4a8.folded", &child);
+    assert_string_equal(x.el[child].name, "error");
+    assert_string_equal(attr(&x.el[child], "type"), "ERROR");
+    assert_non_null(strstr(attr(&x.el[child], "message"), "cannot read x"));
+    testcase(&x, "F:w4a8.folded", &child);
+    assert_string_equal(x.el[child].name, "failure");
+    assert_string_equal(x.el[child + 1].name, "system-out");
+    assert_non_null(strstr(x.el[child + 1].text,
+                           "diagnosis: |out| is 1/35.0 of R_exact: a scale <off>"));
+    testcase(&x, "F:w4a4.aiter", &child);
+    assert_int_equal(child, -1);   /* passing, nothing diagnosed: no system-out */
+    free(doc);
+    result_list_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_structure),
         cmocka_unit_test(test_empty_and_all_pass),
+        cmocka_unit_test(test_provenance_errors_and_diagnosis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

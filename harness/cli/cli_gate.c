@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -5,6 +6,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "baseline.h"
 #include "cli.h"
 #include "calibrate.h"
 #include "gate.h"
@@ -75,7 +77,8 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
         atomic_file_t f;
         if (atomic_file_open(&f, junit_path, err))
             return -1;
-        junit_write(f.fp, suite_name, rows, seconds);
+        junit_run_t jr = {.suite_name = suite_name, .seconds = seconds, .meta = meta};
+        junit_write_run(f.fp, &jr, rows);
         if (atomic_file_commit(&f, err))
             return -1;
     }
@@ -193,22 +196,51 @@ int cli_gate(int argc, char **argv)
     return (sum.failing || sum.regressed) ? EXIT_VERDICT_FAILED : 0;
 }
 
-/* kreplay merge -o OUTDIR SHARD.h5... */
+/* The merged rows against a baseline, as gate does it: regressed rows are
+ * marked, the report printed; returns the regressed count, or -1 with err. */
+static int64_t merge_against_baseline(result_list_t *rows, const char *baseline, kr_error_t *err)
+{
+    result_list_t base = {0};
+    if (results_store_read(baseline, &base, NULL, err))
+        return -1;
+    baseline_report_t rep;
+    int64_t regressed = 0;
+    if (baseline_compare(rows, &base, NULL, &rep) != 0) {
+        result_list_free(&base);
+        return kr_fail(err, "%s: out of memory comparing with the baseline", baseline);
+    }
+    baseline_report_print(stdout, &rep, rows, &base);
+    regressed = rep.n[BASELINE_REGRESSED];
+    baseline_report_free(&rep);
+    result_list_free(&base);
+    return regressed;
+}
+
+/* kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] SHARD.h5... */
 int cli_merge(int argc, char **argv)
 {
-    const char *out_dir = NULL;
+    enum { OPT_JUNIT = 256, OPT_BASELINE };
+    const char *out_dir = NULL, *junit = NULL, *baseline = NULL;
     optind = 1;
     int c;
     static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"out", required_argument, 0, 'o'}, {"junit", required_argument, 0, OPT_JUNIT},
+        {"baseline", required_argument, 0, OPT_BASELINE}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         if (c == 'o')
             out_dir = optarg;
+        else if (c == OPT_JUNIT)
+            junit = optarg;
+        else if (c == OPT_BASELINE)
+            baseline = optarg;
         else {
             fprintf(c == 'h' ? stdout : stderr,
-                    "usage: kreplay merge -o OUTDIR SHARD_RESULTS.h5...\n"
+                    "usage: kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] "
+                    "SHARD_RESULTS.h5...\n"
                     "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
-                    "(exactly the rows of one unsharded run) and its reports.\n");
+                    "(exactly the rows of one unsharded run) and its reports; --baseline gates the\n"
+                    "merged run against a baseline as 'kreplay gate' does, --junit writes JUnit XML.\n");
             return c == 'h' ? 0 : EXIT_USAGE;
         }
     }
@@ -217,6 +249,12 @@ int cli_merge(int argc, char **argv)
         return EXIT_USAGE;
     }
     kr_error_t err = {{0}};
+    if (baseline && access(baseline, R_OK) != 0) {
+        fprintf(stderr, "kreplay: error: %s: baseline: cannot read (%s); expected a results file "
+                        "(create one with 'kreplay baseline update RUNDIR --baseline %s')\n",
+                baseline, strerror(errno), baseline);
+        return EXIT_USAGE;
+    }
     if (make_dirs(out_dir, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
@@ -229,9 +267,14 @@ int cli_merge(int argc, char **argv)
     }
     result_list_t rows;
     results_meta_t meta;
+    int64_t regressed = 0;
     if (results_store_read(path, &rows, &meta, &err) ||
-        write_run_reports(out_dir, NULL, meta.suite_name, &rows, &meta, 0.0, NULL, NULL, NULL, 0, &err)) {
+        (baseline && ((regressed = merge_against_baseline(&rows, baseline, &err)) < 0 ||
+                      results_store_write(path, &rows, &meta, &err))) ||
+        write_run_reports(out_dir, junit, meta.suite_name, &rows, &meta, 0.0, baseline, NULL, NULL,
+                          0, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        result_list_free(&rows);
         return EXIT_USAGE;
     }
     int64_t failing = 0;
@@ -239,8 +282,10 @@ int cli_merge(int argc, char **argv)
         failing += verdict_is_failure(rows.rows[i].verdict);
     printf("merged %d files: %lld rows, %lld failing -> %s\n", argc - optind, (long long)rows.count,
            (long long)failing, path);
+    if (baseline)
+        printf("merge: %lld regressed against %s\n", (long long)regressed, baseline);
     result_list_free(&rows);
-    return failing ? EXIT_VERDICT_FAILED : 0;
+    return failing || regressed ? EXIT_VERDICT_FAILED : 0;
 }
 
 /* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */

@@ -1,0 +1,40 @@
+/* The kreplay Python package (python/): pip-installed into a venv that sees
+ * Debian's numpy, h5py and pandas (scripts/setup.sh --tests), it reads a real
+ * run's results.h5 into a DataFrame that must agree cell for cell with
+ * results.csv and results.json, and writes a case kreplay replays
+ * (tests/python/python_package_test.py).  Without pandas, h5py or venv the
+ * test exits 77 (skipped, not passed). */
+/* ctest-labels: interop;python */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "test_support.h"
+
+static void test_python_package(void **state)
+{
+    (void)state;
+    char dir[1024], cmd[4096];
+    test_tmp_path(dir, sizeof dir, "python-package");
+    mkdir(dir, 0777);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 '%s/tests/python/python_package_test.py' '%s' '%s' '%s'",
+             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    if (system("/usr/bin/python3 -c 'import h5py, numpy, pandas, venv, ensurepip' "
+               ">/dev/null 2>&1") != 0) {
+        fprintf(stderr, "pandas, h5py or venv is not available to /usr/bin/python3: skipped\n");
+        return TEST_SKIPPED;
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_python_package)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
