@@ -261,6 +261,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             continue;
         if (only_n && plan[i].N && (plan[i].N != only_n || plan[i].K != only_k))
             continue;
+        if (o->only_band && plan[i].N && strcmp(suite_band_of(&s, plan[i].M), o->only_band))
+            continue;
         todo++;
     }
     sum->cases_planned = todo;
@@ -272,6 +274,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
         if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
             continue;
         if (only_n && it->N && (it->N != only_n || it->K != only_k))
+            continue;
+        if (o->only_band && it->N && strcmp(suite_band_of(&s, it->M), o->only_band))
             continue;
         if (key_done(done, n_done, it->key)) {
             sum->cases_resumed++;
@@ -288,7 +292,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             progress_update(&prog, ++done_count);
             continue;
         }
-        if (only_n && (c.N != only_n || c.K != only_k)) {
+        if ((only_n && (c.N != only_n || c.K != only_k)) ||
+            (o->only_band && strcmp(suite_band_of(&s, c.M), o->only_band))) {
             case_free(&c);
             sum->cases_planned--;
             todo--;
@@ -367,11 +372,6 @@ out:
     return status;
 }
 
-typedef struct {
-    int64_t N, K;
-    char bands[64];
-} shape_entry_t;
-
 static void add_word(char *list, size_t cap, const char *word)
 {
     char padded[80];
@@ -383,6 +383,40 @@ static void add_word(char *list, size_t cap, const char *word)
     size_t len = strlen(list);
     snprintf(list + len, cap - len, "%s%s", len ? "," : "", word);
 }
+
+typedef struct {
+    int64_t N, K;
+    char bands[64];
+    char families[128];   /* of the kernels that can run some case of the shape */
+    struct {
+        char band[16];
+        char families[128];   /* of the kernels that can run some case of the shape x band */
+    } per[8];
+    int n_per;
+} shape_entry_t;
+
+/* Adds the families of the suite's kernels that can run (M, N, K) to e and to band b of it. */
+static void add_families(const suite_t *s, shape_entry_t *e, const char *band, int64_t M)
+{
+    int b = 0;
+    while (b < e->n_per && strcmp(e->per[b].band, band) != 0)
+        b++;
+    if (b == e->n_per) {
+        if (e->n_per == (int)(sizeof e->per / sizeof e->per[0]))
+            return;
+        snprintf(e->per[e->n_per++].band, sizeof e->per[0].band, "%s", band);
+    }
+    for (int i = 0; i < kernel_count(); i++) {
+        const kernel_desc_t *k = kernel_at(i);
+        char why[256];
+        if (!kernel_name_matches(k->name, s->kernels[0] ? s->kernels : NULL) ||
+            kernel_unsupported_reason(k, M, e->N, e->K, why, sizeof why))
+            continue;
+        add_word(e->families, sizeof e->families, k->family);
+        add_word(e->per[b].families, sizeof e->per[b].families, k->family);
+    }
+}
+
 
 int gate_list_shapes(const char *suite_path, kr_error_t *err)
 {
@@ -420,14 +454,16 @@ int gate_list_shapes(const char *suite_path, kr_error_t *err)
             n_shapes++;
         }
         add_word(shapes[j].bands, sizeof shapes[j].bands, suite_band_of(&s, M));
+        add_families(&s, &shapes[j], suite_band_of(&s, M), M);
     }
-    char families[128] = "";
-    for (int i = 0; i < kernel_count(); i++)
-        if (kernel_name_matches(kernel_at(i)->name, s.kernels[0] ? s.kernels : NULL))
-            add_word(families, sizeof families, kernel_at(i)->family);
-    for (int j = 0; status == 0 && j < n_shapes; j++)
+    /* A line per shape, then one per shape x band: what ctest labels each test with. */
+    for (int j = 0; status == 0 && j < n_shapes; j++) {
         printf("%lldx%lld bands=%s families=%s\n", (long long)shapes[j].N, (long long)shapes[j].K,
-               shapes[j].bands, families);
+               shapes[j].bands, shapes[j].families);
+        for (int b = 0; b < shapes[j].n_per; b++)
+            printf("%lldx%lld band=%s families=%s\n", (long long)shapes[j].N,
+                   (long long)shapes[j].K, shapes[j].per[b].band, shapes[j].per[b].families);
+    }
     free(shapes);
     free(plan);
     suite_free(&s);

@@ -21,6 +21,7 @@ typedef struct {
     const char *policy_path;    /* overrides the suite's policy, or NULL */
     const char *history_dir;    /* keep a copy of results.h5 here, or NULL */
     const char *only_shape;     /* "NxK": run only the cases of this shape, or NULL */
+    const char *only_band;      /* run only the cases of this M band (the suite's names), or NULL */
     const char *inject;         /* "[KERNELS=]FAULT": a deliberately faulty kernel, or NULL */
     long long seed_first, seed_last;   /* > 0: every synthetic item uses these seeds instead */
     int shard_index;            /* 1-based; 0 = unsharded */
@@ -51,7 +52,9 @@ int gate_run(const gate_options_t *o, result_list_t *rows, results_meta_t *meta,
              gate_summary_t *sum, kr_error_t *err);
 
 /* The shapes a suite covers, one "NxK bands=... families=..." line each,
- * for ctest's per-shape nightly tests. */
+ * each followed by one "NxK band=B families=..." line per band, for ctest's
+ * per-shape x band nightly tests.  Families are those of the suite's kernels
+ * that can run some case of the shape (x band). */
 int gate_list_shapes(const char *suite_path, kr_error_t *err);
 
 #endif

@@ -32,6 +32,7 @@ static void gate_usage(FILE *fp)
             "      --shard I/N          run the I-th of N interleaved slices of the cases\n"
             "      --resume             keep the cases RUNDIR/partial already holds\n"
             "      --only-shape NxK     only the cases of one shape (ctest's per-shape tests)\n"
+            "      --only-band BAND     only the cases of one M band (decode, mid, prefill, tiled)\n"
             "      --list-shapes        print the suite's shapes, bands and kernel families\n"
             "      --seeds FIRST-LAST   every synthetic item uses these seeds (at most 64)\n"
             "      --inject [K=]FAULT   run kernels matching K with a deliberate fault (a drill:\n"
@@ -88,7 +89,7 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
 int cli_gate(int argc, char **argv)
 {
     enum { OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY,
-           OPT_LIST, OPT_INJECT, OPT_SEEDS };
+           OPT_LIST, OPT_INJECT, OPT_SEEDS, OPT_ONLY_BAND };
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'},
         {"baseline", required_argument, 0, OPT_BASE},
@@ -98,6 +99,7 @@ int cli_gate(int argc, char **argv)
         {"shard", required_argument, 0, OPT_SHARD},
         {"resume", no_argument, 0, OPT_RESUME},
         {"only-shape", required_argument, 0, OPT_ONLY},
+        {"only-band", required_argument, 0, OPT_ONLY_BAND},
         {"list-shapes", no_argument, 0, OPT_LIST},
         {"inject", required_argument, 0, OPT_INJECT},
         {"seeds", required_argument, 0, OPT_SEEDS},
@@ -125,6 +127,7 @@ int cli_gate(int argc, char **argv)
             break;
         case OPT_RESUME: o.resume = 1; break;
         case OPT_ONLY: o.only_shape = optarg; break;
+        case OPT_ONLY_BAND: o.only_band = optarg; break;
         case OPT_LIST: list = 1; break;
         case OPT_INJECT: o.inject = optarg; break;
         case OPT_SEEDS:
