@@ -12,7 +12,8 @@ if [[ "${1:-}" == "--tests" ]]; then
     # chromium: the report page checked in a headless browser (tests/test_browser.c)
     # clang + libclang-rt-14-dev: libFuzzer for the fuzz targets (scripts/fuzz.sh)
     # python3-pandas python3-venv: the Python package test (tests/test_python_package.c)
-    packages+=(libcmocka-dev python3-h5py python3-numpy python3-pandas python3-venv clang-19 lld-19 chromium
+    # python3-yaml: the CI examples check (tests/test_ci_examples.c)
+    packages+=(libcmocka-dev python3-h5py python3-numpy python3-pandas python3-venv python3-yaml clang-19 lld-19 chromium
                clang libclang-rt-14-dev)
 fi
 

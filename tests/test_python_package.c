@@ -4,7 +4,7 @@
  * results.csv and results.json, and writes a case kreplay replays
  * (tests/python/python_package_test.py).  Without pandas, h5py or venv the
  * test exits 77 (skipped, not passed). */
-/* ctest-labels: interop;python */
+/* ctest-labels: interop;python;slow */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
