@@ -49,6 +49,23 @@ static int gate(const char *extra, char **out)
     return test_run_kreplay(args, out);
 }
 
+/* A whole text file, malloc'd; NULL if unreadable. */
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)n, fp) : 0;
+    fclose(fp);
+    if (buf)
+        buf[got] = '\0';
+    return buf;
+}
+
 static void read_rows(const char *path, result_list_t *rows)
 {
     kr_error_t err;
@@ -150,6 +167,48 @@ static void test_shards_merge_to_one_run(void **state)
     read_rows(a, &whole);
     read_rows(b, &merged);
     assert_same_rows(&whole, &merged);
+
+    /* merge --baseline gates the merged run like gate does: against the whole
+     * run nothing regresses; against a baseline whose one row was twice as
+     * good, exactly that row does (exit 1); --junit carries the provenance. */
+    snprintf(args, sizeof args, "merge -o '%s/merged-gated' --baseline '%s' --junit '%s/m.xml' "
+             "'%s/shard1/results.h5' '%s/shard2/results.h5' '%s/shard3/results.h5'",
+             dir, a, dir, dir, dir, dir);
+    assert_int_equal(test_run_kreplay(args, &out), 0);
+    assert_non_null(strstr(out, "merge: 0 regressed"));
+    free(out);
+    char xml_path[1300];
+    snprintf(xml_path, sizeof xml_path, "%s/m.xml", dir);
+    char *xml = slurp(xml_path);
+    assert_non_null(xml);
+    assert_non_null(strstr(xml, "errors=\"0\""));
+    assert_non_null(strstr(xml, "<property name=\"suite_hash\" value=\""));
+    assert_non_null(strstr(xml, "<property name=\"blas_core\" value=\""));
+    free(xml);
+    int64_t victim = -1;
+    for (int64_t i = 0; i < whole.count && victim < 0; i++)
+        if (strcmp(whole.rows[i].reference, "-") && isfinite(whole.rows[i].metrics.rel_fro) &&
+            whole.rows[i].metrics.rel_fro > 1e-4 && !verdict_is_failure(whole.rows[i].verdict))
+            victim = i;
+    assert_true(victim >= 0);
+    whole.rows[victim].metrics.rel_fro *= 0.5;
+    char doctored[1300];
+    snprintf(doctored, sizeof doctored, "%s/doctored.h5", dir);
+    kr_error_t werr = {{0}};
+    if (results_store_write(doctored, &whole, NULL, &werr) != 0)
+        fail_msg("%s", werr.msg);
+    snprintf(args, sizeof args, "merge -o '%s/merged-regressed' --baseline '%s' "
+             "'%s/shard1/results.h5' '%s/shard2/results.h5' '%s/shard3/results.h5'",
+             dir, doctored, dir, dir, dir);
+    assert_int_equal(test_run_kreplay(args, &out), 1);
+    assert_non_null(strstr(out, "merge: 1 regressed"));
+    assert_non_null(strstr(out, whole.rows[victim].kernel));
+    free(out);
+    snprintf(args, sizeof args, "merge -o '%s/merged-nobase' --baseline '%s/nonexistent.h5' "
+             "'%s/shard1/results.h5'", dir, dir, dir);
+    assert_int_equal(test_run_kreplay(args, &out), 2);
+    assert_non_null(strstr(out, "baseline update"));
+    free(out);
     result_list_free(&whole);
     result_list_free(&merged);
 
