@@ -140,6 +140,7 @@ static void write_properties(FILE *fp, const results_meta_t *m)
     write_property(fp, "suite_hash", m->suite_hash);
     write_property(fp, "policy", m->policy);
     write_property(fp, "blas_core", m->blas_core);
+    write_property(fp, "blas", m->blas);
     write_property(fp, "version", m->version);
     write_property(fp, "device", m->device);
     write_property(fp, "kernel_build_id", m->kernel_build_id);

@@ -15,7 +15,7 @@
  * "diagnosis: ..." line.
  *
  * The testsuite carries timestamp (the run's time_utc) and hostname, and
- * <properties>: the run's provenance (commit, suite_hash, policy, blas_core,
+ * <properties>: the run's provenance (commit, suite_hash, policy, blas_core, blas,
  * version, device, kernel_build_id, shard, command; those that are set).
  *
  * All text is XML-escaped (& < > " '); control characters other than tab
