@@ -754,7 +754,6 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         kernel_act_free(&act);
         return kr_fail(err, "out of memory for the output of %s", k->name);
     }
-    kernel_run_info_t info = {{0}};
     launch_outcome_t lo;
     if (launch_cpu_or_slice(rc, k, &act, out, &lo, err)) {
         free(out);
@@ -771,7 +770,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     }
     const int failed = !lo.ok;
     kr_strlcpy(kerr.msg, lo.message, sizeof kerr.msg);
-    info = lo.info;
+    const kernel_run_info_t info = lo.info;
     const double seconds = lo.seconds;
     int status = 0;
     if (failed) {
@@ -974,11 +973,6 @@ static void free_source_refs(source_refs_t *src)
     memset(src, 0, sizeof *src);
 }
 
-/* Replays c (a whole case, or one block of a case's rows with `blocks` set)
- * into out.  full_M: the case's rows.  health: the whole case's input health
- * when given (a block's rows must be judged by the case's inputs), else
- * computed here.  weight: the case's weight in checkpoint order, or NULL to
- * take it from c. */
 /* What a kernel is handed for c's rows (weight: in checkpoint order). */
 static kernel_inputs_t case_kernel_inputs(const case_t *c, const replay_options_t *opt,
                                           const uint8_t *weight, int64_t full_M)
@@ -994,6 +988,12 @@ static kernel_inputs_t case_kernel_inputs(const case_t *c, const replay_options_
     };
 }
 
+/* Replays c (a whole case, or one block of a case's rows with `blocks` set)
+ * into out.  full_M: the case's rows.  health: the whole case's input health
+ * when given (a block's rows must be judged by the case's inputs), else
+ * computed here.  weight: the case's weight in checkpoint order, or NULL to
+ * take it from c.  launches: the case's launch table (whole-case outputs of
+ * external kernels; every kernel's reruns are merged into it). */
 static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_t *blocks,
                        int64_t full_M, const input_health_t *health, const uint8_t *weight,
                        gemm_ref_ctx_t **shared_ref, launch_table_t *launches, result_list_t *out,
