@@ -179,6 +179,38 @@ done:
     return status;
 }
 
+int launch_quantizer_reruns(const kernel_desc_t *k, const kernel_inputs_t *in,
+                            const kernel_options_t *kopt, const kernel_act_t *first, int runs,
+                            int64_t row_offset, launch_reruns_t *r, kr_error_t *err)
+{
+    const int64_t MK = first->M * first->K;
+    memset(r, 0, sizeof *r);
+    r->runs = 1;
+    r->elements = MK;
+    if (runs < 2)
+        return 0;
+    unsigned char *mask = calloc((size_t)MK, 1);
+    if (!mask)
+        return kr_fail(err, "out of memory for the reruns of %s", k->name);
+    for (int run = 2; run <= runs; run++) {
+        kernel_act_t again;
+        kr_error_t kerr = {{0}};
+        if (k->prepare_act(k, in, kopt, &again, &kerr)) {
+            snprintf(r->rerun_failure, sizeof r->rerun_failure, "run %d of %d on the same inputs: %.200s",
+                     run, runs, kerr.msg);
+            break;
+        }
+        r->runs = run;
+        for (int64_t i = 0; i < MK; i++)
+            if (memcmp(&first->dequant[i], &again.dequant[i], sizeof(float)) != 0)
+                mask[i] = 1;
+        kernel_act_free(&again);
+    }
+    summarize_mask(mask, MK, first->K, row_offset, r);
+    free(mask);
+    return 0;
+}
+
 void launch_plan_for(const kernel_desc_t *k, const replay_options_t *opt, int64_t row_offset,
                      launch_plan_t *plan)
 {

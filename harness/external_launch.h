@@ -72,6 +72,15 @@ int launch_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kerne
                   const kernel_options_t *kopt, const launch_plan_t *plan, uint16_t *out,
                   launch_outcome_t *res, kr_error_t *err);
 
+/* A quantizer (KERNEL_OP_QUANT, whose prepare_act is the kernel) rerun:
+ * prepare_act runs - 1 more times, each operand's fp32 value compared bit
+ * for bit with first's; positions are (case row, k).  A rerun that fails
+ * where run 1 did not is r->rerun_failure.  -1 with err only when out of
+ * memory. */
+int launch_quantizer_reruns(const kernel_desc_t *k, const kernel_inputs_t *in,
+                            const kernel_options_t *kopt, const kernel_act_t *first, int runs,
+                            int64_t row_offset, launch_reruns_t *r, kr_error_t *err);
+
 /* The plan replay options give k: isolated for a plugin (unless
  * --no-isolate) or under --isolate; the --inject fault when k matches its
  * kernels; opt->gpu_reruns runs for an external kernel, opt->model_reruns

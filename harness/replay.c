@@ -436,6 +436,15 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
         return 0;
     }
     double seconds = now_seconds() - t0;
+    if (rc->launches && rc->opt->model_reruns > 1) {
+        launch_reruns_t rr;
+        if (launch_quantizer_reruns(k, &rc->in, &rc->opt->kernel, &act, rc->opt->model_reruns,
+                                    rc->blocks ? rc->blocks->block_offset : 0, &rr, err) ||
+            launch_table_merge_reruns(rc->launches, k, &rr, err)) {
+            kernel_act_free(&act);
+            return -1;
+        }
+    }
     const int64_t MK = c->M * c->K;
     result_t *r = result_list_add(rc->out);
     uint16_t *a = malloc((size_t)MK * sizeof(uint16_t)), *b = malloc((size_t)MK * sizeof(uint16_t));
