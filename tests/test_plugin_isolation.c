@@ -17,10 +17,11 @@
  *     columns (M=54, N=2560: bytes +4992 .. +51199 past out, skipping the
  *     first 4992): OOB_WRITE with 1280 canary bytes and the offset +4992 /
  *     element [54, 2496], all worked out by hand from the plugin's loops.
- *   a correct kernel with a wrong M-tail path (16-row tiles), replayed with
- *     --block-mb so small that the case goes in blocks of 54 + 10 rows: it
- *     passes, and its launch log shows only launches with M=64 (the
- *     case's), as many as the runs.
+ *   a correct kernel with a wrong M-tail path (16-row tiles), replayed (by
+ *     replay_case, which can make row panels of one row) with a budget so
+ *     small that the case goes in blocks of 54 + 10 rows: it passes, and
+ *     its launch log shows only launches with M=64 (the case's), as many
+ *     as the runs.
  *   split-K over 8 threads adding into one fp32 buffer without a lock:
  *     NONDETERMINISTIC with the count and positions of the differing
  *     elements, on every one of several replays; the same split-K with a
@@ -43,6 +44,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "case_io.h"
+#include "plugin_loader.h"
+#include "replay.h"
+#include "synth.h"
 #include "test_support.h"
 
 static void plugin_file(char *buf, size_t cap, const char *name)
@@ -362,32 +367,60 @@ static void test_write_past_the_last_tile_is_out_of_bounds(void **state)
 static void test_plugin_launched_on_the_whole_m(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048], log[512], env[640];
-    make_case(c, sizeof c, "256x256", 64, "mtail");
-    test_tmp_path(log, sizeof log, "launch-log");
-    snprintf(env, sizeof env, "KR_TEST_LAUNCH_LOG='%s'", log);
+    char lib[512], log[512];
     plugin_file(lib, sizeof lib, "mtail");
-    /* 256 x (4+4+2+4) + 256 x (4+1+4+4) = 6912 bytes a row (replay.c): 0.356
-     * MiB holds 54 rows, so the case goes in blocks of 54 and 10 rows. */
-    snprintf(args, sizeof args,
-             "replay --json --block-mb 0.356 --plugin '%s' --kernels 'misbehave.mtail,w4a8.perblock' '%s'",
-             lib, c);
-    run_t r = run_kreplay(env, args);
-    json_t *root = json_rows(&r);
-    int all = 0;
-    const int pass = count_rows(root, "misbehave.mtail", "PASS", &all, NULL);
-    if (r.status != 0 || pass != all)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
-    assert_true(all >= 2);              /* R_exact and R_source */
-    assert_int_equal(pass, all);
-    json_decref(root);
-    run_free(&r);
+    kr_plugin_t *plugin = NULL;
+    kr_error_t err = {{0}};
+    if (plugin_load(lib, &plugin, &err))
+        fail_msg("%s", err.msg);
+    const kernel_desc_t *k = plugin_kernel_find(plugin, "misbehave.mtail");
+    assert_non_null(k);
+    synth_params_t p;
+    synth_params_default(&p);
+    p.M = 64;
+    p.N = 256;
+    p.K = 256;
+    p.seed = 3;
+    case_t c;
+    assert_int_equal(synth_case(&p, &c, &err), 0);
 
+    replay_options_t opt;
+    replay_options_default(&opt);
+    const kernel_desc_t *extra[] = {k};
+    opt.extra_kernels = extra;
+    opt.n_extra_kernels = 1;
+    opt.kernel_patterns = "misbehave.mtail";
+    opt.include_recorded = 0;
+    /* Blocks of 54 rows (54 + 10, as a large case's were): panels of one
+     * row, and the smallest budget that gives 54 by the replay's estimate. */
+    opt.ref_panel_rows = 1;
+    opt.block_bytes = 1;
+    while (replay_block_rows(&c, &opt) < 54)
+        opt.block_bytes *= 2;
+    while (replay_block_rows(&c, &opt) > 54)
+        opt.block_bytes--;
+    assert_int_equal(replay_block_rows(&c, &opt), 54);
+
+    test_tmp_path(log, sizeof log, "launch-log");
+    assert_int_equal(setenv("KR_TEST_LAUNCH_LOG", log, 1), 0);
+    result_list_t rows = {0};
+    assert_int_equal(replay_case(&c, &opt, &rows, &err), 0);
+    unsetenv("KR_TEST_LAUNCH_LOG");
+    assert_true(rows.count >= 2);       /* R_exact and R_source */
+    for (int64_t i = 0; i < rows.count; i++) {
+        const result_t *r = &rows.rows[i];
+        if (r->verdict != VERDICT_PASS)
+            fail_msg("%s vs %s: %s: %s; %s", r->kernel, r->reference, verdict_name(r->verdict),
+                     r->note, r->diagnosis);
+        assert_int_equal(r->M, 64);
+    }
+    result_list_free(&rows);
     char *lines = slurp(log);
     unlink(log);
-    assert_string_equal(lines, "M=64\nM=64\nM=64\n");   /* the default 3 runs, each on M=64 */
+    assert_string_equal(lines, "M=64\nM=64\nM=64\n");  /* the default 3 runs, each on M=64 */
     free(lines);
+    case_free(&c);
+    plugin_unload(plugin);
 }
 
 /* ------------------------------------------------------------ 7: reruns */

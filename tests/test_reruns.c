@@ -103,6 +103,7 @@ static void replay_flaky(const case_t *c, int reruns, int64_t block_bytes, resul
     opt.n_extra_kernels = 2;
     opt.model_reruns = reruns;
     opt.block_bytes = block_bytes;
+    opt.ref_panel_rows = 1;     /* blocks of any row count (the default panel is 512 rows) */
     g_runs = g_preps = 0;
     kr_error_t err = {{0}};
     assert_int_equal(replay_case(c, &opt, rows, &err), 0);
@@ -150,11 +151,12 @@ static void test_models_rerun_in_row_blocks(void **state)
     /* 10 rows a block, found by search so the test does not restate the
      * replay's own estimate. */
     int64_t bytes = 1;
-    while (replay_block_rows(&c, &(replay_options_t){.block_bytes = bytes * 2}) < 10)
+    while (replay_block_rows(&c, &(replay_options_t){.block_bytes = bytes * 2, .ref_panel_rows = 1}) < 10)
         bytes *= 2;
-    while (replay_block_rows(&c, &(replay_options_t){.block_bytes = bytes}) < 10)
+    while (replay_block_rows(&c, &(replay_options_t){.block_bytes = bytes, .ref_panel_rows = 1}) < 10)
         bytes++;
-    assert_int_equal(replay_block_rows(&c, &(replay_options_t){.block_bytes = bytes}), 10);
+    assert_int_equal(replay_block_rows(&c, &(replay_options_t){.block_bytes = bytes, .ref_panel_rows = 1}),
+                     10);
     result_list_t rows = {0};
     replay_flaky(&c, 3, bytes, &rows);
     assert_int_equal(g_runs, 3 * 7);    /* 3 runs in each of 7 blocks (64 = 6 x 10 + 4) */
