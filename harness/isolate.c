@@ -90,6 +90,15 @@ const char *isolate_signal_name(int sig, char *buf, size_t cap)
  * core, and let a crash be reported by its own signal. */
 static void child_setup(pid_t parent)
 {
+    /* Its own process group, so that whatever it spawns is killed with it
+     * (end_group).  In the background of a terminal, it must neither stop
+     * on a write to it nor on a read. */
+    setpgid(0, 0);
+    signal(SIGTTOU, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+    /* kreplay's stdout carries tables and JSON: what a kernel prints goes
+     * to stderr. */
+    dup2(STDERR_FILENO, STDOUT_FILENO);
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)    /* the parent died before the line above */
@@ -172,6 +181,29 @@ static pid_t wait_retry(pid_t pid, int *status, int flags)
     }
 }
 
+/* Kills everything left in an isolated child's process group (the child
+ * leads it; processes it forked stay in it).  Called while the child is
+ * unreaped, so the group's id cannot have been reused. */
+static void end_group(pid_t pid)
+{
+    if (pid > 0)
+        killpg(pid, SIGKILL);
+}
+
+/* Has the child ended?  1 (left unreaped, *status not yet known), 0 not
+ * yet, -1 lost (errno). */
+static int child_ended(pid_t pid)
+{
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
+            return si.si_pid == pid ? 1 : 0;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
 /* Forks, runs fn in the child, waits.  On return 0 *shared is the mapping
  * (HEADER + out_bytes), still mapped: the caller reads it and munmaps. */
 static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_s,
@@ -210,6 +242,7 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
         child_main(fn, ctx, shared, out_bytes, parent);   /* holds fds[1] until it ends */
     }
     close(fds[1]);
+    setpgid(pid, pid);  /* as the child does: whichever runs first */
     res->pid = pid;
 
     const double deadline = timeout_s > 0 ? t0 + timeout_s : 0;
@@ -217,18 +250,23 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
     int status = 0, timed_out = 0, lost = 0;
     double reap_wait = 20e-6;
     for (;;) {
-        pid_t w = wait_retry(pid, &status, WNOHANG);
-        if (w == pid)
+        const int ended = child_ended(pid);
+        if (ended == 1) {
+            end_group(pid);
+            if (wait_retry(pid, &status, 0) != pid)
+                lost = errno ? errno : ECHILD;
             break;
-        if (w < 0) {            /* reaped by someone else (SIGCHLD ignored?) */
+        }
+        if (ended < 0) {        /* reaped by someone else (SIGCHLD ignored?) */
             lost = errno;
+            end_group(pid);
             break;
         }
         double slice = 0.05;
         if (deadline > 0) {
             double left = deadline - now_seconds();
             if (left <= 0) {
-                kill(pid, SIGKILL);
+                end_group(pid);
                 if (wait_retry(pid, &status, 0) != pid)
                     lost = errno ? errno : ECHILD;
                 timed_out = 1;
@@ -281,17 +319,30 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
     return 0;
 }
 
-int isolate_run(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
-                isolate_result_t *res, kr_error_t *err)
+static int run_and_copy(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
+                        int copy_on_failure, isolate_result_t *res, kr_error_t *err)
 {
     void *shared;
     size_t bytes;
     if (run_child(fn, ctx, out_bytes, timeout_s, res, err, &shared, &bytes))
         return -1;
-    if (res->status == ISOLATE_OK && out && out_bytes)
+    const int copy = res->status == ISOLATE_OK || (copy_on_failure && res->status == ISOLATE_FAILED);
+    if (copy && out && out_bytes)
         memcpy(out, (char *)shared + ISOLATE_HEADER_BYTES, out_bytes);
     munmap(shared, bytes);
     return 0;
+}
+
+int isolate_run(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
+                isolate_result_t *res, kr_error_t *err)
+{
+    return run_and_copy(fn, ctx, out, out_bytes, timeout_s, 0, res, err);
+}
+
+int isolate_run_returned(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
+                         isolate_result_t *res, kr_error_t *err)
+{
+    return run_and_copy(fn, ctx, out, out_bytes, timeout_s, 1, res, err);
 }
 
 /* ------------------------------------------------------------------ workers */
@@ -454,6 +505,7 @@ static int worker_start(isolate_worker_t *w, kr_error_t *err)
         worker_main(w, sv[1], parent);
     }
     close(sv[1]);
+    setpgid(pid, pid);
     w->pid = pid;
     w->sock = sv[0];
     w->calls_served = 0;
@@ -478,7 +530,7 @@ void isolate_worker_retire(isolate_worker_t *w)
             worker_forget(w);
         return;
     }
-    kill(w->pid, SIGKILL);
+    end_group(w->pid);
     int status;
     (void)wait_retry(w->pid, &status, 0);
     worker_forget(w);
@@ -501,7 +553,14 @@ static void worker_reap_after_hangup(isolate_worker_t *w, isolate_result_t *res)
     double nap = 20e-6;
     int status = 0;
     for (;;) {
-        pid_t got = wait_retry(w->pid, &status, WNOHANG);
+        const int ended = child_ended(w->pid);
+        pid_t got = 0;
+        if (ended == 1) {
+            end_group(w->pid);
+            got = wait_retry(w->pid, &status, 0);
+        } else if (ended < 0) {
+            got = -1;
+        }
         if (got == w->pid) {
             describe_abnormal_end(res, status, 0);
             break;
@@ -513,7 +572,7 @@ static void worker_reap_after_hangup(isolate_worker_t *w, isolate_result_t *res)
             break;
         }
         if (now_seconds() >= give_up) {
-            kill(w->pid, SIGKILL);
+            end_group(w->pid);
             (void)wait_retry(w->pid, &status, 0);
             res->status = ISOLATE_CRASHED;
             res->signal = SIGKILL;

@@ -11,6 +11,11 @@
  * always reaps it: no zombie is left behind.  On success the output is
  * copied back into the caller's buffer; otherwise the buffer is untouched.
  *
+ * The child leads its own process group; whatever it spawned (a helper a
+ * kernel forked) is killed with SIGKILL (killpg) when it ends, however it
+ * ends, before it is reaped.  Its stdout is its stderr: kreplay's stdout
+ * carries tables and JSON, and a kernel's prints must not land there.
+ *
  * In the child: the fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
  * SIGTRAP, SIGSYS) get their default action, so a crash is reported by its
  * own signal even where the parent installed handlers (AddressSanitizer's,
@@ -60,6 +65,12 @@ typedef int (*isolate_fn)(void *ctx, void *out, size_t out_bytes, kr_error_t *er
  * set when it could not be started (mmap, pipe or fork failed). */
 int isolate_run(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
                 isolate_result_t *res, kr_error_t *err);
+
+/* isolate_run, except that the output also comes back when fn returned
+ * nonzero (ISOLATE_FAILED): what fn wrote before failing (a record of why)
+ * is the caller's to read. */
+int isolate_run_returned(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
+                         isolate_result_t *res, kr_error_t *err);
 
 /* A registry or plugin kernel's run_cpu in a child: out [M, N] bf16 bits and
  * info come back on ISOLATE_OK; on ISOLATE_FAILED, res->message is the

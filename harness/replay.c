@@ -8,6 +8,7 @@
 
 #include "act_prepare.h"
 #include "diagnose.h"
+#include "external_launch.h"
 #include "gpu_isolated.h"
 #include "gpu_run.h"
 #include "formats.h"
@@ -31,6 +32,7 @@ void replay_options_default(replay_options_t *o)
     o->weight_e8m0_mode = E8M0_SPEC;
     o->diagnose = 1;
     o->gpu_reruns = 3;
+    o->model_reruns = 1;
     o->timeout_s = 300.0;
 }
 
@@ -97,6 +99,9 @@ typedef struct {
      * c is then the block's rows and full_M the case's. */
     row_blocks_t *blocks;
     int64_t full_M;
+    /* How each kernel of the case was launched: whole-case outputs of the
+     * external kernels of a row-block replay, and every kernel's reruns. */
+    launch_table_t *launches;
     /* The fp32 reference on the case's MXFP4 weight: keeps the dequantized
      * weight (or its chunk buffer) across every reference of the case. */
     gemm_ref_ctx_t *ref_ctx;
@@ -431,6 +436,15 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
         return 0;
     }
     double seconds = now_seconds() - t0;
+    if (rc->launches && rc->opt->model_reruns > 1) {
+        launch_reruns_t rr;
+        if (launch_quantizer_reruns(k, &rc->in, &rc->opt->kernel, &act, rc->opt->model_reruns,
+                                    rc->blocks ? rc->blocks->block_offset : 0, &rr, err) ||
+            launch_table_merge_reruns(rc->launches, k, &rr, err)) {
+            kernel_act_free(&act);
+            return -1;
+        }
+    }
     const int64_t MK = c->M * c->K;
     result_t *r = result_list_add(rc->out);
     uint16_t *a = malloc((size_t)MK * sizeof(uint16_t)), *b = malloc((size_t)MK * sizeof(uint16_t));
@@ -686,6 +700,32 @@ static int replay_kernel_gpu(replay_ctx_t *rc, const kernel_desc_t *k, const ker
     return status;
 }
 
+/* Run 1's output of k on this block's rows: sliced from the whole-case
+ * launch when the kernel had one (external kernels of a row-block replay),
+ * else launched here, its reruns merged into the case's launch table. */
+static int launch_cpu_or_slice(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t *act,
+                               uint16_t *out, launch_outcome_t *lo, kr_error_t *err)
+{
+    const int64_t row0 = rc->blocks ? rc->blocks->block_offset : 0;
+    const launch_entry_t *whole = launch_table_find(rc->launches, k);
+    if (whole && whole->whole) {
+        *lo = whole->outcome;
+        if (row0 > 0)
+            lo->seconds = 0;    /* the launch is counted once, with the first block */
+        if (lo->ok)
+            memcpy(out, whole->out + row0 * rc->c->N,
+                   (size_t)rc->c->M * (size_t)rc->c->N * sizeof(uint16_t));
+        return 0;
+    }
+    launch_plan_t plan;
+    launch_plan_for(k, rc->opt, row0, &plan);
+    if (launch_kernel(k, &rc->in, act, &rc->opt->kernel, &plan, out, lo, err))
+        return -1;
+    if (lo->ok && rc->launches)
+        return launch_table_merge_reruns(rc->launches, k, &lo->reruns, err);
+    return 0;
+}
+
 static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 {
     const case_t *c = rc->c;
@@ -723,34 +763,24 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         kernel_act_free(&act);
         return kr_fail(err, "out of memory for the output of %s", k->name);
     }
-    double t0 = now_seconds();
-    kernel_run_info_t info = {{0}};
-    const int faulty = rc->opt->fault.kind != FAULT_NONE &&
-                       kernel_name_matches(k->name, rc->opt->fault_kernels);
-    const int isolated = !faulty && !rc->opt->no_isolate &&
-                         (rc->opt->isolate_all || kernel_is_plugin(k));
-    int failed;
-    if (isolated) {
-        isolate_result_t ir;
-        failed = isolate_run_kernel(k, &rc->in, &act, &rc->opt->kernel, out, &info,
-                                    rc->opt->timeout_s, &ir, &kerr) != 0;
-        if (!failed && ir.status == ISOLATE_FAILED) {
-            kr_strlcpy(kerr.msg, ir.message, sizeof kerr.msg);
-            failed = 1;
-        } else if (!failed && ir.status != ISOLATE_OK) {
-            /* CRASHED (signal name or exit status) or TIMEOUT: one row, and on. */
-            add_note_row(rc, k->name, isolate_verdict(&ir), ir.message);
-            rc->out->rows[rc->out->count - 1].seconds = ir.seconds;
-            free(out);
-            kernel_act_free(&act);
-            return 0;
-        }
-    } else {
-        failed = faulty ? fault_run_kernel(&rc->opt->fault, k, &rc->in, &rc->opt->kernel, &act,
-                                           out, &info, &kerr)
-                        : k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, out, &info, &kerr);
+    launch_outcome_t lo;
+    if (launch_cpu_or_slice(rc, k, &act, out, &lo, err)) {
+        free(out);
+        kernel_act_free(&act);
+        return -1;
     }
-    double seconds = now_seconds() - t0;
+    if (!lo.ok && lo.verdict != VERDICT_ERROR) {
+        /* CRASHED, TIMEOUT or OOB_WRITE: one row, and on. */
+        add_note_row(rc, k->name, lo.verdict, lo.message);
+        rc->out->rows[rc->out->count - 1].seconds = lo.seconds;
+        free(out);
+        kernel_act_free(&act);
+        return 0;
+    }
+    const int failed = !lo.ok;
+    kr_strlcpy(kerr.msg, lo.message, sizeof kerr.msg);
+    const kernel_run_info_t info = lo.info;
+    const double seconds = lo.seconds;
     int status = 0;
     if (failed) {
         add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
@@ -952,25 +982,11 @@ static void free_source_refs(source_refs_t *src)
     memset(src, 0, sizeof *src);
 }
 
-/* Replays c (a whole case, or one block of a case's rows with `blocks` set)
- * into out.  full_M: the case's rows.  health: the whole case's input health
- * when given (a block's rows must be judged by the case's inputs), else
- * computed here.  weight: the case's weight in checkpoint order, or NULL to
- * take it from c. */
-static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_t *blocks,
-                       int64_t full_M, const input_health_t *health, const uint8_t *weight,
-                       gemm_ref_ctx_t **shared_ref, result_list_t *out, kr_error_t *err)
+/* What a kernel is handed for c's rows (weight: in checkpoint order). */
+static kernel_inputs_t case_kernel_inputs(const case_t *c, const replay_options_t *opt,
+                                          const uint8_t *weight, int64_t full_M)
 {
-    replay_ctx_t rc = {.c = c, .opt = opt, .out = out, .blocks = blocks, .full_M = full_M};
-    if (shared_ref)
-        rc.ref_ctx = *shared_ref;
-    uint8_t *weight_owned = NULL;
-    if (c->weight && !weight) {
-        weight = case_weight_checkpoint(c, &weight_owned, err);
-        if (!weight)
-            return -1;
-    }
-    rc.in = (kernel_inputs_t){
+    return (kernel_inputs_t){
         .M = c->M, .N = c->N, .K = c->K,
         .x = c->x, .x_fp8 = c->x_fp8, .x_scale = c->x_scale, .x_fp8_format = c->x_fp8_format,
         .weight = {.packed = weight, .scales = c->weight_scale, .layout = c->scale_layout,
@@ -979,6 +995,30 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_
         .weight_bf16 = c->weight_bf16,
         .dispatch_M = full_M,
     };
+}
+
+/* Replays c (a whole case, or one block of a case's rows with `blocks` set)
+ * into out.  full_M: the case's rows.  health: the whole case's input health
+ * when given (a block's rows must be judged by the case's inputs), else
+ * computed here.  weight: the case's weight in checkpoint order, or NULL to
+ * take it from c.  launches: the case's launch table (whole-case outputs of
+ * external kernels; every kernel's reruns are merged into it). */
+static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_t *blocks,
+                       int64_t full_M, const input_health_t *health, const uint8_t *weight,
+                       gemm_ref_ctx_t **shared_ref, launch_table_t *launches, result_list_t *out,
+                       kr_error_t *err)
+{
+    replay_ctx_t rc = {.c = c, .opt = opt, .out = out, .blocks = blocks, .full_M = full_M,
+                       .launches = launches};
+    if (shared_ref)
+        rc.ref_ctx = *shared_ref;
+    uint8_t *weight_owned = NULL;
+    if (c->weight && !weight) {
+        weight = case_weight_checkpoint(c, &weight_owned, err);
+        if (!weight)
+            return -1;
+    }
+    rc.in = case_kernel_inputs(c, opt, weight, full_M);
     if (health)
         rc.health = *health;
     else
@@ -1115,8 +1155,14 @@ static void finish_block_row(const row_block_acc_t *acc, result_t *r)
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
 {
     const int64_t rows = replay_block_rows(c, opt);
-    if (rows >= c->M)
-        return replay_rows(c, opt, NULL, c->M, NULL, NULL, NULL, out, err);
+    launch_table_t launches = {.N = c->N};
+    if (rows >= c->M) {
+        const int64_t first = out->count;
+        int st = replay_rows(c, opt, NULL, c->M, NULL, NULL, NULL, &launches, out, err);
+        launch_table_stamp(&launches, out, first);
+        launch_table_free(&launches);
+        return st;
+    }
 
     /* A case too large to hold its outputs and references whole: replay it
      * in blocks of rows and fold each block's rows into the case's. */
@@ -1133,12 +1179,22 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     result_list_t block_rows = {0};
     gemm_ref_ctx_t *ref_ctx = NULL; /* one dequant buffer for every block */
     int status = 0;
+    /* External kernels pick their configuration from M: each is launched
+     * once on the whole case, and the blocks slice its output. */
+    const kernel_inputs_t whole_in = case_kernel_inputs(c, opt, weight, c->M);
+    for (int i = 0; status == 0 && i < opt->n_extra_kernels; i++) {
+        const kernel_desc_t *k = opt->extra_kernels[i];
+        if (launch_kernel_is_external(k) && kernel_name_matches(k->name, opt->kernel_patterns))
+            status = launch_whole_case(k, &whole_in, opt, &launches, err);
+    }
+    const int64_t first = out->count;
     for (int64_t m0 = 0; status == 0 && m0 < c->M; m0 += rows) {
         const int64_t n = m0 + rows <= c->M ? rows : c->M - m0;
         const case_t block = case_row_block(c, m0, n);
         blocks.block_offset = m0;
         blocks.block_rows = n;
-        status = replay_rows(&block, opt, &blocks, c->M, &health, weight, &ref_ctx, &block_rows, err);
+        status = replay_rows(&block, opt, &blocks, c->M, &health, weight, &ref_ctx, &launches,
+                             &block_rows, err);
         result_list_free(&block_rows);
     }
     for (int64_t i = 0; status == 0 && i < blocks.count; i++) {
@@ -1149,6 +1205,9 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         }
         finish_block_row(&blocks.accs[i], r);
     }
+    if (status == 0)
+        launch_table_stamp(&launches, out, first);
+    launch_table_free(&launches);
     row_blocks_free(&blocks);
     gemm_ref_ctx_free(ref_ctx);
     free(weight_owned);

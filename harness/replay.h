@@ -20,7 +20,10 @@ typedef struct {
     int diagnose;                   /* test alternative hypotheses on failing rows (default on) */
     int device_gpu;                 /* run the kernels on the GPU (the CPU model is the reference
                                        "model:<kernel>", expected bit-identical) */
-    int gpu_reruns;                 /* bitwise-compared GPU launches (default 3) */
+    int gpu_reruns;                 /* bitwise-compared launches of external kernels: GPU
+                                       kernels and plugins (default 3; --reruns N) */
+    int model_reruns;               /* bitwise-compared runs of kreplay's own CPU models
+                                       (default 1; --reruns N sets it too) */
     int gpu_matrix;                 /* also run the matrix-unit variant where one exists */
     fault_t fault;                  /* --inject: run kernels as if they had this fault */
     const char *fault_kernels;      /* only kernels matching these globs get it (NULL = all) */

@@ -59,8 +59,8 @@
  * CPU plugins (flags without KREPLAY_PLUGIN_GPU): every pointer is a HOST
  * pointer, stream is NULL, and the output must be complete when launch
  * returns.  kreplay fills `out` with the bf16 pattern 0x7FC1 beforehand (so
- * unwritten elements are seen) and surrounds it with guard bytes (so writes
- * past either end are seen).
+ * unwritten elements are seen) and surrounds it with guard bytes reaching 128
+ * rows and columns past [M, N] (so writes past either end are seen).
  *
  * GPU plugins (flags with KREPLAY_PLUGIN_GPU): every pointer is a DEVICE
  * pointer of the runtime kreplay is built with (CUDA or HIP; see
@@ -71,11 +71,15 @@
  * must be linked against the same runtime as kreplay and must not allocate
  * inside launch if it is ever to be captured in a graph (the production rule).
  *
- * Isolation.  kreplay may call launch in a forked child process with a
- * timeout (`--isolate`, `--timeout`); a crash, abort or hang then becomes a
- * CRASHED or TIMEOUT row and the run goes on.  A plugin therefore must not
- * rely on state set by an earlier launch, and its constructors (run at dlopen
- * in kreplay's own process) must not crash or touch a GPU.
+ * Isolation.  kreplay calls launch in a forked child process with a
+ * timeout (`--timeout`; unless `--no-isolate`); a crash, abort or hang then
+ * becomes a CRASHED or TIMEOUT row and the run goes on.  The child leads its
+ * own process group, killed when the launch ends, and its stdout is its
+ * stderr.  launch runs `--reruns` times on the same inputs (default 3), the
+ * outputs compared bit for bit.  A plugin therefore must not rely on state
+ * set by an earlier launch.  Its constructors run first in a throw-away
+ * child (a crash or an exit there refuses the plugin, naming it), then at
+ * dlopen in kreplay's own process: they must not touch a GPU.
  *
  * Bits.  kreplay compares the output against fp32 references and, bit by bit,
  * against its models; build the plugin with -ffp-contract=off unless the

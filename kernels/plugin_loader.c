@@ -1,3 +1,6 @@
+/* MAP_ANONYMOUS is not POSIX. */
+#define _DEFAULT_SOURCE
+
 #include "plugin_loader.h"
 
 #include <dlfcn.h>
@@ -6,15 +9,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "act_prepare.h"
 #include "kr_gpu.h"
 #include "kr_string.h"
 #include "mxfp4_weight.h"
+#include "plugin_probe.h"
 
-/* Guard bytes on each side of a CPU plugin's output, and their pattern. */
-#define PLUGIN_GUARD_BYTES 4096
+/* Guard bytes on each side of a plugin's output, and their pattern.  A
+ * tiled kernel that mishandles its last tile writes up to a whole tile past
+ * the last row and column: the guards cover PLUGIN_GUARD_ROWS rows and
+ * PLUGIN_GUARD_COLS columns beyond [M, N] (and at least 4 KiB), so such a
+ * write lands on a canary and not in memory nobody watches. */
+#define PLUGIN_GUARD_MIN_BYTES 4096
+#define PLUGIN_GUARD_ROWS 128
+#define PLUGIN_GUARD_COLS 128
 #define PLUGIN_GUARD_BYTE 0xA5
 /* The bf16 pattern `out` is filled with before a launch: a NaN no kernel
  * writes (NaN outputs are 0x7FC0 / 0xFFC0), so an element left holding it
@@ -210,6 +221,12 @@ int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
     char open_path[1040];
     snprintf(open_path, sizeof open_path, "%s%s", strchr(path, '/') ? "" : "./", path);
 
+    /* Constructors run at dlopen: let a crashing or exiting one end a probe
+     * process, not kreplay. */
+    if (plugin_probe_load(path, open_path, PLUGIN_PROBE_TIMEOUT_S, err)) {
+        free(p);
+        return -1;
+    }
     dlerror();
     p->handle = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {
@@ -408,45 +425,85 @@ static void note_unwritten(const uint16_t *out, int64_t M, int64_t N, kernel_run
                  (long long)(first % N));
 }
 
+/* The guard on each side of an [M, N] bf16 output (a multiple of 64). */
+static size_t guard_bytes(int64_t N)
+{
+    size_t g = ((size_t)PLUGIN_GUARD_ROWS * (size_t)N + PLUGIN_GUARD_COLS) * sizeof(uint16_t);
+    if (g < PLUGIN_GUARD_MIN_BYTES)
+        g = PLUGIN_GUARD_MIN_BYTES;
+    return (g + 63) / 64 * 64;
+}
+
+/* Checks both guards of buf = [guard | out | guard].  0 when intact;
+ * otherwise -1 with err saying how many canary bytes changed on each side,
+ * where the writes start and what element of the [M, N] grid that is. */
+static int check_guards(const char *what, const char *name, const uint8_t *buf, size_t guard,
+                        int64_t M, int64_t N, kr_error_t *err)
+{
+    const size_t out_bytes = (size_t)M * (size_t)N * sizeof(uint16_t);
+    const uint8_t *after = buf + guard + out_bytes;
+    int64_t n_before = 0, n_after = 0, near_before = -1, first_after = -1, last_after = -1;
+    for (size_t i = 0; i < guard; i++) {
+        if (buf[i] != PLUGIN_GUARD_BYTE) {
+            n_before++;
+            near_before = (int64_t)(guard - i);
+        }
+        if (after[i] != PLUGIN_GUARD_BYTE) {
+            if (first_after < 0)
+                first_after = (int64_t)i;
+            last_after = (int64_t)i;
+            n_after++;
+        }
+    }
+    if (!n_before && !n_after)
+        return 0;
+    char a[224] = "none after its end", b[96] = "none before its start";
+    if (n_after) {
+        const int64_t e = M * N + first_after / 2;
+        snprintf(a, sizeof a,
+                 "%lld after its end, bytes +%lld to +%lld past it (the first is element [%lld, "
+                 "%lld] of an [M, N] grid run on)",
+                 (long long)n_after, (long long)first_after, (long long)last_after,
+                 (long long)(e / N), (long long)(e % N));
+    }
+    if (n_before)
+        snprintf(b, sizeof b, "%lld before its start, the nearest %lld bytes before it",
+                 (long long)n_before, (long long)near_before);
+    kr_fail(err, "%s %s: out-of-bounds write: %lld of the %zu canary bytes around out changed: %s; %s",
+            what, name, (long long)(n_before + n_after), 2 * guard, a, b);
+    return PLUGIN_RUN_OUT_OF_BOUNDS;
+}
+
 static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const kernel_act_t *act,
                     const host_operands_t *h, uint16_t *out, kernel_run_info_t *info,
                     kr_error_t *err)
 {
     const int64_t M = in->M, N = in->N;
     const size_t out_bytes = (size_t)M * (size_t)N * sizeof(uint16_t);
-    uint8_t *buf = malloc(out_bytes + 2 * PLUGIN_GUARD_BYTES);
-    if (!buf)
-        return kr_fail(err, "out of memory for the plugin's output");
-    memset(buf, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES);
-    memset(buf + PLUGIN_GUARD_BYTES + out_bytes, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES);
-    uint16_t *o = (uint16_t *)(void *)(buf + PLUGIN_GUARD_BYTES);
+    const size_t guard = guard_bytes(N), buf_bytes = out_bytes + 2 * guard;
+    /* Mapped, not malloc'd: a stray write lands on the canaries whatever
+     * the allocator (or a sanitizer's) keeps around its blocks. */
+    void *map = mmap(NULL, buf_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED)
+        return kr_fail(err, "out of memory for the plugin's output (%zu bytes)", buf_bytes);
+    uint8_t *buf = map;
+    memset(buf, PLUGIN_GUARD_BYTE, guard);
+    memset(buf + guard + out_bytes, PLUGIN_GUARD_BYTE, guard);
+    uint16_t *o = (uint16_t *)(void *)(buf + guard);
     for (int64_t i = 0; i < M * N; i++)
         o[i] = PLUGIN_POISON;
     const int rc = pk->entry->launch(act->codes, h->weight, h->scales, h->ref, act->token_scale, o,
                                      M, N, in->K, NULL);
+    int result = -1;
     if (rc != 0) {
         kr_fail(err, "plugin kernel %s: launch returned %d: %s", pk->name, rc,
                 plugin_error_text(pk));
-        free(buf);
-        return -1;
+    } else if ((result = check_guards("plugin kernel", pk->name, buf, guard, M, N, err)) == 0) {
+        memcpy(out, o, out_bytes);
+        note_unwritten(out, M, N, info);
     }
-    int64_t before = 0, after = 0;
-    for (size_t i = 0; i < PLUGIN_GUARD_BYTES; i++) {
-        before += buf[i] != PLUGIN_GUARD_BYTE;
-        after += buf[PLUGIN_GUARD_BYTES + out_bytes + i] != PLUGIN_GUARD_BYTE;
-    }
-    if (before || after) {
-        kr_fail(err,
-                "plugin kernel %s: out-of-bounds write: %lld guard bytes before out and %lld "
-                "after it changed",
-                pk->name, (long long)before, (long long)after);
-        free(buf);
-        return -1;
-    }
-    memcpy(out, o, out_bytes);
-    free(buf);
-    note_unwritten(out, M, N, info);
-    return 0;
+    munmap(map, buf_bytes);
+    return result;
 }
 
 static int gpu_fail(kr_error_t *err, const plugin_kernel_t *pk, const char *what, int status)
@@ -464,7 +521,7 @@ static int run_device(const plugin_kernel_t *pk, const kernel_inputs_t *in,
     const size_t sz_x = (size_t)M * (size_t)K, sz_w = (size_t)N * (size_t)(K / 2),
                  sz_s = (size_t)N * (size_t)(K / 32), sz_xs = (size_t)M * sizeof(float),
                  sz_out = (size_t)M * (size_t)N * sizeof(uint16_t);
-    const size_t sz_buf = sz_out + 2 * PLUGIN_GUARD_BYTES;
+    const size_t guard = guard_bytes(N), sz_buf = sz_out + 2 * guard;
     void *d_x = NULL, *d_w = NULL, *d_s = NULL, *d_ref = NULL, *d_xs = NULL, *d_buf = NULL;
     kr_gpu_stream_t stream = NULL;
     uint8_t *host = NULL;
@@ -490,10 +547,9 @@ static int run_device(const plugin_kernel_t *pk, const kernel_inputs_t *in,
         GPU_TRY(kr_gpu_memcpy_h2d(d_ref, h->ref, (size_t)N), "uploading weight_ref");
     GPU_TRY(kr_gpu_memcpy_h2d(d_xs, act->token_scale, sz_xs), "uploading x_scale");
     GPU_TRY(kr_gpu_stream_create(&stream), "creating a stream");
-    uint8_t *d_out = (uint8_t *)d_buf + PLUGIN_GUARD_BYTES;
-    GPU_TRY(kr_gpu_memset(d_buf, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES, stream), "guard fill");
-    GPU_TRY(kr_gpu_memset(d_out + sz_out, PLUGIN_GUARD_BYTE, PLUGIN_GUARD_BYTES, stream),
-            "guard fill");
+    uint8_t *d_out = (uint8_t *)d_buf + guard;
+    GPU_TRY(kr_gpu_memset(d_buf, PLUGIN_GUARD_BYTE, guard, stream), "guard fill");
+    GPU_TRY(kr_gpu_memset(d_out + sz_out, PLUGIN_GUARD_BYTE, guard, stream), "guard fill");
     GPU_TRY(kr_gpu_fill_u16((uint16_t *)(void *)d_out, PLUGIN_POISON, (size_t)M * (size_t)N,
                             stream),
             "poisoning out");
@@ -511,19 +567,11 @@ static int run_device(const plugin_kernel_t *pk, const kernel_inputs_t *in,
         goto done;
     }
     GPU_TRY(kr_gpu_memcpy_d2h(host, d_buf, sz_buf), "downloading out");
-    int64_t before = 0, after = 0;
-    for (size_t i = 0; i < PLUGIN_GUARD_BYTES; i++) {
-        before += host[i] != PLUGIN_GUARD_BYTE;
-        after += host[PLUGIN_GUARD_BYTES + sz_out + i] != PLUGIN_GUARD_BYTE;
-    }
-    if (before || after) {
-        kr_fail(err,
-                "GPU plugin kernel %s: out-of-bounds write: %lld guard bytes before out and "
-                "%lld after it changed",
-                pk->name, (long long)before, (long long)after);
+    if ((st = check_guards("GPU plugin kernel", pk->name, host, guard, M, N, err)) != 0) {
+        result = st;
         goto done;
     }
-    memcpy(out, host + PLUGIN_GUARD_BYTES, sz_out);
+    memcpy(out, host + guard, sz_out);
     note_unwritten(out, M, N, info);
     result = 0;
 done:

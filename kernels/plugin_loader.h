@@ -14,9 +14,11 @@
  *     maxima), then calls the plugin's launch on host buffers (CPU plugin)
  *     or on device copies with a stream (GPU plugin, through kr_gpu.h),
  *     with the output poisoned (bf16 0x7FC1) and, on the host, between guard
- *     bytes.  A nonzero return, an unwritten element or a guard write fails
- *     the run with a message (an ERROR row); a crash or hang is the caller's
- *     to contain (harness/isolate.h).
+ *     bytes covering a whole tile past the last row and column.  A nonzero
+ *     return fails the run with a message (an ERROR row), a guard write
+ *     with PLUGIN_RUN_OUT_OF_BOUNDS (an OOB_WRITE row); unwritten elements
+ *     are counted in the run's note; a crash or hang is the caller's to
+ *     contain (harness/isolate.h).
  * The descriptors live in the returned kr_plugin_t and are valid until
  * plugin_unload(); nothing here keeps global state.
  *
@@ -31,6 +33,11 @@
 #include "registry.h"
 
 typedef struct kr_plugin kr_plugin_t;
+
+/* What a plugin descriptor's run_cpu returns when the kernel wrote outside
+ * its output (a guard's canary bytes changed; err says how many and where);
+ * any other failure is -1. */
+#define PLUGIN_RUN_OUT_OF_BOUNDS 2
 
 /* Loads the plugin at `path` (a path without '/' is taken relative to the
  * working directory, never searched for on the library path).  Returns 0 with

@@ -7,7 +7,9 @@
  * the example plugins of kernels/plugins/examples/.  A worker (one child
  * serving many calls) answers every call from the same process, survives a
  * failing call, is replaced after a crash, an exit, a hang, a retirement or
- * a kill from outside, and holds no descriptor it was not asked to keep. */
+ * a kill from outside, and holds no descriptor it was not asked to keep.
+ * A process the child forks ends with it (its process group is killed),
+ * after a return and after a timeout, and the child's stdout is its stderr. */
 
 /* MAP_ANONYMOUS is not POSIX. */
 #define _DEFAULT_SOURCE
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,6 +161,96 @@ static void test_failure_exit_and_signal(void **state)
     char want[32];
     snprintf(want, sizeof want, "signal %d", SIGRTMIN + 3);
     assert_string_equal(isolate_signal_name(SIGRTMIN + 3, buf, sizeof buf), want);
+}
+
+/* ------------------------------------------------------------ process groups */
+
+/* Dead, or a zombie waiting for init: nothing runs under that pid. */
+static int process_gone(pid_t pid)
+{
+    char path[64], stat[512] = "";
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    stat[n] = '\0';
+    fclose(f);
+    const char *close = strrchr(stat, ')');
+    return close && close[1] == ' ' && close[2] == 'Z';
+}
+
+static void assert_process_ends(pid_t pid)
+{
+    assert_true(pid > 0);
+    const double give_up = now_seconds() + 2.0;
+    while (!process_gone(pid) && now_seconds() < give_up)
+        usleep(5000);
+    if (!process_gone(pid)) {
+        kill(pid, SIGKILL);
+        fail_msg("process %ld outlived the isolated child that forked it", (long)pid);
+    }
+}
+
+/* What a child that spawns a helper reports: the helper's pid, and whether
+ * its stdout is its stderr. */
+typedef struct {
+    pid_t helper;
+    int stdout_is_stderr;
+} spawn_report_t;
+
+static pid_t spawn_lingering_helper(void)
+{
+    const pid_t pid = fork();
+    if (pid == 0)
+        for (;;)
+            pause();
+    return pid;
+}
+
+static int spawn_and_return_fn(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+{
+    (void)ctx, (void)out_bytes, (void)err;
+    spawn_report_t *r = out;
+    struct stat a, b;
+    r->stdout_is_stderr = fstat(1, &a) == 0 && fstat(2, &b) == 0 && a.st_dev == b.st_dev &&
+                          a.st_ino == b.st_ino;
+    r->helper = spawn_lingering_helper();
+    return 0;
+}
+
+static int spawn_and_hang_fn(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
+{
+    (void)out, (void)out_bytes, (void)err;
+    ((spawn_report_t *)ctx)->helper = spawn_lingering_helper();  /* ctx: a shared mapping */
+    for (;;)
+        pause();
+    return 0;
+}
+
+/* Whatever the child spawned ends with it: after a normal return and after
+ * a timeout; and the child's stdout is its stderr (not kreplay's tables). */
+static void test_spawned_processes_end_with_the_child(void **state)
+{
+    (void)state;
+    spawn_report_t rep = {0};
+    isolate_result_t res;
+    kr_error_t err = {{0}};
+    assert_int_equal(isolate_run(spawn_and_return_fn, NULL, &rep, sizeof rep, 10.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_OK);
+    assert_true(rep.stdout_is_stderr);
+    assert_process_ends(rep.helper);
+    assert_child_gone(res.pid);
+
+    spawn_report_t *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(shared != MAP_FAILED);
+    memset(shared, 0, sizeof *shared);
+    assert_int_equal(isolate_run(spawn_and_hang_fn, shared, NULL, 0, 2.0, &res, &err), 0);
+    assert_int_equal(res.status, ISOLATE_TIMEOUT);
+    assert_process_ends(shared->helper);
+    assert_child_gone(res.pid);
+    munmap(shared, sizeof *shared);
 }
 
 /* ------------------------------------------------------------ workers */
@@ -612,6 +705,7 @@ int main(void)
     const struct CMUnitTest plain[] = {
         cmocka_unit_test(test_output_comes_back_intact),
         cmocka_unit_test(test_failure_exit_and_signal),
+        cmocka_unit_test(test_spawned_processes_end_with_the_child),
     };
     const struct CMUnitTest plugins[] = {
         cmocka_unit_test(test_registry_kernel_isolated),

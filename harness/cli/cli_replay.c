@@ -50,7 +50,9 @@ static void replay_usage(FILE *fp)
             "                           by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
             "                           poisoned before each launch, timed, and compared with its\n"
             "                           CPU model (reference model:<kernel>, MODEL_MISMATCH)\n"
-            "      --reruns N           GPU launches compared bitwise (default 3)\n"
+            "      --reruns N           runs of every kernel on the same inputs, compared bitwise\n"
+            "                           (NONDETERMINISTIC); default 3 for GPU and plugin kernels,\n"
+            "                           1 for kreplay's own CPU models\n"
             "      --matrix             also run the matrix-unit (MMA / WMMA) variant, measured\n"
             "      --plugin LIB.so      also run the kernels of a plugin (kernels/plugin.h); repeatable\n"
             "      --timeout SECONDS    limit of each isolated kernel run (default 300; 0 = none)\n"
@@ -217,7 +219,7 @@ int cli_replay(int argc, char **argv)
             }
             break;
         case OPT_RERUNS:
-            opt.gpu_reruns = atoi(optarg);
+            opt.gpu_reruns = opt.model_reruns = atoi(optarg);
             if (opt.gpu_reruns < 1) {
                 fprintf(stderr, "kreplay replay: --reruns: '%s' is not a positive integer\n", optarg);
                 return EXIT_USAGE;

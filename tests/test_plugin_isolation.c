@@ -1,0 +1,483 @@
+/* Plugins that misbehave the way real kernel libraries do, run through the
+ * kreplay binary as a kernel author runs them (`kreplay replay --plugin`).
+ * Each plugin is kernels/plugins/examples/misbehaving.c built for one
+ * behaviour, or one of the crash / hang examples; every case is a synthetic
+ * schema-v1 case written by `kreplay synth`.
+ *
+ *   --inject on a plugin: a segfault is a CRASHED row and a hang a TIMEOUT
+ *     row (exit 1), not the end of kreplay (139) or a hang; the fault is
+ *     still applied to a correct plugin (MAGNITUDE, scale x4, named).
+ *   a plugin that prints during launch: `replay --json`'s stdout is valid
+ *     JSON, the prints are on stderr.
+ *   a constructor that segfaults or calls exit(0): exit 2 with an error
+ *     naming the plugin file and how loading ended.
+ *   a launch that forks a lingering helper: no helper is left once kreplay
+ *     has exited.
+ *   a kernel storing its last 64-row tile's padding rows in its last 64
+ *     columns (M=54, N=2560: bytes +4992 .. +51199 past out, skipping the
+ *     first 4992): OOB_WRITE with 1280 canary bytes and the offset +4992 /
+ *     element [54, 2496], all worked out by hand from the plugin's loops.
+ *   a correct kernel with a wrong M-tail path (16-row tiles), replayed (by
+ *     replay_case, which can make row panels of one row) with a budget so
+ *     small that the case goes in blocks of 54 + 10 rows: it passes, and
+ *     its launch log shows only launches with M=64 (the case's), as many
+ *     as the runs.
+ *   split-K over 8 threads adding into one fp32 buffer without a lock:
+ *     NONDETERMINISTIC with the count and positions of the differing
+ *     elements, on every one of several replays; the same split-K with a
+ *     buffer per split: PASS, never NONDETERMINISTIC. */
+#define _DEFAULT_SOURCE
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "case_io.h"
+#include "plugin_loader.h"
+#include "replay.h"
+#include "synth.h"
+#include "test_support.h"
+
+static void plugin_file(char *buf, size_t cap, const char *name)
+{
+    const char *bin = KREPLAY_BINARY;
+    const char *slash = strrchr(bin, '/');
+    if (slash)
+        snprintf(buf, cap, "%.*s/plugins/libkr_plugin_%s.so", (int)(slash - bin), bin, name);
+    else
+        snprintf(buf, cap, "plugins/libkr_plugin_%s.so", name);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return calloc(1, 1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+typedef struct {
+    int status;         /* exit status; 128 + signal when killed by one */
+    char *out, *err;    /* stdout and stderr, apart */
+    double seconds;
+} run_t;
+
+static void run_free(run_t *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* `env kreplay args` under `timeout 120` (a hang must not hang the test),
+ * stdout and stderr captured apart. */
+static run_t run_kreplay(const char *env, const char *args)
+{
+    char out_path[512], err_path[512], cmd[4096];
+    test_tmp_path(out_path, sizeof out_path, "stdout");
+    test_tmp_path(err_path, sizeof err_path, "stderr");
+    snprintf(cmd, sizeof cmd, "%s timeout -s KILL 120 '%s' %s >'%s' 2>'%s'", env ? env : "",
+             KREPLAY_BINARY, args, out_path, err_path);
+    run_t r = {0};
+    const double t0 = now_seconds();
+    const int st = system(cmd);
+    r.seconds = now_seconds() - t0;
+    assert_true(st != -1 && WIFEXITED(st));
+    r.status = WEXITSTATUS(st);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
+/* A synthetic case NxK with M rows: its path. */
+static void make_case(char *path, size_t cap, const char *shape, int M, const char *name)
+{
+    char dir[512], args[1024];
+    test_tmp_path(dir, sizeof dir, "cases");
+    snprintf(args, sizeof args, "synth --shape %s --m %d --out '%s' --name %s", shape, M, dir, name);
+    char *output = NULL;
+    const int st = test_run_kreplay(args, &output);
+    if (st != 0)
+        fprintf(stderr, "%s\n", output);
+    free(output);
+    assert_int_equal(st, 0);
+    const int n = snprintf(path, cap, "%s/%s.h5", dir, name);
+    assert_true(n > 0 && (size_t)n < cap);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+}
+
+/* The rows of a `replay --json` run (valid JSON, or the test fails). */
+static json_t *json_rows(const run_t *r)
+{
+    json_error_t je;
+    json_t *root = json_loads(r->out, 0, &je);
+    if (!root)
+        fprintf(stderr, "stdout is not JSON (%s at line %d): %.400s\n", je.text, je.line, r->out);
+    assert_non_null(root);
+    return root;
+}
+
+/* The rows of kernel in the JSON: count of rows with that verdict, and of all. */
+static int count_rows(json_t *root, const char *kernel, const char *verdict, int *all,
+                      const char **a_note)
+{
+    json_t *rows = json_object_get(root, "results");
+    assert_true(json_is_array(rows));
+    int n = 0, total = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        if (strcmp(json_string_value(json_object_get(row, "kernel")), kernel) != 0)
+            continue;
+        total++;
+        if (strcmp(json_string_value(json_object_get(row, "verdict")), verdict) == 0) {
+            n++;
+            if (a_note)
+                *a_note = json_string_value(json_object_get(row, "note"));
+        }
+    }
+    if (all)
+        *all = total;
+    return n;
+}
+
+static void dump_on_failure(const run_t *r)
+{
+    fprintf(stderr, "exit %d\n--- stdout\n%.3000s\n--- stderr\n%.3000s\n", r->status, r->out, r->err);
+}
+
+/* ------------------------------------------------------------ 1: --inject */
+
+static void test_inject_runs_plugins_isolated(void **state)
+{
+    (void)state;
+    char c[512], lib[512], args[2048];
+    make_case(c, sizeof c, "256x256", 16, "inject");
+
+    plugin_file(lib, sizeof lib, "crash");
+    snprintf(args, sizeof args, "replay --plugin '%s' --kernels testplugin.crash --inject scale-const:2 '%s'",
+             lib, c);
+    run_t r = run_kreplay(NULL, args);
+    if (r.status != 1 || !strstr(r.out, "CRASHED") || !strstr(r.out, "SIGSEGV"))
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 1);      /* a failing verdict, not a dead kreplay (139) */
+    assert_non_null(strstr(r.out, "CRASHED"));
+    assert_non_null(strstr(r.out, "SIGSEGV"));
+    run_free(&r);
+
+    plugin_file(lib, sizeof lib, "hang");
+    snprintf(args, sizeof args,
+             "replay --plugin '%s' --kernels testplugin.hang --timeout 2 --inject scale-const:2 '%s'",
+             lib, c);
+    r = run_kreplay(NULL, args);
+    if (r.status != 1 || !strstr(r.out, "TIMEOUT"))
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 1);      /* not killed by the test's timeout (137) */
+    assert_non_null(strstr(r.out, "TIMEOUT"));
+    assert_true(r.seconds < 60);
+    run_free(&r);
+
+    /* The fault still reaches a plugin that runs in the child. */
+    plugin_file(lib, sizeof lib, "example_w4a8");
+    snprintf(args, sizeof args,
+             "replay --json --refs exact --plugin '%s' --kernels example.w4a8_perblock "
+             "--inject scale-const:4 '%s'",
+             lib, c);
+    r = run_kreplay(NULL, args);
+    json_t *root = json_rows(&r);
+    const char *note = NULL;
+    int all = 0;
+    const int magnitude = count_rows(root, "example.w4a8_perblock", "MAGNITUDE", &all, &note);
+    if (magnitude != 1 || r.status != 1)
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 1);
+    assert_int_equal(all, 1);
+    assert_int_equal(magnitude, 1);
+    assert_non_null(strstr(note, "injected fault"));
+    json_decref(root);
+    run_free(&r);
+}
+
+/* ------------------------------------------------------------ 2: stdout */
+
+static void test_plugin_prints_do_not_corrupt_json(void **state)
+{
+    (void)state;
+    char c[512], lib[512], args[2048];
+    make_case(c, sizeof c, "128x256", 8, "chatty");
+    plugin_file(lib, sizeof lib, "stdout");
+    snprintf(args, sizeof args, "replay --json --plugin '%s' --kernels misbehave.stdout '%s'", lib, c);
+    run_t r = run_kreplay(NULL, args);
+    json_t *root = json_rows(&r);
+    int all = 0;
+    const int pass = count_rows(root, "misbehave.stdout", "PASS", &all, NULL);
+    if (r.status != 0 || pass != all || all < 1)
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 0);
+    assert_true(all >= 1);
+    assert_int_equal(pass, all);
+    assert_null(strstr(r.out, "debug:"));
+    assert_non_null(strstr(r.err, "debug: launch M=8 N=128 K=256"));
+    json_decref(root);
+    run_free(&r);
+}
+
+/* ------------------------------------------------------------ 3: constructors */
+
+static void test_constructor_crash_and_exit_named(void **state)
+{
+    (void)state;
+    char c[512], lib[512], args[2048];
+    make_case(c, sizeof c, "128x256", 4, "ctor");
+
+    plugin_file(lib, sizeof lib, "ctor_crash");
+    snprintf(args, sizeof args, "replay --plugin '%s' '%s'", lib, c);
+    run_t r = run_kreplay(NULL, args);
+    if (r.status != 2 || !strstr(r.err, lib) || !strstr(r.err, "SIGSEGV"))
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, lib));
+    assert_non_null(strstr(r.err, "loading the plugin crashed: killed by SIGSEGV"));
+    assert_int_equal(r.out[0], '\0');
+    run_free(&r);
+
+    plugin_file(lib, sizeof lib, "ctor_exit");
+    snprintf(args, sizeof args, "replay --plugin '%s' '%s'", lib, c);
+    r = run_kreplay(NULL, args);
+    if (r.status != 2 || !strstr(r.err, lib))
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 2);      /* not a silent exit 0 */
+    assert_non_null(strstr(r.err, lib));
+    assert_non_null(strstr(r.err, "a library constructor called exit(0)"));
+    run_free(&r);
+}
+
+/* ------------------------------------------------------------ 4: forks */
+
+/* Is pid gone (no such process, or a zombie left for init to reap)? */
+static int process_gone(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    char *stat = slurp(path);
+    const char *close = strrchr(stat, ')');
+    const int gone = stat[0] == '\0' || (close && close[1] == ' ' && close[2] == 'Z');
+    free(stat);
+    return gone;
+}
+
+static void test_forked_helpers_die_with_the_launch(void **state)
+{
+    (void)state;
+    char c[512], lib[512], args[2048], pidfile[512], env[640];
+    make_case(c, sizeof c, "128x256", 4, "forks");
+    test_tmp_path(pidfile, sizeof pidfile, "helper-pids");
+    snprintf(env, sizeof env, "KR_TEST_PIDFILE='%s'", pidfile);
+    plugin_file(lib, sizeof lib, "fork");
+    snprintf(args, sizeof args, "replay --plugin '%s' --kernels misbehave.fork '%s'", lib, c);
+    run_t r = run_kreplay(env, args);
+    if (r.status != 0)
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+
+    char *pids = slurp(pidfile);
+    unlink(pidfile);
+    int helpers = 0, alive = 0;
+    for (char *p = pids, *end; *p; p = end) {
+        const long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        helpers++;
+        double give_up = now_seconds() + 2.0;
+        while (!process_gone(pid) && now_seconds() < give_up)
+            usleep(10000);
+        if (!process_gone(pid)) {
+            alive++;
+            kill((pid_t)pid, SIGKILL);  /* leave nothing behind, then fail */
+        }
+    }
+    free(pids);
+    assert_int_equal(helpers, 3);       /* one per run: the default 3 runs of a plugin */
+    assert_int_equal(alive, 0);
+}
+
+/* ------------------------------------------------------------ 5: canaries */
+
+static void test_write_past_the_last_tile_is_out_of_bounds(void **state)
+{
+    (void)state;
+    char c[512], lib[512], args[2048];
+    make_case(c, sizeof c, "2560x256", 54, "overrun");
+    plugin_file(lib, sizeof lib, "tile_overrun");
+    snprintf(args, sizeof args, "replay --json --plugin '%s' --kernels misbehave.tile_overrun '%s'",
+             lib, c);
+    run_t r = run_kreplay(NULL, args);
+    json_t *root = json_rows(&r);
+    const char *note = NULL;
+    int all = 0;
+    const int oob = count_rows(root, "misbehave.tile_overrun", "OOB_WRITE", &all, &note);
+    if (oob != 1 || all != 1)
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 1);
+    assert_int_equal(all, 1);
+    assert_int_equal(oob, 1);
+    /* Rows 54-63 x columns 2496-2559: 640 elements, 1280 bytes; the first is
+     * element 54 * 2560 + 2496, 2496 elements = 4992 bytes past the end of
+     * the 54 x 2560 output; the last 9 * 2560 + 2559 elements past it. */
+    assert_non_null(strstr(note, "1280 of the"));
+    assert_non_null(strstr(note, "1280 after its end, bytes +4992 to +51199 past it"));
+    assert_non_null(strstr(note, "element [54, 2496]"));
+    assert_non_null(strstr(note, "none before its start"));
+    json_decref(root);
+    run_free(&r);
+}
+
+/* ------------------------------------------------------------ 6: whole M */
+
+static void test_plugin_launched_on_the_whole_m(void **state)
+{
+    (void)state;
+    char lib[512], log[512];
+    plugin_file(lib, sizeof lib, "mtail");
+    kr_plugin_t *plugin = NULL;
+    kr_error_t err = {{0}};
+    if (plugin_load(lib, &plugin, &err))
+        fail_msg("%s", err.msg);
+    const kernel_desc_t *k = plugin_kernel_find(plugin, "misbehave.mtail");
+    assert_non_null(k);
+    synth_params_t p;
+    synth_params_default(&p);
+    p.M = 64;
+    p.N = 256;
+    p.K = 256;
+    p.seed = 3;
+    case_t c;
+    assert_int_equal(synth_case(&p, &c, &err), 0);
+
+    replay_options_t opt;
+    replay_options_default(&opt);
+    const kernel_desc_t *extra[] = {k};
+    opt.extra_kernels = extra;
+    opt.n_extra_kernels = 1;
+    opt.kernel_patterns = "misbehave.mtail";
+    opt.include_recorded = 0;
+    /* Blocks of 54 rows (54 + 10, as a large case's were): panels of one
+     * row, and the smallest budget that gives 54 by the replay's estimate. */
+    opt.ref_panel_rows = 1;
+    opt.block_bytes = 1;
+    while (replay_block_rows(&c, &opt) < 54)
+        opt.block_bytes *= 2;
+    while (replay_block_rows(&c, &opt) > 54)
+        opt.block_bytes--;
+    assert_int_equal(replay_block_rows(&c, &opt), 54);
+
+    test_tmp_path(log, sizeof log, "launch-log");
+    assert_int_equal(setenv("KR_TEST_LAUNCH_LOG", log, 1), 0);
+    result_list_t rows = {0};
+    assert_int_equal(replay_case(&c, &opt, &rows, &err), 0);
+    unsetenv("KR_TEST_LAUNCH_LOG");
+    assert_true(rows.count >= 2);       /* R_exact and R_source */
+    for (int64_t i = 0; i < rows.count; i++) {
+        const result_t *r = &rows.rows[i];
+        if (r->verdict != VERDICT_PASS)
+            fail_msg("%s vs %s: %s: %s; %s", r->kernel, r->reference, verdict_name(r->verdict),
+                     r->note, r->diagnosis);
+        assert_int_equal(r->M, 64);
+    }
+    result_list_free(&rows);
+    char *lines = slurp(log);
+    unlink(log);
+    assert_string_equal(lines, "M=64\nM=64\nM=64\n");  /* the default 3 runs, each on M=64 */
+    free(lines);
+    case_free(&c);
+    plugin_unload(plugin);
+}
+
+/* ------------------------------------------------------------ 7: reruns */
+
+static void test_split_k_race_is_nondeterministic(void **state)
+{
+    (void)state;
+    char c[512], lib[512], args[2048];
+    make_case(c, sizeof c, "256x1024", 32, "splitk");
+    for (int attempt = 0; attempt < 3; attempt++) {
+        plugin_file(lib, sizeof lib, "race");
+        snprintf(args, sizeof args,
+                 "replay --json --refs exact --reruns 3 --plugin '%s' --kernels misbehave.race '%s'",
+                 lib, c);
+        run_t r = run_kreplay(NULL, args);
+        json_t *root = json_rows(&r);
+        const char *note = NULL;
+        int all = 0;
+        const int nd = count_rows(root, "misbehave.race", "NONDETERMINISTIC", &all, &note);
+        if (r.status != 1 || nd != 1 || all != 1)
+            dump_on_failure(&r);
+        assert_int_equal(r.status, 1);
+        assert_int_equal(all, 1);
+        assert_int_equal(nd, 1);
+        assert_non_null(strstr(note, "reruns differ: "));
+        assert_non_null(strstr(note, " of 8192 elements changed bits across 3 runs"));
+        assert_non_null(strstr(note, "first at ["));
+        json_decref(root);
+        run_free(&r);
+    }
+    plugin_file(lib, sizeof lib, "splitk_ok");
+    snprintf(args, sizeof args,
+             "replay --json --refs exact --reruns 3 --plugin '%s' --kernels misbehave.splitk_ok '%s'",
+             lib, c);
+    run_t r = run_kreplay(NULL, args);
+    json_t *root = json_rows(&r);
+    int all = 0;
+    const int pass = count_rows(root, "misbehave.splitk_ok", "PASS", &all, NULL);
+    if (r.status != 0 || pass != 1)
+        dump_on_failure(&r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(all, 1);
+    assert_int_equal(pass, 1);
+    json_decref(root);
+    run_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inject_runs_plugins_isolated),
+        cmocka_unit_test(test_plugin_prints_do_not_corrupt_json),
+        cmocka_unit_test(test_constructor_crash_and_exit_named),
+        cmocka_unit_test(test_forked_helpers_die_with_the_launch),
+        cmocka_unit_test(test_write_past_the_last_tile_is_out_of_bounds),
+        cmocka_unit_test(test_plugin_launched_on_the_whole_m),
+        cmocka_unit_test(test_split_k_race_is_nondeterministic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
