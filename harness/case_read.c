@@ -7,6 +7,7 @@
  * Data is read with explicit native memory types so HDF5 converts the file's
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
+#include "h5_safety.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -840,6 +841,9 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
                      "root group", path);
         goto done;
     }
+    /* Before any data is read: nothing may come from outside the file. */
+    if (h5_safety_check(rd.file, path, err) != 0)
+        goto done;
     if (read_all(&rd, &tmp) != 0)
         goto done;
     tmp.path = strdup(path);
