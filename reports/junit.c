@@ -5,70 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    int n;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE ||
-                    cp == 0xFFFF)) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return n;
-}
-
-/* attr = 1: inside a double-quoted attribute (newline and tab kept as
- * character references, which attribute normalisation would otherwise eat). */
-static void xml_escape(FILE *fp, const char *s, int attr)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned c = *p;
-        switch (c) {
-        case '&': fputs("&amp;", fp); p++; continue;
-        case '<': fputs("&lt;", fp); p++; continue;
-        case '>': fputs("&gt;", fp); p++; continue;
-        case '"': fputs("&quot;", fp); p++; continue;
-        case '\'': fputs("&apos;", fp); p++; continue;
-        case '\n': fputs(attr ? "&#10;" : "\n", fp); p++; continue;
-        case '\t': fputs(attr ? "&#9;" : "\t", fp); p++; continue;
-        default: break;
-        }
-        if (c < 0x20 || c == 0x7F) {
-            fputc('?', fp);
-            p++;
-            continue;
-        }
-        int n = utf8_len(p);
-        if (n == 0) {
-            fputc('?', fp);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, fp);
-        p += n;
-    }
-}
+#include "escape.h"
 
 /* The text of one failing row: "WRONG R_exact: rel_fro 0.31 (threshold 0.01): note". */
 static void failure_line(char *buf, size_t cap, const result_t *r)
@@ -134,7 +71,7 @@ int junit_write(FILE *fp, const char *suite_name, const result_list_t *rows, dou
 
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n", fp);
     fputs("<testsuite name=\"", fp);
-    xml_escape(fp, suite_name ? suite_name : "kreplay", 1);
+    esc_xml(fp, suite_name ? suite_name : "kreplay", 1);
     fprintf(fp,
             "\" tests=\"%lld\" failures=\"%lld\" errors=\"0\" skipped=\"%lld\" time=\"%.3f\">\n",
             (long long)ng, (long long)nfail, (long long)nskip, isfinite(seconds) ? seconds : 0.0);
@@ -143,11 +80,11 @@ int junit_write(FILE *fp, const char *suite_name, const result_list_t *rows, dou
         const result_t *r0 = &rows->rows[g[k].first];
         fprintf(fp, "  <testcase classname=\"kreplay.%lldx%lld.", (long long)r0->N,
                 (long long)r0->K);
-        xml_escape(fp, r0->band, 1);
+        esc_xml(fp, r0->band, 1);
         fputs("\" name=\"", fp);
-        xml_escape(fp, r0->case_name, 1);
+        esc_xml(fp, r0->case_name, 1);
         fputc(':', fp);
-        xml_escape(fp, r0->kernel, 1);
+        esc_xml(fp, r0->kernel, 1);
         fprintf(fp, "\" time=\"%.6f\"", g[k].seconds);
         if (g[k].failing) {
             int64_t first_fail = -1;
@@ -157,22 +94,22 @@ int junit_write(FILE *fp, const char *suite_name, const result_list_t *rows, dou
             const result_t *f = &rows->rows[first_fail];
             failure_line(line, sizeof line, f);
             fputs(">\n    <failure message=\"", fp);
-            xml_escape(fp, line, 1);
+            esc_xml(fp, line, 1);
             fputs("\" type=\"", fp);
-            xml_escape(fp, verdict_name(f->verdict), 1);
+            esc_xml(fp, verdict_name(f->verdict), 1);
             fputs("\">", fp);
             for (int64_t i = g[k].first; i < n; i++) {
                 if (gid[i] != k || !verdict_is_failure(rows->rows[i].verdict))
                     continue;
                 failure_line(line, sizeof line, &rows->rows[i]);
-                xml_escape(fp, line, 0);
+                esc_xml(fp, line, 0);
                 fputc('\n', fp);
             }
             fputs("</failure>\n  </testcase>\n", fp);
         } else if (g[k].unsupported == g[k].rows) {
             fputs(">\n    <skipped message=\"", fp);
-            xml_escape(fp, "UNSUPPORTED: ", 1);
-            xml_escape(fp, r0->note, 1);
+            esc_xml(fp, "UNSUPPORTED: ", 1);
+            esc_xml(fp, r0->note, 1);
             fputs("\"/>\n  </testcase>\n", fp);
         } else {
             fputs("/>\n", fp);

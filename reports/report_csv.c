@@ -1,18 +1,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "escape.h"
 #include "report.h"
 #include "verdict.h"
 
 static void csv_string(FILE *fp, const char *s)
 {
-    fputc('"', fp);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', fp);
-        fputc(*s, fp);
-    }
-    fputc('"', fp);
+    esc_csv(fp, s, 1);
 }
 
 static void csv_number(FILE *fp, double v)
@@ -38,8 +33,14 @@ void report_csv_write(FILE *fp, const result_list_t *rows)
         csv_string(fp, r->case_name);
         fputc(',', fp);
         csv_string(fp, r->case_path);
-        fprintf(fp, ",%lld,%lld,%lld,%s,%s,%s,", (long long)r->M, (long long)r->N,
-                (long long)r->K, r->band, r->kernel, r->reference);
+        fprintf(fp, ",%lld,%lld,%lld,", (long long)r->M, (long long)r->N, (long long)r->K);
+        /* Quoted only when they need it: plain names stay as they were. */
+        esc_csv(fp, r->band, 0);
+        fputc(',', fp);
+        esc_csv(fp, r->kernel, 0);
+        fputc(',', fp);
+        esc_csv(fp, r->reference, 0);
+        fputc(',', fp);
         csv_string(fp, r->act_origin);
         fprintf(fp, ",%s", verdict_name(r->verdict));
         csv_number(fp, r->threshold);
