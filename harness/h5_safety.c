@@ -7,18 +7,23 @@
 #if H5_VERSION_GE(1, 12, 0)
 typedef H5L_info2_t link_info_t;
 #define LINK_VISIT H5Lvisit2
+#define LINK_INFO H5Lget_info2
 #define OBJ_INFO_BY_NAME(loc, name, info) H5Oget_info_by_name3(loc, name, info, H5O_INFO_BASIC, H5P_DEFAULT)
+#define OBJ_INFO_BY_NAME_LAPL(loc, name, info, lapl) H5Oget_info_by_name3(loc, name, info, H5O_INFO_BASIC, lapl)
 #define OBJ_INFO(loc, info) H5Oget_info3(loc, info, H5O_INFO_BASIC)
 typedef H5O_info2_t obj_info_t;
 #define SAME_FILE(a, b) ((a).fileno == (b).fileno)
 #else
 typedef H5L_info_t link_info_t;
 #define LINK_VISIT H5Lvisit
+#define LINK_INFO H5Lget_info
 #if H5_VERSION_GE(1, 10, 3)
 #define OBJ_INFO_BY_NAME(loc, name, info) H5Oget_info_by_name2(loc, name, info, H5O_INFO_BASIC, H5P_DEFAULT)
+#define OBJ_INFO_BY_NAME_LAPL(loc, name, info, lapl) H5Oget_info_by_name2(loc, name, info, H5O_INFO_BASIC, lapl)
 #define OBJ_INFO(loc, info) H5Oget_info2(loc, info, H5O_INFO_BASIC)
 #else
 #define OBJ_INFO_BY_NAME(loc, name, info) H5Oget_info_by_name(loc, name, info, H5P_DEFAULT)
+#define OBJ_INFO_BY_NAME_LAPL(loc, name, info, lapl) H5Oget_info_by_name(loc, name, info, lapl)
 #define OBJ_INFO(loc, info) H5Oget_info(loc, info)
 #endif
 typedef H5O_info_t obj_info_t;
@@ -129,6 +134,53 @@ static int check_soft_link(walk_t *w, const char *name, size_t size)
     return 1;
 }
 
+/* Traversal of any external link fails: resolving a soft link with this
+ * callback on its access list never opens another file. */
+static herr_t deny_elink(const char *parent_file, const char *parent_group, const char *child_file,
+                         const char *child_object, unsigned *acc_flags, hid_t fapl, void *data)
+{
+    (void)parent_file;
+    (void)parent_group;
+    (void)child_file;
+    (void)child_object;
+    (void)acc_flags;
+    (void)fapl;
+    (void)data;
+    return -1;
+}
+
+int h5_safety_check_object(hid_t loc, const char *name, const char *path, kr_error_t *err)
+{
+    link_info_t info;
+    if (LINK_INFO(loc, name, &info, H5P_DEFAULT) < 0)
+        return 0;           /* no such link: the reader says so itself */
+    walk_t w = {.root = loc, .path = path, .err = err};
+    if (info.type == H5L_TYPE_EXTERNAL)
+        return refuse_external_link(&w, name, info.u.val_size) ? -1 : 0;
+    if (info.type != H5L_TYPE_HARD && info.type != H5L_TYPE_SOFT)
+        return kr_fail(err, "%s: /%s is a user-defined link (type %d); refused: only hard and "
+                            "soft links inside the file are followed", path, name, (int)info.type);
+    if (info.type == H5L_TYPE_SOFT) {
+        hid_t lapl = H5Pcreate(H5P_LINK_ACCESS);
+        if (lapl < 0 || H5Pset_elink_cb(lapl, deny_elink, NULL) < 0) {
+            if (lapl >= 0)
+                H5Pclose(lapl);
+            return kr_fail(err, "%s: /%s: cannot set up an HDF5 link access list; expected a "
+                                "working HDF5 library", path, name);
+        }
+        obj_info_t target, here;
+        herr_t r = OBJ_INFO_BY_NAME_LAPL(loc, name, &target, lapl);
+        H5Pclose(lapl);
+        if (r < 0 || OBJ_INFO(loc, &here) < 0 || !SAME_FILE(target, here)) {
+            char val[2048];
+            link_value(loc, name, info.u.val_size, val, sizeof val);
+            return kr_fail(err, "%s: /%s is a soft link (to %s) that does not resolve inside the "
+                                "file; refused", path, name, val);
+        }
+    }
+    return check_dataset(&w, name) ? -1 : 0;
+}
+
 static herr_t visit_link(hid_t group, const char *name, const link_info_t *info, void *data)
 {
     (void)group;
@@ -158,17 +210,20 @@ int h5_safety_check(hid_t file, const char *path, kr_error_t *err)
                             "readable root group", path);
     int rc = 0;
     if (OBJ_INFO(w.root, &w.root_info) < 0) {
-        rc = kr_fail(err, "%s: /: cannot read the root group's object header (corrupt file?); "
-                          "expected a readable root group", path);
+        kr_fail(err, "%s: /: cannot read the root group's object header (corrupt file?); "
+                     "expected a readable root group", path);
+        rc = 1;
         goto done;
     }
     for (w.soft_pass = 0; w.soft_pass < 2 && rc == 0; w.soft_pass++) {
         herr_t r = LINK_VISIT(w.root, H5_INDEX_NAME, H5_ITER_NATIVE, visit_link, &w);
         if (r > 0)
             rc = -1;
-        else if (r < 0)
-            rc = kr_fail(err, "%s: cannot walk the file's links (corrupt file?); expected "
-                              "readable groups", path);
+        else if (r < 0) {
+            kr_fail(err, "%s: cannot walk the file's links (corrupt file?); expected readable "
+                         "groups", path);
+            rc = 1;
+        }
     }
 done:
     H5Gclose(w.root);

@@ -20,10 +20,19 @@
 #include "kr_error.h"
 
 /* 0 when nothing reachable from `file`'s root leaves the file; -1 with err
- * set ("<path>: <object> ...; refused") otherwise, or when the file's links
- * cannot be walked.  Reads link values and dataset creation properties
- * only, never a dataset's data.  HDF5's automatic error printing should be
- * off (every reader here turns it off). */
+ * set ("<path>: <object> ...; refused") when something does; 1 with err set
+ * when the walk could not finish (a corrupt group or object header): then
+ * nothing was found, and a reader that goes on must check every object it
+ * opens with h5_safety_check_object.  Reads link values and dataset creation
+ * properties only, never a dataset's data.  HDF5's automatic error printing
+ * should be off (every reader here turns it off). */
 int h5_safety_check(hid_t file, const char *path, kr_error_t *err);
+
+/* The same for the one link `name` in group `loc`, before it is opened: 0
+ * when it is a hard link, or a soft link that resolves inside the file
+ * (resolved with external-link traversal denied), to anything but a dataset
+ * on external or virtual storage, or when there is no such link; -1 with
+ * err set otherwise. */
+int h5_safety_check_object(hid_t loc, const char *name, const char *path, kr_error_t *err);
 
 #endif
