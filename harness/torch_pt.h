@@ -35,8 +35,9 @@
  * product is overflow-checked, the VM is a loop (no recursion), the stack,
  * the mark stack, the memo and the object count are capped, data.pkl is at
  * most 64 MiB, and a storage record must have exactly the size its pickle
- * declares (and, for a compressed record, a plausible compression ratio), so
- * memory stays proportional to the file.  A tensor must lie inside its
+ * declares (and, for a compressed record, a plausible compression ratio), and
+ * no record or tensor may exceed the byte limit below, so memory stays
+ * proportional to the file and bounded.  A tensor must lie inside its
  * storage (offset + sum((size-1)*stride) < storage elements) and may not
  * have more elements than its storage unless it has at most 2^26 (a
  * broadcast view). */
