@@ -7,6 +7,7 @@
  * Data is read with explicit native memory types so HDF5 converts the file's
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
+#include "h5_safety.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -288,6 +289,8 @@ static int open_ds(rd_t *rd, const char *name, hid_t *ds)
                               "root group");
     if (ex == 0)
         return 0;
+    if (h5_safety_check_object(rd->root, name, rd->path, rd->err) != 0)
+        return -1;
     hid_t obj = H5Oopen(rd->root, name, H5P_DEFAULT);
     if (obj < 0)
         return fail(rd, name, "cannot open the object (corrupt file or dangling link?); "
@@ -840,6 +843,11 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
                      "root group", path);
         goto done;
     }
+    /* Before any data is read: nothing may come from outside the file.  A
+     * walk that a corrupt group stops is not a refusal: open_ds checks each
+     * dataset it opens, and the reader names the corruption precisely. */
+    if (h5_safety_check(rd.file, path, err) < 0)
+        goto done;
     if (read_all(&rd, &tmp) != 0)
         goto done;
     tmp.path = strdup(path);

@@ -1,5 +1,7 @@
 #include "gate.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,13 +145,24 @@ static int copy_file_atomic(const char *from, const char *to, kr_error_t *err)
  * starts clean. */
 static void clear_partials(const char *run_dir)
 {
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "%s/partial", run_dir);
-    if (access(cmd, F_OK) != 0)
+    /* Unlinked one by one, never through a shell: run_dir is a user's path. */
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/partial", run_dir);
+    DIR *d = opendir(dir);
+    if (!d)
         return;
-    snprintf(cmd, sizeof cmd, "rm -f '%s/partial/'*.h5", run_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "kreplay gate: could not clear %s/partial\n", run_dir);
+    int failed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0)
+            continue;
+        char file[8800];
+        snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+        failed |= unlink(file) != 0 && errno != ENOENT;
+    }
+    closedir(d);
+    if (failed)
+        fprintf(stderr, "kreplay gate: could not clear %s\n", dir);
 }
 
 int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *meta_out,

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "h5_safety.h"
+
 static int write_dataset(hid_t group, const char *name, hid_t file_type, hid_t mem_type, int rank,
                          const hsize_t *dims, const void *data)
 {
@@ -55,6 +57,10 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
         kr_fail(err, "%s: cannot open or create the outputs file", path);
         goto done;
     }
+    /* An existing file's links are followed when groups are opened in it:
+     * one that leads elsewhere would have the outputs written there. */
+    if (h5_safety_check(file, path, err) != 0)
+        goto done;
     gcase = open_or_create_group(file, case_name);
     if (gcase < 0) {
         kr_fail(err, "%s: cannot create group /%s", path, case_name);

@@ -196,9 +196,31 @@ int verdict_from_name(const char *name)
 
 /* ---------------------------------------------------------------- CSV */
 
+/* A spreadsheet takes a cell starting with = + - @ (or a tab or CR) for a
+ * formula: such a name gets a leading quote, unless it is a number or a lone
+ * "-" (a row without a reference).  The same rule as reports/escape.c. */
+static int csv_formula_like(const char *s, size_t cap)
+{
+    if (cap < 2 || !s[0] || !s[1] || !strchr("=+-@\t\r", s[0]))
+        return 0;
+    char buf[64];
+    size_t n = strnlen(s, cap);
+    if (n < sizeof buf) {
+        memcpy(buf, s, n);
+        buf[n] = '\0';
+        char *end;
+        (void)strtod(buf, &end);
+        if (end != buf && *end == '\0')
+            return 0;
+    }
+    return 1;
+}
+
 static void csv_str(FILE *fp, const char *s, size_t cap)
 {
     fputc('"', fp);
+    if (csv_formula_like(s, cap))
+        fputc('\'', fp);
     for (size_t i = 0; i < cap && s[i]; i++) {
         if (s[i] == '"')
             fputc('"', fp);

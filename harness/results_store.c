@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "h5_safety.h"
 #include "kr_string.h"
 #include "blas_info.h"
 #include "result_fields.h"
@@ -456,6 +457,8 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
                      "complete results file", path);
         goto done;
     }
+    if (h5_safety_check(file, path, err) != 0)
+        goto done;
     int got = read_str_attr(&rd, file, "schema", m.schema, sizeof m.schema);
     if (got < 0)
         goto done;

@@ -11,6 +11,7 @@
  * and nothing in this file recurses. */
 #include "torch_pt.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +178,7 @@ struct pt_file {
     pt_value_t *root;
     pt_value_t **objs;          /* every value, freed by pt_close */
     int64_t nobjs, capobjs;
+    uint64_t max_bytes;         /* bound on every inflated record and every tensor */
 };
 
 const char *pt_path(const pt_file_t *f)
@@ -270,7 +272,29 @@ static int record_size(const pt_file_t *f, zip_int64_t idx, const char *rel, uin
         return ffail(f, err, rel, "the record claims %llu bytes from %llu compressed bytes "
                                   "(corrupt zip?); expected a plausible compression ratio",
                      (unsigned long long)st.size, (unsigned long long)st.comp_size);
+    if (st.size > f->max_bytes)
+        return ffail(f, err, rel, "the record inflates to %llu bytes (%llu compressed), over the "
+                                  "limit of %llu MiB; expected at most that (" PT_MAX_MB_ENV
+                                  " raises it)", (unsigned long long)st.size,
+                     (unsigned long long)st.comp_size, (unsigned long long)(f->max_bytes >> 20));
     *size = st.size;
+    return 0;
+}
+
+/* The byte limit from PT_MAX_MB_ENV, or the default. */
+static int read_max_bytes(pt_file_t *f, kr_error_t *err)
+{
+    const char *env = getenv(PT_MAX_MB_ENV);
+    f->max_bytes = (uint64_t)PT_DEFAULT_MAX_MB << 20;
+    if (!env)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long mb = strtoull(env, &end, 10);
+    if (errno || end == env || *end || env[0] == '-' || mb < 1 || mb > PT_MAX_MB_CEILING)
+        return kr_fail(err, "%s: " PT_MAX_MB_ENV "=\"%.40s\" is not a limit; expected a whole "
+                            "number of MiB from 1 to %d", f->path, env, PT_MAX_MB_CEILING);
+    f->max_bytes = (uint64_t)mb << 20;
     return 0;
 }
 
@@ -846,6 +870,11 @@ static int rebuild_tensor(vm_t *vm, int v3, const pt_value_t *args)
                          "(%lld elements); expected an offset inside the storage", fn, at,
                      (long long)t.offset, st->s, (long long)elems);
     }
+    if ((uint64_t)numel > vm->f->max_bytes / es)
+        return vfail(vm, "%s at byte %zu: a %s tensor of sizes %s (%lld elements of %zu bytes) is "
+                         "over the limit of %llu MiB; expected at most that (" PT_MAX_MB_ENV
+                         " raises it)", fn, at, pt_dtype_name(dt), sz, (long long)numel, es,
+                     (unsigned long long)(vm->f->max_bytes >> 20));
     t.numel = numel;
     t.contiguous = 1;
     int64_t expect = 1;
@@ -1264,7 +1293,7 @@ int pt_open(const char *path, pt_file_t **out, kr_error_t *err)
     zip_int64_t idx = -1;
     uint64_t size;
     int rc = -1;
-    if (open_zip(f, err) || find_pickle(f, &idx, err) || check_byteorder(f, err) ||
+    if (read_max_bytes(f, err) || open_zip(f, err) || find_pickle(f, &idx, err) || check_byteorder(f, err) ||
         record_size(f, idx, "data.pkl", &size, err))
         goto done;
     if (size > PT_MAX_PICKLE_BYTES) {
@@ -1309,9 +1338,11 @@ int pt_tensor_read(pt_file_t *f, const pt_tensor_t *t, const char *what, void **
     if (!what)
         what = "tensor";
     size_t es = pt_dtype_size(t->dtype);
-    if (es == 0 || t->numel < 0 || (uint64_t)t->numel > SIZE_MAX / es / 2)
-        return ffail(f, err, what, "a tensor of %lld elements does not fit in memory; expected "
-                                   "a smaller tensor", (long long)t->numel);
+    if (es == 0 || t->numel < 0 || (uint64_t)t->numel > SIZE_MAX / es / 2 ||
+        (uint64_t)t->numel > f->max_bytes / es)
+        return ffail(f, err, what, "a tensor of %lld elements is over the limit of %llu MiB; "
+                                   "expected a smaller tensor (" PT_MAX_MB_ENV " raises it)",
+                     (long long)t->numel, (unsigned long long)(f->max_bytes >> 20));
     char rel[64];
     snprintf(rel, sizeof rel, "data/%s", t->key);
     zip_int64_t idx = record_locate(f, rel);

@@ -35,8 +35,9 @@
  * product is overflow-checked, the VM is a loop (no recursion), the stack,
  * the mark stack, the memo and the object count are capped, data.pkl is at
  * most 64 MiB, and a storage record must have exactly the size its pickle
- * declares (and, for a compressed record, a plausible compression ratio), so
- * memory stays proportional to the file.  A tensor must lie inside its
+ * declares (and, for a compressed record, a plausible compression ratio), and
+ * no record or tensor may exceed the byte limit below, so memory stays
+ * proportional to the file and bounded.  A tensor must lie inside its
  * storage (offset + sum((size-1)*stride) < storage elements) and may not
  * have more elements than its storage unless it has at most 2^26 (a
  * broadcast view). */
@@ -144,5 +145,17 @@ int pt_tensor_read(pt_file_t *f, const pt_tensor_t *t, const char *what, void **
 #define PT_MAX_MEMO (1 << 20)
 #define PT_MAX_OBJECTS (1 << 20)
 #define PT_MAX_BROADCAST_NUMEL (INT64_C(1) << 26)
+
+/* Every record's inflated size (the zip entry's declared size, checked before
+ * a byte is inflated or allocated) and every tensor's numel * itemsize are at
+ * most PT_DEFAULT_MAX_MB MiB: 1 GiB holds the largest tensor of any
+ * production case (an fp32 reference of 8192 x 17408 is 544 MiB) and refuses
+ * a zip bomb, whose deflated zeros inflate ~1000:1 (a 1.1 MB dump holding a
+ * 1.06 GiB storage).  The environment variable PT_MAX_MB_ENV, a whole number
+ * of MiB from 1 to PT_MAX_MB_CEILING, sets another limit; a value that is not
+ * is refused by name. */
+#define PT_DEFAULT_MAX_MB 1024
+#define PT_MAX_MB_CEILING (1 << 20)
+#define PT_MAX_MB_ENV "KREPLAY_PT_MAX_MB"
 
 #endif

@@ -1,6 +1,8 @@
 #include "gnuplot.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,8 @@
 #include <unistd.h>
 
 #include "kr_string.h"
+
+extern char **environ;
 
 int gnuplot_find(char *buf, size_t cap)
 {
@@ -48,26 +52,39 @@ int gnuplot_available(void)
     return gnuplot_find(buf, sizeof buf);
 }
 
-/* 'path' for /bin/sh, with ' written as '\''. */
-static void shell_quote(const char *s, char *out, size_t cap)
+/* Starts exe with no arguments beyond argv[0] (no shell: nothing is ever
+ * parsed by /bin/sh), stdin from in_fd (-1: /dev/null), stdout and stderr
+ * onto out_fd and err_fd.  Returns the child's pid, or -1 with errno set. */
+static pid_t spawn_gnuplot(const char *exe, char *const argv[], int in_fd, int out_fd, int err_fd)
 {
-    size_t n = 0;
-    if (cap < 3) {
-        if (cap)
-            out[0] = '\0';
-        return;
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    int bad = 0;
+    if (in_fd >= 0)
+        bad |= posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+    else
+        bad |= posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    bad |= posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    bad |= posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+    pid_t pid = -1;
+    int e = bad ? ENOMEM : posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0) {
+        errno = e;
+        return -1;
     }
-    out[n++] = '\'';
-    for (; *s && n + 6 < cap; s++) {
-        if (*s == '\'') {
-            memcpy(out + n, "'\\''", 4);
-            n += 4;
-        } else {
-            out[n++] = *s;
-        }
-    }
-    out[n++] = '\'';
-    out[n] = '\0';
+    return pid;
+}
+
+/* The child's wait status, retrying on EINTR; -1 when it cannot be had. */
+static int wait_child(pid_t pid)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return status;
 }
 
 /* The whole of an anonymous file, from its start. */
@@ -128,10 +145,6 @@ int gnuplot_render(const char *script, gnuplot_term_t term, int width, int heigh
             fclose(errf);
         return kr_fail(err, "gnuplot: cannot create an anonymous file: %s", strerror(e));
     }
-    char quoted[8300], cmd[8400];
-    shell_quote(exe, quoted, sizeof quoted);
-    snprintf(cmd, sizeof cmd, "exec %s 1>&%d 2>&%d", quoted, fileno(img), fileno(errf));
-
     /* gnuplot may exit early on an error: a write must then fail, not kill us. */
     struct sigaction ign, old;
     memset(&ign, 0, sizeof ign);
@@ -139,10 +152,28 @@ int gnuplot_render(const char *script, gnuplot_term_t term, int width, int heigh
     sigemptyset(&ign.sa_mask);
     sigaction(SIGPIPE, &ign, &old);
 
-    fflush(NULL);
-    FILE *gp = popen(cmd, "w");
-    if (!gp) {
+    int pipefd[2];
+    if (pipe(pipefd) != 0) {
         int e = errno;
+        sigaction(SIGPIPE, &old, NULL);
+        fclose(img);
+        fclose(errf);
+        return kr_fail(err, "gnuplot: cannot create a pipe: %s", strerror(e));
+    }
+    /* The write end must not leak into the child, or gnuplot never sees EOF. */
+    fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
+    fflush(NULL);
+    char argv0[] = "gnuplot";
+    char *argv[] = {argv0, NULL};
+    pid_t pid = spawn_gnuplot(exe, argv, pipefd[0], fileno(img), fileno(errf));
+    int spawn_errno = errno;
+    close(pipefd[0]);
+    FILE *gp = pid < 0 ? NULL : fdopen(pipefd[1], "w");
+    if (!gp) {
+        int e = pid < 0 ? spawn_errno : errno;
+        close(pipefd[1]);
+        if (pid >= 0)
+            wait_child(pid);
         sigaction(SIGPIPE, &old, NULL);
         fclose(img);
         fclose(errf);
@@ -161,7 +192,8 @@ int gnuplot_render(const char *script, gnuplot_term_t term, int width, int heigh
     fputs("set output\n", gp);
     fputs(script, gp);
     fputs("\nunset output\nexit\n", gp);
-    int status = pclose(gp);
+    fclose(gp);
+    int status = wait_child(pid);
     sigaction(SIGPIPE, &old, NULL);
 
     size_t elen = 0;
@@ -202,17 +234,34 @@ void gnuplot_version(char *buf, size_t cap)
     char exe[4096];
     if (!gnuplot_find(exe, sizeof exe))
         return;
-    char quoted[8300], cmd[8400];
-    shell_quote(exe, quoted, sizeof quoted);
-    snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", quoted);
-    fflush(NULL);
-    FILE *p = popen(cmd, "r");
-    if (!p)
+    int pipefd[2];
+    if (pipe(pipefd) != 0)
         return;
+    fcntl(pipefd[0], F_SETFD, FD_CLOEXEC);
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (devnull < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return;
+    }
+    fflush(NULL);
+    char argv0[] = "gnuplot", argv1[] = "--version";
+    char *argv[] = {argv0, argv1, NULL};
+    pid_t pid = spawn_gnuplot(exe, argv, -1, pipefd[1], devnull);
+    close(pipefd[1]);
+    close(devnull);
+    FILE *p = pid < 0 ? NULL : fdopen(pipefd[0], "r");
+    if (!p) {
+        close(pipefd[0]);
+        if (pid >= 0)
+            wait_child(pid);
+        return;
+    }
     char line[256] = "";
     if (fgets(line, sizeof line, p)) {
         line[strcspn(line, "\r\n")] = '\0';
         kr_strlcpy(buf, line, cap);
     }
-    pclose(p);
+    fclose(p);
+    wait_child(pid);
 }

@@ -1,6 +1,10 @@
 /* gnuplot through a pipe: a script (data inline, in `$name << EOD` blocks)
- * is written to gnuplot's stdin with popen, and the image gnuplot writes on
- * its stdout comes back in memory.  gnuplot's stdout and stderr go to
+ * is written to gnuplot's stdin, and the image gnuplot writes on its stdout
+ * comes back in memory.  gnuplot is started with posix_spawn and an argument
+ * vector, never through a shell, and no path ever appears in a script
+ * ("set output" with no name is stdout): text from rows reaches a script
+ * only through plots.c's gp_text, which leaves no quote, backslash,
+ * backquote, '@' or control character.  gnuplot's stdout and stderr go to
  * anonymous files (tmpfile(): unlinked from the start), so no script, data
  * or image file is ever left on disk; the caller decides where images go.
  *

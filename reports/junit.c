@@ -7,70 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    int n;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE ||
-                    cp == 0xFFFF)) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return n;
-}
-
-/* attr = 1: inside a double-quoted attribute (newline and tab kept as
- * character references, which attribute normalisation would otherwise eat). */
-static void xml_escape(FILE *fp, const char *s, int attr)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned c = *p;
-        switch (c) {
-        case '&': fputs("&amp;", fp); p++; continue;
-        case '<': fputs("&lt;", fp); p++; continue;
-        case '>': fputs("&gt;", fp); p++; continue;
-        case '"': fputs("&quot;", fp); p++; continue;
-        case '\'': fputs("&apos;", fp); p++; continue;
-        case '\n': fputs(attr ? "&#10;" : "\n", fp); p++; continue;
-        case '\t': fputs(attr ? "&#9;" : "\t", fp); p++; continue;
-        default: break;
-        }
-        if (c < 0x20 || c == 0x7F) {
-            fputc('?', fp);
-            p++;
-            continue;
-        }
-        int n = utf8_len(p);
-        if (n == 0) {
-            fputc('?', fp);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, fp);
-        p += n;
-    }
-}
+#include "escape.h"
 
 /* The text of one failing row: "WRONG R_exact: rel_fro 0.31 (threshold 0.01): note". */
 static void failure_line(char *buf, size_t cap, const result_t *r)
@@ -103,9 +40,9 @@ static void write_property(FILE *fp, const char *name, const char *value)
     if (!value || !value[0])
         return;
     fputs("    <property name=\"", fp);
-    xml_escape(fp, name, 1);
+    esc_xml(fp, name, 1);
     fputs("\" value=\"", fp);
-    xml_escape(fp, value, 1);
+    esc_xml(fp, value, 1);
     fputs("\"/>\n", fp);
 }
 
@@ -163,15 +100,15 @@ static void write_problem(FILE *fp, const result_list_t *rows, const int64_t *gi
     const result_t *f = &rows->rows[first];
     failure_line(line, sizeof line, f);
     fprintf(fp, "    <%s message=\"", errors ? "error" : "failure");
-    xml_escape(fp, line, 1);
+    esc_xml(fp, line, 1);
     fputs("\" type=\"", fp);
-    xml_escape(fp, verdict_name(f->verdict), 1);
+    esc_xml(fp, verdict_name(f->verdict), 1);
     fputs("\">", fp);
     for (int64_t i = g->first; i < n; i++) {
         if (gid[i] != k || !verdict_is_failure(rows->rows[i].verdict))
             continue;
         failure_line(line, sizeof line, &rows->rows[i]);
-        xml_escape(fp, line, 0);
+        esc_xml(fp, line, 0);
         fputc('\n', fp);
     }
     fprintf(fp, "</%s>\n", errors ? "error" : "failure");
@@ -188,11 +125,11 @@ static void write_system_out(FILE *fp, const result_list_t *rows, const int64_t 
         if (gid[i] != k || (!verdict_is_failure(r->verdict) && !r->diagnosis[0]))
             continue;
         failure_line(line, sizeof line, r);
-        xml_escape(fp, line, 0);
+        esc_xml(fp, line, 0);
         fputc('\n', fp);
         if (r->diagnosis[0]) {
             fputs("  diagnosis: ", fp);
-            xml_escape(fp, r->diagnosis, 0);
+            esc_xml(fp, r->diagnosis, 0);
             fputc('\n', fp);
         }
     }
@@ -250,24 +187,24 @@ int junit_write_run(FILE *fp, const junit_run_t *run, const result_list_t *rows)
     suite_identity(run->meta, ts, sizeof ts, host, sizeof host);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n", fp);
     fputs("<testsuite name=\"", fp);
-    xml_escape(fp, suite_name ? suite_name : "kreplay", 1);
+    esc_xml(fp, suite_name ? suite_name : "kreplay", 1);
     fprintf(fp, "\" tests=\"%lld\" failures=\"%lld\" errors=\"%lld\" skipped=\"%lld\" "
                 "time=\"%.3f\" timestamp=\"", (long long)ng, (long long)nfail, (long long)nerr,
             (long long)nskip, isfinite(seconds) ? seconds : 0.0);
-    xml_escape(fp, ts, 1);
+    esc_xml(fp, ts, 1);
     fputs("\" hostname=\"", fp);
-    xml_escape(fp, host, 1);
+    esc_xml(fp, host, 1);
     fputs("\">\n", fp);
     write_properties(fp, run->meta);
     for (int64_t k = 0; k < ng; k++) {
         const result_t *r0 = &rows->rows[g[k].first];
         fprintf(fp, "  <testcase classname=\"kreplay.%lldx%lld.", (long long)r0->N,
                 (long long)r0->K);
-        xml_escape(fp, r0->band, 1);
+        esc_xml(fp, r0->band, 1);
         fputs("\" name=\"", fp);
-        xml_escape(fp, r0->case_name, 1);
+        esc_xml(fp, r0->case_name, 1);
         fputc(':', fp);
-        xml_escape(fp, r0->kernel, 1);
+        esc_xml(fp, r0->kernel, 1);
         fprintf(fp, "\" time=\"%.6f\"", g[k].seconds);
         if (g[k].failing || g[k].diagnosed) {
             fputs(">\n", fp);
@@ -277,8 +214,8 @@ int junit_write_run(FILE *fp, const junit_run_t *run, const result_list_t *rows)
             fputs("  </testcase>\n", fp);
         } else if (g[k].unsupported == g[k].rows) {
             fputs(">\n    <skipped message=\"", fp);
-            xml_escape(fp, "UNSUPPORTED: ", 1);
-            xml_escape(fp, r0->note, 1);
+            esc_xml(fp, "UNSUPPORTED: ", 1);
+            esc_xml(fp, r0->note, 1);
             fputs("\"/>\n  </testcase>\n", fp);
         } else {
             fputs("/>\n", fp);

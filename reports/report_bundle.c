@@ -10,6 +10,7 @@
 
 #include "atomic_file.h"
 #include "case_io.h"
+#include "escape.h"
 #include "gnuplot.h"
 #include "input_health.h"
 #include "kr_string.h"
@@ -202,20 +203,7 @@ static void remove_stale_plots(const char *plots_dir, const plot_list_t *pl, con
 
 static void md(FILE *fp, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '|': fputs("\\|", fp); break;
-        case '<': fputs("&lt;", fp); break;
-        case '>': fputs("&gt;", fp); break;
-        case '&': fputs("&amp;", fp); break;
-        case '\n': case '\r': case '\t': fputc(' ', fp); break;
-        default:
-            if (*p < 0x20)
-                fputc(' ', fp);
-            else
-                fputc(*p, fp);
-        }
-    }
+    esc_markdown(fp, s);
 }
 
 static void md_num(FILE *fp, double v)
@@ -301,10 +289,8 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         fputs(" at ", fp);
         md(fp, d->meta->time_utc);
         if (d->meta->command[0]) {
-            fputs("\n- command: `", fp);
-            for (const char *p = d->meta->command; *p; p++)
-                fputc(*p == '`' ? '\'' : (*p == '\n' ? ' ' : *p), fp);
-            fputc('`', fp);
+            fputs("\n- command: ", fp);
+            esc_markdown_code(fp, d->meta->command);
         }
         fputc('\n', fp);
     }
@@ -392,10 +378,9 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
             const report_nfmap_t *nm = &d->nfmaps[m];
             fputs("### ", fp);
             md(fp, nm->case_name);
-            fputs("\n\n`", fp);
-            for (const char *p = nm->case_path; *p; p++)
-                fputc(*p == '`' ? '\'' : *p, fp);
-            fputs("`\n\n```text\n", fp);
+            fputs("\n\n", fp);
+            esc_markdown_code(fp, nm->case_path);
+            fputs("\n\n```text\n", fp);
             for (const char *p = nm->describe ? nm->describe : ""; *p; p++)
                 fputc(*p == '`' ? '\'' : *p, fp);
             fputs("\n```\n\n", fp);

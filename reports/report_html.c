@@ -4,76 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "plots.h"
 #include "verdict.h"
 
 /* ------------------------------------------------------------------ escaping */
 
-/* Length of a valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
-static int utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    int n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    unsigned cp = c & (0x7F >> n);
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 void report_html_escape(FILE *fp, const char *s)
 {
-    if (!s)
-        return;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned char c = *p;
-        switch (c) {
-        case '&': fputs("&amp;", fp); p++; continue;
-        case '<': fputs("&lt;", fp); p++; continue;
-        case '>': fputs("&gt;", fp); p++; continue;
-        case '"': fputs("&quot;", fp); p++; continue;
-        case '\'': fputs("&#39;", fp); p++; continue;
-        default: break;
-        }
-        if (c < 0x20 && c != '\n' && c != '\t') {
-            fputs("&#xFFFD;", fp);
-            p++;
-            continue;
-        }
-        if (c == 0x7F) {
-            fputs("&#xFFFD;", fp);
-            p++;
-            continue;
-        }
-        int n = utf8_len(p);
-        if (n == 0) {
-            fputs("&#xFFFD;", fp);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, fp);
-        p += n;
-    }
+    esc_html(fp, s);
 }
 
 #define E(s) report_html_escape(fp, (s))

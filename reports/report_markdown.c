@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "escape.h"
 #include "report.h"
 #include "verdict.h"
 
@@ -9,6 +10,17 @@ static void md_cell_number(FILE *fp, double v)
         fputs(" nan |", fp);
     else
         fprintf(fp, " %.4g |", v);
+}
+
+/* "band | kernel | reference |", each escaped. */
+static void md_cells(FILE *fp, const char *band, const char *kernel, const char *reference)
+{
+    esc_markdown(fp, band);
+    fputs(" | ", fp);
+    esc_markdown(fp, kernel);
+    fputs(" | ", fp);
+    esc_markdown(fp, reference);
+    fputs(" |", fp);
 }
 
 void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t *info)
@@ -22,7 +34,11 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
     if (info->n_failed_inputs > 0) {
         fprintf(fp, "**INCOMPLETE: %d input(s) could not be read:**\n\n", info->n_failed_inputs);
         for (int i = 0; i < info->n_failed_inputs; i++)
-            fprintf(fp, "- `%s`\n", info->failed_inputs[i]);
+        {
+            fputs("- ", fp);
+            esc_markdown_code(fp, info->failed_inputs[i]);
+            fputc('\n', fp);
+        }
         fputc('\n', fp);
     }
     fprintf(fp, "- **%s**: %lld of %lld rows fail\n", failing ? "FAIL" : "PASS", (long long)failing,
@@ -31,9 +47,17 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
     for (int v = 0; v < VERDICT_COUNT; v++)
         if (counts[v])
             fprintf(fp, " %s %lld;", verdict_name((verdict_t)v), (long long)counts[v]);
-    fprintf(fp, "\n- kreplay %s (commit %s) on %s at %s\n", info->version, info->git_commit,
-            info->host, info->time_utc);
-    fprintf(fp, "- command: `%s`\n\n", info->command ? info->command : "");
+    fputs("\n- kreplay ", fp);
+    esc_markdown(fp, info->version);
+    fputs(" (commit ", fp);
+    esc_markdown(fp, info->git_commit);
+    fputs(") on ", fp);
+    esc_markdown(fp, info->host);
+    fputs(" at ", fp);
+    esc_markdown(fp, info->time_utc);
+    fputs("\n- command: ", fp);
+    esc_markdown_code(fp, info->command ? info->command : "");
+    fputs("\n\n", fp);
 
     /* Failures first: they are what a reader opens the report for. */
     for (int pass = 0; pass < 2; pass++) {
@@ -49,10 +73,14 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
                 fprintf(fp, "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
                 header = 1;
             }
-            fprintf(fp, "| %s | %lld | %lld | %lld | %s | %s | %s |", r->case_name, (long long)r->M,
-                    (long long)r->N, (long long)r->K, r->band, r->kernel, r->reference);
+            fputs("| ", fp);
+            esc_markdown(fp, r->case_name);
+            fprintf(fp, " | %lld | %lld | %lld | ", (long long)r->M, (long long)r->N, (long long)r->K);
+            md_cells(fp, r->band, r->kernel, r->reference);
             if (strcmp(r->reference, "-") == 0) {
-                fprintf(fp, " | | | | | | | %s | %s |\n", verdict_name(r->verdict), r->note);
+                fprintf(fp, " | | | | | | | %s | ", verdict_name(r->verdict));
+                esc_markdown(fp, r->note);
+                fputs(" |\n", fp);
                 continue;
             }
             md_cell_number(fp, r->metrics.rel_fro);
@@ -60,9 +88,14 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
             md_cell_number(fp, r->metrics.max_abs);
             md_cell_number(fp, r->metrics.cosine);
             md_cell_number(fp, r->metrics.mag_ratio);
-            fprintf(fp, " %lld | %.4f | %s | %s%s%s |\n", (long long)nonfinite_total(&r->metrics.out_nf),
-                    r->ulp.identical_frac, verdict_name(r->verdict), r->note,
-                    r->diagnosis[0] ? " **Diagnosis:** " : "", r->diagnosis);
+            fprintf(fp, " %lld | %.4f | %s | ", (long long)nonfinite_total(&r->metrics.out_nf),
+                    r->ulp.identical_frac, verdict_name(r->verdict));
+            esc_markdown(fp, r->note);
+            if (r->diagnosis[0]) {
+                fputs(" **Diagnosis:** ", fp);
+                esc_markdown(fp, r->diagnosis);
+            }
+            fputs(" |\n", fp);
         }
         if (header)
             fputc('\n', fp);

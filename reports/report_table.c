@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "escape.h"
 #include "report.h"
 #include "verdict.h"
 
@@ -22,10 +23,20 @@ void report_table_print(FILE *fp, const result_list_t *rows)
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         char rel[32], worst[32], maxabs[32], mag[32], ident[32];
+        /* Names and notes may hold anything (a file name with a newline or
+         * a terminal escape): one row stays one line. */
+        char name[sizeof r->case_name], band[sizeof r->band], kernel[sizeof r->kernel],
+            ref[sizeof r->reference], note[sizeof r->note], diag[sizeof r->diagnosis];
+        esc_terminal(r->case_name, name, sizeof name);
+        esc_terminal(r->band, band, sizeof band);
+        esc_terminal(r->kernel, kernel, sizeof kernel);
+        esc_terminal(r->reference, ref, sizeof ref);
+        esc_terminal(r->note, note, sizeof note);
+        esc_terminal(r->diagnosis, diag, sizeof diag);
         if (strcmp(r->reference, "-") == 0) {
             fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-24s %-20s %10s %10s %9s %9s %7s %7s %-15s %s\n",
-                    r->case_name, (long long)r->M, (long long)r->N, (long long)r->K, r->band,
-                    r->kernel, "-", "-", "-", "-", "-", "-", "-", verdict_name(r->verdict), r->note);
+                    name, (long long)r->M, (long long)r->N, (long long)r->K, band,
+                    kernel, "-", "-", "-", "-", "-", "-", "-", verdict_name(r->verdict), note);
             continue;
         }
         fmt_metric(rel, sizeof rel, r->metrics.rel_fro);
@@ -34,8 +45,8 @@ void report_table_print(FILE *fp, const result_list_t *rows)
         fmt_metric(mag, sizeof mag, r->metrics.mag_ratio);
         snprintf(ident, sizeof ident, "%.3f", r->ulp.identical_frac);
         fprintf(fp, "%-34.34s %6lld %6lld %6lld %-7s %-24s %-20s %10s %10s %9s %9s %7lld %7s %-15s",
-                r->case_name, (long long)r->M, (long long)r->N, (long long)r->K, r->band, r->kernel,
-                r->reference, rel, worst, maxabs, mag, (long long)nonfinite_total(&r->metrics.out_nf),
+                name, (long long)r->M, (long long)r->N, (long long)r->K, band, kernel,
+                ref, rel, worst, maxabs, mag, (long long)nonfinite_total(&r->metrics.out_nf),
                 ident, verdict_name(r->verdict));
         if (oracle) {
             char refe[32];
@@ -44,7 +55,7 @@ void report_table_print(FILE *fp, const result_list_t *rows)
         }
         fputc('\n', fp);
         if (r->diagnosis[0])
-            fprintf(fp, "    diagnosis: %s\n", r->diagnosis);
+            fprintf(fp, "    diagnosis: %s\n", diag);
     }
 }
 

@@ -1,0 +1,240 @@
+#include "escape.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int esc_utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    int n;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    unsigned cp = c & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+/* The code point of a valid sequence of n bytes at p. */
+static unsigned utf8_cp(const unsigned char *p, int n)
+{
+    if (n == 1)
+        return p[0];
+    unsigned cp = p[0] & (0x7F >> n);
+    for (int i = 1; i < n; i++)
+        cp = (cp << 6) | (p[i] & 0x3F);
+    return cp;
+}
+
+static int is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7F;
+}
+
+void esc_markdown(FILE *fp, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned char c = *p;
+        switch (c) {
+        case '|': case '\\': case '`': case '*': case '[': case ']': case '~':
+            fputc('\\', fp);
+            fputc(c, fp);
+            p++;
+            continue;
+        case '<': fputs("&lt;", fp); p++; continue;
+        case '>': fputs("&gt;", fp); p++; continue;
+        case '&': fputs("&amp;", fp); p++; continue;
+        default: break;
+        }
+        if (is_control(c)) {
+            fputc(' ', fp);
+            p++;
+            continue;
+        }
+        int n = esc_utf8_len(p);
+        if (n == 0) {
+            fputs("\xEF\xBF\xBD", fp);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, fp);
+        p += n;
+    }
+}
+
+void esc_markdown_code(FILE *fp, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t run = 0, longest = 0;
+    for (const unsigned char *q = p; *q; q++) {
+        run = *q == '`' ? run + 1 : 0;
+        if (run > longest)
+            longest = run;
+    }
+    size_t len = strlen((const char *)p);
+    /* A span that starts or ends with a backtick needs a space between it
+     * and the fence, which CommonMark strips again. */
+    int pad = longest > 0 && len > 0 && (p[0] == '`' || p[len - 1] == '`');
+    for (size_t i = 0; i <= longest; i++)
+        fputc('`', fp);
+    if (pad)
+        fputc(' ', fp);
+    while (*p) {
+        if (is_control(*p)) {
+            fputc(' ', fp);
+            p++;
+            continue;
+        }
+        int n = esc_utf8_len(p);
+        if (n == 0) {
+            fputs("\xEF\xBF\xBD", fp);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, fp);
+        p += n;
+    }
+    if (pad)
+        fputc(' ', fp);
+    for (size_t i = 0; i <= longest; i++)
+        fputc('`', fp);
+}
+
+void esc_html(FILE *fp, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned char c = *p;
+        switch (c) {
+        case '&': fputs("&amp;", fp); p++; continue;
+        case '<': fputs("&lt;", fp); p++; continue;
+        case '>': fputs("&gt;", fp); p++; continue;
+        case '"': fputs("&quot;", fp); p++; continue;
+        case '\'': fputs("&#39;", fp); p++; continue;
+        default: break;
+        }
+        if (is_control(c) && c != '\n' && c != '\t') {
+            fputs("&#xFFFD;", fp);
+            p++;
+            continue;
+        }
+        int n = esc_utf8_len(p);
+        if (n == 0) {
+            fputs("&#xFFFD;", fp);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, fp);
+        p += n;
+    }
+}
+
+/* 1 when s is a plain decimal number ("-1.5", "+3e-2"): no formula. */
+static int is_number(const char *s)
+{
+    char *end = NULL;
+    strtod(s, &end);
+    return end != s && *end == '\0' && strchr(s, '(') == NULL;
+}
+
+void esc_csv(FILE *fp, const char *s, int always_quote)
+{
+    if (!s)
+        s = "";
+    /* A lone "-" (a row without a reference) is no formula. */
+    int formula = s[0] && s[1] && strchr("=+-@\t\r", s[0]) != NULL && !is_number(s);
+    int quote = always_quote || formula || strpbrk(s, ",\"\r\n") != NULL;
+    if (quote)
+        fputc('"', fp);
+    if (formula)
+        fputc('\'', fp);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', fp);
+        fputc(*s, fp);
+    }
+    if (quote)
+        fputc('"', fp);
+}
+
+void esc_xml(FILE *fp, const char *s, int attr)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned char c = *p;
+        switch (c) {
+        case '&': fputs("&amp;", fp); p++; continue;
+        case '<': fputs("&lt;", fp); p++; continue;
+        case '>': fputs("&gt;", fp); p++; continue;
+        case '"': fputs("&quot;", fp); p++; continue;
+        case '\'': fputs("&apos;", fp); p++; continue;
+        case '\n': fputs(attr ? "&#10;" : "\n", fp); p++; continue;
+        case '\t': fputs(attr ? "&#9;" : "\t", fp); p++; continue;
+        case '\r': fputs("&#13;", fp); p++; continue;
+        default: break;
+        }
+        if (is_control(c)) {
+            fputc('?', fp);
+            p++;
+            continue;
+        }
+        int n = esc_utf8_len(p);
+        if (n == 0 || (n == 3 && utf8_cp(p, n) >= 0xFFFE)) {
+            fputc('?', fp);
+            p += n ? n : 1;
+            continue;
+        }
+        fwrite(p, 1, (size_t)n, fp);
+        p += n;
+    }
+}
+
+void esc_terminal(const char *s, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        if (is_control(*p)) {
+            if (o + 1 >= cap)
+                break;
+            out[o++] = '?';
+            p++;
+            continue;
+        }
+        int n = esc_utf8_len(p);
+        if (n == 0) {
+            if (o + 1 >= cap)
+                break;
+            out[o++] = '?';
+            p++;
+            continue;
+        }
+        if (o + (size_t)n >= cap)
+            break;
+        memcpy(out + o, p, (size_t)n);
+        o += (size_t)n;
+        p += n;
+    }
+    out[o] = '\0';
+}
