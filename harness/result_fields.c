@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdalign.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Compile-time check that a table line's type is the member's C type: a
