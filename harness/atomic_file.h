@@ -14,14 +14,19 @@ typedef struct {
     char tmp[4200];
 } atomic_file_t;
 
+/* Refuses a path where something other than a regular file is (a device, a
+ * directory): the rename would replace it. */
 int atomic_file_open(atomic_file_t *f, const char *path, kr_error_t *err);
-/* Flushes, fsyncs, renames into place.  On any write error removes the
- * temporary file and returns -1. */
+/* Flushes, fsyncs, renames into place, fsyncs the directory.  On any write
+ * error (ferror, fflush, fsync, fclose) removes the temporary file and
+ * returns -1 naming path and the cause (ENOSPC: "No space left on device"). */
 int atomic_file_commit(atomic_file_t *f, kr_error_t *err);
 /* Drops the temporary file (an error path). */
 void atomic_file_abort(atomic_file_t *f);
 
 /* Creates a directory and its parents (mkdir -p). */
 int make_dirs(const char *path, kr_error_t *err);
+/* Creates the directories above a file path (mkdir -p of its dirname). */
+int make_parent_dirs(const char *path, kr_error_t *err);
 
 #endif

@@ -14,6 +14,7 @@
 #include "case_io.h"
 #include "case_load.h"
 #include "fault_inject.h"
+#include "gate_preflight.h"
 #include "gpu_isolated.h"
 #include "kr_string.h"
 #include "policy.h"
@@ -21,6 +22,7 @@
 #include "registry.h"
 #include "replay.h"
 #include "results_store.h"
+#include "resume_check.h"
 #include "suite.h"
 #include "synth.h"
 
@@ -130,13 +132,19 @@ static int copy_file_atomic(const char *from, const char *to, kr_error_t *err)
     }
     char buf[65536];
     size_t got;
-    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, got, f.fp);
+    int short_write = 0;
+    while (!short_write && (got = fread(buf, 1, sizeof buf, in)) > 0)
+        short_write = fwrite(buf, 1, got, f.fp) != got;
     int bad = ferror(in);
     fclose(in);
     if (bad) {
         atomic_file_abort(&f);
         return kr_fail(err, "%s: read error", from);
+    }
+    if (short_write) {
+        int e = errno;
+        atomic_file_abort(&f);
+        return kr_fail(err, "%s: write failed: %s", to, strerror(e));
     }
     return atomic_file_commit(&f, err);
 }
@@ -163,6 +171,21 @@ static void clear_partials(const char *run_dir)
     closedir(d);
     if (failed)
         fprintf(stderr, "kreplay gate: could not clear %s\n", dir);
+}
+
+/* A run's outputs left by an earlier run in the same directory would read as
+ * this run's if this one stops before writing its own. */
+static int remove_stale_outputs(const char *run_dir, kr_error_t *err)
+{
+    static const char *const names[] = {"results.h5", "results.json", "results.csv", "report.md",
+                                        "report.html"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", run_dir, names[i]);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return kr_fail(err, "%s: cannot remove the earlier run's file: %s", path, strerror(errno));
+    }
+    return 0;
 }
 
 int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *meta_out,
@@ -206,17 +229,16 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     char **done = NULL;
     int n_done = 0;
     int status = 0;
-    if (build_plan(&s, &plan, &n_plan, err) || make_dirs(o->run_dir, err)) {
-        status = -1;
+    int baseline_missing = 0;
+    /* Everything the run needs is checked before its first case. */
+    if (suite_check_case_count(&s, err)) {
+        kr_error_t e = *err;
+        status = kr_fail(err, "%s: %s", s.path, e.msg);
         goto out;
     }
-    if (o->resume) {
-        if (results_store_load_partials(o->run_dir, &rows, &done, &n_done, err)) {
-            status = -1;
-            goto out;
-        }
-    } else {
-        clear_partials(o->run_dir);
+    if (gate_preflight(o, &baseline_missing, err) || build_plan(&s, &plan, &n_plan, err)) {
+        status = -1;
+        goto out;
     }
 
     results_meta_init(&meta);
@@ -232,6 +254,24 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     kr_strlcpy(meta.policy, have_policy ? policy_path : "", sizeof meta.policy);
     if (o->shard_count > 0)
         snprintf(meta.shard, sizeof meta.shard, "%d/%d", o->shard_index, o->shard_count);
+
+    if (o->resume) {
+        /* Partials of another suite or build are refused; those judged by
+         * another policy are judged again below. */
+        resume_check_t rc;
+        if (resume_check_partials(o->run_dir, &meta, &rc, err) ||
+            results_store_load_partials(o->run_dir, &rows, &done, &n_done, err)) {
+            status = -1;
+            goto out;
+        }
+        if (rc.policy_changed) {
+            judge_rows(&s, have_policy ? &pol : NULL, rows.rows, rows.count);
+            sum->rejudged = rows.count;
+            fprintf(stderr, "kreplay gate: --resume: the policy changed since %s/partial was written "
+                            "(%s): %lld resumed rows judged again\n",
+                    o->run_dir, rc.old_suite_hash, (long long)rows.count);
+        }
+    }
 
     replay_options_t ropt;
     replay_options_default(&ropt);
@@ -279,6 +319,13 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
         todo++;
     }
     sum->cases_planned = todo;
+    /* Every input is good: only now is the earlier run's work discarded. */
+    if (!o->resume)
+        clear_partials(o->run_dir);
+    if (remove_stale_outputs(o->run_dir, err)) {
+        status = -1;
+        goto out;
+    }
     int64_t done_count = 0;
     progress_t prog;
     progress_start(&prog, "kreplay gate", todo);
@@ -333,7 +380,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     progress_finish(&prog);
     result_list_sort(&rows);
 
-    if (o->baseline_path) {
+    if (o->baseline_path && !baseline_missing) {
         result_list_t base = {0};
         if (results_store_read(o->baseline_path, &base, NULL, err)) {
             status = -1;
@@ -366,6 +413,13 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             status = -1;
             goto out;
         }
+    }
+    if (baseline_missing && sum->input_errors == 0) {
+        if (make_parent_dirs(o->baseline_path, err) || copy_file_atomic(path, o->baseline_path, err)) {
+            status = -1;
+            goto out;
+        }
+        sum->baseline_created = 1;
     }
     sum->rows = rows.count;
     for (int64_t i = 0; i < rows.count; i++)

@@ -17,6 +17,7 @@ typedef struct {
     const char *suite_path;
     const char *run_dir;
     const char *baseline_path;  /* compare with this results file, or NULL */
+    int baseline_init;          /* a missing baseline_path is created from this run */
     const char *junit_path;     /* write JUnit XML here, or NULL */
     const char *policy_path;    /* overrides the suite's policy, or NULL */
     const char *history_dir;    /* keep a copy of results.h5 here, or NULL */
@@ -40,6 +41,8 @@ typedef struct {
     double seconds;
     char failed_keys[16][512];  /* the first cases that could not be read */
     int n_failed_keys;
+    int baseline_created;       /* --baseline-init wrote baseline_path from this run */
+    int64_t rejudged;           /* resumed rows judged again because the policy changed */
 } gate_summary_t;
 
 /* Runs the gate and writes RUNDIR/results.h5 (and the history copy).  The

@@ -1,7 +1,10 @@
 #include "output_store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "h5_safety.h"
@@ -66,8 +69,10 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
         kr_fail(err, "%s: cannot create group /%s", path, case_name);
         goto done;
     }
-    if (H5Lexists(gcase, kernel, H5P_DEFAULT) > 0)
-        H5Ldelete(gcase, kernel, H5P_DEFAULT);
+    if (H5Lexists(gcase, kernel, H5P_DEFAULT) > 0 && H5Ldelete(gcase, kernel, H5P_DEFAULT) < 0) {
+        kr_fail(err, "%s: cannot replace /%s/%s", path, case_name, kernel);
+        goto done;
+    }
     gk = H5Gcreate2(gcase, kernel, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     if (gk < 0) {
         kr_fail(err, "%s: cannot create group /%s/%s", path, case_name, kernel);
@@ -101,12 +106,44 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
     }
     status = 0;
 done:
-    if (gk >= 0)
-        H5Gclose(gk);
-    if (gcase >= 0)
-        H5Gclose(gcase);
-    if (file >= 0)
-        H5Fclose(file);
+    /* HDF5 writes its metadata at close: on a full disk that is where it fails. */
+    if (gk >= 0 && H5Gclose(gk) < 0 && status == 0)
+        status = kr_fail(err, "%s: closing /%s/%s failed (disk full?)", path, case_name, kernel);
+    if (gcase >= 0 && H5Gclose(gcase) < 0 && status == 0)
+        status = kr_fail(err, "%s: closing /%s failed (disk full?)", path, case_name);
+    if (file >= 0 && H5Fclose(file) < 0 && status == 0)
+        status = kr_fail(err, "%s: closing the file failed (disk full?)", path);
     H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
     return status;
+}
+
+int output_store_commit(const char *tmp, const char *path, int discard, kr_error_t *err)
+{
+    struct stat st;
+    if (stat(tmp, &st) != 0)
+        return 0;   /* nothing was saved */
+    if (discard) {
+        unlink(tmp);
+        return kr_fail(err, "%s: not written: a case stopped before all its outputs were saved "
+                            "(see the errors above)", path);
+    }
+    int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    int bad = fd < 0 || fsync(fd) != 0;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    if (bad) {
+        unlink(tmp);
+        return kr_fail(err, "%s: write failed: %s", path, strerror(e));
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        unlink(tmp);
+        return kr_fail(err, "%s: exists and is not a regular file; expected a file path to write", path);
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return kr_fail(err, "%s: cannot move the outputs into place: %s", path, strerror(e));
+    }
+    return 0;
 }

@@ -18,4 +18,10 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
                       const kernel_act_t *act, const uint16_t *out, int64_t M, int64_t N,
                       kr_error_t *err);
 
+/* The outputs file is written at tmp (output_store_save's path) and moved
+ * to path only when complete: fsync'd, then renamed.  discard (a case
+ * stopped part-way) removes tmp instead and fails naming path.  No tmp (no
+ * output saved) is 0. */
+int output_store_commit(const char *tmp, const char *path, int discard, kr_error_t *err);
+
 #endif

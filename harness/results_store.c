@@ -263,6 +263,12 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
                 strerror(errno));
         goto done;
     }
+    struct stat here;
+    if (stat(path, &here) == 0 && !S_ISREG(here.st_mode)) {
+        /* Renaming over a device or a directory would replace it. */
+        kr_fail(err, "%s: file: exists and is not a regular file; expected a file path to write", path);
+        goto done;
+    }
     if (rename(tmp, path) != 0) {
         kr_fail(err, "%s: file: cannot rename %s into place (%s); expected a replaceable path",
                 path, tmp, strerror(errno));

@@ -517,6 +517,9 @@ static int parse_cases(loader_t *L, yaml_node_t *cases, kr_error_t *err)
         }
     }
     sort_unique_files(s);
+    kr_error_t limit;
+    if (suite_check_case_count(s, &limit))
+        return kr_yaml_fail(y, cases, 0, err, "cases: %s", limit.msg);
     return 0;
 }
 
@@ -810,6 +813,26 @@ const char *suite_band_of(const suite_t *s, int64_t M)
 int64_t suite_synth_count(const suite_synth_t *ss)
 {
     return (int64_t)ss->n_shapes * ss->n_m * ss->n_seeds;
+}
+
+int64_t suite_case_count(const suite_t *s)
+{
+    /* Each term is at most SUITE_MAX_LIST^3 and there are at most INT_MAX
+     * items, so the sum cannot overflow int64. */
+    int64_t n = s->n_files;
+    for (int i = 0; i < s->n_synth; i++)
+        n += suite_synth_count(&s->synth[i]);
+    return n;
+}
+
+int suite_check_case_count(const suite_t *s, kr_error_t *err)
+{
+    const int64_t n = suite_case_count(s);
+    if (n > SUITE_MAX_CASES)
+        return kr_fail(err, "the suite would make %lld cases (%d files, %d synthetic sweeps); expected at "
+                            "most %d (SUITE_MAX_CASES): split it into several suites, or use fewer shapes, "
+                            "m values or seeds", (long long)n, s->n_files, s->n_synth, SUITE_MAX_CASES);
+    return 0;
 }
 
 int suite_synth_params(const suite_synth_t *ss, int64_t i, synth_params_t *p)

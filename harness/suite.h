@@ -34,6 +34,9 @@
 
 #define SUITE_MAX_BANDS 8
 #define SUITE_MAX_LIST 64       /* m values, seeds, shapes of one synth item */
+/* Cases of one suite (files + every sweep): the run plan holds about 600
+ * bytes per case, so this bounds it near 150 MiB, refused before planning. */
+#define SUITE_MAX_CASES 262144
 
 typedef struct {
     char name[16];              /* decode | mid | prefill | tiled */
@@ -91,6 +94,11 @@ const char *suite_band_of(const suite_t *s, int64_t M);
 
 /* Number of synthetic cases of one item: n_shapes x n_m x n_seeds. */
 int64_t suite_synth_count(const suite_synth_t *ss);
+/* Every case of the suite: files + the sweeps' cases. */
+int64_t suite_case_count(const suite_t *s);
+/* -1 with err naming SUITE_MAX_CASES and the count when the suite has more
+ * cases than that (suite_load checks it; the gate again after --seeds). */
+int suite_check_case_count(const suite_t *s, kr_error_t *err);
 /* The synth_params_t of case i of an item (0 <= i < suite_synth_count),
  * ordered shape-major, then m, then seed: M, N, K, seed, the weight format
  * (given, or from the shape's catalogue weight) and layer = the shape's name

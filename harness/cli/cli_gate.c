@@ -14,6 +14,8 @@
 #include "report.h"
 #include "report_bundle.h"
 #include "results_store.h"
+#include "run_incomplete.h"
+#include "run_lock.h"
 
 static void gate_usage(FILE *fp)
 {
@@ -26,6 +28,8 @@ static void gate_usage(FILE *fp)
             "\n"
             "  -o, --out RUNDIR         the run directory (required)\n"
             "      --baseline FILE      a results.h5 to compare with: REGRESSED / IMPROVED\n"
+            "      --baseline-init      when the --baseline FILE does not exist, create it from\n"
+            "                           this run (making its directories) instead of refusing\n"
             "      --junit FILE         JUnit XML, a testcase per case x kernel\n"
             "      --policy FILE        overrides the suite's policy\n"
             "      --history DIR        keep a copy of results.h5 in DIR (for trends)\n"
@@ -43,9 +47,8 @@ static void gate_usage(FILE *fp)
             "input error.\n");
 }
 
-static int write_run_reports(const char *run_dir, const char *junit_path, const char *suite_name,
-                             const result_list_t *rows, const results_meta_t *meta,
-                             double seconds, const char *baseline, const char *history,
+static int write_run_reports(const char *run_dir, const result_list_t *rows, const results_meta_t *meta,
+                             const char *baseline, const char *history,
                              const char *const *failed, int n_failed, kr_error_t *err)
 {
     run_info_t info;
@@ -63,7 +66,8 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
     ro.baseline_path = baseline;
     char title[128];
     if (n_failed > 0) {
-        snprintf(title, sizeof title, "kreplay report (INCOMPLETE: %d input(s) could not be read)", n_failed);
+        snprintf(title, sizeof title, "kreplay report (INCOMPLETE: %d input(s) could not be read or written)",
+                 n_failed);
         ro.title = title;
     }
     char **hist = NULL;
@@ -74,25 +78,57 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
         return -1;
     }
     report_free_paths(hist, nh);
-    if (junit_path) {
-        atomic_file_t f;
-        if (atomic_file_open(&f, junit_path, err))
-            return -1;
-        junit_run_t jr = {.suite_name = suite_name, .seconds = seconds, .meta = meta};
-        junit_write_run(f.fp, &jr, rows);
-        if (atomic_file_commit(&f, err))
-            return -1;
-    }
     return 0;
+}
+
+/* After a report failed part-way, results.json may already say the run is
+ * complete: it is rewritten saying incomplete, or removed when even that
+ * cannot be written. */
+static void json_mark_incomplete(const char *run_dir, const result_list_t *rows, const results_meta_t *meta,
+                                 const char *const *failed, int n_failed)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/results.json", run_dir);
+    if (access(path, F_OK) != 0)
+        return;
+    run_info_t info;
+    run_info_fill(&info, meta->command, meta->version, meta->git_commit);
+    info.failed_inputs = failed;
+    info.n_failed_inputs = n_failed;
+    atomic_file_t f;
+    kr_error_t e;
+    if (atomic_file_open(&f, path, &e) == 0) {
+        if (report_json_write(f.fp, rows, &info) == 0 && atomic_file_commit(&f, &e) == 0)
+            return;
+        atomic_file_abort(&f);
+    }
+    unlink(path);
+}
+
+/* junit_rows: the run's rows plus an ERROR row for each thing it could not do. */
+static int write_junit_file(const char *junit_path, const result_list_t *junit_rows, const results_meta_t *meta,
+                            double seconds, kr_error_t *err)
+{
+    atomic_file_t f;
+    if (atomic_file_open(&f, junit_path, err))
+        return -1;
+    junit_run_t jr = {.suite_name = meta->suite_name, .seconds = seconds, .meta = meta};
+    if (junit_write_run(f.fp, &jr, junit_rows) != 0) {
+        int e = errno;
+        atomic_file_abort(&f);
+        return kr_fail(err, "%s: write failed: %s", junit_path, strerror(e));
+    }
+    return atomic_file_commit(&f, err);
 }
 
 int cli_gate(int argc, char **argv)
 {
     enum { OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY,
-           OPT_LIST, OPT_INJECT, OPT_SEEDS, OPT_ONLY_BAND };
+           OPT_LIST, OPT_INJECT, OPT_SEEDS, OPT_ONLY_BAND, OPT_BASE_INIT };
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'},
         {"baseline", required_argument, 0, OPT_BASE},
+        {"baseline-init", no_argument, 0, OPT_BASE_INIT},
         {"junit", required_argument, 0, OPT_JUNIT},
         {"policy", required_argument, 0, OPT_POLICY},
         {"history", required_argument, 0, OPT_HISTORY},
@@ -115,6 +151,7 @@ int cli_gate(int argc, char **argv)
         switch (c) {
         case 'o': o.run_dir = optarg; break;
         case OPT_BASE: o.baseline_path = optarg; break;
+        case OPT_BASE_INIT: o.baseline_init = 1; break;
         case OPT_JUNIT: o.junit_path = optarg; break;
         case OPT_POLICY: o.policy_path = optarg; break;
         case OPT_HISTORY: o.history_dir = optarg; break;
@@ -164,8 +201,15 @@ int cli_gate(int argc, char **argv)
     o.version = cli_version();
     o.git_commit = cli_git_commit();
     o.progress = isatty(STDERR_FILENO);
+    run_lock_t lock;
+    if (run_lock_acquire(o.run_dir, &lock, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        free(cmdline);
+        return EXIT_USAGE;
+    }
     result_list_t rows;
     results_meta_t meta;
+    memset(&meta, 0, sizeof meta);
     gate_summary_t sum;
     int ran = gate_run(&o, &rows, &meta, &sum, &err);
     int status = 0;
@@ -173,19 +217,42 @@ int cli_gate(int argc, char **argv)
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         status = EXIT_USAGE;
     }
+    const char *failed[RUN_INCOMPLETE_MAX];
+    int n_failed = gate_incomplete_list(&sum, ran != 0 ? err.msg : NULL, failed);
+    kr_error_t werr = {{0}};
     if (rows.count > 0 || ran == 0) {
         report_table_print(stdout, &rows);
         report_summary_line(stdout, &rows);
-        kr_error_t werr = {{0}};
-        const char *failed[16];
-        for (int i = 0; i < sum.n_failed_keys; i++)
-            failed[i] = sum.failed_keys[i];
-        if (write_run_reports(o.run_dir, o.junit_path, meta.suite_name, &rows, &meta, sum.seconds,
-                              o.baseline_path, o.history_dir, failed, sum.n_failed_keys, &werr)) {
+        if (write_run_reports(o.run_dir, &rows, &meta, o.baseline_path, o.history_dir, failed, n_failed,
+                              &werr)) {
             fprintf(stderr, "kreplay: error: %s\n", werr.msg);
             status = EXIT_USAGE;
+            if (n_failed < RUN_INCOMPLETE_MAX)
+                failed[n_failed++] = werr.msg;
+            json_mark_incomplete(o.run_dir, &rows, &meta, failed, n_failed);
         }
     }
+    /* Written whatever happened (an error before the first case too), so a CI
+     * that reads only the JUnit file sees what the exit code says. */
+    if (o.junit_path) {
+        result_list_t junit_rows;
+        kr_error_t jerr = {{0}};
+        if (gate_rows_with_errors(&rows, failed, n_failed, &junit_rows))
+            kr_fail(&jerr, "%s: out of memory", o.junit_path);
+        if (jerr.msg[0] || write_junit_file(o.junit_path, &junit_rows, &meta, sum.seconds, &jerr)) {
+            /* After an error before the first case, that error was the one line. */
+            if (ran == 0 || rows.count > 0)
+                fprintf(stderr, "kreplay: error: %s\n", jerr.msg);
+            status = EXIT_USAGE;
+            if (n_failed < RUN_INCOMPLETE_MAX)
+                failed[n_failed++] = jerr.msg;
+            json_mark_incomplete(o.run_dir, &rows, &meta, failed, n_failed);
+        }
+        result_list_free(&junit_rows);
+    }
+    run_lock_release(&lock);
+    if (ran == 0 && sum.baseline_created)
+        printf("baseline %s created from this run (%lld rows)\n", o.baseline_path, (long long)sum.rows);
     if (ran == 0)
         printf("gate: %lld cases (%lld resumed), %lld rows, %lld failing, %lld regressed, %lld improved, "
                "%.1f s -> %s/results.h5\n",
@@ -258,7 +325,8 @@ int cli_merge(int argc, char **argv)
                 baseline, strerror(errno), baseline);
         return EXIT_USAGE;
     }
-    if (make_dirs(out_dir, &err)) {
+    run_lock_t lock;
+    if (run_lock_acquire(out_dir, &lock, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -266,6 +334,7 @@ int cli_merge(int argc, char **argv)
     snprintf(path, sizeof path, "%s/results.h5", out_dir);
     if (results_store_merge((const char **)(argv + optind), argc - optind, path, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        run_lock_release(&lock);
         return EXIT_USAGE;
     }
     result_list_t rows;
@@ -274,12 +343,14 @@ int cli_merge(int argc, char **argv)
     if (results_store_read(path, &rows, &meta, &err) ||
         (baseline && ((regressed = merge_against_baseline(&rows, baseline, &err)) < 0 ||
                       results_store_write(path, &rows, &meta, &err))) ||
-        write_run_reports(out_dir, junit, meta.suite_name, &rows, &meta, 0.0, baseline, NULL, NULL,
-                          0, &err)) {
+        write_run_reports(out_dir, &rows, &meta, baseline, NULL, NULL, 0, &err) ||
+        (junit && write_junit_file(junit, &rows, &meta, 0.0, &err))) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         result_list_free(&rows);
+        run_lock_release(&lock);
         return EXIT_USAGE;
     }
+    run_lock_release(&lock);
     int64_t failing = 0;
     for (int64_t i = 0; i < rows.count; i++)
         failing += verdict_is_failure(rows.rows[i].verdict);
@@ -324,7 +395,8 @@ int cli_baseline(int argc, char **argv)
     result_list_t rows;
     results_meta_t meta;
     kr_error_t err = {{0}};
-    if (results_store_read(path, &rows, &meta, &err) || results_store_write(dest, &rows, &meta, &err)) {
+    if (results_store_read(path, &rows, &meta, &err) || make_parent_dirs(dest, &err) ||
+        results_store_write(dest, &rows, &meta, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -380,6 +452,12 @@ int cli_calibrate(int argc, char **argv)
         fprintf(stderr, "kreplay calibrate: need SUITE, --seeds FIRST-LAST, -o DIR and a margin >= 1\n");
         return EXIT_USAGE;
     }
+    kr_error_t lerr = {{0}};
+    run_lock_t lock;
+    if (run_lock_acquire(dir, &lock, &lerr)) {
+        fprintf(stderr, "kreplay: error: %s\n", lerr.msg);
+        return EXIT_USAGE;
+    }
     char run_dir[4400];
     snprintf(run_dir, sizeof run_dir, "%s/run", dir);
     o.suite_path = argv[optind];
@@ -423,6 +501,7 @@ int cli_calibrate(int argc, char **argv)
             printf("calibrated %d groups from %lld rows (%s) -> %s/policy.yaml, %s/calibration.md\n",
                    cal.count, (long long)rows.count, how, dir, dir);
     }
+    run_lock_release(&lock);
     calibration_free(&cal);
     result_list_free(&rows);
     free(cmdline);

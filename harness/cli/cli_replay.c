@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "output_store.h"
+#include "run_lock.h"
 #include "case_io.h"
 #include "case_load.h"
 #include "gpu_isolated.h"
@@ -303,7 +305,8 @@ int cli_replay(int argc, char **argv)
         }
     }
     kr_error_t err = {{0}};
-    if (out_dir && make_dirs(out_dir, &err)) {
+    run_lock_t lock = {-1};
+    if (out_dir && run_lock_acquire(out_dir, &lock, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
     }
@@ -321,8 +324,10 @@ int cli_replay(int argc, char **argv)
     if (n_cases == 0) {
         fprintf(stderr, "kreplay replay: no case files (*.h5, *.pt) found in the arguments\n");
         cli_free_strings(cases);
+        run_lock_release(&lock);
         return EXIT_USAGE;
     }
+    int replay_errors = 0;   /* a case that stopped part-way: its outputs may be missing */
     result_list_t rows = {0};
     int input_errors = 0;
     const char **failed = calloc((size_t)n_cases + 1, sizeof *failed);
@@ -338,6 +343,7 @@ int cli_replay(int argc, char **argv)
         }
         if (replay_case(&cs, &opt, &rows, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            replay_errors++;
             if (failed)
                 failed[n_failed++] = strdup(cases[i]);
             input_errors++;
@@ -386,12 +392,11 @@ int cli_replay(int argc, char **argv)
                    out_dir);
         }
     }
-    if (save_path && access(save_tmp, F_OK) == 0) {
-        if (rename(save_tmp, save_path) != 0) {
-            fprintf(stderr, "kreplay: error: %s: cannot move outputs into place\n", save_path);
-            status = EXIT_USAGE;
-        }
+    if (save_path && output_store_commit(save_tmp, save_path, replay_errors > 0, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        status = EXIT_USAGE;
     }
+    run_lock_release(&lock);
     int failing = 0;
     for (int64_t i = 0; i < rows.count; i++)
         failing += verdict_is_failure(rows.rows[i].verdict);

@@ -1,0 +1,345 @@
+/* A failing file system for the fault tests, without root or mounts: an
+ * LD_PRELOAD library that makes writes below one directory fail the way a
+ * full or broken disk does.
+ *
+ *   KR_FAULT_DIR    absolute directory; only files below it are affected
+ *   KR_FAULT_AFTER  bytes that may still be written there (default 0): the
+ *                   write that would pass this budget fails, and so does every
+ *                   later write, fsync and fdatasync of a file there (a full
+ *                   disk stays full; the page cache's late errors come at fsync)
+ *   KR_FAULT_ERRNO  ENOSPC (default) | EIO | EROFS.  EROFS refuses at once
+ *                   every creation, write-open, mkdir, rename and unlink below
+ *                   the directory, as a read-only mount does (for root too).
+ *
+ * stdio writes reach the kernel through glibc's internal write, which a
+ * preloaded library cannot see, so fopen of a file below the directory for
+ * writing returns a fopencookie stream over a tracked descriptor (fileno
+ * answers that descriptor, so fsync(fileno(fp)) behaves as usual).  HDF5's
+ * sec2 driver uses open/pwrite/write directly. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define MAX_FDS 4096
+#define MAX_STREAMS 64
+
+typedef struct {
+    char dir[PATH_MAX];
+    size_t dir_len;
+    long long budget;           /* bytes left; < 0 once exhausted */
+    int err;
+    int active;
+} fault_cfg_t;
+
+static fault_cfg_t cfg;
+static int cfg_loaded;
+static unsigned char tracked[MAX_FDS];
+static struct {
+    FILE *fp;
+    int fd;
+} streams[MAX_STREAMS];
+
+static void load_cfg(void)
+{
+    if (cfg_loaded)
+        return;
+    cfg_loaded = 1;
+    const char *d = getenv("KR_FAULT_DIR");
+    if (!d || d[0] != '/' || strlen(d) >= sizeof cfg.dir)
+        return;
+    strcpy(cfg.dir, d);
+    cfg.dir_len = strlen(cfg.dir);
+    while (cfg.dir_len > 1 && cfg.dir[cfg.dir_len - 1] == '/')
+        cfg.dir[--cfg.dir_len] = '\0';
+    const char *a = getenv("KR_FAULT_AFTER");
+    cfg.budget = a ? atoll(a) : 0;
+    const char *e = getenv("KR_FAULT_ERRNO");
+    cfg.err = !e || !strcmp(e, "ENOSPC") ? ENOSPC : !strcmp(e, "EIO") ? EIO : EROFS;
+    cfg.active = 1;
+}
+
+/* Whether path (relative paths against the working directory) is the
+ * directory or below it. */
+static int below(const char *path)
+{
+    load_cfg();
+    if (!cfg.active || !path)
+        return 0;
+    char abs[2 * PATH_MAX];
+    if (path[0] == '/') {
+        snprintf(abs, sizeof abs, "%s", path);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            return 0;
+        snprintf(abs, sizeof abs, "%s/%s", cwd, path);
+    }
+    return !strncmp(abs, cfg.dir, cfg.dir_len) && (abs[cfg.dir_len] == '/' || abs[cfg.dir_len] == '\0');
+}
+
+static int writes_refused(void)
+{
+    return cfg.err == EROFS;
+}
+
+/* The next definition of name (libc's, or a sanitizer's interceptor). */
+#define REAL(name)                                                                        \
+    static __typeof__(&name) real_##name;                                                  \
+    if (!real_##name)                                                                      \
+    real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+
+static int is_write_open(int flags)
+{
+    return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)) != 0;
+}
+
+static int open_common(const char *name, const char *path, int flags, mode_t mode)
+{
+    typedef int (*open_fn)(const char *, int, ...);
+    open_fn real = (open_fn)dlsym(RTLD_NEXT, name);
+    int hit = below(path) && is_write_open(flags);
+    if (hit && writes_refused()) {
+        errno = EROFS;
+        return -1;
+    }
+    int fd = real(path, flags, mode);
+    if (fd >= 0 && fd < MAX_FDS)
+        tracked[fd] = (unsigned char)hit;
+    return fd;
+}
+
+int open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    return open_common("open", path, flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    return open_common("open64", path, flags, mode);
+}
+
+int creat(const char *path, mode_t mode)
+{
+    return open_common("open", path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+/* Charges n bytes to the budget; -1 with errno once it is spent. */
+static int charge(int fd, size_t n)
+{
+    if (fd < 0 || fd >= MAX_FDS || !tracked[fd])
+        return 0;
+    if (cfg.budget < 0 || (long long)n > cfg.budget) {
+        cfg.budget = -1;
+        errno = cfg.err;
+        return -1;
+    }
+    cfg.budget -= (long long)n;
+    return 0;
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    REAL(write);
+    if (charge(fd, n))
+        return -1;
+    return real_write(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    REAL(pwrite);
+    if (charge(fd, n))
+        return -1;
+    return real_pwrite(fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+    REAL(pwrite64);
+    if (charge(fd, n))
+        return -1;
+    return real_pwrite64(fd, buf, n, off);
+}
+
+static int sync_fails(int fd)
+{
+    if (fd >= 0 && fd < MAX_FDS && tracked[fd] && cfg.budget < 0) {
+        errno = cfg.err;
+        return 1;
+    }
+    return 0;
+}
+
+int fsync(int fd)
+{
+    REAL(fsync);
+    return sync_fails(fd) ? -1 : real_fsync(fd);
+}
+
+int fdatasync(int fd)
+{
+    REAL(fdatasync);
+    return sync_fails(fd) ? -1 : real_fdatasync(fd);
+}
+
+int close(int fd)
+{
+    REAL(close);
+    if (fd >= 0 && fd < MAX_FDS)
+        tracked[fd] = 0;
+    return real_close(fd);
+}
+
+static int refuse_if_below(const char *path)
+{
+    if (below(path) && writes_refused()) {
+        errno = EROFS;
+        return -1;
+    }
+    return 0;
+}
+
+int mkdir(const char *path, mode_t mode)
+{
+    REAL(mkdir);
+    /* A read-only mount answers EEXIST for a directory that is there. */
+    struct stat st;
+    if (below(path) && writes_refused() && stat(path, &st) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return refuse_if_below(path) ? -1 : real_mkdir(path, mode);
+}
+
+int rename(const char *from, const char *to)
+{
+    REAL(rename);
+    if (refuse_if_below(from) || refuse_if_below(to))
+        return -1;
+    return real_rename(from, to);
+}
+
+int unlink(const char *path)
+{
+    REAL(unlink);
+    return refuse_if_below(path) ? -1 : real_unlink(path);
+}
+
+int access(const char *path, int mode)
+{
+    REAL(access);
+    if ((mode & W_OK) && below(path) && writes_refused()) {
+        errno = EROFS;
+        return -1;
+    }
+    return real_access(path, mode);
+}
+
+/* ---- stdio: a cookie stream over a tracked descriptor ---- */
+
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+    int fd = (int)(intptr_t)c;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, buf + done, n - done);
+        if (w < 0)
+            return done ? (ssize_t)done : -1;
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t cookie_read(void *c, char *buf, size_t n)
+{
+    return read((int)(intptr_t)c, buf, n);
+}
+
+static int cookie_seek(void *c, off64_t *off, int whence)
+{
+    off_t r = lseek((int)(intptr_t)c, (off_t)*off, whence);
+    if (r < 0)
+        return -1;
+    *off = r;
+    return 0;
+}
+
+static int cookie_close(void *c)
+{
+    int fd = (int)(intptr_t)c;
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (streams[i].fp && streams[i].fd == fd)
+            streams[i].fp = NULL;
+    return close(fd);
+}
+
+static FILE *fopen_common(const char *name, const char *path, const char *mode)
+{
+    typedef FILE *(*fopen_fn)(const char *, const char *);
+    fopen_fn real = (fopen_fn)dlsym(RTLD_NEXT, name);
+    int writing = strpbrk(mode, "wa+") != NULL;
+    if (!writing || !below(path))
+        return real(path, mode);
+    int flags = strchr(mode, '+') ? O_RDWR : O_WRONLY;
+    flags |= mode[0] == 'a' ? O_CREAT | O_APPEND : mode[0] == 'w' ? O_CREAT | O_TRUNC : 0;
+    if (mode[0] == 'r')
+        flags = O_RDWR;
+    int fd = open(path, flags, 0666);
+    if (fd < 0)
+        return NULL;
+    cookie_io_functions_t io = {cookie_read, cookie_write, cookie_seek, cookie_close};
+    FILE *fp = fopencookie((void *)(intptr_t)fd, mode, io);
+    if (!fp) {
+        close(fd);
+        return NULL;
+    }
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (!streams[i].fp) {
+            streams[i].fp = fp;
+            streams[i].fd = fd;
+            break;
+        }
+    return fp;
+}
+
+FILE *fopen(const char *path, const char *mode)
+{
+    return fopen_common("fopen", path, mode);
+}
+
+FILE *fopen64(const char *path, const char *mode)
+{
+    return fopen_common("fopen64", path, mode);
+}
+
+int fileno(FILE *fp)
+{
+    REAL(fileno);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (fp && streams[i].fp == fp)
+            return streams[i].fd;
+    return real_fileno(fp);
+}

@@ -1,0 +1,492 @@
+/* Nothing lost: write faults, two writers, foreign partials, aborted runs.
+ *
+ * Feeds kreplay (the binary, as a user runs it):
+ * - a run directory on a file system that fills up after N bytes (0 to just
+ *   under what a clean run writes) or returns EIO, and one that is read-only
+ *   (tests/support/fault_fs.c, preloaded: no root, no mounts); --save-outputs
+ *   on such a disk, and /dev/full as an output path.  Each must end in one
+ *   error naming the file, exit 2, no crash, and nothing that looks complete;
+ * - a run directory whose lock another kreplay holds;
+ * - --resume over another suite's partials, over another build's partial,
+ *   and after a policy change (the resumed rows must get the new verdicts);
+ * - a gate whose partial/ cannot be written (results.json, report.md and
+ *   JUnit must say the run is incomplete). */
+/* ctest-labels: fault */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "results_store.h"
+#include "test_support.h"
+
+#define SAMPLE KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5"
+
+static char dir[1024];
+static char suite_a[1200], suite_b[1200];
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    test_tmp_path(dir, sizeof dir, "lost");
+    assert_int_equal(mkdir(dir, 0777), 0);
+    char text[2048];
+    snprintf(suite_a, sizeof suite_a, "%s/a.yaml", dir);
+    snprintf(text, sizeof text,
+             "suite: lost-a\n"
+             "cases:\n"
+             "  - files: [\"%s\"]\n"
+             "  - synth:\n"
+             "      shapes: [64x256]\n"
+             "      m: [1, 8]\n"
+             "      seeds: [1, 2]\n"
+             "kernels: [\"w4a8.folded\", \"w4a4.aiter\"]\n",
+             SAMPLE);
+    write_text(suite_a, text);
+    snprintf(suite_b, sizeof suite_b, "%s/b.yaml", dir);
+    write_text(suite_b,
+               "suite: lost-b\n"
+               "cases:\n"
+               "  - synth:\n"
+               "      shapes: [96x256]\n"
+               "      m: [4]\n"
+               "kernels: [\"w4a8.folded\", \"w4a4.aiter\"]\n");
+    return 0;
+}
+
+/* Runs kreplay with the failing file system below fault_dir (NULL: none).
+ * The preload is set for kreplay alone, not for the shell that starts it. */
+static int run_env(const char *fault_dir, const char *err_name, long long after, const char *args,
+                   char **out)
+{
+    char *cmd = NULL;
+    if (fault_dir)
+        assert_true(asprintf(&cmd,
+                             "KR_FAULT_DIR='%s' KR_FAULT_ERRNO=%s KR_FAULT_AFTER=%lld LD_PRELOAD='%s' "
+                             "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" "
+                             "'%s' %s 2>&1",
+                             fault_dir, err_name, after, KR_FAULT_FS, KREPLAY_BINARY, args) > 0);
+    else
+        assert_true(asprintf(&cmd, "'%s' %s 2>&1", KREPLAY_BINARY, args) > 0);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    assert_non_null(p);
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (cap - len < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    int st = pclose(p);
+    *out = buf;
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, fp);
+    b[got] = '\0';
+    fclose(fp);
+    return b;
+}
+
+/* Bytes of the regular files below path. */
+static long long tree_bytes(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    long long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) != 0)
+            continue;
+        n += S_ISDIR(st.st_mode) ? tree_bytes(p) : (long long)st.st_size;
+    }
+    closedir(d);
+    return n;
+}
+
+/* No temporary file of an interrupted write is left below path. */
+static void assert_no_tmp(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (strstr(e->d_name, ".tmp."))
+            fail_msg("%s/%s: a temporary file was left behind", path, e->d_name);
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            assert_no_tmp(p);
+    }
+    closedir(d);
+}
+
+/* What a failed run may leave: results.h5 only if it reads back whole,
+ * results.json only if it says incomplete, no temporary files. */
+static void assert_nothing_presented_complete(const char *run, int64_t full_rows)
+{
+    char p[1400];
+    snprintf(p, sizeof p, "%s/results.h5", run);
+    if (file_exists(p)) {
+        result_list_t rows;
+        kr_error_t err;
+        if (results_store_read(p, &rows, NULL, &err))
+            fail_msg("%s is damaged: %s", p, err.msg);
+        assert_int_equal(rows.count, full_rows);
+        result_list_free(&rows);
+    }
+    snprintf(p, sizeof p, "%s/results.json", run);
+    char *json = slurp(p);
+    if (json) {
+        if (!strstr(json, "\"incomplete\": true"))
+            fail_msg("%s: a failed run's results.json does not say incomplete", p);
+        free(json);
+    }
+    assert_no_tmp(run);
+}
+
+static void test_full_disk_gate(void **state)
+{
+    (void)state;
+    char clean[1200], args[4096], *out;
+    snprintf(clean, sizeof clean, "%s/clean", dir);
+    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, clean);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
+    free(out);
+    char res[1400];
+    snprintf(res, sizeof res, "%s/results.h5", clean);
+    result_list_t rows;
+    kr_error_t err;
+    if (results_store_read(res, &rows, NULL, &err))
+        fail_msg("%s", err.msg);
+    const int64_t full_rows = rows.count;
+    result_list_free(&rows);
+    /* A clean run writes at least this much: every budget below it must fail. */
+    const long long total = tree_bytes(clean);
+    assert_true(total > 10000);
+    const long long budgets[] = {0, 600, total / 10, total / 2, total * 9 / 10, total - 1};
+    const char *errs[] = {"ENOSPC", "ENOSPC", "EIO", "ENOSPC", "EIO", "ENOSPC"};
+    const char *msgs[] = {"No space left on device", "No space left on device", "Input/output error",
+                          "No space left on device", "Input/output error", "No space left on device"};
+    for (int i = 0; i < 6; i++) {
+        char fault[1200], run[1300];
+        snprintf(fault, sizeof fault, "%s/disk%d", dir, i);
+        assert_int_equal(mkdir(fault, 0777), 0);
+        snprintf(run, sizeof run, "%s/run", fault);
+        snprintf(args, sizeof args, "gate '%s' -o '%s' --junit '%s/gate.xml'", suite_a, run, fault);
+        int rc = run_env(fault, errs[i], budgets[i], args, &out);
+        if (rc != 2 || !strstr(out, run) || !strstr(out, msgs[i]))
+            fail_msg("budget %lld bytes (%s): exit %d, expected 2 and an error naming %s with '%s':\n%s",
+                     budgets[i], errs[i], rc, run, msgs[i], out);
+        free(out);
+        assert_nothing_presented_complete(run, full_rows);
+        assert_no_tmp(fault);
+    }
+}
+
+static void test_full_disk_save_outputs(void **state)
+{
+    (void)state;
+    /* The size of a complete outputs file: every budget below it must fail. */
+    char whole[1200], wargs[4096], *wout;
+    snprintf(whole, sizeof whole, "%s/outs_whole.h5", dir);
+    snprintf(wargs, sizeof wargs, "replay --save-outputs '%s' '%s'", whole, SAMPLE);
+    assert_int_equal(run_env(NULL, NULL, 0, wargs, &wout), 0);
+    free(wout);
+    struct stat st;
+    assert_int_equal(stat(whole, &st), 0);
+    const long long size = (long long)st.st_size;
+    assert_true(size > 10000);
+    const long long budgets[] = {0, 4096, size / 2, size - 1};
+    for (int i = 0; i < 4; i++) {
+        char fault[1200], outs[1300], args[4096], *out;
+        snprintf(fault, sizeof fault, "%s/outs%d", dir, i);
+        assert_int_equal(mkdir(fault, 0777), 0);
+        snprintf(outs, sizeof outs, "%s/outs.h5", fault);
+        snprintf(args, sizeof args, "replay --save-outputs '%s' '%s'", outs, SAMPLE);
+        int rc = run_env(fault, i == 2 ? "EIO" : "ENOSPC", budgets[i], args, &out);
+        if (rc != 2 || !strstr(out, outs))
+            fail_msg("--save-outputs with %lld bytes free: exit %d, expected 2 naming %s:\n%s", budgets[i], rc,
+                     outs, out);
+        free(out);
+        /* No outputs file at all rather than a damaged one. */
+        assert_false(file_exists(outs));
+        assert_no_tmp(fault);
+    }
+    /* With room enough it is written and complete. */
+    char fault[1200], outs[1300], args[4096], *out;
+    snprintf(fault, sizeof fault, "%s/outs_ok", dir);
+    assert_int_equal(mkdir(fault, 0777), 0);
+    snprintf(outs, sizeof outs, "%s/outs.h5", fault);
+    snprintf(args, sizeof args, "replay --save-outputs '%s' '%s'", outs, SAMPLE);
+    assert_int_equal(run_env(fault, "ENOSPC", 1LL << 30, args, &out), 0);
+    free(out);
+    assert_true(file_exists(outs));
+}
+
+static void test_read_only_and_dev_full(void **state)
+{
+    (void)state;
+    char ro[1200], args[4096], *out;
+    snprintf(ro, sizeof ro, "%s/readonly", dir);
+    assert_int_equal(mkdir(ro, 0777), 0);
+    char run[1300];
+    snprintf(run, sizeof run, "%s/run", ro);
+    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
+    assert_int_equal(run_env(ro, "EROFS", 0, args, &out), 2);
+    assert_non_null(strstr(out, run));
+    assert_non_null(strstr(out, "Read-only file system"));
+    free(out);
+    snprintf(args, sizeof args, "replay -o '%s' '%s'", run, SAMPLE);
+    assert_int_equal(run_env(ro, "EROFS", 0, args, &out), 2);
+    assert_non_null(strstr(out, run));
+    free(out);
+    /* An existing directory that is read-only: the run directory is fine, the
+     * JUnit file's directory is not, and the gate says so before any case. */
+    char ok[1200];
+    snprintf(ok, sizeof ok, "%s/okrun", dir);
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --junit '%s/gate.xml'", suite_a, ok, ro);
+    assert_int_equal(run_env(ro, "EROFS", 0, args, &out), 2);
+    assert_non_null(strstr(out, ro));
+    free(out);
+    char part[1400];
+    snprintf(part, sizeof part, "%s/partial", ok);
+    assert_int_equal(tree_bytes(part), 0);
+
+    /* /dev/full: a device where a file path is expected is refused, and
+     * stays a device (renaming a finished file over it would replace it). */
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
+        return;
+    snprintf(args, sizeof args, "replay --save-outputs /dev/full '%s'", SAMPLE);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 2);
+    assert_non_null(strstr(out, "/dev/full"));
+    free(out);
+    snprintf(args, sizeof args, "gate '%s' -o '%s/devfull' --junit /dev/full", suite_a, dir);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 2);
+    assert_non_null(strstr(out, "/dev/full"));
+    free(out);
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    assert_false(file_exists("/dev/full.tmp"));
+}
+
+static void test_second_writer_refused(void **state)
+{
+    (void)state;
+    char run[1200], lock[1300], args[4096], *out;
+    snprintf(run, sizeof run, "%s/locked", dir);
+    assert_int_equal(mkdir(run, 0777), 0);
+    snprintf(lock, sizeof lock, "%s/.kreplay.lock", run);
+    /* Hold the lock as a running kreplay does. */
+    int fd = open(lock, O_RDWR | O_CREAT, 0666);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    assert_int_equal(pwrite(fd, pid, (size_t)len, 0), len);
+    char want[1400];
+    snprintf(want, sizeof want, "%s is being written by another kreplay (pid %d)", run, (int)getpid());
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
+        else
+            snprintf(args, sizeof args, "replay -o '%s' '%s'", run, SAMPLE);
+        int rc = run_env(NULL, NULL, 0, args, &out);
+        if (rc != 2 || !strstr(out, want))
+            fail_msg("second writer: exit %d, expected 2 and '%s':\n%s", rc, want, out);
+        free(out);
+    }
+    char res[1400];
+    snprintf(res, sizeof res, "%s/results.h5", run);
+    assert_false(file_exists(res));
+    /* merge into it too */
+    char clean[1400];
+    snprintf(clean, sizeof clean, "%s/clean/results.h5", dir);
+    if (file_exists(clean)) {
+        snprintf(args, sizeof args, "merge -o '%s' '%s'", run, clean);
+        assert_int_equal(run_env(NULL, NULL, 0, args, &out), 2);
+        assert_non_null(strstr(out, want));
+        free(out);
+    }
+    /* Released: the next writer runs. */
+    close(fd);
+    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
+    free(out);
+    assert_true(file_exists(res));
+}
+
+static int count_verdict(const char *path, const char *name)
+{
+    result_list_t rows;
+    kr_error_t err;
+    if (results_store_read(path, &rows, NULL, &err))
+        fail_msg("%s", err.msg);
+    int n = 0;
+    for (int64_t i = 0; i < rows.count; i++)
+        n += !strcmp(verdict_name(rows.rows[i].verdict), name);
+    result_list_free(&rows);
+    return n;
+}
+
+static void test_resume_checks_provenance(void **state)
+{
+    (void)state;
+    char run[1200], args[4096], *out;
+    snprintf(run, sizeof run, "%s/resume", dir);
+    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
+    free(out);
+
+    /* Another suite's partials. */
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --resume", suite_b, run);
+    int rc = run_env(NULL, NULL, 0, args, &out);
+    if (rc != 2 || !strstr(out, "not this suite 'lost-b'") || !strstr(out, "/partial/"))
+        fail_msg("--resume over suite lost-a's partials with lost-b: exit %d:\n%s", rc, out);
+    free(out);
+
+    /* A policy change: the loose policy passes everything, the strict one
+     * fails the W4A4 rows; resumed rows must be judged by the new one. */
+    char loose[1300], strict[1300];
+    snprintf(loose, sizeof loose, "%s/loose.yaml", dir);
+    snprintf(strict, sizeof strict, "%s/strict.yaml", dir);
+    write_text(loose, "policy: loose\nrules:\n  - kernel: \"*\"\n    rel_fro: 10\n    nonfinite: allow\n");
+    write_text(strict, "policy: strict\nrules:\n  - kernel: \"w4a4.*\"\n    reference: R_source\n"
+                       "    rel_fro: 1e-9\n  - kernel: \"*\"\n    rel_fro: 10\n    nonfinite: allow\n");
+    char prun[1300], fresh[1300];
+    snprintf(prun, sizeof prun, "%s/policy", dir);
+    snprintf(fresh, sizeof fresh, "%s/policy_fresh", dir);
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --policy '%s'", suite_a, prun, loose);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --policy '%s'", suite_a, fresh, strict);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 1);
+    free(out);
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --policy '%s' --resume", suite_a, prun, strict);
+    rc = run_env(NULL, NULL, 0, args, &out);
+    if (rc != 1 || !strstr(out, "judged again"))
+        fail_msg("--resume after a policy change: exit %d, expected 1 as a fresh run:\n%s", rc, out);
+    free(out);
+    char a[1400], b[1400];
+    snprintf(a, sizeof a, "%s/results.h5", prun);
+    snprintf(b, sizeof b, "%s/results.h5", fresh);
+    const int wrong = count_verdict(b, "WRONG") + count_verdict(b, "MAGNITUDE");
+    assert_true(wrong > 0);
+    assert_int_equal(count_verdict(a, "WRONG") + count_verdict(a, "MAGNITUDE"), wrong);
+    assert_int_equal(count_verdict(a, "PASS"), count_verdict(b, "PASS"));
+
+    /* A partial written by another kreplay build. */
+    char res[1400];
+    snprintf(res, sizeof res, "%s/results.h5", run);
+    result_list_t rows;
+    results_meta_t meta;
+    kr_error_t err;
+    if (results_store_read(res, &rows, &meta, &err))
+        fail_msg("%s", err.msg);
+    snprintf(meta.git_commit, sizeof meta.git_commit, "0123456789ab");
+    snprintf(meta.version, sizeof meta.version, "0.0.1");
+    if (results_store_append_case(run, "synth:from-another-build", rows.rows, 1, &meta, &err))
+        fail_msg("%s", err.msg);
+    result_list_free(&rows);
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --resume", suite_a, run);
+    rc = run_env(NULL, NULL, 0, args, &out);
+    if (rc != 2 || !strstr(out, "written by kreplay 0.0.1 (commit 0123456789ab)"))
+        fail_msg("--resume over another build's partial: exit %d:\n%s", rc, out);
+    free(out);
+}
+
+static void test_aborted_gate_says_incomplete(void **state)
+{
+    (void)state;
+    char run[1200], part[1300], junit[1300], args[4096], *out;
+    snprintf(run, sizeof run, "%s/aborted", dir);
+    snprintf(part, sizeof part, "%s/partial", run);
+    snprintf(junit, sizeof junit, "%s/aborted.xml", dir);
+    assert_int_equal(mkdir(run, 0777), 0);
+    assert_int_equal(mkdir(part, 0777), 0);
+    snprintf(args, sizeof args, "gate '%s' -o '%s' --junit '%s'", suite_a, run, junit);
+    int rc = run_env(part, "EROFS", 0, args, &out);
+    if (rc != 2 || !strstr(out, part))
+        fail_msg("gate with partial/ unwritable: exit %d, expected 2 naming %s:\n%s", rc, part, out);
+    free(out);
+    char p[1400];
+    snprintf(p, sizeof p, "%s/results.h5", run);
+    assert_false(file_exists(p));
+    snprintf(p, sizeof p, "%s/results.json", run);
+    char *json = slurp(p);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"incomplete\": true"));
+    free(json);
+    snprintf(p, sizeof p, "%s/report.md", run);
+    char *md = slurp(p);
+    assert_non_null(md);
+    assert_non_null(strstr(md, "INCOMPLETE"));
+    free(md);
+    char *xml = slurp(junit);
+    assert_non_null(xml);
+    assert_null(strstr(xml, "failures=\"0\" errors=\"0\""));
+    assert_non_null(strstr(xml, "ERROR"));
+    free(xml);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_disk_gate),
+        cmocka_unit_test(test_full_disk_save_outputs),
+        cmocka_unit_test(test_read_only_and_dev_full),
+        cmocka_unit_test(test_second_writer_refused),
+        cmocka_unit_test(test_resume_checks_provenance),
+        cmocka_unit_test(test_aborted_gate_says_incomplete),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
