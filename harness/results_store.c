@@ -266,7 +266,8 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
     struct stat here;
     if (stat(path, &here) == 0 && !S_ISREG(here.st_mode)) {
         /* Renaming over a device or a directory would replace it. */
-        kr_fail(err, "%s: file: exists and is not a regular file; expected a file path to write", path);
+        kr_fail(err, "%s: file: exists and is not a regular file (a rename would replace it); expected a "
+                     "file path to write", path);
         goto done;
     }
     if (rename(tmp, path) != 0) {

@@ -41,7 +41,9 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
         }
         fputc('\n', fp);
     }
-    fprintf(fp, "- **%s**: %lld of %lld rows fail\n", failing ? "FAIL" : "PASS", (long long)failing,
+    /* An incomplete run is never reported as a pass. */
+    fprintf(fp, "- **%s**: %lld of %lld rows fail\n",
+            failing ? "FAIL" : info->n_failed_inputs > 0 ? "INCOMPLETE" : "PASS", (long long)failing,
             (long long)rows->count);
     fprintf(fp, "- verdicts:");
     for (int v = 0; v < VERDICT_COUNT; v++)
