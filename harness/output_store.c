@@ -111,8 +111,9 @@ done:
         status = kr_fail(err, "%s: closing /%s/%s failed (disk full?)", path, case_name, kernel);
     if (gcase >= 0 && H5Gclose(gcase) < 0 && status == 0)
         status = kr_fail(err, "%s: closing /%s failed (disk full?)", path, case_name);
+    errno = 0;
     if (file >= 0 && H5Fclose(file) < 0 && status == 0)
-        status = kr_fail(err, "%s: closing the file failed (disk full?)", path);
+        status = kr_fail(err, "%s: closing the file failed (%s)", path, errno ? strerror(errno) : "disk full?");
     H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
     return status;
 }

@@ -234,6 +234,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
                      "directory", path, tmp, e ? strerror(e) : "HDF5 error");
         goto done;
     }
+    errno = 0;   /* from here a set errno is the failed write's */
     stage = "writing the root attributes (disk full?)";
     if (write_str_attr(file, "schema", RESULTS_SCHEMA_V2) != 0)
         goto fail;
@@ -251,11 +252,13 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
 
     if (results_table_write(file, dcpl, path, rows, n, err) != 0)
         goto done;
+    errno = 0;
     herr_t cl = H5Fclose(file);
     file = -1;
     if (cl < 0) {
-        kr_fail(err, "%s: file: closing the temporary file %s failed (disk full?); expected a "
-                     "complete file", path, tmp);
+        /* HDF5 keeps the errno of the write that failed. */
+        kr_fail(err, "%s: file: closing the temporary file %s failed (%s); expected a complete file",
+                path, tmp, errno ? strerror(errno) : "disk full?");
         goto done;
     }
     if (sync_path(tmp, 0) != 0) {
@@ -279,7 +282,11 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
     rc = 0;
     goto done;
 fail:
-    kr_fail(err, "%s: file: HDF5 failed %s; expected a writable results file", path, stage);
+    if (errno)
+        kr_fail(err, "%s: file: HDF5 failed %s: %s; expected a writable results file", path, stage,
+                strerror(errno));
+    else
+        kr_fail(err, "%s: file: HDF5 failed %s; expected a writable results file", path, stage);
 done:
     if (file >= 0)
         H5Fclose(file);

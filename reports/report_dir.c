@@ -1,3 +1,6 @@
+#include <errno.h>
+#include <string.h>
+
 #include "atomic_file.h"
 #include "report.h"
 
@@ -12,8 +15,13 @@ int report_write_dir(const char *dir, const result_list_t *rows, const run_info_
     snprintf(path, sizeof path, "%s/results.json", dir);
     if (atomic_file_open(&f, path, err))
         return -1;
+    errno = 0;
     if (report_json_write(f.fp, rows, info) != 0) {
+        /* jansson reports a failed write the same way as a failed encoding. */
+        int e = ferror(f.fp) ? errno : 0;
         atomic_file_abort(&f);
+        if (e)
+            return kr_fail(err, "%s: write failed: %s", path, strerror(e));
         return kr_fail(err, "%s: JSON encoding failed", path);
     }
     if (atomic_file_commit(&f, err))

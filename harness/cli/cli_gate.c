@@ -225,7 +225,10 @@ int cli_gate(int argc, char **argv)
         report_summary_line(stdout, &rows);
         if (write_run_reports(o.run_dir, &rows, &meta, o.baseline_path, o.history_dir, failed, n_failed,
                               &werr)) {
-            fprintf(stderr, "kreplay: error: %s\n", werr.msg);
+            /* After a run that stopped on an error (a full disk, most often),
+             * that error was the one line: this is its echo. */
+            if (ran == 0)
+                fprintf(stderr, "kreplay: error: %s\n", werr.msg);
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)
                 failed[n_failed++] = werr.msg;
@@ -240,8 +243,7 @@ int cli_gate(int argc, char **argv)
         if (gate_rows_with_errors(&rows, failed, n_failed, &junit_rows))
             kr_fail(&jerr, "%s: out of memory", o.junit_path);
         if (jerr.msg[0] || write_junit_file(o.junit_path, &junit_rows, &meta, sum.seconds, &jerr)) {
-            /* After an error before the first case, that error was the one line. */
-            if (ran == 0 || rows.count > 0)
+            if (ran == 0)
                 fprintf(stderr, "kreplay: error: %s\n", jerr.msg);
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)
