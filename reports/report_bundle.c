@@ -162,8 +162,9 @@ static int write_bytes(const char *path, const char *data, size_t len, kr_error_
     if (atomic_file_open(&f, path, err))
         return -1;
     if (len && fwrite(data, 1, len, f.fp) != len) {
+        int e = errno;
         atomic_file_abort(&f);
-        return kr_fail(err, "%s: write failed", path);
+        return kr_fail(err, "%s: write failed: %s", path, strerror(e));
     }
     return atomic_file_commit(&f, err);
 }

@@ -243,7 +243,7 @@ int cli_gate(int argc, char **argv)
         if (gate_rows_with_errors(&rows, failed, n_failed, &junit_rows))
             kr_fail(&jerr, "%s: out of memory", o.junit_path);
         if (jerr.msg[0] || write_junit_file(o.junit_path, &junit_rows, &meta, sum.seconds, &jerr)) {
-            if (ran == 0)
+            if (ran == 0 && !werr.msg[0])
                 fprintf(stderr, "kreplay: error: %s\n", jerr.msg);
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)

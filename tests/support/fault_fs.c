@@ -11,11 +11,8 @@
  *                   every creation, write-open, mkdir, rename and unlink below
  *                   the directory, as a read-only mount does (for root too).
  *
- * stdio writes reach the kernel through glibc's internal write, which a
- * preloaded library cannot see, so fopen of a file below the directory for
- * writing returns a fopencookie stream over a tracked descriptor (fileno
- * answers that descriptor, so fsync(fileno(fp)) behaves as usual).  HDF5's
- * sec2 driver uses open/pwrite/write directly. */
+ * HDF5's sec2 driver uses open/pwrite/write, which are charged as they
+ * happen; stdio streams are charged when flushed or closed (below). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,6 +43,7 @@ static unsigned char tracked[MAX_FDS];
 static struct {
     FILE *fp;
     int fd;
+    long long charged;          /* bytes of the file already charged to the budget */
 } streams[MAX_STREAMS];
 
 static void load_cfg(void)
@@ -258,42 +256,44 @@ int access(const char *path, int mode)
     return real_access(path, mode);
 }
 
-/* ---- stdio: a cookie stream over a tracked descriptor ---- */
+/* ---- stdio: charged at fflush and fclose ----
+ *
+ * glibc's stdio writes through its internal write, which no preloaded
+ * library sees.  A stream opened for writing below the directory is a normal
+ * stream; what it wrote (the file's size) is charged when it is flushed or
+ * closed, and past the budget the file is cut at the budget and the flush or
+ * close fails with the configured errno, as delayed allocation on a full
+ * disk does. */
 
-static ssize_t cookie_write(void *c, const char *buf, size_t n)
+static int stream_index(FILE *fp)
 {
-    int fd = (int)(intptr_t)c;
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, buf + done, n - done);
-        if (w < 0)
-            return done ? (ssize_t)done : -1;
-        done += (size_t)w;
-    }
-    return (ssize_t)done;
+    for (int i = 0; fp && i < MAX_STREAMS; i++)
+        if (streams[i].fp == fp)
+            return i;
+    return -1;
 }
 
-static ssize_t cookie_read(void *c, char *buf, size_t n)
+/* -1 with errno when the stream's new bytes do not fit the budget. */
+static int charge_stream(int i)
 {
-    return read((int)(intptr_t)c, buf, n);
-}
-
-static int cookie_seek(void *c, off64_t *off, int whence)
-{
-    off_t r = lseek((int)(intptr_t)c, (off_t)*off, whence);
-    if (r < 0)
+    struct stat st;
+    if (fstat(streams[i].fd, &st) != 0)
+        return 0;
+    long long delta = (long long)st.st_size - streams[i].charged;
+    if (delta <= 0)
+        return 0;
+    if (cfg.budget < 0 || delta > cfg.budget) {
+        long long keep = streams[i].charged + (cfg.budget > 0 ? cfg.budget : 0);
+        if (ftruncate(streams[i].fd, (off_t)keep) != 0)
+            keep = st.st_size;
+        streams[i].charged = keep;
+        cfg.budget = -1;
+        errno = cfg.err;
         return -1;
-    *off = r;
+    }
+    cfg.budget -= delta;
+    streams[i].charged = st.st_size;
     return 0;
-}
-
-static int cookie_close(void *c)
-{
-    int fd = (int)(intptr_t)c;
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (streams[i].fp && streams[i].fd == fd)
-            streams[i].fp = NULL;
-    return close(fd);
 }
 
 static FILE *fopen_common(const char *name, const char *path, const char *mode)
@@ -303,23 +303,22 @@ static FILE *fopen_common(const char *name, const char *path, const char *mode)
     int writing = strpbrk(mode, "wa+") != NULL;
     if (!writing || !below(path))
         return real(path, mode);
-    int flags = strchr(mode, '+') ? O_RDWR : O_WRONLY;
-    flags |= mode[0] == 'a' ? O_CREAT | O_APPEND : mode[0] == 'w' ? O_CREAT | O_TRUNC : 0;
-    if (mode[0] == 'r')
-        flags = O_RDWR;
-    int fd = open(path, flags, 0666);
-    if (fd < 0)
-        return NULL;
-    cookie_io_functions_t io = {cookie_read, cookie_write, cookie_seek, cookie_close};
-    FILE *fp = fopencookie((void *)(intptr_t)fd, mode, io);
-    if (!fp) {
-        close(fd);
+    if (writes_refused()) {
+        errno = EROFS;
         return NULL;
     }
+    FILE *fp = real(path, mode);
+    if (!fp)
+        return NULL;
+    REAL(fileno);
+    int fd = real_fileno(fp);
     for (int i = 0; i < MAX_STREAMS; i++)
         if (!streams[i].fp) {
             streams[i].fp = fp;
             streams[i].fd = fd;
+            streams[i].charged = 0;
+            if (fd >= 0 && fd < MAX_FDS)
+                tracked[fd] = 1;
             break;
         }
     return fp;
@@ -335,11 +334,43 @@ FILE *fopen64(const char *path, const char *mode)
     return fopen_common("fopen64", path, mode);
 }
 
-int fileno(FILE *fp)
+int fflush(FILE *fp)
 {
-    REAL(fileno);
-    for (int i = 0; i < MAX_STREAMS; i++)
-        if (fp && streams[i].fp == fp)
-            return streams[i].fd;
-    return real_fileno(fp);
+    REAL(fflush);
+    int r = real_fflush(fp);
+    if (r != 0)
+        return r;
+    if (!fp) {
+        int bad = 0;
+        for (int i = 0; i < MAX_STREAMS; i++)
+            if (streams[i].fp && charge_stream(i))
+                bad = 1;
+        return bad ? EOF : 0;
+    }
+    int i = stream_index(fp);
+    return i >= 0 && charge_stream(i) ? EOF : 0;
+}
+
+int fclose(FILE *fp)
+{
+    REAL(fclose);
+    REAL(fflush);
+    int i = stream_index(fp);
+    if (i < 0)
+        return real_fclose(fp);
+    int bad = real_fflush(fp) != 0;
+    int e = errno;
+    if (!bad && charge_stream(i)) {
+        bad = 1;
+        e = errno;
+    }
+    if (streams[i].fd >= 0 && streams[i].fd < MAX_FDS)
+        tracked[streams[i].fd] = 0;
+    streams[i].fp = NULL;
+    int r = real_fclose(fp);
+    if (bad) {
+        errno = e;
+        return EOF;
+    }
+    return r;
 }
