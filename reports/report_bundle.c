@@ -1,6 +1,7 @@
 #include "report_bundle.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
