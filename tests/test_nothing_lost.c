@@ -209,10 +209,11 @@ static void test_full_disk_gate(void **state)
         fail_msg("%s", err.msg);
     const int64_t full_rows = rows.count;
     result_list_free(&rows);
-    /* A clean run writes at least this much: every budget below it must fail. */
+    /* A clean run writes at least this much: every budget below it must
+     * fail.  2% off the top: the reports' timings vary in length. */
     const long long total = tree_bytes(clean);
     assert_true(total > 10000);
-    const long long budgets[] = {0, 600, total / 10, total / 2, total * 9 / 10, total - 1};
+    const long long budgets[] = {0, 600, total / 10, total / 2, total * 9 / 10, total * 49 / 50};
     const char *errs[] = {"ENOSPC", "ENOSPC", "EIO", "ENOSPC", "EIO", "ENOSPC"};
     const char *msgs[] = {"No space left on device", "No space left on device", "Input/output error",
                           "No space left on device", "Input/output error", "No space left on device"};
