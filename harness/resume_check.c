@@ -64,7 +64,7 @@ int resume_check_partials(const char *run_dir, const results_meta_t *now, resume
         /* The same files results_store_load_partials takes: finished "*.h5", not "*.tmp.*". */
         if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
             continue;
-        char path[4400];
+        char path[sizeof dir + sizeof e->d_name + 1];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         rc = check_one(path, now, out, err);
     }
