@@ -1,4 +1,3 @@
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +5,10 @@
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "cli_commands.h"
+#include "cli_inject.h"
+#include "cli_gate_console.h"
+#include "cli_options.h"
 #include "calibrate.h"
 #include "gate.h"
 #include "junit.h"
@@ -13,32 +16,103 @@
 #include "report_bundle.h"
 #include "results_store.h"
 
-static void gate_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay gate SUITE -o RUNDIR [--baseline FILE] [--junit FILE] [options]\n"
-            "\n"
-            "Runs a suite (cases/suites/*.yaml) through its kernels, judges every row by the\n"
-            "suite's policy, writes RUNDIR/results.h5, results.json, results.csv and report.md,\n"
-            "and compares with a baseline results file.\n"
-            "\n"
-            "  -o, --out RUNDIR         the run directory (required)\n"
-            "      --baseline FILE      a results.h5 to compare with: REGRESSED / IMPROVED\n"
-            "      --junit FILE         JUnit XML, a testcase per case x kernel\n"
-            "      --policy FILE        overrides the suite's policy\n"
-            "      --history DIR        keep a copy of results.h5 in DIR (for trends)\n"
-            "      --shard I/N          run the I-th of N interleaved slices of the cases\n"
-            "      --resume             keep the cases RUNDIR/partial already holds\n"
-            "      --only-shape NxK     only the cases of one shape (ctest's per-shape tests)\n"
-            "      --list-shapes        print the suite's shapes, bands and kernel families\n"
-            "      --seeds FIRST-LAST   every synthetic item uses these seeds (at most 64)\n"
-            "      --inject [K=]FAULT   run kernels matching K with a deliberate fault (a drill:\n"
-            "                           the gate must fail; see 'kreplay replay --help')\n"
-            "  -t, --threads N\n"
-            "\n"
-            "Exit: 0 pass, 1 the gate failed (a failing verdict or a regression), 2 usage or\n"
-            "input error.\n");
-}
+enum {
+    OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
+    OPT_SEEDS, OPT_ALLOW_MISSING,
+};
+
+static const cli_option_t gate_options[] = {
+    {'o', "out", 'o', "RUNDIR", CLI_DIR, NULL, "the run directory (required)"},
+    {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL,
+     "a results.h5 to compare with: REGRESSED / IMPROVED; a\n"
+     "baseline row this run lacks (MISSING) fails the gate\nunless --allow-missing"},
+    {OPT_ALLOW_MISSING, "allow-missing", 0, NULL, CLI_FLAG, NULL,
+     "baseline rows absent from this run do not fail the\ngate (implied by --shard)"},
+    {OPT_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML, a testcase per case x kernel"},
+    {OPT_POLICY, "policy", 0, "FILE", CLI_FILE, NULL, "overrides the suite's policy"},
+    {OPT_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "keep a copy of results.h5 in DIR (for trends)"},
+    {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases"},
+    {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL, "keep the cases RUNDIR/partial already holds"},
+    {OPT_ONLY, "only-shape", 0, "NxK", CLI_STRING, NULL, "only the cases of one shape (ctest's per-shape tests)"},
+    {OPT_LIST, "list-shapes", 0, NULL, CLI_FLAG, NULL, "print the suite's shapes, bands and kernel families"},
+    {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)"},
+    CLI_OPT_INJECT,
+    CLI_OPT_ALL_ROWS,
+    CLI_OPT_QUIET,
+    CLI_OPT_THREADS,
+};
+
+const cli_command_t cli_gate_command = {
+    .name = "gate",
+    .synopsis = "SUITE -o RUNDIR [--baseline FILE] [--junit FILE] [options]",
+    .summary = "the nightly gate: suite, policy, results file, baseline, JUnit",
+    .description =
+        "Runs a suite (cases/suites/*.yaml) through its kernels, judges every row by the\n"
+        "suite's policy, writes RUNDIR/results.h5, results.json, results.csv and report.md,\n"
+        "and compares with a baseline results file.  Prints the summary first, then the\n"
+        "failing and regressed rows, each with the command that reruns it.",
+    .operands = "file",
+    .options = gate_options,
+    .n_options = (int)(sizeof gate_options / sizeof gate_options[0]),
+    .run = cli_gate,
+};
+
+static const cli_option_t merge_options[] = {
+    {'o', "out", 'o', "OUTDIR", CLI_DIR, NULL, "the merged run's directory (required)"},
+};
+
+const cli_command_t cli_merge_command = {
+    .name = "merge",
+    .synopsis = "-o OUTDIR SHARD_RESULTS.h5...",
+    .summary = "combine shard results into one run",
+    .description = "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
+                   "(exactly the rows of one unsharded run) and its reports.",
+    .operands = "file",
+    .options = merge_options,
+    .n_options = 1,
+    .run = cli_merge,
+};
+
+enum { OPT_BASELINE_FILE = 1, OPT_BASELINE_HISTORY };
+
+static const cli_option_t baseline_options[] = {
+    {OPT_BASELINE_FILE, "baseline", 0, "FILE", CLI_FILE, NULL,
+     "the baseline to write (its directory is created)"},
+    {OPT_BASELINE_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "also keep a copy in DIR, named by time and commit"},
+};
+
+const cli_command_t cli_baseline_command = {
+    .name = "baseline",
+    .synopsis = "update RESULTS.h5|RUNDIR --baseline FILE [--history DIR]",
+    .summary = "promote a run to the baseline",
+    .description = "Checks that RESULTS.h5 (or RUNDIR/results.h5) is a valid results file and writes it,\n"
+                   "atomically, as the baseline.",
+    .operands = "update",
+    .options = baseline_options,
+    .n_options = 2,
+    .run = cli_baseline,
+};
+
+static const cli_option_t calibrate_options[] = {
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "writes DIR/calibration.md and DIR/policy.yaml (required)"},
+    {'s', "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "the seeds every synthetic item runs with (required)"},
+    {'m', "margin", 0, "M", CLI_POS_NUMBER, NULL, "threshold = M x the largest value seen (default 2, >= 1)"},
+    {'n', "name", 0, "NAME", CLI_STRING, NULL, "the policy's name (default: calibrated)"},
+    CLI_OPT_THREADS,
+};
+
+const cli_command_t cli_calibrate_command = {
+    .name = "calibrate",
+    .synopsis = "SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME]",
+    .summary = "thresholds from clean models over many seeds",
+    .description = "Runs the suite's clean models over the seeds, and writes DIR/calibration.md (each\n"
+                   "metric's distribution per kernel x reference x band) and DIR/policy.yaml (thresholds\n"
+                   "= margin x the largest value seen; default margin 2).",
+    .operands = "file",
+    .options = calibrate_options,
+    .n_options = (int)(sizeof calibrate_options / sizeof calibrate_options[0]),
+    .run = cli_calibrate,
+};
 
 static int write_run_reports(const char *run_dir, const char *junit_path, const char *suite_name,
                              const result_list_t *rows, const results_meta_t *meta,
@@ -84,29 +158,16 @@ static int write_run_reports(const char *run_dir, const char *junit_path, const 
 
 int cli_gate(int argc, char **argv)
 {
-    enum { OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY,
-           OPT_LIST, OPT_INJECT, OPT_SEEDS };
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'},
-        {"baseline", required_argument, 0, OPT_BASE},
-        {"junit", required_argument, 0, OPT_JUNIT},
-        {"policy", required_argument, 0, OPT_POLICY},
-        {"history", required_argument, 0, OPT_HISTORY},
-        {"shard", required_argument, 0, OPT_SHARD},
-        {"resume", no_argument, 0, OPT_RESUME},
-        {"only-shape", required_argument, 0, OPT_ONLY},
-        {"list-shapes", no_argument, 0, OPT_LIST},
-        {"inject", required_argument, 0, OPT_INJECT},
-        {"seeds", required_argument, 0, OPT_SEEDS},
-        {"threads", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
+    const cli_command_t *cmd = &cli_gate_command;
     gate_options_t o = {0};
+    gate_console_t console = {0};
     int list = 0;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, cmd, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 'o': o.run_dir = optarg; break;
         case OPT_BASE: o.baseline_path = optarg; break;
@@ -123,24 +184,38 @@ int cli_gate(int argc, char **argv)
         case OPT_RESUME: o.resume = 1; break;
         case OPT_ONLY: o.only_shape = optarg; break;
         case OPT_LIST: list = 1; break;
-        case OPT_INJECT: o.inject = optarg; break;
         case OPT_SEEDS:
             if (sscanf(optarg, "%lld-%lld", &o.seed_first, &o.seed_last) != 2 || o.seed_first < 1) {
                 fprintf(stderr, "kreplay gate: --seeds: expected FIRST-LAST, got '%s'\n", optarg);
                 return EXIT_USAGE;
             }
             break;
-        case 't': o.threads = atoi(optarg); break;
-        case 'h': gate_usage(stdout); return 0;
-        default: gate_usage(stderr); return EXIT_USAGE;
+        case CLI_ID_INJECT: {
+            /* Checked here, so a bad fault is an error before any case runs. */
+            fault_t f;
+            const char *kernels;
+            char buf[256];
+            int r = cli_parse_inject(cmd, optarg, buf, sizeof buf, &f, &kernels);
+            if (r)
+                return r > 0 ? 0 : EXIT_USAGE;
+            o.inject = optarg;
+            break;
+        }
+        case OPT_ALLOW_MISSING: console.allow_missing = 1; break;
+        case CLI_ID_ALL_ROWS: console.all_rows = 1; break;
+        case CLI_ID_QUIET: console.quiet = 1; break;
+        case CLI_ID_THREADS: o.threads = (int)v.i; break;
+        default: break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (optind != argc - 1) {
-        fprintf(stderr, "kreplay gate: expected exactly one SUITE file\n");
-        gate_usage(stderr);
+        fprintf(stderr, "kreplay gate: expected exactly one SUITE file\nRun 'kreplay help gate' for its options.\n");
         return EXIT_USAGE;
     }
     o.suite_path = argv[optind];
+    (void)console;
     kr_error_t err = {{0}};
     if (list) {
         if (gate_list_shapes(o.suite_path, &err)) {
@@ -197,21 +272,15 @@ int cli_gate(int argc, char **argv)
 int cli_merge(int argc, char **argv)
 {
     const char *out_dir = NULL;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_merge_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0)
         if (c == 'o')
-            out_dir = optarg;
-        else {
-            fprintf(c == 'h' ? stdout : stderr,
-                    "usage: kreplay merge -o OUTDIR SHARD_RESULTS.h5...\n"
-                    "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
-                    "(exactly the rows of one unsharded run) and its reports.\n");
-            return c == 'h' ? 0 : EXIT_USAGE;
-        }
-    }
+            out_dir = v.arg;
+    if (c < 0)
+        return cli_parse_exit(c);
     if (!out_dir || optind >= argc) {
         fprintf(stderr, "kreplay merge: need -o OUTDIR and at least one results file\n");
         return EXIT_USAGE;
@@ -246,23 +315,25 @@ int cli_merge(int argc, char **argv)
 /* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */
 int cli_baseline(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "update") != 0) {
+    const char *src = NULL, *dest = NULL, *history = NULL;
+    cli_parser_t parser;
+    cli_value_t v;
+    int c;
+    cli_parser_init(&parser, &cli_baseline_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        if (c == OPT_BASELINE_FILE)
+            dest = v.arg;
+        else if (c == OPT_BASELINE_HISTORY)
+            history = v.arg;
+    }
+    if (c < 0)
+        return cli_parse_exit(c);
+    if (optind >= argc || strcmp(argv[optind], "update") != 0 || argc - optind > 2) {
         fprintf(stderr, "usage: kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR]\n");
         return EXIT_USAGE;
     }
-    const char *src = NULL, *dest = NULL, *history = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--baseline") && i + 1 < argc)
-            dest = argv[++i];
-        else if (!strcmp(argv[i], "--history") && i + 1 < argc)
-            history = argv[++i];
-        else if (!src)
-            src = argv[i];
-        else {
-            fprintf(stderr, "kreplay baseline: unexpected argument '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        }
-    }
+    if (argc - optind == 2)
+        src = argv[optind + 1];
     if (!src || !dest) {
         fprintf(stderr, "kreplay baseline update: need RESULTS.h5|RUNDIR and --baseline FILE\n");
         return EXIT_USAGE;
@@ -298,16 +369,15 @@ int cli_baseline(int argc, char **argv)
 /* kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME] */
 int cli_calibrate(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"seeds", required_argument, 0, 's'},
-        {"margin", required_argument, 0, 'm'}, {"name", required_argument, 0, 'n'},
-        {"threads", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     gate_options_t o = {0};
     double margin = 2.0;
     const char *name = "calibrated", *dir = NULL;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:s:m:n:t:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_calibrate_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 'o': dir = optarg; break;
         case 's':
@@ -316,18 +386,14 @@ int cli_calibrate(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
-        case 'm': margin = atof(optarg); break;
+        case 'm': margin = v.d; break;
         case 'n': name = optarg; break;
-        case 't': o.threads = atoi(optarg); break;
-        default:
-            fprintf(c == 'h' ? stdout : stderr,
-                    "usage: kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME]\n"
-                    "Runs the suite's clean models over the seeds, and writes DIR/calibration.md (each\n"
-                    "metric's distribution per kernel x reference x band) and DIR/policy.yaml (thresholds\n"
-                    "= margin x the largest value seen; default margin 2).\n");
-            return c == 'h' ? 0 : EXIT_USAGE;
+        case CLI_ID_THREADS: o.threads = (int)v.i; break;
+        default: break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (!dir || optind != argc - 1 || o.seed_first < 1 || !(margin >= 1)) {
         fprintf(stderr, "kreplay calibrate: need SUITE, --seeds FIRST-LAST, -o DIR and a margin >= 1\n");
         return EXIT_USAGE;
