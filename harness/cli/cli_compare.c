@@ -11,6 +11,7 @@
 #include "cli_commands.h"
 #include "compare.h"
 #include "kr_string.h"
+#include "progress.h"
 #include "report_bundle.h"
 #include "results_store.h"
 #include "shape_catalog.h"
@@ -238,9 +239,13 @@ int cli_compare(int argc, char **argv)
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             return EXIT_USAGE;
         }
+        progress_t sprog;
+        int64_t done = 0;
+        progress_start(&sprog, "kreplay compare", (int64_t)n_shapes * n_m * seeds);
         for (int s = 0; s < n_shapes; s++)
             for (int j = 0; j < n_m; j++)
                 for (int seed = 1; seed <= seeds; seed++) {
+                    progress_update(&sprog, done++);
                     sp.N = shapes[s].N;
                     sp.K = shapes[s].K;
                     sp.M = ms[j];
@@ -252,10 +257,15 @@ int cli_compare(int argc, char **argv)
                     }
                     case_free(&cs);
                 }
+        progress_update(&sprog, done);
+        progress_finish(&sprog);
     }
     int n_cases = 0;
     char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
+    progress_t prog;
+    progress_start(&prog, "kreplay compare", n_cases);
     for (int i = 0; i < n_cases; i++) {
+        progress_update(&prog, i);
         case_t cs;
         if (case_load_safe(cases[i], &cs, NULL, 0, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
@@ -263,6 +273,8 @@ int cli_compare(int argc, char **argv)
         }
         case_free(&cs);
     }
+    progress_update(&prog, n_cases);
+    progress_finish(&prog);
     cli_free_strings(cases);
     char *cmdline = cli_command_line(argc, argv);
     if (json) {

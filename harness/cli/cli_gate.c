@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "cli_commands.h"
 #include "cli_inject.h"
+#include "cli_kernel_patterns.h"
 #include "cli_gate_console.h"
 #include "cli_options.h"
 #include "calibrate.h"
@@ -18,7 +19,7 @@
 
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
-    OPT_SEEDS, OPT_ALLOW_MISSING,
+    OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS,
 };
 
 static const cli_option_t gate_options[] = {
@@ -34,6 +35,9 @@ static const cli_option_t gate_options[] = {
     {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases"},
     {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL, "keep the cases RUNDIR/partial already holds"},
     {OPT_ONLY, "only-shape", 0, "NxK", CLI_STRING, NULL, "only the cases of one shape (ctest's per-shape tests)"},
+    {OPT_ONLY_CASE, "only-case", 0, "NAME", CLI_STRING, NULL,
+     "only the case of this name (a row's case name; what each\nfailing row's rerun command uses)"},
+    {OPT_GATE_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "kernel globs replacing the suite's kernels"},
     {OPT_LIST, "list-shapes", 0, NULL, CLI_FLAG, NULL, "print the suite's shapes, bands and kernel families"},
     {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)"},
     CLI_OPT_INJECT,
@@ -202,6 +206,12 @@ int cli_gate(int argc, char **argv)
             break;
         }
         case OPT_ALLOW_MISSING: console.allow_missing = 1; break;
+        case OPT_ONLY_CASE: o.only_case = optarg; break;
+        case OPT_GATE_KERNELS:
+            if (cli_check_kernel_patterns(cmd, optarg, NULL, 0))
+                return EXIT_USAGE;
+            o.kernels = optarg;
+            break;
         case CLI_ID_ALL_ROWS: console.all_rows = 1; break;
         case CLI_ID_QUIET: console.quiet = 1; break;
         case CLI_ID_THREADS: o.threads = (int)v.i; break;
@@ -215,7 +225,7 @@ int cli_gate(int argc, char **argv)
         return EXIT_USAGE;
     }
     o.suite_path = argv[optind];
-    (void)console;
+    o.allow_missing = console.allow_missing || o.shard_count > 0;
     kr_error_t err = {{0}};
     if (list) {
         if (gate_list_shapes(o.suite_path, &err)) {
@@ -243,8 +253,6 @@ int cli_gate(int argc, char **argv)
         status = EXIT_USAGE;
     }
     if (rows.count > 0 || ran == 0) {
-        report_table_print(stdout, &rows);
-        report_summary_line(stdout, &rows);
         kr_error_t werr = {{0}};
         const char *failed[16];
         for (int i = 0; i < sum.n_failed_keys; i++)
@@ -254,18 +262,14 @@ int cli_gate(int argc, char **argv)
             fprintf(stderr, "kreplay: error: %s\n", werr.msg);
             status = EXIT_USAGE;
         }
+        gate_console_print(stdout, &console, &o, &rows, &sum, ran == 0);
     }
-    if (ran == 0)
-        printf("gate: %lld cases (%lld resumed), %lld rows, %lld failing, %lld regressed, %lld improved, "
-               "%.1f s -> %s/results.h5\n",
-               (long long)sum.cases_planned, (long long)sum.cases_resumed, (long long)sum.rows,
-               (long long)sum.failing, (long long)sum.regressed, (long long)sum.improved, sum.seconds,
-               o.run_dir);
     result_list_free(&rows);
+    gate_summary_free(&sum);
     free(cmdline);
     if (status)
         return status;
-    return (sum.failing || sum.regressed) ? EXIT_VERDICT_FAILED : 0;
+    return (sum.failing || sum.baseline_failed) ? EXIT_VERDICT_FAILED : 0;
 }
 
 /* kreplay merge -o OUTDIR SHARD.h5... */

@@ -253,7 +253,11 @@ int cli_replay(int argc, char **argv)
     int input_errors = 0;
     const char **failed = calloc((size_t)n_cases + 1, sizeof *failed);
     int n_failed = 0;
+    progress_t prog;
+    progress_start(&prog, "kreplay replay", n_cases);
+    opt.progress = &prog;
     for (int i = 0; i < n_cases; i++) {
+        progress_update(&prog, i);
         case_t cs;
         if (case_load_safe(cases[i], &cs, NULL, 0, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
@@ -270,6 +274,9 @@ int cli_replay(int argc, char **argv)
         }
         case_free(&cs);
     }
+    progress_update(&prog, n_cases);
+    progress_finish(&prog);
+    opt.progress = NULL;
     char *cmdline = cli_command_line(argc, argv);
     run_info_t info;
     run_info_fill(&info, cmdline, cli_version(), cli_git_commit());
