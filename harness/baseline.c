@@ -363,7 +363,7 @@ void baseline_report_print(FILE *fp, const baseline_report_t *rep, const result_
                 continue;
             const result_t *r = e->run_index >= 0 ? &run->rows[e->run_index]
                                                   : &base->rows[e->base_index];
-            fprintf(fp, "%-9s  %s [%s] %s/%s  %s\n", baseline_class_name(e->cls), r->case_name,
-                    r->case_id, r->kernel, r->reference, e->note);
+            fprintf(fp, "%-9s  %s:%s/%s  %s\n", baseline_class_name(e->cls), r->case_name,
+                    r->kernel, r->reference, e->note);
         }
 }

@@ -98,7 +98,7 @@ int baseline_gate_failed(const baseline_report_t *rep, int allow_missing);
 int baseline_check_identity(const result_list_t *base, const char *path, kr_error_t *err);
 
 /* Counts line, then one line per REGRESSED, IMPROVED, NEW and MISSING entry:
- * "REGRESSED  case [case_id] kernel/reference  note". */
+ * "REGRESSED  case:kernel/reference  note". */
 void baseline_report_print(FILE *fp, const baseline_report_t *rep, const result_list_t *run,
                            const result_list_t *base);
 
