@@ -220,6 +220,8 @@ static void print_wrapped(FILE *fp, const char *lead, const char *text)
 void cli_print_usage(FILE *fp, const cli_command_t *cmd)
 {
     const char *prefix = "usage:";
+    if (!cmd->synopsis || !*cmd->synopsis)
+        fprintf(fp, "usage: kreplay %s\n", cmd->name);
     for (const char *p = cmd->synopsis; p && *p;) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
@@ -269,7 +271,8 @@ static int edit_distance(const char *a, const char *b)
 
 const char *cli_closest(const char *word, const char *const *candidates, int n)
 {
-    int limit = (int)strlen(word) / 3;
+    /* About a third of the word: "jsno" -> "json" (2 edits), never a wild guess. */
+    int limit = ((int)strlen(word) + 2) / 3;
     if (limit < 1)
         limit = 1;
     const char *best = NULL;

@@ -128,8 +128,8 @@ int cli_apply_kernel_option(const cli_value_t *v, kernel_options_t *k);
 
 void cli_print_usage(FILE *fp, const cli_command_t *cmd);
 
-/* The name among candidates closest to word (edit distance at most a third of
- * its length, at least 1), or NULL. */
+/* The name among candidates closest to word (edit distance at most about a
+ * third of its length, at least 1), or NULL. */
 const char *cli_closest(const char *word, const char *const *candidates, int n);
 
 #endif
