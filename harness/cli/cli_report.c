@@ -136,6 +136,9 @@ int cli_report(int argc, char **argv)
     memset(&meta, 0, sizeof meta);
     kr_error_t err = {{0}};
     int n_files = 0;
+    paths_t files = {0}, times = {0};
+    char newest_time[64] = "";
+    int newest = -1;
     for (int i = optind; status == 0 && i < argc; i++) {
         char path[4400];
         struct stat st;
@@ -152,6 +155,10 @@ int cli_report(int argc, char **argv)
         }
         if (n_files == 0)
             meta = m;
+        if (newest < 0 || strcmp(m.time_utc, newest_time) > 0) {
+            newest = n_files;
+            snprintf(newest_time, sizeof newest_time, "%s", m.time_utc);
+        }
         for (int64_t j = 0; j < part.count; j++) {
             result_t *r = result_list_add(&rows);
             if (!r) {
@@ -162,6 +169,8 @@ int cli_report(int argc, char **argv)
             *r = part.rows[j];
         }
         result_list_free(&part);
+        if (paths_add(&files, path) || paths_add(&times, m.time_utc))
+            status = EXIT_USAGE;
         n_files++;
     }
     if (status == 0 && n_files > 1) {
@@ -169,16 +178,43 @@ int cli_report(int argc, char **argv)
             fprintf(stderr, "kreplay: error: out of memory\n");
             status = EXIT_USAGE;
         }
-        for (int64_t j = 1; status == 0 && j < rows.count; j++)
-            if (result_key_cmp(&rows.rows[j - 1], &rows.rows[j]) == 0) {
-                fprintf(stderr,
-                        "kreplay: error: the row (%s, %s, %s) is in two of the files: overlapping shards or the "
-                        "same run twice\n",
-                        rows.rows[j].case_path, rows.rows[j].kernel, rows.rows[j].reference);
+        int64_t overlap = -1;
+        for (int64_t j = 1; status == 0 && overlap < 0 && j < rows.count; j++)
+            if (result_key_cmp(&rows.rows[j - 1], &rows.rows[j]) == 0)
+                overlap = j;
+        /* Files from one run (the same time) may only be its shards. */
+        int same_run = 0;
+        for (int a = 0; a < times.n; a++)
+            for (int b = a + 1; b < times.n; b++)
+                same_run |= strcmp(times.v[a], times.v[b]) == 0;
+        if (overlap >= 0 && same_run) {
+            fprintf(stderr,
+                    "kreplay: error: the row (%s, %s, %s) is in two of the files: overlapping shards or the "
+                    "same run twice\n",
+                    rows.rows[overlap].case_path, rows.rows[overlap].kernel, rows.rows[overlap].reference);
+            status = EXIT_USAGE;
+        } else if (overlap >= 0) {
+            /* The same rows in several files: several runs (one results.h5 per run),
+             * not shards.  The newest is the report's run, the others its trend. */
+            result_list_free(&rows);
+            memset(&rows, 0, sizeof rows);
+            if (results_store_read(files.v[newest], &rows, &meta, &err)) {
+                fprintf(stderr, "kreplay: error: %s\n", err.msg);
                 status = EXIT_USAGE;
             }
-        snprintf(meta.shard, sizeof meta.shard, "merged %d files", n_files);
+            for (int k = 0; status == 0 && k < files.n; k++)
+                if (k != newest && paths_add(&history, files.v[k]))
+                    status = EXIT_USAGE;
+            if (status == 0)
+                printf("report: %d runs' results (the same rows in each): reporting the newest, %s (%s), "
+                       "with the other %d as its history\n",
+                       n_files, files.v[newest], newest_time, n_files - 1);
+        } else {
+            snprintf(meta.shard, sizeof meta.shard, "merged %d files", n_files);
+        }
     }
+    paths_free(&files);
+    paths_free(&times);
     if (status == 0) {
         report_outcome_t outcome;
         opt.meta = &meta;
