@@ -28,8 +28,10 @@ static int sh(const char *cmd, char **out)
     char full[8192];
     snprintf(full, sizeof full, "(%s) 2>&1", cmd);
     FILE *p = popen(full, "r");
-    if (!p)
+    if (!p) {
+        *out = strdup("");
         return -1;
+    }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     size_t n;

@@ -351,6 +351,17 @@ int cli_baseline(int argc, char **argv)
     result_list_t rows;
     results_meta_t meta;
     kr_error_t err = {{0}};
+    /* The baseline's directory is made, so the first promotion works. */
+    char dest_dir[4400];
+    snprintf(dest_dir, sizeof dest_dir, "%s", dest);
+    char *slash = strrchr(dest_dir, '/');
+    if (slash && slash != dest_dir) {
+        *slash = '\0';
+        if (make_dirs(dest_dir, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+    }
     if (results_store_read(path, &rows, &meta, &err) || results_store_write(dest, &rows, &meta, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
