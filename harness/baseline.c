@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kr_error.h"
 #include "kr_string.h"
 #include "results_store.h"
 
@@ -170,7 +171,37 @@ static baseline_class_t classify(const result_t *r, const result_t *b, const bas
     return BASELINE_UNCHANGED;
 }
 
-/* Stable index sort by key (merge sort; no global state). */
+/* A row's identity across runs: the case's name and content digest, the
+ * kernel and the reference -- never the path, which depends on the working
+ * directory the run was started from. */
+static int identity_cmp(const result_t *a, const result_t *b)
+{
+    int c = strncmp(a->case_name, b->case_name, sizeof a->case_name);
+    if (c)
+        return c;
+    c = strncmp(a->case_id, b->case_id, sizeof a->case_id);
+    if (c)
+        return c;
+    c = strncmp(a->kernel, b->kernel, sizeof a->kernel);
+    if (c)
+        return c;
+    return strncmp(a->reference, b->reference, sizeof a->reference);
+}
+
+int baseline_check_identity(const result_list_t *base, const char *path, kr_error_t *err)
+{
+    for (int64_t i = 0; i < base->count; i++)
+        if (!base->rows[i].case_id[0])
+            return kr_fail(err,
+                           "%s: a baseline written before rows carried their case's content digest "
+                           "(column case_id; row %lld, case %s, has none): its rows cannot be matched "
+                           "safely; re-create it with 'kreplay gate SUITE -o RUNDIR' and "
+                           "'kreplay baseline update RUNDIR --baseline %s'",
+                           path, (long long)i, base->rows[i].case_name, path);
+    return 0;
+}
+
+/* Stable index sort by identity (merge sort; no global state). */
 static int64_t *key_order(const result_t *rows, int64_t n)
 {
     int64_t *a = malloc((size_t)(n ? n : 1) * sizeof *a);
@@ -187,7 +218,7 @@ static int64_t *key_order(const result_t *rows, int64_t n)
             int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             int64_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi)
-                b[k++] = result_key_cmp(&rows[a[j]], &rows[a[i]]) < 0 ? a[j++] : a[i++];
+                b[k++] = identity_cmp(&rows[a[j]], &rows[a[i]]) < 0 ? a[j++] : a[i++];
             while (i < mid)
                 b[k++] = a[i++];
             while (j < hi)
@@ -252,7 +283,7 @@ int baseline_compare(result_list_t *run, const result_list_t *base, const baseli
     for (int64_t i = 0; i < nr; i++)
         match[i] = -1;
     for (int64_t i = 0, j = 0; i < nr && j < nb;) {
-        int c = result_key_cmp(&run->rows[ro[i]], &base->rows[bo[j]]);
+        int c = identity_cmp(&run->rows[ro[i]], &base->rows[bo[j]]);
         if (c < 0) {
             i++;
         } else if (c > 0) {
@@ -309,6 +340,11 @@ void baseline_report_free(baseline_report_t *rep)
 int baseline_report_failed(const baseline_report_t *rep)
 {
     return rep->n[BASELINE_REGRESSED] > 0;
+}
+
+int baseline_gate_failed(const baseline_report_t *rep, int allow_missing)
+{
+    return rep->n[BASELINE_REGRESSED] > 0 || (!allow_missing && rep->n[BASELINE_MISSING] > 0);
 }
 
 void baseline_report_print(FILE *fp, const baseline_report_t *rep, const result_list_t *run,

@@ -1,7 +1,9 @@
 /* baseline: compare a run with a stored baseline run (results_store.h).
  *
- * Rows are matched by the key (case_path, kernel, reference) of
- * result_list_sort; equal keys pair up in order.  Each run row is then
+ * Rows are matched by identity (case_name, case_id, kernel, reference): the
+ * case's name and the digest of its operands, never its path, so a run from
+ * another working directory or with absolute paths matches the same rows;
+ * equal identities pair up in order.  Each run row is then
  *   REGRESSED  any of the rules below fires;
  *   IMPROVED   none fires and some metric is better beyond the same tolerance
  *              (the rule applied with baseline and run swapped), or a failing
@@ -37,6 +39,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kr_error.h"
 #include "result.h"
 
 #define BASELINE_TOL_REL_DEFAULT 0.10
@@ -82,10 +85,17 @@ int baseline_compare(result_list_t *run, const result_list_t *base, const baseli
 
 void baseline_report_free(baseline_report_t *rep);
 
-/* Did anything regress?  (NEW and MISSING do not fail by themselves: a
- * filtered or sharded run legitimately lacks baseline rows; the caller
- * decides, from rep->n[BASELINE_MISSING].) */
+/* Did anything regress? */
 int baseline_report_failed(const baseline_report_t *rep);
+
+/* Does the run fail the gate against the baseline: anything REGRESSED, or
+ * any baseline row MISSING unless allow_missing (a sharded or filtered run
+ * lacks rows legitimately)?  NEW rows never fail. */
+int baseline_gate_failed(const baseline_report_t *rep, int allow_missing);
+
+/* Refuses (-1, err says how to re-create it) a baseline whose rows lack
+ * case_id: written before rows carried their case's content digest. */
+int baseline_check_identity(const result_list_t *base, const char *path, kr_error_t *err);
 
 /* Counts line, then one line per REGRESSED, IMPROVED, NEW and MISSING entry:
  * "REGRESSED  case:kernel/reference  note". */

@@ -91,6 +91,32 @@ static int load_plan_case(const suite_t *s, const plan_item_t *it, case_t *c, kr
     return c->path ? 0 : kr_fail(err, "out of memory");
 }
 
+/* Is this the case named `name` (the case_name its rows get)?  NULL: any. */
+static int plan_item_named(const plan_item_t *it, const char *name)
+{
+    if (!name)
+        return 1;
+    char short_name[256];
+    case_short_name(it->file ? it->file : it->key, short_name, sizeof short_name);
+    return strcmp(short_name, name) == 0;
+}
+
+/* Drops the rows of other shapes. */
+static void keep_shape(result_list_t *l, int64_t N, int64_t K)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < l->count; i++)
+        if (l->rows[i].N == N && l->rows[i].K == K)
+            l->rows[k++] = l->rows[i];
+    l->count = k;
+}
+
+void gate_summary_free(gate_summary_t *sum)
+{
+    result_list_free(&sum->missing_rows);
+    result_list_free(&sum->added_rows);
+}
+
 static int key_done(char **keys, int n, const char *key)
 {
     for (int i = 0; i < n; i++)
@@ -275,7 +301,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
 
     replay_options_t ropt;
     replay_options_default(&ropt);
-    ropt.kernel_patterns = s.kernels[0] ? s.kernels : NULL;
+    ropt.kernel_patterns = o->kernels ? o->kernels : s.kernels[0] ? s.kernels : NULL;
     ropt.refs = s.refs;
     ropt.kernel.threads = o->threads;
     ropt.gpu_reruns = s.reruns > 0 ? s.reruns : 3;
@@ -316,6 +342,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             continue;
         if (o->only_band && plan[i].N && strcmp(suite_band_of(&s, plan[i].M), o->only_band))
             continue;
+        if (!plan_item_named(&plan[i], o->only_case))
+            continue;
         todo++;
     }
     sum->cases_planned = todo;
@@ -329,6 +357,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     int64_t done_count = 0;
     progress_t prog;
     progress_start(&prog, "kreplay gate", todo);
+    ropt.progress = &prog;
     for (int64_t i = 0; i < n_plan; i++) {
         const plan_item_t *it = &plan[i];
         if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
@@ -336,6 +365,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
         if (only_n && it->N && (it->N != only_n || it->K != only_k))
             continue;
         if (o->only_band && it->N && strcmp(suite_band_of(&s, it->M), o->only_band))
+            continue;
+        if (!plan_item_named(it, o->only_case))
             continue;
         if (key_done(done, n_done, it->key)) {
             sum->cases_resumed++;
@@ -382,15 +413,29 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
 
     if (o->baseline_path && !baseline_missing) {
         result_list_t base = {0};
-        if (results_store_read(o->baseline_path, &base, NULL, err)) {
+        if (results_store_read(o->baseline_path, &base, NULL, err) ||
+            baseline_check_identity(&base, o->baseline_path, err)) {
+            result_list_free(&base);
             status = -1;
             goto out;
         }
+        if (only_n) /* a one-shape run is compared with that shape's baseline rows */
+            keep_shape(&base, only_n, only_k);
         baseline_report_t rep;
         if (baseline_compare(&rows, &base, NULL, &rep) == 0) {
-            baseline_report_print(stdout, &rep, &rows, &base);
             sum->regressed = rep.n[BASELINE_REGRESSED];
             sum->improved = rep.n[BASELINE_IMPROVED];
+            sum->new_rows = rep.n[BASELINE_NEW];
+            sum->missing = rep.n[BASELINE_MISSING];
+            sum->baseline_failed = baseline_gate_failed(&rep, o->allow_missing);
+            for (int64_t i = 0; i < rep.count; i++) {
+                const baseline_entry_t *e = &rep.entries[i];
+                result_t *m;
+                if (e->cls == BASELINE_MISSING && (m = result_list_add(&sum->missing_rows)))
+                    *m = base.rows[e->base_index];
+                else if (e->cls == BASELINE_NEW && (m = result_list_add(&sum->added_rows)))
+                    *m = rows.rows[e->run_index];
+            }
             baseline_report_free(&rep);
         }
         result_list_free(&base);

@@ -23,11 +23,14 @@ typedef struct {
     const char *history_dir;    /* keep a copy of results.h5 here, or NULL */
     const char *only_shape;     /* "NxK": run only the cases of this shape, or NULL */
     const char *only_band;      /* run only the cases of this M band (the suite's names), or NULL */
+    const char *only_case;      /* run only the case of this name (a row's case_name), or NULL */
+    const char *kernels;        /* kernel globs replacing the suite's, or NULL */
     const char *inject;         /* "[KERNELS=]FAULT": a deliberately faulty kernel, or NULL */
     long long seed_first, seed_last;   /* > 0: every synthetic item uses these seeds instead */
     int shard_index;            /* 1-based; 0 = unsharded */
     int shard_count;
     int resume;
+    int allow_missing;          /* baseline rows absent from the run do not fail it */
     int threads;
     int progress;               /* a progress line on stderr */
     const char *command;        /* for provenance */
@@ -38,6 +41,10 @@ typedef struct {
 typedef struct {
     int64_t cases_planned, cases_run, cases_resumed, input_errors;
     int64_t rows, failing, regressed, improved;
+    int64_t new_rows, missing;  /* against the baseline: rows it lacks, and its rows this run lacks */
+    int baseline_failed;        /* regressed, or missing rows without allow_missing */
+    result_list_t missing_rows; /* copies of the MISSING baseline rows (gate_summary_free) */
+    result_list_t added_rows;   /* copies of the NEW run rows (gate_summary_free) */
     double seconds;
     char failed_keys[16][512];  /* the first cases that could not be read */
     int n_failed_keys;
@@ -48,11 +55,13 @@ typedef struct {
 /* Runs the gate and writes RUNDIR/results.h5 (and the history copy).  The
  * judged rows (baseline regressions marked) and the provenance come back in
  * *rows and *meta for the caller's reports.  Returns 0 when it ran (the
- * caller exits 1 when sum->failing or sum->regressed), -1 with err on a
+ * caller exits 1 when sum->failing or sum->baseline_failed), -1 with err on a
  * usage or input error (bad suite or policy, unreadable case, unwritable
  * run directory); rows of the cases that did run are still returned. */
 int gate_run(const gate_options_t *o, result_list_t *rows, results_meta_t *meta,
              gate_summary_t *sum, kr_error_t *err);
+
+void gate_summary_free(gate_summary_t *sum);
 
 /* The shapes a suite covers, one "NxK bands=... families=..." line each,
  * each followed by one "NxK band=B families=..." line per band, for ctest's

@@ -72,12 +72,24 @@ void progress_update(progress_t *p, int64_t done)
     }
     if (n >= (int)sizeof line)
         n = (int)sizeof line - 1;
+    if (p->detail[0] && !last && n < (int)sizeof line - 1) {
+        int m = snprintf(line + n, sizeof line - (size_t)n, ": %s", p->detail);
+        n = m > 0 && n + m < (int)sizeof line ? n + m : (int)sizeof line - 1;
+    }
     fprintf(p->fp, "\r%s", line);
     for (int i = n; i < p->last_len; i++)
         fputc(' ', p->fp);
     p->last_len = n;
     p->drawn = 1;
     fflush(p->fp);
+}
+
+void progress_step(progress_t *p, const char *detail)
+{
+    if (!p->enabled)
+        return;
+    kr_strlcpy(p->detail, detail ? detail : "", sizeof p->detail);
+    progress_update(p, p->done);
 }
 
 void progress_finish(progress_t *p)

@@ -23,6 +23,7 @@ typedef struct {
     double last_draw;       /* when the line was last drawn, -1 never */
     int drawn;              /* a line is on screen and not yet ended */
     int last_len;           /* its length, to blank a longer previous line */
+    char detail[80];        /* what is running now (progress_step), shown after the counts */
 } progress_t;
 
 /* Starts a progress over total items, enabled when stderr is a terminal. */
@@ -31,6 +32,9 @@ void progress_start(progress_t *p, const char *label, int64_t total);
 void progress_start_on(progress_t *p, FILE *fp, int enabled, const char *label, int64_t total);
 /* done items of total are finished; redraws when due (always at done == total). */
 void progress_update(progress_t *p, int64_t done);
+/* Names the step now running inside the current item (a kernel of a long
+ * case) and redraws when due, so a single long item still shows life. */
+void progress_step(progress_t *p, const char *detail);
 /* Ends the line with a newline if one was drawn. */
 void progress_finish(progress_t *p);
 

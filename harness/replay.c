@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "act_prepare.h"
+#include "case_identity.h"
 #include "diagnose.h"
 #include "external_launch.h"
 #include "gpu_isolated.h"
@@ -1042,13 +1043,19 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_
     }
     for (int i = 0; status == 0 && i < kernel_count(); i++) {
         const kernel_desc_t *k = kernel_at(i);
-        if (kernel_name_matches(k->name, opt->kernel_patterns))
+        if (kernel_name_matches(k->name, opt->kernel_patterns)) {
+            if (opt->progress)
+                progress_step(opt->progress, k->name);
             status = replay_kernel(&rc, k, err);
+        }
     }
     for (int i = 0; status == 0 && i < opt->n_extra_kernels; i++) {
         const kernel_desc_t *k = opt->extra_kernels[i];
-        if (kernel_name_matches(k->name, opt->kernel_patterns))
+        if (kernel_name_matches(k->name, opt->kernel_patterns)) {
+            if (opt->progress)
+                progress_step(opt->progress, k->name);
             status = replay_kernel(&rc, k, err);
+        }
     }
     if (status == 0 && opt->include_recorded)
         status = replay_recorded(&rc, err);
@@ -1152,7 +1159,23 @@ static void finish_block_row(const row_block_acc_t *acc, result_t *r)
         r->diagnosis[0] = '\0';
 }
 
+static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,
+                            kr_error_t *err);
+
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
+{
+    const int64_t first = out->count;
+    if (replay_case_rows(c, opt, out, err))
+        return -1;
+    char id[17];
+    case_content_id(c, id);
+    for (int64_t i = first; i < out->count; i++)
+        memcpy(out->rows[i].case_id, id, sizeof id);
+    return 0;
+}
+
+static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,
+                            kr_error_t *err)
 {
     const int64_t rows = replay_block_rows(c, opt);
     launch_table_t launches = {.N = c->N};

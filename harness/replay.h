@@ -6,6 +6,7 @@
 
 #include "case.h"
 #include "fault_inject.h"
+#include "progress.h"
 #include "registry.h"
 #include "result.h"
 
@@ -27,6 +28,8 @@ typedef struct {
     int gpu_matrix;                 /* also run the matrix-unit variant where one exists */
     fault_t fault;                  /* --inject: run kernels as if they had this fault */
     const char *fault_kernels;      /* only kernels matching these globs get it (NULL = all) */
+    progress_t *progress;           /* the caller's progress line: each kernel's start names
+                                       it there (NULL: none) */
     int oracle;                     /* also compute each reference in fp64 and record the
                                        fp32 reference's own error (ref_f32_vs_f64) */
     /* Kernels beyond the registry (--plugin: plugin_kernel_at of each loaded

@@ -37,6 +37,8 @@ const char *m_band_name(int64_t M);   /* "decode" 1-64, "mid" 65-255, "prefill" 
 typedef struct {
     char case_path[512];
     char case_name[128];
+    char case_id[17];         /* digest of the case's operands (case_identity.h): with
+                                 case_name, what a baseline matches rows by ("" = unknown) */
     int64_t M, N, K;
     char band[16];
     char kernel[64];          /* kernel name, or "recorded.out" / "recorded.out_rerun" / "recorded.aiter" */

@@ -244,6 +244,104 @@ static void test_synth_seeds(void **state)
     assert_int_equal(run("synth --shape 64x100 --m 3 --out /tmp", NULL), 2);  /* K % 64 */
 }
 
+/* Every subcommand answers `help CMD` and `CMD --help` with exit 0 and its
+ * own usage, built from the same option rows as its parser. */
+static void test_help_for_every_command(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"replay", "list", "synth", "inspect", "compare", "gate", "merge", "baseline",
+                          "calibrate", "import", "report", "completion", "man", "help", "version"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[128], want[64], *out;
+        snprintf(want, sizeof want, "usage: kreplay %s", cmds[i]);
+        snprintf(args, sizeof args, "help %s", cmds[i]);
+        assert_int_equal(run(args, &out), 0);
+        if (!strstr(out, want))
+            fail_msg("'kreplay %s' lacks '%s': %s", args, want, out);
+        free(out);
+        if (!strcmp(cmds[i], "help") || !strcmp(cmds[i], "version"))
+            continue;
+        snprintf(args, sizeof args, "%s --help", cmds[i]);
+        assert_int_equal(run(args, &out), 0);
+        if (!strstr(out, want))
+            fail_msg("'kreplay %s' lacks '%s': %s", args, want, out);
+        free(out);
+    }
+    char *out;
+    assert_int_equal(run("replay --inject help", &out), 0);
+    assert_non_null(strstr(out, "ulp-nudge"));
+    free(out);
+}
+
+/* The option contracts: typos answered with the nearest name, each kernel
+ * pattern checked, options never taken as file names, --decode-splits. */
+static void test_option_contracts(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(run("replay --kernels 'w4a8.folded,w4a8.foldd' " SAMPLES, &out), 2);
+    assert_non_null(strstr(out, "'w4a8.foldd' matches no kernel (did you mean w4a8.folded?)"));
+    free(out);
+    assert_int_equal(run("replay --jsno " SAMPLES, &out), 2);
+    assert_non_null(strstr(out, "unknown option '--jsno' (did you mean --json?)"));
+    free(out);
+    assert_int_equal(run("replay --threads zero " SAMPLES, &out), 2);
+    assert_non_null(strstr(out, "--threads: 'zero' is not a positive integer"));
+    free(out);
+    assert_int_equal(run("inspect --json " SAMPLES "/moe_gate_N256_K2048_M8.h5", &out), 2);
+    assert_non_null(strstr(out, "unknown option '--json'"));
+    assert_null(strstr(out, "--json: "));   /* not opened as a file */
+    free(out);
+    assert_int_equal(run("gate --inject nosuchfault x.yaml -o /nonexistent/run", &out), 2);
+    assert_non_null(strstr(out, "--inject"));
+    free(out);
+
+    /* --decode-splits sets w4a8.decode's split-K: K = 2048 in 2 splits of
+     * 1024 instead of the default 4 of 512. */
+    char *a, *b;
+    assert_int_equal(run("replay --json --no-recorded --kernels w4a8.decode --refs exact " SAMPLES
+                         "/moe_gate_N256_K2048_M8.h5", &a), 0);
+    assert_int_equal(run("replay --json --no-recorded --decode-splits 2 --kernels w4a8.decode --refs exact " SAMPLES
+                         "/moe_gate_N256_K2048_M8.h5", &b), 0);
+    assert_non_null(strstr(a, "decode SK=4 (4 x 512 k)"));
+    assert_non_null(strstr(b, "decode SK=2 (2 x 1024 k)"));
+    free(a);
+    free(b);
+    assert_int_equal(run("replay --decode-splits 0 " SAMPLES, &out), 2);
+    assert_non_null(strstr(out, "--decode-splits: '0' is not a positive integer"));
+    free(out);
+}
+
+/* The completion script and the man page come from the option rows: the
+ * script is valid bash naming every replay option, the page is valid roff. */
+static void test_completion_and_man(void **state)
+{
+    (void)state;
+    char path[1024], cmd[4096], *out;
+    test_tmp_path(path, sizeof path, "completion.bash");
+    snprintf(cmd, sizeof cmd, "completion bash > '%s'", path);
+    assert_int_equal(run(cmd, &out), 0);
+    free(out);
+    snprintf(cmd, sizeof cmd, "bash -n '%s' && grep -q -- '--decode-splits' '%s' && grep -q 'vllm traced pure reciprocal' '%s'",
+             path, path, path);
+    assert_int_equal(system(cmd), 0);
+    /* Sourced in a shell, it completes an option prefix. */
+    snprintf(cmd, sizeof cmd,
+             "bash -c 'source \"%s\"; COMP_WORDS=(kreplay replay --decode); COMP_CWORD=2; _kreplay; "
+             "[ \"${COMPREPLY[*]}\" = --decode-splits ]'", path);
+    assert_int_equal(system(cmd), 0);
+    unlink(path);
+    test_tmp_path(path, sizeof path, "kreplay.1");
+    snprintf(cmd, sizeof cmd, "man > '%s'", path);
+    assert_int_equal(run(cmd, &out), 0);
+    free(out);
+    snprintf(cmd, sizeof cmd, "grep -q '^.TH KREPLAY 1' '%s' && grep -q 'decode\\\\-splits' '%s'", path, path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "command -v groff >/dev/null || exit 0; groff -man -Tutf8 -ww -z '%s' 2>&1 | grep . && exit 1; exit 0", path);
+    assert_int_equal(system(cmd), 0);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +353,9 @@ int main(void)
         cmocka_unit_test(test_poisoned_input_is_named),
         cmocka_unit_test(test_samples_regenerate),
         cmocka_unit_test(test_synth_seeds),
+        cmocka_unit_test(test_help_for_every_command),
+        cmocka_unit_test(test_option_contracts),
+        cmocka_unit_test(test_completion_and_man),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

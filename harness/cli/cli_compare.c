@@ -1,4 +1,3 @@
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,35 +8,47 @@
 #include "case_io.h"
 #include "case_load.h"
 #include "cli.h"
+#include "cli_commands.h"
 #include "compare.h"
 #include "kr_string.h"
+#include "progress.h"
 #include "report_bundle.h"
 #include "results_store.h"
 #include "shape_catalog.h"
 #include "synth.h"
 
-static void compare_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay compare [A B] [options] CASE|DIR...\n"
-            "       kreplay compare [A B] --synth SHAPES [--m LIST] [--seeds N] [options]\n"
-            "\n"
-            "Feeds two kernels (default: w4a8.folded or w4a8.perblock, and w4a4.aiter) from the\n"
-            "same source activations x, each quantizing it its own way, and reports per shape\n"
-            "and M band: each against R_source, the ratio of their errors, A against B, and\n"
-            "each against its own R_exact.  Errors are pooled over the group's cases.\n"
-            "\n"
-            "      --synth SHAPES       synthesize the cases in memory: catalogue names, NxK, or\n"
-            "                           'production' (cases/shapes.csv)\n"
-            "      --m LIST             M values for --synth (default 1,64,512)\n"
-            "      --seeds N            seeds per shape and M (default 1)\n"
-            "      --outliers N, --outlier-gain G, --token-spread S, --weight-spread B\n"
-            "                           the synthetic distribution (see 'kreplay synth --help')\n"
-            "      --fp8-quant V, --mxfp4-quant V   activation quantizer variants\n"
-            "      --json               JSON on stdout instead of the table\n"
-            "  -o, --out DIR            write DIR/compare.json, compare.csv, compare.md\n"
-            "  -t, --threads N\n");
-}
+enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD };
+
+static const cli_option_t compare_options[] = {
+    {OPT_SYNTH, "synth", 0, "SHAPES", CLI_STRING, NULL,
+     "synthesize the cases in memory: catalogue names, NxK, or\n'production' (cases/shapes.csv)"},
+    {OPT_M, "m", 0, "LIST", CLI_STRING, NULL, "M values for --synth (default 1,64,512)"},
+    {OPT_SEEDS, "seeds", 0, "N", CLI_POS_INT, NULL, "seeds per shape and M (default 1)"},
+    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels of the synthetic x (see 'kreplay synth --help')"},
+    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "their gain"},
+    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale"},
+    {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, "mean binades a weight block sits below its row max"},
+    CLI_OPT_FP8_QUANT,
+    CLI_OPT_MXFP4_QUANT,
+    CLI_OPT_JSON,
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/compare.json, compare.csv, compare.md"},
+    CLI_OPT_THREADS,
+};
+
+const cli_command_t cli_compare_command = {
+    .name = "compare",
+    .synopsis = "[A B] [options] CASE|DIR...\n[A B] --synth SHAPES [--m LIST] [--seeds N] [options]",
+    .summary = "W4A8 against W4A4 (or any two kernels), per shape and M band",
+    .description =
+        "Feeds two kernels (default: w4a8.folded or w4a8.perblock, and w4a4.aiter) from the\n"
+        "same source activations x, each quantizing it its own way, and reports per shape\n"
+        "and M band: each against R_source, the ratio of their errors, A against B, and\n"
+        "each against its own R_exact.  Errors are pooled over the group's cases.",
+    .operands = "file",
+    .options = compare_options,
+    .n_options = (int)(sizeof compare_options / sizeof compare_options[0]),
+    .run = cli_compare,
+};
 
 static json_t *num(double v)
 {
@@ -157,24 +168,6 @@ static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdl
 
 int cli_compare(int argc, char **argv)
 {
-    enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD,
-           OPT_FP8, OPT_MX, OPT_JSON };
-    static const struct option longopts[] = {
-        {"synth", required_argument, 0, OPT_SYNTH},
-        {"m", required_argument, 0, OPT_M},
-        {"seeds", required_argument, 0, OPT_SEEDS},
-        {"outliers", required_argument, 0, OPT_OUTLIERS},
-        {"outlier-gain", required_argument, 0, OPT_GAIN},
-        {"token-spread", required_argument, 0, OPT_TSPREAD},
-        {"weight-spread", required_argument, 0, OPT_WSPREAD},
-        {"fp8-quant", required_argument, 0, OPT_FP8},
-        {"mxfp4-quant", required_argument, 0, OPT_MX},
-        {"json", no_argument, 0, OPT_JSON},
-        {"out", required_argument, 0, 'o'},
-        {"threads", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     kernel_options_t kopt;
     kernel_options_default(&kopt);
     synth_params_t sp;
@@ -182,9 +175,14 @@ int cli_compare(int argc, char **argv)
     const char *synth_spec = NULL, *out_dir = NULL;
     long long ms[64] = {1, 64, 512};
     int n_m = 3, seeds = 1, json = 0;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_compare_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
+        if (cli_apply_kernel_option(&v, &kopt))
+            continue;
         switch (c) {
         case OPT_SYNTH: synth_spec = optarg; break;
         case OPT_M:
@@ -194,30 +192,18 @@ int cli_compare(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
-        case OPT_SEEDS: seeds = atoi(optarg); break;
+        case OPT_SEEDS: seeds = (int)v.i; break;
         case OPT_OUTLIERS: sp.outlier_channels = atoi(optarg); break;
-        case OPT_GAIN: sp.outlier_gain = atof(optarg); break;
-        case OPT_TSPREAD: sp.token_spread = atof(optarg); break;
-        case OPT_WSPREAD: sp.weight_exp_spread = atof(optarg); break;
-        case OPT_FP8:
-            if (fp8_token_variant_from_name(optarg, &kopt.fp8_variant)) {
-                fprintf(stderr, "kreplay compare: --fp8-quant: unknown variant '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_MX:
-            if (mxfp4_variant_from_name(optarg, &kopt.mxfp4_variant)) {
-                fprintf(stderr, "kreplay compare: --mxfp4-quant: unknown variant '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_JSON: json = 1; break;
+        case OPT_GAIN: sp.outlier_gain = v.d; break;
+        case OPT_TSPREAD: sp.token_spread = v.d; break;
+        case OPT_WSPREAD: sp.weight_exp_spread = v.d; break;
+        case CLI_ID_JSON: json = 1; break;
         case 'o': out_dir = optarg; break;
-        case 't': kopt.threads = atoi(optarg); break;
-        case 'h': compare_usage(stdout); return 0;
-        default: compare_usage(stderr); return EXIT_USAGE;
+        default: break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     compare_t cmp = {0};
     cmp.a = kernel_find("w4a8.folded") ? kernel_find("w4a8.folded") : kernel_find("w4a8.perblock");
     cmp.b = kernel_find("w4a4.aiter");
@@ -235,7 +221,7 @@ int cli_compare(int argc, char **argv)
     }
     if (!synth_spec && optind >= argc) {
         fprintf(stderr, "kreplay compare: give cases, or --synth SHAPES\n");
-        compare_usage(stderr);
+        fprintf(stderr, "Run 'kreplay help compare' for its options.\n");
         return EXIT_USAGE;
     }
     kr_error_t err = {{0}};
@@ -253,9 +239,13 @@ int cli_compare(int argc, char **argv)
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             return EXIT_USAGE;
         }
+        progress_t sprog;
+        int64_t done = 0;
+        progress_start(&sprog, "kreplay compare", (int64_t)n_shapes * n_m * seeds);
         for (int s = 0; s < n_shapes; s++)
             for (int j = 0; j < n_m; j++)
                 for (int seed = 1; seed <= seeds; seed++) {
+                    progress_update(&sprog, done++);
                     sp.N = shapes[s].N;
                     sp.K = shapes[s].K;
                     sp.M = ms[j];
@@ -267,10 +257,15 @@ int cli_compare(int argc, char **argv)
                     }
                     case_free(&cs);
                 }
+        progress_update(&sprog, done);
+        progress_finish(&sprog);
     }
     int n_cases = 0;
     char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
+    progress_t prog;
+    progress_start(&prog, "kreplay compare", n_cases);
     for (int i = 0; i < n_cases; i++) {
+        progress_update(&prog, i);
         case_t cs;
         if (case_load_safe(cases[i], &cs, NULL, 0, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
@@ -278,6 +273,8 @@ int cli_compare(int argc, char **argv)
         }
         case_free(&cs);
     }
+    progress_update(&prog, n_cases);
+    progress_finish(&prog);
     cli_free_strings(cases);
     char *cmdline = cli_command_line(argc, argv);
     if (json) {

@@ -1,51 +1,135 @@
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
-#include "baseline.h"
 #include "cli.h"
+#include "cli_commands.h"
+#include "cli_inject.h"
+#include "cli_kernel_patterns.h"
+#include "cli_gate_console.h"
+#include "cli_options.h"
 #include "calibrate.h"
 #include "gate.h"
 #include "junit.h"
 #include "report.h"
 #include "report_bundle.h"
 #include "results_store.h"
-#include "run_incomplete.h"
+#include "baseline.h"
 #include "run_lock.h"
+#include "run_incomplete.h"
 
-static void gate_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay gate SUITE -o RUNDIR [--baseline FILE] [--junit FILE] [options]\n"
-            "\n"
-            "Runs a suite (cases/suites/*.yaml) through its kernels, judges every row by the\n"
-            "suite's policy, writes RUNDIR/results.h5, results.json, results.csv and report.md,\n"
-            "and compares with a baseline results file.\n"
-            "\n"
-            "  -o, --out RUNDIR         the run directory (required)\n"
-            "      --baseline FILE      a results.h5 to compare with: REGRESSED / IMPROVED\n"
-            "      --baseline-init      when the --baseline FILE does not exist, create it from\n"
-            "                           this run (making its directories) instead of refusing\n"
-            "      --junit FILE         JUnit XML, a testcase per case x kernel\n"
-            "      --policy FILE        overrides the suite's policy\n"
-            "      --history DIR        keep a copy of results.h5 in DIR (for trends)\n"
-            "      --shard I/N          run the I-th of N interleaved slices of the cases\n"
-            "      --resume             keep the cases RUNDIR/partial already holds\n"
-            "      --only-shape NxK     only the cases of one shape (ctest's per-shape tests)\n"
-            "      --only-band BAND     only the cases of one M band (decode, mid, prefill, tiled)\n"
-            "      --list-shapes        print the suite's shapes, bands and kernel families\n"
-            "      --seeds FIRST-LAST   every synthetic item uses these seeds (at most 64)\n"
-            "      --inject [K=]FAULT   run kernels matching K with a deliberate fault (a drill:\n"
-            "                           the gate must fail; see 'kreplay replay --help')\n"
-            "  -t, --threads N\n"
-            "\n"
-            "Exit: 0 pass, 1 the gate failed (a failing verdict or a regression), 2 usage or\n"
-            "input error.\n");
-}
+enum {
+    OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
+    OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT,
+};
+
+static const cli_option_t gate_options[] = {
+    {'o', "out", 'o', "RUNDIR", CLI_DIR, NULL, "the run directory (required)"},
+    {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL,
+     "a results.h5 to compare with: REGRESSED / IMPROVED; a\n"
+     "baseline row this run lacks (MISSING) fails the gate\nunless --allow-missing"},
+    {OPT_BASE_INIT, "baseline-init", 0, NULL, CLI_FLAG, NULL,
+     "when the --baseline FILE does not exist, create it from\nthis run (making its directories) instead of refusing"},
+    {OPT_ALLOW_MISSING, "allow-missing", 0, NULL, CLI_FLAG, NULL,
+     "baseline rows absent from this run do not fail the\ngate (implied by --shard)"},
+    {OPT_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML, a testcase per case x kernel"},
+    {OPT_POLICY, "policy", 0, "FILE", CLI_FILE, NULL, "overrides the suite's policy"},
+    {OPT_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "keep a copy of results.h5 in DIR (for trends)"},
+    {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases"},
+    {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL, "keep the cases RUNDIR/partial already holds"},
+    {OPT_ONLY, "only-shape", 0, "NxK", CLI_STRING, NULL, "only the cases of one shape (ctest's per-shape tests)"},
+    {OPT_ONLY_BAND, "only-band", 0, "BAND", CLI_STRING, NULL,
+     "only the cases of one M band (decode, mid, prefill, tiled)"},
+    {OPT_ONLY_CASE, "only-case", 0, "NAME", CLI_STRING, NULL,
+     "only the case of this name (a row's case name; what each\nfailing row's rerun command uses)"},
+    {OPT_GATE_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "kernel globs replacing the suite's kernels"},
+    {OPT_LIST, "list-shapes", 0, NULL, CLI_FLAG, NULL, "print the suite's shapes, bands and kernel families"},
+    {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)"},
+    CLI_OPT_INJECT,
+    CLI_OPT_ALL_ROWS,
+    CLI_OPT_QUIET,
+    CLI_OPT_THREADS,
+};
+
+const cli_command_t cli_gate_command = {
+    .name = "gate",
+    .synopsis = "SUITE -o RUNDIR [--baseline FILE] [--junit FILE] [options]",
+    .summary = "the nightly gate: suite, policy, results file, baseline, JUnit",
+    .description =
+        "Runs a suite (cases/suites/*.yaml) through its kernels, judges every row by the\n"
+        "suite's policy, writes RUNDIR/results.h5, results.json, results.csv and report.md,\n"
+        "and compares with a baseline results file.  Prints the summary first, then the\n"
+        "failing and regressed rows, each with the command that reruns it.",
+    .operands = "file",
+    .options = gate_options,
+    .n_options = (int)(sizeof gate_options / sizeof gate_options[0]),
+    .run = cli_gate,
+};
+
+enum { OPT_MERGE_JUNIT = 256, OPT_MERGE_BASELINE };
+
+static const cli_option_t merge_options[] = {
+    {'o', "out", 'o', "OUTDIR", CLI_DIR, NULL, "the merged run's directory (required)"},
+    {OPT_MERGE_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML of the merged run"},
+    {OPT_MERGE_BASELINE, "baseline", 0, "FILE", CLI_FILE, NULL,
+     "gate the merged run against this baseline, as 'kreplay gate' does"},
+};
+
+const cli_command_t cli_merge_command = {
+    .name = "merge",
+    .synopsis = "-o OUTDIR [--junit FILE] [--baseline FILE] SHARD_RESULTS.h5...",
+    .summary = "combine shard results into one run",
+    .description = "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
+                   "(exactly the rows of one unsharded run) and its reports.",
+    .operands = "file",
+    .options = merge_options,
+    .n_options = (int)(sizeof merge_options / sizeof merge_options[0]),
+    .run = cli_merge,
+};
+
+enum { OPT_BASELINE_FILE = 1, OPT_BASELINE_HISTORY };
+
+static const cli_option_t baseline_options[] = {
+    {OPT_BASELINE_FILE, "baseline", 0, "FILE", CLI_FILE, NULL,
+     "the baseline to write (its directory is created)"},
+    {OPT_BASELINE_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "also keep a copy in DIR, named by time and commit"},
+};
+
+const cli_command_t cli_baseline_command = {
+    .name = "baseline",
+    .synopsis = "update RESULTS.h5|RUNDIR --baseline FILE [--history DIR]",
+    .summary = "promote a run to the baseline",
+    .description = "Checks that RESULTS.h5 (or RUNDIR/results.h5) is a valid results file and writes it,\n"
+                   "atomically, as the baseline.",
+    .operands = "update",
+    .options = baseline_options,
+    .n_options = 2,
+    .run = cli_baseline,
+};
+
+static const cli_option_t calibrate_options[] = {
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "writes DIR/calibration.md and DIR/policy.yaml (required)"},
+    {'s', "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "the seeds every synthetic item runs with (required)"},
+    {'m', "margin", 0, "M", CLI_POS_NUMBER, NULL, "threshold = M x the largest value seen (default 2, >= 1)"},
+    {'n', "name", 0, "NAME", CLI_STRING, NULL, "the policy's name (default: calibrated)"},
+    CLI_OPT_THREADS,
+};
+
+const cli_command_t cli_calibrate_command = {
+    .name = "calibrate",
+    .synopsis = "SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME]",
+    .summary = "thresholds from clean models over many seeds",
+    .description = "Runs the suite's clean models over the seeds, and writes DIR/calibration.md (each\n"
+                   "metric's distribution per kernel x reference x band) and DIR/policy.yaml (thresholds\n"
+                   "= margin x the largest value seen; default margin 2).",
+    .operands = "file",
+    .options = calibrate_options,
+    .n_options = (int)(sizeof calibrate_options / sizeof calibrate_options[0]),
+    .run = cli_calibrate,
+};
 
 static int write_run_reports(const char *run_dir, const result_list_t *rows, const results_meta_t *meta,
                              const char *baseline, const char *history,
@@ -123,31 +207,16 @@ static int write_junit_file(const char *junit_path, const result_list_t *junit_r
 
 int cli_gate(int argc, char **argv)
 {
-    enum { OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY,
-           OPT_LIST, OPT_INJECT, OPT_SEEDS, OPT_ONLY_BAND, OPT_BASE_INIT };
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'},
-        {"baseline", required_argument, 0, OPT_BASE},
-        {"baseline-init", no_argument, 0, OPT_BASE_INIT},
-        {"junit", required_argument, 0, OPT_JUNIT},
-        {"policy", required_argument, 0, OPT_POLICY},
-        {"history", required_argument, 0, OPT_HISTORY},
-        {"shard", required_argument, 0, OPT_SHARD},
-        {"resume", no_argument, 0, OPT_RESUME},
-        {"only-shape", required_argument, 0, OPT_ONLY},
-        {"only-band", required_argument, 0, OPT_ONLY_BAND},
-        {"list-shapes", no_argument, 0, OPT_LIST},
-        {"inject", required_argument, 0, OPT_INJECT},
-        {"seeds", required_argument, 0, OPT_SEEDS},
-        {"threads", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
+    const cli_command_t *cmd = &cli_gate_command;
     gate_options_t o = {0};
+    gate_console_t console = {0};
     int list = 0;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, cmd, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 'o': o.run_dir = optarg; break;
         case OPT_BASE: o.baseline_path = optarg; break;
@@ -166,24 +235,44 @@ int cli_gate(int argc, char **argv)
         case OPT_ONLY: o.only_shape = optarg; break;
         case OPT_ONLY_BAND: o.only_band = optarg; break;
         case OPT_LIST: list = 1; break;
-        case OPT_INJECT: o.inject = optarg; break;
         case OPT_SEEDS:
             if (sscanf(optarg, "%lld-%lld", &o.seed_first, &o.seed_last) != 2 || o.seed_first < 1) {
                 fprintf(stderr, "kreplay gate: --seeds: expected FIRST-LAST, got '%s'\n", optarg);
                 return EXIT_USAGE;
             }
             break;
-        case 't': o.threads = atoi(optarg); break;
-        case 'h': gate_usage(stdout); return 0;
-        default: gate_usage(stderr); return EXIT_USAGE;
+        case CLI_ID_INJECT: {
+            /* Checked here, so a bad fault is an error before any case runs. */
+            fault_t f;
+            const char *kernels;
+            char buf[256];
+            int r = cli_parse_inject(cmd, optarg, buf, sizeof buf, &f, &kernels);
+            if (r)
+                return r > 0 ? 0 : EXIT_USAGE;
+            o.inject = optarg;
+            break;
+        }
+        case OPT_ALLOW_MISSING: console.allow_missing = 1; break;
+        case OPT_ONLY_CASE: o.only_case = optarg; break;
+        case OPT_GATE_KERNELS:
+            if (cli_check_kernel_patterns(cmd, optarg, NULL, 0))
+                return EXIT_USAGE;
+            o.kernels = optarg;
+            break;
+        case CLI_ID_ALL_ROWS: console.all_rows = 1; break;
+        case CLI_ID_QUIET: console.quiet = 1; break;
+        case CLI_ID_THREADS: o.threads = (int)v.i; break;
+        default: break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (optind != argc - 1) {
-        fprintf(stderr, "kreplay gate: expected exactly one SUITE file\n");
-        gate_usage(stderr);
+        fprintf(stderr, "kreplay gate: expected exactly one SUITE file\nRun 'kreplay help gate' for its options.\n");
         return EXIT_USAGE;
     }
     o.suite_path = argv[optind];
+    o.allow_missing = console.allow_missing || o.shard_count > 0;
     kr_error_t err = {{0}};
     if (list) {
         if (gate_list_shapes(o.suite_path, &err)) {
@@ -221,8 +310,6 @@ int cli_gate(int argc, char **argv)
     int n_failed = gate_incomplete_list(&sum, ran != 0 ? err.msg : NULL, failed);
     kr_error_t werr = {{0}};
     if (rows.count > 0 || ran == 0) {
-        report_table_print(stdout, &rows);
-        report_summary_line(stdout, &rows);
         if (write_run_reports(o.run_dir, &rows, &meta, o.baseline_path, o.history_dir, failed, n_failed,
                               &werr)) {
             /* After a run that stopped on an error (a full disk, most often),
@@ -253,19 +340,17 @@ int cli_gate(int argc, char **argv)
         result_list_free(&junit_rows);
     }
     run_lock_release(&lock);
+    if (rows.count > 0 || ran == 0)
+        gate_console_print(stdout, &console, &o, &rows, &sum, ran == 0);
     if (ran == 0 && sum.baseline_created)
         printf("baseline %s created from this run (%lld rows)\n", o.baseline_path, (long long)sum.rows);
-    if (ran == 0)
-        printf("gate: %lld cases (%lld resumed), %lld rows, %lld failing, %lld regressed, %lld improved, "
-               "%.1f s -> %s/results.h5\n",
-               (long long)sum.cases_planned, (long long)sum.cases_resumed, (long long)sum.rows,
-               (long long)sum.failing, (long long)sum.regressed, (long long)sum.improved, sum.seconds,
-               o.run_dir);
     result_list_free(&rows);
+    const int failed_gate = sum.failing || sum.baseline_failed;
+    gate_summary_free(&sum);
     free(cmdline);
     if (status)
         return status;
-    return (sum.failing || sum.regressed) ? EXIT_VERDICT_FAILED : 0;
+    return failed_gate ? EXIT_VERDICT_FAILED : 0;
 }
 
 /* The merged rows against a baseline, as gate does it: regressed rows are
@@ -291,31 +376,21 @@ static int64_t merge_against_baseline(result_list_t *rows, const char *baseline,
 /* kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] SHARD.h5... */
 int cli_merge(int argc, char **argv)
 {
-    enum { OPT_JUNIT = 256, OPT_BASELINE };
     const char *out_dir = NULL, *junit = NULL, *baseline = NULL;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"junit", required_argument, 0, OPT_JUNIT},
-        {"baseline", required_argument, 0, OPT_BASELINE}, {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_merge_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
         if (c == 'o')
-            out_dir = optarg;
-        else if (c == OPT_JUNIT)
-            junit = optarg;
-        else if (c == OPT_BASELINE)
-            baseline = optarg;
-        else {
-            fprintf(c == 'h' ? stdout : stderr,
-                    "usage: kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] "
-                    "SHARD_RESULTS.h5...\n"
-                    "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
-                    "(exactly the rows of one unsharded run) and its reports; --baseline gates the\n"
-                    "merged run against a baseline as 'kreplay gate' does, --junit writes JUnit XML.\n");
-            return c == 'h' ? 0 : EXIT_USAGE;
-        }
+            out_dir = v.arg;
+        else if (c == OPT_MERGE_JUNIT)
+            junit = v.arg;
+        else if (c == OPT_MERGE_BASELINE)
+            baseline = v.arg;
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (!out_dir || optind >= argc) {
         fprintf(stderr, "kreplay merge: need -o OUTDIR and at least one results file\n");
         return EXIT_USAGE;
@@ -367,23 +442,25 @@ int cli_merge(int argc, char **argv)
 /* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */
 int cli_baseline(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "update") != 0) {
+    const char *src = NULL, *dest = NULL, *history = NULL;
+    cli_parser_t parser;
+    cli_value_t v;
+    int c;
+    cli_parser_init(&parser, &cli_baseline_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        if (c == OPT_BASELINE_FILE)
+            dest = v.arg;
+        else if (c == OPT_BASELINE_HISTORY)
+            history = v.arg;
+    }
+    if (c < 0)
+        return cli_parse_exit(c);
+    if (optind >= argc || strcmp(argv[optind], "update") != 0 || argc - optind > 2) {
         fprintf(stderr, "usage: kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR]\n");
         return EXIT_USAGE;
     }
-    const char *src = NULL, *dest = NULL, *history = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--baseline") && i + 1 < argc)
-            dest = argv[++i];
-        else if (!strcmp(argv[i], "--history") && i + 1 < argc)
-            history = argv[++i];
-        else if (!src)
-            src = argv[i];
-        else {
-            fprintf(stderr, "kreplay baseline: unexpected argument '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        }
-    }
+    if (argc - optind == 2)
+        src = argv[optind + 1];
     if (!src || !dest) {
         fprintf(stderr, "kreplay baseline update: need RESULTS.h5|RUNDIR and --baseline FILE\n");
         return EXIT_USAGE;
@@ -397,6 +474,7 @@ int cli_baseline(int argc, char **argv)
     result_list_t rows;
     results_meta_t meta;
     kr_error_t err = {{0}};
+    /* The baseline's directory is made, so the first promotion works. */
     if (results_store_read(path, &rows, &meta, &err) || make_parent_dirs(dest, &err) ||
         results_store_write(dest, &rows, &meta, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
@@ -420,16 +498,15 @@ int cli_baseline(int argc, char **argv)
 /* kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME] */
 int cli_calibrate(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"seeds", required_argument, 0, 's'},
-        {"margin", required_argument, 0, 'm'}, {"name", required_argument, 0, 'n'},
-        {"threads", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     gate_options_t o = {0};
     double margin = 2.0;
     const char *name = "calibrated", *dir = NULL;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:s:m:n:t:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_calibrate_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 'o': dir = optarg; break;
         case 's':
@@ -438,18 +515,14 @@ int cli_calibrate(int argc, char **argv)
                 return EXIT_USAGE;
             }
             break;
-        case 'm': margin = atof(optarg); break;
+        case 'm': margin = v.d; break;
         case 'n': name = optarg; break;
-        case 't': o.threads = atoi(optarg); break;
-        default:
-            fprintf(c == 'h' ? stdout : stderr,
-                    "usage: kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME]\n"
-                    "Runs the suite's clean models over the seeds, and writes DIR/calibration.md (each\n"
-                    "metric's distribution per kernel x reference x band) and DIR/policy.yaml (thresholds\n"
-                    "= margin x the largest value seen; default margin 2).\n");
-            return c == 'h' ? 0 : EXIT_USAGE;
+        case CLI_ID_THREADS: o.threads = (int)v.i; break;
+        default: break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (!dir || optind != argc - 1 || o.seed_first < 1 || !(margin >= 1)) {
         fprintf(stderr, "kreplay calibrate: need SUITE, --seeds FIRST-LAST, -o DIR and a margin >= 1\n");
         return EXIT_USAGE;
@@ -504,6 +577,7 @@ int cli_calibrate(int argc, char **argv)
                    cal.count, (long long)rows.count, how, dir, dir);
     }
     run_lock_release(&lock);
+    gate_summary_free(&sum);
     calibration_free(&cal);
     result_list_free(&rows);
     free(cmdline);

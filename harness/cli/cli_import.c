@@ -1,34 +1,42 @@
 /* kreplay import X.pt -o X.h5: a torch.save bad-case dump of the MXFP4
  * dispatch -> a schema-v1 HDF5 case (pt_import.h says how each key maps). */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "case_io.h"
 #include "case_load.h"
 #include "cli.h"
+#include "cli_commands.h"
 
 int cli_import(int argc, char **argv);
 
-static void import_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay import DUMP.pt -o CASE.h5 [--weight-order fragment|checkpoint]\n"
-            "                      [--scale-layout nk|kn]\n"
-            "\n"
-            "Converts a torch.save bad-case dump of the MXFP4 dispatch (_debug_compare: x_fp8,\n"
-            "x_scale, weight, weight_scale, weight_ref, out, out_rerun, aiter, x, M, N, K) into a\n"
-            "schema-v1 case (cases/SCHEMA.md).  The dump's \"aiter\" is the fp32 reference the serve\n"
-            "computed (_exact_ref) and becomes ref_recorded.  `kreplay replay DUMP.pt` reads the\n"
-            "dump directly.\n"
-            "\n"
-            "  -o, --output CASE.h5   the case to write (atomically)\n"
-            "      --weight-order O   checkpoint (default) or fragment: the dump does not say\n"
-            "                         whether RADIANCE_MXFP4_WPERM=1 had put the weight in WMMA\n"
-            "                         fragment order\n"
-            "      --scale-layout L   nk ([N, K/32]) or kn ([K/32, N], what the dispatch holds);\n"
-            "                         needed only when N == K/32, where the shape cannot tell\n");
-}
+enum { OPT_ORDER = 256, OPT_LAYOUT };
+
+static const cli_option_t import_options[] = {
+    {'o', "output", 'o', "CASE.h5", CLI_FILE, NULL, "the case to write (atomically)"},
+    {OPT_ORDER, "weight-order", 0, "ORDER", CLI_CHOICE, "checkpoint|fragment",
+     "checkpoint (default) or fragment: the dump does not say\n"
+     "whether RADIANCE_MXFP4_WPERM=1 had put the weight in WMMA\nfragment order"},
+    {OPT_LAYOUT, "scale-layout", 0, "LAYOUT", CLI_CHOICE, "nk|kn|N,K/32|K/32,N",
+     "nk ([N, K/32]) or kn ([K/32, N], what the dispatch holds);\n"
+     "needed only when N == K/32, where the shape cannot tell"},
+};
+
+const cli_command_t cli_import_command = {
+    .name = "import",
+    .synopsis = "DUMP.pt -o CASE.h5 [--weight-order fragment|checkpoint] [--scale-layout nk|kn]",
+    .summary = "convert a torch.save bad-case dump into a schema-v1 case",
+    .description =
+        "Converts a torch.save bad-case dump of the MXFP4 dispatch (_debug_compare: x_fp8,\n"
+        "x_scale, weight, weight_scale, weight_ref, out, out_rerun, aiter, x, M, N, K) into a\n"
+        "schema-v1 case (cases/SCHEMA.md).  The dump's \"aiter\" is the fp32 reference the serve\n"
+        "computed (_exact_ref) and becomes ref_recorded.  `kreplay replay DUMP.pt` reads the\n"
+        "dump directly.",
+    .operands = "file",
+    .options = import_options,
+    .n_options = (int)(sizeof import_options / sizeof import_options[0]),
+    .run = cli_import,
+};
 
 static int parse_layout(const char *s, scale_layout_t *out)
 {
@@ -45,21 +53,15 @@ static int parse_layout(const char *s, scale_layout_t *out)
 
 int cli_import(int argc, char **argv)
 {
-    enum { OPT_ORDER = 256, OPT_LAYOUT };
-    static const struct option longopts[] = {
-        {"output", required_argument, 0, 'o'},
-        {"weight-order", required_argument, 0, OPT_ORDER},
-        {"scale-layout", required_argument, 0, OPT_LAYOUT},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     case_load_options_t lo;
     memset(&lo, 0, sizeof lo);
     const char *out = NULL;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    optind = 1;
-    opterr = 1;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_import_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 'o':
             out = optarg;
@@ -80,19 +82,16 @@ int cli_import(int argc, char **argv)
             }
             lo.scale_layout_set = 1;
             break;
-        case 'h':
-            import_usage(stdout);
-            return 0;
         default:
-            import_usage(stderr);
-            return EXIT_USAGE;
+            break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (optind != argc - 1 || !out) {
         fprintf(stderr, "kreplay import: %s\n",
                 optind >= argc ? "no dump given" : optind < argc - 1 ? "one dump at a time"
                                                                      : "no output (-o CASE.h5)");
-        import_usage(stderr);
         return EXIT_USAGE;
     }
     const char *in = argv[optind];

@@ -4,6 +4,7 @@
 #include "case_io.h"
 #include "case_load.h"
 #include "cli.h"
+#include "cli_commands.h"
 #include "input_health.h"
 
 static int64_t nonfinite_total_of(const input_health_t *h)
@@ -16,14 +17,35 @@ static const char *or_dash(const char *s)
     return s ? s : "-";
 }
 
+const cli_command_t cli_inspect_command = {
+    .name = "inspect",
+    .synopsis = "CASE...",
+    .summary = "what a case holds, and the health of its inputs",
+    .description = "Prints each case's shape, datasets, provenance and environment flags, and where its\n"
+                   "non-finite activations are (row and column blocks) and how each quantizer\n"
+                   "propagates them.",
+    .operands = "file",
+    .options = NULL,
+    .n_options = 0,
+    .run = cli_inspect,
+};
+
 int cli_inspect(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        fprintf(argc < 2 ? stderr : stdout, "usage: kreplay inspect CASE...\n");
-        return argc < 2 ? EXIT_USAGE : 0;
+    cli_parser_t parser;
+    cli_value_t v;
+    int c;
+    cli_parser_init(&parser, &cli_inspect_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0)
+        ;
+    if (c < 0)
+        return cli_parse_exit(c);
+    if (optind >= argc) {
+        fprintf(stderr, "kreplay inspect: no case given\nusage: kreplay inspect CASE...\n");
+        return EXIT_USAGE;
     }
     int status = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = optind; i < argc; i++) {
         case_t c;
         kr_error_t err = {{0}};
         if (case_load_safe(argv[i], &c, NULL, 0, &err)) {

@@ -2,6 +2,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_commands.h"
+#include "cli_kernel_patterns.h"
 #include "registry.h"
 #include "shape_catalog.h"
 
@@ -38,25 +40,49 @@ static void list_kernels(int verbose, const char *patterns)
     }
 }
 
+enum { OPT_LIST_KERNELS = 1 };
+
+static const cli_option_t list_options[] = {
+    CLI_OPT_VERBOSE("formats, accumulation order, constraints and thresholds of each kernel"),
+    {OPT_LIST_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "only the kernels matching these globs"},
+};
+
+const cli_command_t cli_list_command = {
+    .name = "list",
+    .synopsis = "kernels [--verbose] [--kernels PATTERNS]\nshapes",
+    .summary = "the kernel registry, or the production shape catalogue",
+    .description = "kernels: the registry (--verbose: formats and accumulation order); shapes: the\n"
+                   "production shape catalogue (cases/shapes.csv).",
+    .operands = "kernels shapes",
+    .options = list_options,
+    .n_options = (int)(sizeof list_options / sizeof list_options[0]),
+    .run = cli_list,
+};
+
 int cli_list(int argc, char **argv)
 {
     int verbose = 0;
     const char *what = NULL, *patterns = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v"))
+    cli_parser_t parser;
+    cli_value_t v;
+    int c;
+    cli_parser_init(&parser, &cli_list_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        if (c == CLI_ID_VERBOSE)
             verbose = 1;
-        else if ((!strcmp(argv[i], "--kernels") || !strcmp(argv[i], "-k")) && i + 1 < argc)
-            patterns = argv[++i];
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kreplay list kernels [--verbose] [--kernels PATTERNS]\n       kreplay list shapes\n");
-            return 0;
-        } else if (!what)
-            what = argv[i];
-        else {
-            fprintf(stderr, "kreplay list: unexpected argument '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        }
+        else if (c == OPT_LIST_KERNELS)
+            patterns = v.arg;
     }
+    if (c < 0)
+        return cli_parse_exit(c);
+    if (optind < argc)
+        what = argv[optind];
+    if (argc - optind > 1) {
+        fprintf(stderr, "kreplay list: unexpected argument '%s'\\n", argv[optind + 1]);
+        return EXIT_USAGE;
+    }
+    if (patterns && cli_check_kernel_patterns(&cli_list_command, patterns, NULL, 0))
+        return EXIT_USAGE;
     if (!what || !strcmp(what, "kernels")) {
         list_kernels(verbose, patterns);
         return 0;

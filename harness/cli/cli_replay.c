@@ -1,4 +1,3 @@
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,10 @@
 #include "case_load.h"
 #include "gpu_isolated.h"
 #include "cli.h"
+#include "cli_commands.h"
+#include "cli_inject.h"
+#include "cli_kernel_patterns.h"
+#include "cli_options.h"
 #include "plugin_loader.h"
 #include "replay.h"
 #include "report.h"
@@ -18,57 +21,68 @@
 #include "results_store.h"
 #include "kr_string.h"
 
-static void replay_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay replay [options] CASE|DIR...\n"
-            "\n"
-            "Replays each case through the selected kernels' CPU models and compares every\n"
-            "output, and the outputs recorded in the case, with the references.\n"
-            "\n"
-            "  -k, --kernels PATTERNS   comma-separated globs over kernel names (default: all;\n"
-            "                           see 'kreplay list kernels')\n"
-            "  -r, --refs LIST          references: exact,source (default: both)\n"
-            "      --act-source MODE    auto (recorded fp8 if present, else quantize x),\n"
-            "                           recorded, quantize (default: auto)\n"
-            "      --fp8-quant V        vllm | traced | pure | reciprocal (default: vllm)\n"
-            "      --mxfp4-quant V      aiter-even | ocp | ceil (default: aiter-even)\n"
-            "      --e8m0-zero          weight scale byte 0 decodes to 0.0 (Triton's fallback)\n"
-            "      --no-recorded        no rows for the outputs recorded in the case\n"
-            "      --json               print JSON on stdout instead of the table\n"
-            "  -o, --out DIR            write DIR/results.json, results.csv and report.md\n"
-            "      --save-outputs FILE  HDF5 file with every kernel output and its operands\n"
-            "  -t, --threads N          threads for the models (default: all cores)\n"
-            "      --vs KERNEL          also compare each kernel's output with KERNEL's model, bit\n"
-            "                           by bit (reference 'model:KERNEL', with the ULP histogram)\n"
-            "      --inject [KERNELS=]FAULT  run kernels (all, or those matching KERNELS) as if\n"
-            "                           they had FAULT (to see how kreplay\n"
-            "                           reports it): wperm, wperm-inverse, scale-layout,\n"
-            "                           scale-pow2:K, scale-const:C, sanitize, quant-variant:V,\n"
-            "                           tile-unwritten, tile-zeros:N, rows-nan, ulp-nudge:P,\n"
-            "                           tile-scale:C (see --inject help)\n"
-            "      --no-diagnose        do not test hypotheses on failing rows\n"
-            "      --device cpu|gpu     gpu: run the GPU kernels; each is rerun and compared bit\n"
-            "                           by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
-            "                           poisoned before each launch, timed, and compared with its\n"
-            "                           CPU model (reference model:<kernel>, MODEL_MISMATCH)\n"
-            "      --reruns N           runs of every kernel on the same inputs, compared bitwise\n"
-            "                           (NONDETERMINISTIC); default 3 for GPU and plugin kernels,\n"
-            "                           1 for kreplay's own CPU models\n"
-            "      --matrix             also run the matrix-unit (MMA / WMMA) variant, measured\n"
-            "      --plugin LIB.so      also run the kernels of a plugin (kernels/plugin.h); repeatable\n"
-            "      --timeout SECONDS    limit of each isolated kernel run (default 300; 0 = none)\n"
-            "      --isolate            run every kernel in a child process (plugins always are):\n"
-            "                           a crash or hang is a CRASHED / TIMEOUT row, the run goes on\n"
-            "      --no-isolate         run plugin kernels in-process too (for a debugger)\n"
-            "      --oracle             also compute every reference in fp64 and report the fp32\n"
-            "                           reference's own error (column ref_f32_vs_f64)\n"
-            "      --block-mb MB        memory for a case's outputs and references at once\n"
-            "                           (default 16): a larger case is replayed in blocks of rows,\n"
-            "                           with the same outputs and merged metrics\n"
-            "\n"
-            "Exit: 0 all rows pass, 1 a failing verdict, 2 a usage or input error.\n");
-}
+enum {
+    OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
+    OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
+    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS,
+};
+
+static const cli_option_t replay_options[] = {
+    {OPT_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL,
+     "comma-separated globs over kernel names (default: all;\nsee 'kreplay list kernels'); each must match a kernel"},
+    {OPT_REFS, "refs", 'r', "LIST", CLI_STRING, NULL, "references: exact,source (default: both)"},
+    {OPT_ACT, "act-source", 0, "MODE", CLI_CHOICE, "auto|recorded|quantize",
+     "auto (recorded fp8 if present, else quantize x),\nrecorded, quantize (default: auto)"},
+    CLI_OPT_FP8_QUANT,
+    CLI_OPT_MXFP4_QUANT,
+    {OPT_E8M0, "e8m0-zero", 0, NULL, CLI_FLAG, NULL, "weight scale byte 0 decodes to 0.0 (Triton's fallback)"},
+    {OPT_SPLITS, "decode-splits", 0, "S", CLI_POS_INT, NULL,
+     "split-K of w4a8.decode (default 4) and bf16.skinny (default:\nthe dispatch's table)"},
+    {OPT_NOREC, "no-recorded", 0, NULL, CLI_FLAG, NULL, "no rows for the outputs recorded in the case"},
+    CLI_OPT_JSON,
+    {OPT_OUT, "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/results.json, results.csv and report.md"},
+    {OPT_SAVE, "save-outputs", 0, "FILE", CLI_FILE, NULL, "HDF5 file with every kernel output and its operands"},
+    CLI_OPT_THREADS,
+    {OPT_VS, "vs", 0, "KERNEL", CLI_KERNELS, NULL,
+     "also compare each kernel's output with KERNEL's model, bit\nby bit (reference 'model:KERNEL', with the ULP histogram)"},
+    CLI_OPT_INJECT,
+    {OPT_NODIAG, "no-diagnose", 0, NULL, CLI_FLAG, NULL, "do not test hypotheses on failing rows"},
+    {OPT_DEVICE, "device", 0, "DEVICE", CLI_CHOICE, "cpu|gpu",
+     "gpu: run the GPU kernels; each is rerun and compared bit\n"
+     "by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
+     "poisoned before each launch, timed, and compared with its\n"
+     "CPU model (reference model:<kernel>, MODEL_MISMATCH)"},
+    {OPT_RERUNS, "reruns", 0, "N", CLI_POS_INT, NULL,
+     "runs of every kernel on the same inputs, compared bitwise\n"
+     "(NONDETERMINISTIC); default 3 for GPU and plugin kernels,\n"
+     "1 for kreplay's own CPU models"},
+    {OPT_MATRIX, "matrix", 0, NULL, CLI_FLAG, NULL, "also run the matrix-unit (MMA / WMMA) variant, measured"},
+    {OPT_PLUGIN, "plugin", 0, "LIB.so", CLI_FILE, NULL,
+     "also run the kernels of a plugin (kernels/plugin.h); repeatable"},
+    {OPT_TIMEOUT, "timeout", 0, "SECONDS", CLI_NONNEG_NUMBER, NULL,
+     "limit of each isolated kernel run (default 300; 0 = none)"},
+    {OPT_ISOLATE, "isolate", 0, NULL, CLI_FLAG, NULL,
+     "run every kernel in a child process (plugins always are):\na crash or hang is a CRASHED / TIMEOUT row, the run goes on"},
+    {OPT_NOISOLATE, "no-isolate", 0, NULL, CLI_FLAG, NULL, "run plugin kernels in-process too (for a debugger)"},
+    {OPT_ORACLE, "oracle", 0, NULL, CLI_FLAG, NULL,
+     "also compute every reference in fp64 and report the fp32\nreference's own error (column ref_f32_vs_f64)"},
+    {OPT_BLOCK, "block-mb", 0, "MB", CLI_POS_NUMBER, NULL,
+     "memory for a case's outputs and references at once\n"
+     "(default 16): a larger case is replayed in blocks of rows,\n"
+     "with the same outputs and merged metrics"},
+};
+
+const cli_command_t cli_replay_command = {
+    .name = "replay",
+    .synopsis = "[options] CASE|DIR...",
+    .summary = "replay cases through the kernel models and references",
+    .description = "Replays each case through the selected kernels' CPU models and compares every\n"
+                   "output, and the outputs recorded in the case, with the references.",
+    .operands = "file",
+    .options = replay_options,
+    .n_options = (int)(sizeof replay_options / sizeof replay_options[0]),
+    .run = cli_replay,
+};
 
 static int parse_refs(const char *s, unsigned *refs)
 {
@@ -88,79 +102,41 @@ static int parse_refs(const char *s, unsigned *refs)
 
 int cli_replay(int argc, char **argv)
 {
-    enum { OPT_ACT = 256, OPT_FP8, OPT_MX, OPT_E8M0, OPT_NOREC, OPT_JSON, OPT_SAVE, OPT_ORACLE, OPT_VS, OPT_INJECT, OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX,
-           OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE, OPT_NOISOLATE, OPT_BLOCK };
-    static const struct option longopts[] = {
-        {"kernels", required_argument, 0, 'k'},
-        {"refs", required_argument, 0, 'r'},
-        {"act-source", required_argument, 0, OPT_ACT},
-        {"fp8-quant", required_argument, 0, OPT_FP8},
-        {"mxfp4-quant", required_argument, 0, OPT_MX},
-        {"e8m0-zero", no_argument, 0, OPT_E8M0},
-        {"no-recorded", no_argument, 0, OPT_NOREC},
-        {"json", no_argument, 0, OPT_JSON},
-        {"out", required_argument, 0, 'o'},
-        {"save-outputs", required_argument, 0, OPT_SAVE},
-        {"threads", required_argument, 0, 't'},
-        {"oracle", no_argument, 0, OPT_ORACLE},
-        {"vs", required_argument, 0, OPT_VS},
-        {"inject", required_argument, 0, OPT_INJECT},
-        {"no-diagnose", no_argument, 0, OPT_NODIAG},
-        {"device", required_argument, 0, OPT_DEVICE},
-        {"reruns", required_argument, 0, OPT_RERUNS},
-        {"matrix", no_argument, 0, OPT_MATRIX},
-        {"plugin", required_argument, 0, OPT_PLUGIN},
-        {"timeout", required_argument, 0, OPT_TIMEOUT},
-        {"isolate", no_argument, 0, OPT_ISOLATE},
-        {"no-isolate", no_argument, 0, OPT_NOISOLATE},
-        {"block-mb", required_argument, 0, OPT_BLOCK},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
+    const cli_command_t *cmd = &cli_replay_command;
     replay_options_t opt;
     replay_options_default(&opt);
     const char *out_dir = NULL, *save_path = NULL;
     int json = 0;
+    char inject_buf[256];
     kr_plugin_t *plugins[16];
     int n_plugins = 0;
     const kernel_desc_t *extra[16 * 256];
     int n_extra = 0;
-    optind = 1;
+    cli_parser_t parser;
+    if (cli_parser_init(&parser, cmd, argc, argv))
+        return EXIT_USAGE;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "k:r:o:t:h", longopts, NULL)) != -1) {
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
+        if (cli_apply_kernel_option(&v, &opt.kernel))
+            continue;
         switch (c) {
-        case 'k':
+        case OPT_KERNELS:
             opt.kernel_patterns = optarg;
             break;
-        case 'r':
+        case OPT_REFS:
             if (parse_refs(optarg, &opt.refs)) {
-                fprintf(stderr, "kreplay replay: --refs: unknown reference in '%s' (exact, source)\n", optarg);
-                return EXIT_USAGE;
+                return cli_option_error(cmd, "refs", "unknown reference in '%s' (exact, source)", optarg);
             }
             break;
         case OPT_ACT:
-            if (!strcmp(optarg, "auto"))
-                opt.kernel.act_source = ACT_SOURCE_AUTO;
-            else if (!strcmp(optarg, "recorded"))
-                opt.kernel.act_source = ACT_SOURCE_RECORDED;
-            else if (!strcmp(optarg, "quantize"))
-                opt.kernel.act_source = ACT_SOURCE_QUANTIZE;
-            else {
-                fprintf(stderr, "kreplay replay: --act-source: '%s' is not auto, recorded or quantize\n", optarg);
-                return EXIT_USAGE;
-            }
+            opt.kernel.act_source = !strcmp(optarg, "recorded") ? ACT_SOURCE_RECORDED
+                                    : !strcmp(optarg, "quantize") ? ACT_SOURCE_QUANTIZE
+                                                                  : ACT_SOURCE_AUTO;
             break;
-        case OPT_FP8:
-            if (fp8_token_variant_from_name(optarg, &opt.kernel.fp8_variant)) {
-                fprintf(stderr, "kreplay replay: --fp8-quant: unknown variant '%s' (vllm, traced, pure, reciprocal)\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_MX:
-            if (mxfp4_variant_from_name(optarg, &opt.kernel.mxfp4_variant)) {
-                fprintf(stderr, "kreplay replay: --mxfp4-quant: unknown variant '%s' (aiter-even, ocp, ceil)\n", optarg);
-                return EXIT_USAGE;
-            }
+        case OPT_SPLITS:
+            opt.kernel.decode_splits = (int)v.i;
             break;
         case OPT_E8M0:
             opt.weight_e8m0_mode = E8M0_ZERO_IS_ZERO;
@@ -168,40 +144,24 @@ int cli_replay(int argc, char **argv)
         case OPT_NOREC:
             opt.include_recorded = 0;
             break;
-        case OPT_JSON:
+        case CLI_ID_JSON:
             json = 1;
             break;
-        case 'o':
+        case OPT_OUT:
             out_dir = optarg;
             break;
         case OPT_SAVE:
             save_path = optarg;
             break;
-        case 't':
-            opt.kernel.threads = atoi(optarg);
-            if (opt.kernel.threads <= 0) {
-                fprintf(stderr, "kreplay replay: --threads: '%s' is not a positive integer\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
         case OPT_ORACLE:
             opt.oracle = 1;
             break;
-        case OPT_INJECT: {
-            kr_error_t ferr = {{0}};
-            const char *spec = optarg;
-            char *eq = strchr(optarg, '=');
-            if (eq) { /* KERNELS=FAULT: only matching kernels get it */
-                *eq = '\0';
-                opt.fault_kernels = optarg;
-                spec = eq + 1;
-            }
-            if (fault_parse(spec, &opt.fault, &ferr)) {
-                fprintf(stderr, "kreplay replay: --inject: %s\n%s", ferr.msg, fault_usage());
-                return EXIT_USAGE;
+        case CLI_ID_INJECT:
+            if ((c = cli_parse_inject(cmd, optarg, inject_buf, sizeof inject_buf, &opt.fault,
+                                      &opt.fault_kernels)) != 0) {
+                return c > 0 ? 0 : EXIT_USAGE;
             }
             break;
-        }
         case OPT_NODIAG:
             opt.diagnose = 0;
             break;
@@ -211,21 +171,13 @@ int cli_replay(int argc, char **argv)
                 /* Asked in a child: a parent that touched the GPU runtime
                  * could not fork isolated GPU runs. */
                 if (!gpu_available_isolated(why, sizeof why)) {
-                    fprintf(stderr, "kreplay replay: --device gpu: %s\n", why);
-                    return EXIT_USAGE;
+                        return cli_option_error(cmd, "device", "gpu: %s", why);
                 }
                 opt.device_gpu = 1;
-            } else if (strcmp(optarg, "cpu") != 0) {
-                fprintf(stderr, "kreplay replay: --device: '%s' is not cpu or gpu\n", optarg);
-                return EXIT_USAGE;
             }
             break;
         case OPT_RERUNS:
-            opt.gpu_reruns = opt.model_reruns = atoi(optarg);
-            if (opt.gpu_reruns < 1) {
-                fprintf(stderr, "kreplay replay: --reruns: '%s' is not a positive integer\n", optarg);
-                return EXIT_USAGE;
-            }
+            opt.gpu_reruns = opt.model_reruns = (int)v.i;
             break;
         case OPT_MATRIX:
             opt.gpu_matrix = 1;
@@ -233,77 +185,54 @@ int cli_replay(int argc, char **argv)
         case OPT_PLUGIN: {
             kr_error_t perr = {{0}};
             if (n_plugins == 16) {
-                fprintf(stderr, "kreplay replay: --plugin: at most 16 plugins\n");
-                return EXIT_USAGE;
+                return cli_option_error(cmd, "plugin", "at most 16 plugins");
             }
             if (plugin_load(optarg, &plugins[n_plugins], &perr)) {
-                fprintf(stderr, "kreplay replay: --plugin: %s\n", perr.msg);
-                return EXIT_USAGE;
+                return cli_option_error(cmd, "plugin", "%s", perr.msg);
             }
             for (int i = 0; i < plugin_kernel_count(plugins[n_plugins]); i++)
                 extra[n_extra++] = plugin_kernel_at(plugins[n_plugins], i);
             n_plugins++;
             break;
         }
-        case OPT_TIMEOUT: {
-            char *end;
-            opt.timeout_s = strtod(optarg, &end);
-            if (*end || !(opt.timeout_s >= 0)) {
-                fprintf(stderr, "kreplay replay: --timeout: '%s' is not a number of seconds >= 0\n", optarg);
-                return EXIT_USAGE;
-            }
+        case OPT_TIMEOUT:
+            opt.timeout_s = v.d;
             break;
-        }
         case OPT_ISOLATE:
             opt.isolate_all = 1;
             break;
-        case OPT_BLOCK: {
-            char *end;
-            double mb = strtod(optarg, &end);
-            if (*end || !(mb > 0) || mb > 1e7) {
-                fprintf(stderr, "kreplay replay: --block-mb: '%s' is not a size in MiB > 0\n", optarg);
-                return EXIT_USAGE;
+        case OPT_BLOCK:
+            if (v.d > 1e7) {
+                return cli_option_error(cmd, "block-mb", "'%s' is not a size in MiB in (0, 1e7]", optarg);
             }
-            opt.block_bytes = (int64_t)(mb * 1048576.0);
+            opt.block_bytes = (int64_t)(v.d * 1048576.0);
             break;
-        }
         case OPT_NOISOLATE:
             opt.no_isolate = 1;
             break;
         case OPT_VS:
             if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
-                fprintf(stderr, "kreplay replay: --vs: '%s' is not a GEMM kernel (see 'kreplay list kernels')\n", optarg);
+                cli_kernel_typo(cmd, "vs", optarg, NULL, 0);
                 return EXIT_USAGE;
             }
             opt.vs_kernel = optarg;
             break;
-        case 'h':
-            replay_usage(stdout);
-            return 0;
         default:
-            replay_usage(stderr);
-            return EXIT_USAGE;
+            break;
         }
     }
-    if (optind >= argc) {
-        fprintf(stderr, "kreplay replay: no case given\n");
-        replay_usage(stderr);
+    int first_operand = parser.optind;
+    if (c < 0)
+        return cli_parse_exit(c);
+    if (first_operand >= argc) {
+        fprintf(stderr, "kreplay replay: no case given\nRun 'kreplay help replay' for its options.\n");
         return EXIT_USAGE;
     }
+    optind = first_operand;
     opt.extra_kernels = extra;
     opt.n_extra_kernels = n_extra;
-    if (opt.kernel_patterns) {
-        int any = 0;
-        for (int i = 0; i < kernel_count(); i++)
-            any |= kernel_name_matches(kernel_at(i)->name, opt.kernel_patterns);
-        for (int i = 0; i < n_extra; i++)
-            any |= kernel_name_matches(extra[i]->name, opt.kernel_patterns);
-        if (!any) {
-            fprintf(stderr, "kreplay replay: --kernels '%s' matches no kernel (see 'kreplay list kernels')\n",
-                    opt.kernel_patterns);
-            return EXIT_USAGE;
-        }
-    }
+    if (opt.kernel_patterns && cli_check_kernel_patterns(cmd, opt.kernel_patterns, extra, n_extra))
+        return EXIT_USAGE;
     kr_error_t err = {{0}};
     run_lock_t lock = {-1};
     if (out_dir && run_lock_acquire(out_dir, &lock, &err)) {
@@ -332,7 +261,11 @@ int cli_replay(int argc, char **argv)
     int input_errors = 0;
     const char **failed = calloc((size_t)n_cases + 1, sizeof *failed);
     int n_failed = 0;
+    progress_t prog;
+    progress_start(&prog, "kreplay replay", n_cases);
+    opt.progress = &prog;
     for (int i = 0; i < n_cases; i++) {
+        progress_update(&prog, i);
         case_t cs;
         if (case_load_safe(cases[i], &cs, NULL, 0, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
@@ -350,6 +283,9 @@ int cli_replay(int argc, char **argv)
         }
         case_free(&cs);
     }
+    progress_update(&prog, n_cases);
+    progress_finish(&prog);
+    opt.progress = NULL;
     char *cmdline = cli_command_line(argc, argv);
     run_info_t info;
     run_info_fill(&info, cmdline, cli_version(), cli_git_commit());

@@ -1,40 +1,48 @@
 /* kreplay report RESULTS.h5|RUNDIR... -o DIR [--history DIR] [--baseline FILE] [--case CASE.h5]... */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_commands.h"
 #include "report_bundle.h"
 #include "results_store.h"
 
-static void report_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay report RESULTS.h5|RUNDIR... -o DIR [options]\n"
-            "\n"
-            "Regenerates a report directory from results files alone: DIR/report.html (one\n"
-            "self-contained page, plots inline as SVG), DIR/report_full.md (plots as\n"
-            "plots/*.png), DIR/plots/, and results.json, results.csv, report.md.  Several\n"
-            "files (the shards of one run) are reported as one run.\n"
-            "\n"
-            "  -o, --out DIR            the report directory (required)\n"
-            "      --history DIR|FILE   earlier runs' results files (a directory: its *.h5),\n"
-            "                           for the error trend; may be repeated\n"
-            "      --last N             the trend keeps the last N history runs (default 10)\n"
-            "      --baseline FILE      a baseline results file: the trend's first point\n"
-            "      --case CASE.h5       draw the non-finite map of this case's x; may be repeated\n"
-            "                           (cases the rows name are mapped when their files exist and\n"
-            "                           their x held non-finite values)\n"
-            "      --no-case-lookup     map only the --case files\n"
-            "      --no-plots           do not run gnuplot\n"
-            "      --title TEXT         the page's title\n"
-            "  -q, --quiet              no warnings\n"
-            "\n"
-            "Plots need gnuplot on PATH; without it the report is written without plots.\n"
-            "Exit: 0 written, 2 usage or input error.\n");
-}
+enum { OPT_HISTORY = 256, OPT_LAST, OPT_BASE, OPT_CASE, OPT_NOLOOKUP, OPT_NOPLOTS, OPT_TITLE };
+
+static const cli_option_t report_options[] = {
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the report directory (required)"},
+    {OPT_HISTORY, "history", 0, "DIR|FILE", CLI_FILE, NULL,
+     "earlier runs' results files (a directory: its *.h5),\nfor the error trend; may be repeated"},
+    {OPT_LAST, "last", 0, "N", CLI_POS_INT, NULL, "the trend keeps the last N history runs (default 10)"},
+    {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL, "a baseline results file: the trend's first point"},
+    {OPT_CASE, "case", 0, "CASE.h5", CLI_FILE, NULL,
+     "draw the non-finite map of this case's x; may be repeated\n"
+     "(cases the rows name are mapped when their files exist and\n"
+     "their x held non-finite values)"},
+    {OPT_NOLOOKUP, "no-case-lookup", 0, NULL, CLI_FLAG, NULL, "map only the --case files"},
+    {OPT_NOPLOTS, "no-plots", 0, NULL, CLI_FLAG, NULL, "do not run gnuplot"},
+    {OPT_TITLE, "title", 0, "TEXT", CLI_STRING, NULL, "the page's title"},
+    {'q', "quiet", 'q', NULL, CLI_FLAG, NULL, "no warnings"},
+};
+
+const cli_command_t cli_report_command = {
+    .name = "report",
+    .synopsis = "RESULTS.h5|RUNDIR... -o DIR [options]",
+    .summary = "HTML page (plots inline) and Markdown from results files",
+    .description =
+        "Regenerates a report directory from results files alone: DIR/report.html (one\n"
+        "self-contained page, plots inline as SVG), DIR/report_full.md (plots as\n"
+        "plots/*.png), DIR/plots/, and results.json, results.csv, report.md.  Files whose\n"
+        "rows do not overlap (the shards of one run) are reported as one run; files of\n"
+        "several runs (the same rows twice) report the newest run, with the others as its\n"
+        "history.  Plots need gnuplot on PATH; without it the report is written without plots.",
+    .operands = "file",
+    .options = report_options,
+    .n_options = (int)(sizeof report_options / sizeof report_options[0]),
+    .run = cli_report,
+};
 
 typedef struct {
     char **v;
@@ -82,42 +90,25 @@ static int add_history(paths_t *p, const char *arg)
 
 int cli_report(int argc, char **argv)
 {
-    enum { OPT_HISTORY = 256, OPT_LAST, OPT_BASE, OPT_CASE, OPT_NOLOOKUP, OPT_NOPLOTS, OPT_TITLE };
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'},
-        {"history", required_argument, 0, OPT_HISTORY},
-        {"last", required_argument, 0, OPT_LAST},
-        {"baseline", required_argument, 0, OPT_BASE},
-        {"case", required_argument, 0, OPT_CASE},
-        {"no-case-lookup", no_argument, 0, OPT_NOLOOKUP},
-        {"no-plots", no_argument, 0, OPT_NOPLOTS},
-        {"title", required_argument, 0, OPT_TITLE},
-        {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     report_options_t opt;
     report_options_init(&opt);
     opt.write_tables = 1;
     const char *out_dir = NULL;
     paths_t history = {0}, cases = {0};
     int status = 0;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_report_command, argc, argv);
+    while (status == 0 && (c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 'o': out_dir = optarg; break;
         case OPT_HISTORY:
             if (add_history(&history, optarg))
                 status = EXIT_USAGE;
             break;
-        case OPT_LAST:
-            opt.history_last = atoi(optarg);
-            if (opt.history_last < 1) {
-                fprintf(stderr, "kreplay report: --last: expected a positive count, got '%s'\n", optarg);
-                status = EXIT_USAGE;
-            }
-            break;
+        case OPT_LAST: opt.history_last = (int)v.i; break;
         case OPT_BASE: opt.baseline_path = optarg; break;
         case OPT_CASE:
             if (paths_add(&cases, optarg))
@@ -127,21 +118,17 @@ int cli_report(int argc, char **argv)
         case OPT_NOPLOTS: opt.plots = 0; break;
         case OPT_TITLE: opt.title = optarg; break;
         case 'q': opt.quiet = 1; break;
-        case 'h':
-            report_usage(stdout);
-            paths_free(&history);
-            paths_free(&cases);
-            return 0;
-        default:
-            report_usage(stderr);
-            paths_free(&history);
-            paths_free(&cases);
-            return EXIT_USAGE;
+        default: break;
         }
     }
+    if (status == 0 && c < 0) {
+        paths_free(&history);
+        paths_free(&cases);
+        return cli_parse_exit(c);
+    }
     if (status == 0 && (!out_dir || optind >= argc)) {
-        fprintf(stderr, "kreplay report: need -o DIR and at least one results file (or run directory)\n");
-        report_usage(stderr);
+        fprintf(stderr, "kreplay report: need -o DIR and at least one results file (or run directory)\n"
+                        "Run 'kreplay help report' for its options.\n");
         status = EXIT_USAGE;
     }
     result_list_t rows = {0};
@@ -149,6 +136,9 @@ int cli_report(int argc, char **argv)
     memset(&meta, 0, sizeof meta);
     kr_error_t err = {{0}};
     int n_files = 0;
+    paths_t files = {0}, times = {0};
+    char newest_time[64] = "";
+    int newest = -1;
     for (int i = optind; status == 0 && i < argc; i++) {
         char path[4400];
         struct stat st;
@@ -165,6 +155,10 @@ int cli_report(int argc, char **argv)
         }
         if (n_files == 0)
             meta = m;
+        if (newest < 0 || strcmp(m.time_utc, newest_time) > 0) {
+            newest = n_files;
+            snprintf(newest_time, sizeof newest_time, "%s", m.time_utc);
+        }
         for (int64_t j = 0; j < part.count; j++) {
             result_t *r = result_list_add(&rows);
             if (!r) {
@@ -175,6 +169,8 @@ int cli_report(int argc, char **argv)
             *r = part.rows[j];
         }
         result_list_free(&part);
+        if (paths_add(&files, path) || paths_add(&times, m.time_utc))
+            status = EXIT_USAGE;
         n_files++;
     }
     if (status == 0 && n_files > 1) {
@@ -182,16 +178,43 @@ int cli_report(int argc, char **argv)
             fprintf(stderr, "kreplay: error: out of memory\n");
             status = EXIT_USAGE;
         }
-        for (int64_t j = 1; status == 0 && j < rows.count; j++)
-            if (result_key_cmp(&rows.rows[j - 1], &rows.rows[j]) == 0) {
-                fprintf(stderr,
-                        "kreplay: error: the row (%s, %s, %s) is in two of the files: overlapping shards or the "
-                        "same run twice\n",
-                        rows.rows[j].case_path, rows.rows[j].kernel, rows.rows[j].reference);
+        int64_t overlap = -1;
+        for (int64_t j = 1; status == 0 && overlap < 0 && j < rows.count; j++)
+            if (result_key_cmp(&rows.rows[j - 1], &rows.rows[j]) == 0)
+                overlap = j;
+        /* Files from one run (the same time) may only be its shards. */
+        int same_run = 0;
+        for (int a = 0; a < times.n; a++)
+            for (int b = a + 1; b < times.n; b++)
+                same_run |= strcmp(times.v[a], times.v[b]) == 0;
+        if (overlap >= 0 && same_run) {
+            fprintf(stderr,
+                    "kreplay: error: the row (%s, %s, %s) is in two of the files: overlapping shards or the "
+                    "same run twice\n",
+                    rows.rows[overlap].case_path, rows.rows[overlap].kernel, rows.rows[overlap].reference);
+            status = EXIT_USAGE;
+        } else if (overlap >= 0) {
+            /* The same rows in several files: several runs (one results.h5 per run),
+             * not shards.  The newest is the report's run, the others its trend. */
+            result_list_free(&rows);
+            memset(&rows, 0, sizeof rows);
+            if (results_store_read(files.v[newest], &rows, &meta, &err)) {
+                fprintf(stderr, "kreplay: error: %s\n", err.msg);
                 status = EXIT_USAGE;
             }
-        snprintf(meta.shard, sizeof meta.shard, "merged %d files", n_files);
+            for (int k = 0; status == 0 && k < files.n; k++)
+                if (k != newest && paths_add(&history, files.v[k]))
+                    status = EXIT_USAGE;
+            if (status == 0)
+                printf("report: %d runs' results (the same rows in each): reporting the newest, %s (%s), "
+                       "with the other %d as its history\n",
+                       n_files, files.v[newest], newest_time, n_files - 1);
+        } else {
+            snprintf(meta.shard, sizeof meta.shard, "merged %d files", n_files);
+        }
     }
+    paths_free(&files);
+    paths_free(&times);
     if (status == 0) {
         report_outcome_t outcome;
         opt.meta = &meta;

@@ -1,4 +1,3 @@
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,59 +5,52 @@
 #include "atomic_file.h"
 #include "case_io.h"
 #include "cli.h"
+#include "cli_commands.h"
 #include "shape_catalog.h"
 #include "synth.h"
 #include "kr_string.h"
 
-static void synth_usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: kreplay synth --shape SHAPES --m M[,M...] --out DIR [options]\n"
-            "\n"
-            "SHAPES: comma-separated NxK pairs or names from the catalogue ('kreplay list shapes'),\n"
-            "or 'production' for the whole catalogue.  bf16 layers get a bf16 weight as well.\n"
-            "\n"
-            "Writes one schema-v1 case per shape and M: DIR/synth_N<N>_K<K>_M<M>_s<seed>.h5\n"
-            "(or DIR/<name>.h5 with --name and a single shape and M).\n"
-            "\n"
-            "      --seed S             random seed (default 1)\n"
-            "      --outliers N         outlier channels (default 4), --outlier-gain G (default 100)\n"
-            "      --token-spread S     sigma of log2 per-token scale (default 1.5)\n"
-            "      --weight-spread B    mean binades a weight block sits below its row max (default 3)\n"
-            "      --nan-block RxC[@C0] a block of R rows x C columns of NaN in x, from column C0\n"
-            "      --zero-rows N        the last N rows of x are zero\n"
-            "      --scale-layout L     nk (N,K/32, default) or kn (K/32,N)\n"
-            "      --fragment-order     store the weight in WPERM fragment order\n"
-            "      --weight-format F    mxfp4 (default), bf16 (weight_bf16 only: the same Gaussian\n"
-            "                           weights rounded to bf16, no x_fp8) or both\n"
-            "      --layer NAME, --model NAME   provenance\n"
-            "      --name NAME          file name (single shape and M only)\n");
-}
+enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
+       OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME, OPT_WFORMAT };
+
+static const cli_option_t synth_options[] = {
+    {'s', "shape", 's', "SHAPES", CLI_STRING, NULL,
+     "comma-separated NxK pairs or names from the catalogue\n('kreplay list shapes'), or 'production'"},
+    {'m', "m", 'm', "M[,M...]", CLI_STRING, NULL, "the M values"},
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the directory to write the cases into"},
+    {OPT_SEED, "seed", 0, "S", CLI_STRING, NULL, "random seed (default 1)"},
+    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels (default 4)"},
+    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "outlier gain (default 100)"},
+    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale (default 1.5)"},
+    {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL,
+     "mean binades a weight block sits below its row max (default 3)"},
+    {OPT_NAN, "nan-block", 0, "RxC[@C0]", CLI_STRING, NULL, "a block of R rows x C columns of NaN in x, from column C0"},
+    {OPT_ZERO, "zero-rows", 0, "N", CLI_STRING, NULL, "the last N rows of x are zero"},
+    {OPT_LAYOUT, "scale-layout", 0, "LAYOUT", CLI_CHOICE, "nk|kn|N,K/32|K/32,N", "nk (N,K/32, default) or kn (K/32,N)"},
+    {OPT_FRAG, "fragment-order", 0, NULL, CLI_FLAG, NULL, "store the weight in WPERM fragment order"},
+    {OPT_WFORMAT, "weight-format", 0, "FORMAT", CLI_CHOICE, "mxfp4|bf16|both",
+     "mxfp4 (default), bf16 (weight_bf16 only: the same Gaussian\n"
+     "weights rounded to bf16, no x_fp8) or both"},
+    {OPT_LAYER, "layer", 0, "NAME", CLI_STRING, NULL, "provenance: the layer"},
+    {OPT_MODEL, "model", 0, "NAME", CLI_STRING, NULL, "provenance: the model"},
+    {OPT_NAME, "name", 0, "NAME", CLI_STRING, NULL, "file name (single shape and M only)"},
+};
+
+const cli_command_t cli_synth_command = {
+    .name = "synth",
+    .synopsis = "--shape SHAPES --m M[,M...] --out DIR [options]",
+    .summary = "write synthetic schema-v1 cases",
+    .description = "Writes one schema-v1 case per shape and M: DIR/synth_N<N>_K<K>_M<M>_s<seed>.h5\n"
+                   "(or DIR/<name>.h5 with --name and a single shape and M).  bf16 layers get a bf16\n"
+                   "weight as well.",
+    .operands = NULL,
+    .options = synth_options,
+    .n_options = (int)(sizeof synth_options / sizeof synth_options[0]),
+    .run = cli_synth,
+};
 
 int cli_synth(int argc, char **argv)
 {
-    enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
-           OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME, OPT_WFORMAT };
-    static const struct option longopts[] = {
-        {"shape", required_argument, 0, 's'},
-        {"m", required_argument, 0, 'm'},
-        {"out", required_argument, 0, 'o'},
-        {"seed", required_argument, 0, OPT_SEED},
-        {"outliers", required_argument, 0, OPT_OUTLIERS},
-        {"outlier-gain", required_argument, 0, OPT_GAIN},
-        {"token-spread", required_argument, 0, OPT_TSPREAD},
-        {"weight-spread", required_argument, 0, OPT_WSPREAD},
-        {"nan-block", required_argument, 0, OPT_NAN},
-        {"zero-rows", required_argument, 0, OPT_ZERO},
-        {"scale-layout", required_argument, 0, OPT_LAYOUT},
-        {"fragment-order", no_argument, 0, OPT_FRAG},
-        {"weight-format", required_argument, 0, OPT_WFORMAT},
-        {"layer", required_argument, 0, OPT_LAYER},
-        {"model", required_argument, 0, OPT_MODEL},
-        {"name", required_argument, 0, OPT_NAME},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     synth_params_t p;
     synth_params_default(&p);
     shape_t shapes[64];
@@ -66,9 +58,12 @@ int cli_synth(int argc, char **argv)
     int weight_format_given = 0;
     int n_shapes = 0, n_m = 0;
     const char *out_dir = NULL, *name = NULL;
-    optind = 1;
+    cli_parser_t parser;
+    cli_value_t v;
     int c;
-    while ((c = getopt_long(argc, argv, "s:m:o:h", longopts, NULL)) != -1) {
+    cli_parser_init(&parser, &cli_synth_command, argc, argv);
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        const char *optarg = v.arg;
         switch (c) {
         case 's': {
             shape_catalog_t cat;
@@ -134,13 +129,14 @@ int cli_synth(int argc, char **argv)
         case OPT_LAYER: p.layer = optarg; break;
         case OPT_MODEL: p.model = optarg; break;
         case OPT_NAME: name = optarg; break;
-        case 'h': synth_usage(stdout); return 0;
-        default: synth_usage(stderr); return EXIT_USAGE;
+        default: break;
         }
     }
+    if (c < 0)
+        return cli_parse_exit(c);
     if (n_shapes <= 0 || n_m <= 0 || !out_dir) {
         fprintf(stderr, "kreplay synth: --shape, --m and --out are required\n");
-        synth_usage(stderr);
+        fprintf(stderr, "Run 'kreplay help synth' for its options.\n");
         return EXIT_USAGE;
     }
     if (name && (n_shapes != 1 || n_m != 1)) {

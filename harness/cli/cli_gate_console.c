@@ -1,0 +1,198 @@
+/* realpath(3) */
+#define _DEFAULT_SOURCE
+#include "cli_gate_console.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_colour.h"
+#include "report.h"
+
+/* Rows listed by name under NEW / MISSING before "... and N more". */
+#define LISTED_MAX 20
+
+static int needs_attention(const result_t *r)
+{
+    return verdict_is_failure(r->verdict);
+}
+
+/* A word the shell takes as is, or the word in single quotes. */
+static void shell_word(FILE *fp, const char *s)
+{
+    int plain = *s != '\0';
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("-_./:=,+@%", *p);
+    if (plain) {
+        fputs(s, fp);
+        return;
+    }
+    fputc('\'', fp);
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'')
+            fputs("'\\''", fp);
+        else
+            fputc(*p, fp);
+    }
+    fputc('\'', fp);
+}
+
+/* An absolute path where it exists, so the command works from any directory. */
+static void path_word(FILE *fp, const char *path)
+{
+    char abs[PATH_MAX];
+    shell_word(fp, realpath(path, abs) ? abs : path);
+}
+
+static void binary_word(FILE *fp)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        shell_word(fp, exe);
+    } else {
+        fputs("kreplay", fp);
+    }
+}
+
+/* The one command that reruns exactly this row's case and kernel, with the
+ * run's suite, policy, seeds, fault and baseline. */
+static void rerun_command(FILE *fp, const gate_options_t *o, const result_t *r)
+{
+    fputs("    rerun: ", fp);
+    binary_word(fp);
+    fputs(" gate ", fp);
+    path_word(fp, o->suite_path);
+    fputs(" -o ", fp);
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/rerun", o->run_dir);
+    char abs[PATH_MAX];
+    if (realpath(o->run_dir, abs))
+        snprintf(dir, sizeof dir, "%s/rerun", abs);
+    shell_word(fp, dir);
+    fputs(" --only-case ", fp);
+    shell_word(fp, r->case_name);
+    fputs(" --kernels ", fp);
+    shell_word(fp, r->kernel);
+    if (o->policy_path) {
+        fputs(" --policy ", fp);
+        path_word(fp, o->policy_path);
+    }
+    if (o->seed_first > 0)
+        fprintf(fp, " --seeds %lld-%lld", o->seed_first, o->seed_last);
+    if (o->inject) {
+        fputs(" --inject ", fp);
+        shell_word(fp, o->inject);
+    }
+    if (o->baseline_path) {
+        fputs(" --baseline ", fp);
+        path_word(fp, o->baseline_path);
+        fputs(" --allow-missing", fp);
+    }
+    fputc('\n', fp);
+}
+
+static void print_counts(FILE *fp, const result_list_t *rows, int colour)
+{
+    int64_t counts[VERDICT_COUNT] = {0};
+    for (int64_t i = 0; i < rows->count; i++)
+        counts[rows->rows[i].verdict]++;
+    fprintf(fp, "%lld rows:", (long long)rows->count);
+    const char *sep = " ";
+    for (int v = 0; v < VERDICT_COUNT; v++) {
+        if (!counts[v])
+            continue;
+        fprintf(fp, "%s%lld %s%s%s", sep, (long long)counts[v], cli_colour_of((verdict_t)v, colour),
+                verdict_name((verdict_t)v), cli_colour_reset(colour));
+        sep = ", ";
+    }
+    fputc('\n', fp);
+}
+
+static void print_row(FILE *fp, const gate_options_t *o, const result_t *r, int colour)
+{
+    fprintf(fp, "%s%-10s%s %s  %s / %s  M=%lld N=%lld K=%lld  rel_fro %.4g (threshold %.4g)",
+            cli_colour_of(r->verdict, colour), verdict_name(r->verdict), cli_colour_reset(colour),
+            r->case_name, r->kernel, r->reference, (long long)r->M, (long long)r->N, (long long)r->K,
+            r->metrics.rel_fro, r->threshold);
+    if (r->ulp.count > 0)
+        fprintf(fp, "  identical %lld/%lld", (long long)r->ulp.identical, (long long)r->ulp.count);
+    fputc('\n', fp);
+    if (r->note[0])
+        fprintf(fp, "    %s\n", r->note);
+    if (r->diagnosis[0])
+        fprintf(fp, "    diagnosis: %s\n", r->diagnosis);
+    rerun_command(fp, o, r);
+}
+
+static void list_names(FILE *fp, const char *what, const result_t *const *rows, int64_t n)
+{
+    if (n == 0)
+        return;
+    fprintf(fp, "\n%s (%lld):\n", what, (long long)n);
+    for (int64_t i = 0; i < n && i < LISTED_MAX; i++)
+        fprintf(fp, "  %s [%s] %s / %s\n", rows[i]->case_name, rows[i]->case_id, rows[i]->kernel,
+                rows[i]->reference);
+    if (n > LISTED_MAX)
+        fprintf(fp, "  ... and %lld more (the report lists every row)\n", (long long)(n - LISTED_MAX));
+}
+
+void gate_console_print(FILE *fp, const gate_console_t *con, const gate_options_t *o,
+                        const result_list_t *rows, const gate_summary_t *sum, int ran)
+{
+    const int colour = cli_colour_wanted(fp);
+    int64_t attention = 0, failing = 0;
+    for (int64_t i = 0; i < rows->count; i++) {
+        attention += needs_attention(&rows->rows[i]);
+        /* A REGRESSED verdict is counted as regressed, not twice. */
+        failing += needs_attention(&rows->rows[i]) && rows->rows[i].verdict != VERDICT_REGRESSED;
+    }
+    const int failed = !ran || sum->failing || sum->baseline_failed;
+    fprintf(fp, "gate %s%s%s: ", failed ? cli_colour_of(VERDICT_ERROR, colour) : cli_colour_of(VERDICT_PASS, colour),
+            !ran ? "INCOMPLETE" : failed ? "FAILED" : "PASSED", cli_colour_reset(colour));
+    print_counts(fp, rows, colour);
+    fprintf(fp, "  %lld failing, %lld regressed, %lld improved", (long long)failing,
+            (long long)sum->regressed, (long long)sum->improved);
+    if (o->baseline_path)
+        fprintf(fp, ", %lld missing%s, %lld new against %s", (long long)sum->missing,
+                sum->missing && o->allow_missing ? " (allowed)" : "", (long long)sum->new_rows,
+                o->baseline_path);
+    else
+        fprintf(fp, " (no baseline)");
+    fprintf(fp, "; %lld cases (%lld resumed), %.1f s\n", (long long)sum->cases_planned,
+            (long long)sum->cases_resumed, sum->seconds);
+    fprintf(fp, "  report: %s/report.html (results.h5, results.json, results.csv, report.md beside it)\n",
+            o->run_dir);
+    if (o->junit_path)
+        fprintf(fp, "  junit: %s\n", o->junit_path);
+    if (con->quiet)
+        return;
+
+    if (attention > 0) {
+        fprintf(fp, "\n%lld row%s failing or regressed%s:\n", (long long)attention, attention == 1 ? "" : "s",
+                con->all_rows ? "" : " (--all-rows for every row)");
+        for (int64_t i = 0; i < rows->count; i++)
+            if (needs_attention(&rows->rows[i]))
+                print_row(fp, o, &rows->rows[i], colour);
+    }
+    const result_t **listed = malloc((size_t)(sum->added_rows.count + sum->missing_rows.count + 1) * sizeof *listed);
+    if (listed) {
+        int64_t n = 0;
+        for (int64_t i = 0; i < sum->missing_rows.count; i++)
+            listed[n++] = &sum->missing_rows.rows[i];
+        list_names(fp, o->allow_missing ? "MISSING from this run (allowed)" : "MISSING from this run (fails the gate)",
+                   listed, n);
+        n = 0;
+        for (int64_t i = 0; i < sum->added_rows.count; i++)
+            listed[n++] = &sum->added_rows.rows[i];
+        list_names(fp, "NEW (no baseline row)", listed, n);
+        free(listed);
+    }
+    if (con->all_rows && rows->count > 0) {
+        fputc('\n', fp);
+        report_table_print(fp, rows);
+    }
+}
