@@ -36,7 +36,7 @@
 const result_field_t result_fields[] = {
     F_STR(case_path),
     F_STR(case_name),
-    RF_LINE(case_id, char *, RF_STR, 1, NULL, 1),
+    RF_LINE(case_id, char *, RF_STR, 1, NULL, 1, 0),
     F_I64(M),
     F_I64(N),
     F_I64(K),
