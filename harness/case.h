@@ -58,6 +58,7 @@ typedef struct {
     char *model;
     char *capture_time;         /* ISO 8601 */
     char *env_flags;            /* "KEY=VALUE" lines, '\n'-separated */
+    char *route;                /* the dispatch route that produced out: "w4a8" or "w4a4"; NULL = not recorded */
 
     uint16_t *weight_bf16;      /* [N, K] bf16 bits of an unquantized layer, or NULL */
 

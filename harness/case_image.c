@@ -39,6 +39,7 @@ typedef enum {
     F_ENV_FLAGS,
     F_WEIGHT_BF16,
     F_REF_RECORDED,
+    F_ROUTE,
     F_COUNT
 } field_t;
 
@@ -78,6 +79,7 @@ static const field_desc_t FIELDS[F_COUNT] = {
     [F_ENV_FLAGS] = {"env_flags", COUNT_STRING, 1},
     [F_WEIGHT_BF16] = {"weight_bf16", COUNT_NK, sizeof(uint16_t)},
     [F_REF_RECORDED] = {"ref_recorded", COUNT_MN, sizeof(float)},
+    [F_ROUTE] = {"route", COUNT_STRING, 1},
 };
 
 /* The field's data pointer.  A switch, not an offset table, so each field
@@ -102,6 +104,7 @@ static void *field_get(const case_t *c, field_t f)
     case F_ENV_FLAGS: return c->env_flags;
     case F_WEIGHT_BF16: return c->weight_bf16;
     case F_REF_RECORDED: return c->ref_recorded;
+    case F_ROUTE: return c->route;
     case F_COUNT: break;
     }
     return NULL;
@@ -127,6 +130,7 @@ static void field_set(case_t *c, field_t f, void *p)
     case F_ENV_FLAGS: c->env_flags = p; break;
     case F_WEIGHT_BF16: c->weight_bf16 = p; break;
     case F_REF_RECORDED: c->ref_recorded = p; break;
+    case F_ROUTE: c->route = p; break;
     case F_COUNT: break;
     }
 }

@@ -26,7 +26,7 @@
 #include "case.h"
 
 #define CASE_IMAGE_MAGIC "KRCASEIM"
-#define CASE_IMAGE_VERSION 1
+#define CASE_IMAGE_VERSION 2
 
 /* What happens to the source as it is copied. */
 typedef enum {

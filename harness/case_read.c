@@ -744,11 +744,13 @@ static int read_all(rd_t *rd, case_t *c)
 
     struct { const char *name; char **dst; } prov[] = {
         {"kernel_path", &c->kernel_path}, {"layer", &c->layer}, {"model", &c->model},
-        {"capture_time", &c->capture_time}, {"env_flags", &c->env_flags},
+        {"capture_time", &c->capture_time}, {"env_flags", &c->env_flags}, {"route", &c->route},
     };
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
         if (read_str_attr(rd, rd->root, prov[i].name, prov[i].name, prov[i].dst) < 0)
             return -1;
+    if (c->route && strcmp(c->route, "w4a8") && strcmp(c->route, "w4a4"))
+        return fail(rd, "route", "attribute is '%.40s'; expected \"w4a8\" or \"w4a4\"", c->route);
 
     if (read_weight_bf16(rd, c) || read_weight(rd, c) || read_weight_scale(rd, c) ||
         read_weight_ref(rd, c) ||

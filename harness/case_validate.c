@@ -201,6 +201,7 @@ void case_free(case_t *c)
     free(c->model);
     free(c->capture_time);
     free(c->env_flags);
+    free(c->route);
     free(c->weight_bf16);
     free(c->ref_recorded);
     memset(c, 0, sizeof *c);

@@ -106,7 +106,7 @@ static int write_all(wr_t *w, const case_t *c)
         return -1;
     struct { const char *name; const char *val; } prov[] = {
         {"kernel_path", c->kernel_path}, {"layer", c->layer}, {"model", c->model},
-        {"capture_time", c->capture_time}, {"env_flags", c->env_flags},
+        {"capture_time", c->capture_time}, {"env_flags", c->env_flags}, {"route", c->route},
     };
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
         if (prov[i].val && write_str_attr(w, w->file, prov[i].name, prov[i].name, prov[i].val))

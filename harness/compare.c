@@ -8,6 +8,7 @@
 #include "case_io.h"
 #include "formats.h"
 #include "gemm_ref.h"
+#include "judge.h"
 #include "kr_string.h"
 #include "metrics.h"
 #include "replay.h"
@@ -21,6 +22,9 @@ double compare_rel(double err2, double ref2)
 void compare_free(compare_t *cmp)
 {
     result_list_free(&cmp->rows);
+    if (cmp->default_loaded)
+        policy_free(&cmp->default_policy);
+    cmp->default_loaded = 0;
     free(cmp->groups);
     cmp->groups = NULL;
     cmp->count = cmp->cap = 0;
@@ -120,7 +124,16 @@ int compare_add_case(compare_t *cmp, const case_t *c, const char *shape_name,
     float *r_source = malloc((size_t)MN * sizeof(float));
     float *out_a = malloc((size_t)MN * sizeof(float)), *out_b = malloc((size_t)MN * sizeof(float));
     float *ex_a = malloc((size_t)MN * sizeof(float)), *ex_b = malloc((size_t)MN * sizeof(float));
-    int st = (r_source && out_a && out_b && ex_a && ex_b) ? 0 : kr_fail(err, "out of memory");
+    uint16_t *bits = malloc((size_t)MN * sizeof(uint16_t));
+    int st = (r_source && out_a && out_b && ex_a && ex_b && bits) ? 0 : kr_fail(err, "out of memory");
+    const policy_t *policy = cmp->policy;
+    if (st == 0 && !policy) {
+        if (!cmp->default_loaded && judge_default_policy(&cmp->default_policy, err) == 0)
+            cmp->default_loaded = 1;
+        policy = cmp->default_loaded ? &cmp->default_policy : NULL;
+        if (!policy)
+            st = -1;
+    }
     if (st == 0)
         st = gemm_ref_f32(c->x, c->M, &in.weight, 0, r_source, err);
     if (st == 0)
@@ -163,10 +176,21 @@ int compare_add_case(compare_t *cmp, const case_t *c, const char *shape_name,
                     kr_strlcpy(r->band, m_band_name(c->M), sizeof r->band);
                     kr_strlcpy(r->kernel, ks2[i]->name, sizeof r->kernel);
                     kr_strlcpy(r->reference, j == 0 ? "R_source" : "R_exact", sizeof r->reference);
-                    metrics_compute(outs[i], j == 0 ? r_source : exacts[i], c->M, c->N, &r->metrics);
-                    r->threshold = j == 0 ? ks2[i]->rel_tol_source : ks2[i]->rel_tol_exact;
-                    r->verdict = r->metrics.rel_fro <= r->threshold ? VERDICT_PASS : VERDICT_WRONG;
-                    snprintf(r->note, sizeof r->note, "compare: %s vs %s", cmp->a->name, cmp->b->name);
+                    const float *ref = j == 0 ? r_source : exacts[i];
+                    metrics_compute(outs[i], ref, c->M, c->N, &r->metrics);
+                    /* The outputs are bf16 values: their bits, for the ULP checks. */
+                    for (int64_t e = 0; e < MN; e++)
+                        bits[e] = bf16_encode(outs[i][e]);
+                    ulp_stats_bf16_vs_f32(bits, ref, MN, &r->ulp);
+                    nonfinite_count(c->x, c->M * c->K, &r->input_nf);
+                    policy_rule_t rule;
+                    judge_rule_for(policy, ks2[i], r, j == 0 ? ks2[i]->rel_tol_source : ks2[i]->rel_tol_exact,
+                                   &rule);
+                    r->threshold = rule.rel_fro;
+                    char judged[384];
+                    r->verdict = judge_row(&rule, r, NULL, judged, sizeof judged);
+                    snprintf(r->note, sizeof r->note, "compare: %s vs %s: %s", cmp->a->name, cmp->b->name,
+                             judged);
                 }
             }
         }
@@ -176,6 +200,7 @@ int compare_add_case(compare_t *cmp, const case_t *c, const char *shape_name,
     free(out_b);
     free(ex_a);
     free(ex_b);
+    free(bits);
     free(owned);
     return st;
 }

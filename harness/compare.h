@@ -10,6 +10,7 @@
 
 #include "case.h"
 #include "registry.h"
+#include "policy.h"
 #include "result.h"
 
 /* Squared norms summed over cases, so a group's error is pooled
@@ -29,6 +30,11 @@ typedef struct {
     int count, cap;
     result_list_t rows;         /* per case: each kernel against R_source and its own
                                    R_exact, for the report (kreplay report's plots) */
+    /* The judgement's thresholds (judge.h) for those rows: NULL = the
+     * calibrated default policy, loaded on the first case into default_policy. */
+    const policy_t *policy;
+    policy_t default_policy;
+    int default_loaded;
 } compare_t;
 
 /* Runs both kernels on one case and adds it to its (shape, band) group.

@@ -17,6 +17,7 @@
 #include "gate_preflight.h"
 #include "gpu_isolated.h"
 #include "kr_string.h"
+#include "judge.h"
 #include "policy.h"
 #include "progress.h"
 #include "registry.h"
@@ -125,26 +126,33 @@ static int key_done(char **keys, int n, const char *key)
     return 0;
 }
 
-/* The policy decides every metric verdict of a gate row; the replay's own
- * verdict stands for the rest (UNSUPPORTED, NONDETERMINISTIC, ...). */
+/* Rows are judged inside the replay, by the gate's policy (judge.h): the
+ * band names are the suite's. */
+static const char *gate_band_of(const void *suite, int64_t M)
+{
+    return suite_band_of((const suite_t *)suite, M);
+}
+
+/* Resumed rows judged again by a changed policy: the same judgement replay
+ * applies (judge.h); the replay's own note is kept after the new verdict's. */
 static void judge_rows(const suite_t *s, const policy_t *pol, result_t *rows, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         result_t *r = &rows[i];
         kr_strlcpy(r->band, suite_band_of(s, r->M), sizeof r->band);
-        if (!strcmp(r->reference, "-") || !strcmp(r->reference, "out_rerun") ||
-            !strncmp(r->reference, "model:", 6))
+        if (!strcmp(r->reference, "-") || !strcmp(r->reference, "out_rerun"))
             continue;
         policy_rule_t rule;
-        if (policy_rule_for(pol, r->kernel, r->reference, r->band, r->K, &rule))
-            continue;
-        char note[512];
-        r->verdict = policy_apply(&rule, r, note, sizeof note);
+        judge_rule_for(pol, kernel_find(r->kernel), r, r->threshold, &rule);
+        char note[sizeof r->note];
+        const verdict_t v = judge_row(&rule, r, NULL, note, sizeof note);
+        char old_note[sizeof r->note];
+        kr_strlcpy(old_note, r->note, sizeof old_note);
+        snprintf(r->note, sizeof r->note, "%.240s; judged again (policy changed), replay's note: %.220s", note, old_note);
+        r->verdict = v;
         r->threshold = rule.rel_fro;
-        kr_strlcpy(r->note, note, sizeof r->note);
     }
 }
-
 
 static int copy_file_atomic(const char *from, const char *to, kr_error_t *err)
 {
@@ -232,6 +240,11 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             return -1;
         }
         have_policy = 1;
+    } else if (judge_default_policy(&pol, err) == 0) {
+        have_policy = 1; /* no policy named: the calibrated default, as replay uses */
+    } else {
+        suite_free(&s);
+        return -1;
     }
     if (o->seed_first > 0) {
         if (o->seed_last < o->seed_first || o->seed_last - o->seed_first >= SUITE_MAX_LIST) {
@@ -305,6 +318,9 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     ropt.refs = s.refs;
     ropt.kernel.threads = o->threads;
     ropt.gpu_reruns = s.reruns > 0 ? s.reruns : 3;
+    ropt.policy = &pol;
+    ropt.band_of = gate_band_of;
+    ropt.band_ctx = &s;
     if (!strcmp(s.device, "gpu")) {
         char why[256];
         if (!gpu_available_isolated(why, sizeof why)) {
@@ -396,7 +412,6 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
             fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
             sum->input_errors++;
         } else {
-            judge_rows(&s, have_policy ? &pol : NULL, rows.rows + first, rows.count - first);
             if (results_store_append_case(o->run_dir, it->key, rows.rows + first, rows.count - first,
                                           &meta, err)) {
                 case_free(&c);

@@ -60,6 +60,7 @@ static void metrics_derive(metrics_t *m, const metrics_sums_t *sums)
         m->worst_row_rel = NAN;
     const double s_d2 = sums->d2, s_r2 = sums->r2, s_o2 = sums->o2, s_or = sums->o_r;
     const double nr = sqrt(s_r2), no = sqrt(s_o2);
+    m->abs_fro = m->finite_count > 0 ? sqrt(s_d2) : NAN;
     if (s_r2 > 0.0) {
         m->rel_fro = sqrt(s_d2) / nr;
         m->nmse = s_d2 / s_r2;
@@ -204,21 +205,43 @@ metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, int6
 }
 #undef OUT
 
+/* A row judged apart: only its non-finite elements are counted. */
+static void metrics_row_apart(const float *of, const uint16_t *ob, const float *r, int64_t N,
+                              metrics_t *m)
+{
+    for (int64_t j = 0; j < N; j++) {
+        const uint32_t uo = ob ? (uint32_t)ob[j] << 16 : bits_of(of[j]), ur = bits_of(r[j]);
+        if (!f32_is_finite_bits(uo))
+            nf_add(&m->out_nf_apart, uo);
+        if (!f32_is_finite_bits(ur))
+            nf_add(&m->ref_nf_apart, ur);
+    }
+}
+
+static void nf_merge(nonfinite_t *acc, const nonfinite_t *part);
+
 static void metrics_pass(const float *out, const uint16_t *out_bits, const float *ref, int64_t M,
-                         int64_t N, metrics_t *m, metrics_sums_t *sums)
+                         int64_t N, const unsigned char *apart, metrics_t *m, metrics_sums_t *sums)
 {
     memset(m, 0, sizeof *m);
     m->count = (M > 0 && N > 0) ? M * N : 0;
     metrics_pass_t st = {.max_abs = -1.0, .max_idx = -1, .worst = -1.0, .worst_row = -1};
     const int64_t rows = m->count ? M : 0;
-    if (out_bits)
-        for (int64_t i = 0; i < rows; i++)
+    for (int64_t i = 0; i < rows; i++) {
+        if (apart && apart[i]) {
+            metrics_row_apart(out_bits ? NULL : out + i * N, out_bits ? out_bits + i * N : NULL,
+                              ref + i * N, N, m);
+            m->rows_apart++;
+        } else if (out_bits) {
             metrics_row(NULL, out_bits + i * N, ref + i * N, N, i, &st);
-    else
-        for (int64_t i = 0; i < rows; i++)
+        } else {
             metrics_row(out + i * N, NULL, ref + i * N, N, i, &st);
+        }
+    }
     m->out_nf = st.out_nf;
     m->ref_nf = st.ref_nf;
+    nf_merge(&m->out_nf, &m->out_nf_apart);
+    nf_merge(&m->ref_nf, &m->ref_nf_apart);
     m->finite_count = st.finite;
     m->max_abs = st.max_idx >= 0 ? st.max_abs : -1.0;
     m->max_abs_index = st.max_idx;
@@ -233,13 +256,19 @@ static void metrics_pass(const float *out, const uint16_t *out_bits, const float
 void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
                           metrics_sums_t *sums)
 {
-    metrics_pass(out, NULL, ref, M, N, m, sums);
+    metrics_pass(out, NULL, ref, M, N, NULL, m, sums);
 }
 
 void metrics_compute_bf16(const uint16_t *out_bits, const float *ref, int64_t M, int64_t N,
                           metrics_t *m, metrics_sums_t *sums)
 {
-    metrics_pass(NULL, out_bits, ref, M, N, m, sums);
+    metrics_pass(NULL, out_bits, ref, M, N, NULL, m, sums);
+}
+
+void metrics_compute_apart(const float *out, const uint16_t *out_bits, const float *ref, int64_t M,
+                           int64_t N, const unsigned char *apart, metrics_t *m, metrics_sums_t *sums)
+{
+    metrics_pass(out_bits ? NULL : out, out_bits, ref, M, N, apart, m, sums);
 }
 
 void metrics_merge_init(metrics_t *acc, metrics_sums_t *acc_sums)
@@ -269,6 +298,9 @@ void metrics_merge_rows(metrics_t *acc, metrics_sums_t *acc_sums, const metrics_
     acc_sums->o_r += part_sums->o_r;
     nf_merge(&acc->out_nf, &part->out_nf);
     nf_merge(&acc->ref_nf, &part->ref_nf);
+    nf_merge(&acc->out_nf_apart, &part->out_nf_apart);
+    nf_merge(&acc->ref_nf_apart, &part->ref_nf_apart);
+    acc->rows_apart += part->rows_apart;
     /* Strictly greater: on a tie the earlier rows (acc) keep the index, as
      * one pass over the whole matrix would. */
     if (part->max_abs_index >= 0 && (acc->max_abs_index < 0 || part->max_abs > acc->max_abs)) {
@@ -359,6 +391,83 @@ static inline void ulp_stats_add(ulp_stats_t *s, uint16_t x, uint16_t y)
     if (d > s->max_ulp)
         s->max_ulp = d;
     s->bins[ulp_bin_of(d)]++;
+    if (d) {
+        const int32_t oy = bf16_ordinal(y), step = bf16_ordinal(x) - oy;
+        /* Distance counted away from zero is positive. */
+        const int64_t away = oy > 0 ? step : oy < 0 ? -step : (int64_t)d;
+        s->toward_zero += away < 0;
+        s->away_zero += away > 0;
+        s->signed_ulp_sum += away;
+    }
+}
+
+const char *round_mode_name(round_mode_t mode)
+{
+    static const char *const names[ROUND_MODE_COUNT] = {"nearest-even", "truncation", "half-away",
+                                                        "double (via 10 bits)"};
+    return (unsigned)mode < ROUND_MODE_COUNT ? names[mode] : "?";
+}
+
+/* The magnitude u (sign cleared) rounded to a multiple of 2^drop, nearest
+ * with ties to even. */
+static inline uint32_t round_bits_rne(uint32_t u, int drop)
+{
+    const uint32_t half = 1u << (drop - 1), lsb = (u >> drop) & 1u;
+    return ((u + half - 1u + lsb) >> drop) << drop;
+}
+
+uint16_t bf16_round_mode(float x, round_mode_t mode)
+{
+    const uint32_t u = bits_of(x), sign = u & 0x80000000u, mag = u & 0x7FFFFFFFu;
+    uint32_t r;
+    switch (mode) {
+    case ROUND_TOWARD_ZERO:
+        r = mag;
+        break;
+    case ROUND_HALF_AWAY:
+        r = mag + 0x8000u;
+        break;
+    case ROUND_DOUBLE:
+        r = round_bits_rne(round_bits_rne(mag, 13), 16);
+        break;
+    default:
+        r = round_bits_rne(mag, 16);
+        break;
+    }
+    /* Carries out of the mantissa move the exponent up, to Inf at most. */
+    if (r > 0x7F800000u)
+        r = 0x7F800000u;
+    return (uint16_t)((sign | (r & 0xFFFF0000u)) >> 16);
+}
+
+int ulp_round_fit(const ulp_stats_t *s)
+{
+    if (s->round_decided <= 0)
+        return -1;
+    int best = 0;
+    for (int m = 1; m < ROUND_MODE_COUNT; m++)
+        if (s->round_match[m] > s->round_match[best])
+            best = m;
+    return best;
+}
+
+/* Which roundings of r the output x reproduces, where they disagree. */
+static inline void round_fit_add(ulp_stats_t *s, uint16_t x, float r)
+{
+    const uint32_t u = bits_of(r);
+    if (!f32_is_finite_bits(u) || bf16_is_nan(x) || bf16_is_inf(x))
+        return;
+    uint16_t c[ROUND_MODE_COUNT];
+    int all_same = 1;
+    for (int m = 0; m < ROUND_MODE_COUNT; m++) {
+        c[m] = bf16_round_mode(r, (round_mode_t)m);
+        all_same &= c[m] == c[0];
+    }
+    if (all_same)
+        return;
+    s->round_decided++;
+    for (int m = 0; m < ROUND_MODE_COUNT; m++)
+        s->round_match[m] += x == c[m];
 }
 
 void ulp_stats_bf16(const uint16_t *a, const uint16_t *b, int64_t n, ulp_stats_t *s)
@@ -374,8 +483,26 @@ void ulp_stats_bf16_vs_f32(const uint16_t *a, const float *ref, int64_t n, ulp_s
 {
     memset(s, 0, sizeof *s);
     s->count = n > 0 ? n : 0;
-    for (int64_t i = 0; i < s->count; i++)
+    for (int64_t i = 0; i < s->count; i++) {
         ulp_stats_add(s, a[i], bf16_encode(ref[i]));
+        round_fit_add(s, a[i], ref[i]);
+    }
+    s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
+}
+
+void ulp_stats_bf16_vs_f32_apart(const uint16_t *a, const float *ref, int64_t M, int64_t N,
+                                 const unsigned char *apart, ulp_stats_t *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int64_t i = 0; i < M; i++) {
+        if (apart && apart[i])
+            continue;
+        for (int64_t j = i * N; j < (i + 1) * N; j++) {
+            ulp_stats_add(s, a[j], bf16_encode(ref[j]));
+            round_fit_add(s, a[j], ref[j]);
+        }
+        s->count += N;
+    }
     s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
 }
 
@@ -387,5 +514,11 @@ void ulp_stats_merge(ulp_stats_t *acc, const ulp_stats_t *part)
         acc->max_ulp = part->max_ulp;
     for (int b = 0; b < ULP_BIN_COUNT; b++)
         acc->bins[b] += part->bins[b];
+    acc->toward_zero += part->toward_zero;
+    acc->away_zero += part->away_zero;
+    acc->signed_ulp_sum += part->signed_ulp_sum;
+    acc->round_decided += part->round_decided;
+    for (int m = 0; m < ROUND_MODE_COUNT; m++)
+        acc->round_match[m] += part->round_match[m];
     acc->identical_frac = acc->count ? (double)acc->identical / (double)acc->count : NAN;
 }

@@ -47,6 +47,12 @@ typedef struct {
     double mag_ratio;       /* ||out||_F / ||ref||_F */
     nonfinite_t out_nf;     /* non-finite elements of the output */
     nonfinite_t ref_nf;     /* ... of the reference */
+    double abs_fro;         /* ||out - ref||_F over finite pairs: the error where ||ref|| = 0 */
+    /* Rows judged apart (their inputs are non-finite): they enter only the
+     * non-finite counts above, never a norm, maximum or row statistic. */
+    int64_t rows_apart;
+    nonfinite_t out_nf_apart; /* the output's non-finite elements in those rows */
+    nonfinite_t ref_nf_apart; /* ... the reference's */
 } metrics_t;
 
 /* The fp64 sums over finite pairs that metrics_t's norms come from: what
@@ -75,6 +81,12 @@ void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t
  * results to decoding it to fp32 first, without the fp32 copy. */
 void metrics_compute_bf16(const uint16_t *out_bits, const float *ref, int64_t M, int64_t N,
                           metrics_t *m, metrics_sums_t *sums);
+/* The same with rows judged apart: apart[i] != 0 (apart may be NULL) keeps
+ * row i out of every norm, maximum and row statistic and out of
+ * finite_count; its non-finite elements are counted in out_nf / ref_nf and
+ * in out_nf_apart / ref_nf_apart, and rows_apart counts such rows. */
+void metrics_compute_apart(const float *out, const uint16_t *out_bits, const float *ref, int64_t M,
+                           int64_t N, const unsigned char *apart, metrics_t *m, metrics_sums_t *sums);
 
 /* Folds the metrics of a block of rows into acc, the metrics of every row
  * above the block: `part` covers rows [row_offset, row_offset + rows) of an
@@ -99,7 +111,38 @@ typedef struct {
     double identical_frac;
     uint64_t max_ulp;       /* over finite pairs */
     int64_t bins[ULP_BIN_COUNT];
+    /* Signed error against the reference, over finite pairs that differ:
+     * toward_zero when |out| < |ref| (same sign), away_zero otherwise (a
+     * zero reference counts as away).  signed_ulp_sum: sum of the ULP
+     * distances, negative toward zero.  A correctly rounding kernel has no
+     * preference; truncation puts every differing element toward zero. */
+    int64_t toward_zero, away_zero;
+    int64_t signed_ulp_sum;
+    /* Against an fp32 reference only (ulp_stats_bf16_vs_f32*): which bf16
+     * rounding of the reference the output reproduces, counted over the
+     * finite pairs where the candidate roundings do not all agree
+     * (round_decided); round_match[mode] of them equal that mode's result. */
+    int64_t round_decided;
+    int64_t round_match[4];   /* indexed by round_mode_t */
 } ulp_stats_t;
+
+/* The bf16 roundings of an fp32 value a kernel may apply. */
+typedef enum {
+    ROUND_NEAREST_EVEN = 0,   /* IEEE round to nearest, ties to even: the correct one */
+    ROUND_TOWARD_ZERO,        /* truncation: drop the low 16 bits */
+    ROUND_HALF_AWAY,          /* to nearest, ties away from zero */
+    ROUND_DOUBLE,             /* to nearest even at fp16 precision (10 bits) first, then to bf16 */
+    ROUND_MODE_COUNT
+} round_mode_t;
+
+/* "nearest-even", "truncation", "half-away", "double (via 10 bits)". */
+const char *round_mode_name(round_mode_t mode);
+/* bf16 bits of a finite fp32 value rounded by mode (an overflow of the
+ * magnitude rounds to Inf as bf16_encode does). */
+uint16_t bf16_round_mode(float x, round_mode_t mode);
+/* The mode whose matches are most among the deciding elements, or -1 when
+ * none decided. */
+int ulp_round_fit(const ulp_stats_t *s);
 
 /* ULP distance between two bf16 values in the total order of finite bf16
  * (so +0 and -0 are 0 apart and the distance crosses zero correctly).
@@ -109,6 +152,9 @@ uint64_t bf16_ulp_distance(uint16_t a, uint16_t b);
 
 /* Same against an fp32 reference, rounded to bf16 (bf16_encode) on the fly. */
 void ulp_stats_bf16_vs_f32(const uint16_t *a, const float *ref, int64_t n, ulp_stats_t *s);
+/* Same over M rows of N, skipping rows with apart[i] != 0 (apart may be NULL). */
+void ulp_stats_bf16_vs_f32_apart(const uint16_t *a, const float *ref, int64_t M, int64_t N,
+                                 const unsigned char *apart, ulp_stats_t *s);
 
 /* Adds the histogram of a block of elements to acc (start acc zeroed). */
 void ulp_stats_merge(ulp_stats_t *acc, const ulp_stats_t *part);

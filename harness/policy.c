@@ -1,7 +1,7 @@
 #include "policy.h"
 
 #include "kr_string.h"
-#include "verdict.h"
+#include "judge.h"
 #include "yaml_util.h"
 
 #include <fnmatch.h>
@@ -12,12 +12,14 @@
 
 #define POLICY_MAX_RULES 1024
 
-static const char *const root_keys[] = {"policy", "description", "margin", "rules", NULL};
+static const char *const root_keys[] = {"policy", "description", "margin", "rules",
+                                        "bias_z", "bias_frac", NULL};
 static const char *const rule_keys[] = {"kernel",        "reference", "band",          "rel_fro",
                                         "worst_row_rel", "max_ulp",   "identical_min", "nonfinite",
-                                        NULL};
+                                        "bias_z",        "bias_frac", NULL};
 static const char *const recorded_names[] = {"recorded.out", "recorded.out_rerun", "recorded.aiter", NULL};
-static const char *const reference_names[] = {"R_exact", "R_source", "out_rerun", "x", NULL};
+static const char *const reference_names[] = {"R_exact", "R_source", "R_sanitized", "out_rerun", "x",
+                                              NULL};
 static const char *const band_names[] = {"decode", "mid", "prefill", "tiled", "none", NULL};
 
 /* ---- loading ---- */
@@ -69,7 +71,7 @@ static int get_glob(kr_yaml_t *y, yaml_node_t *rule, const char *field, const ch
         expect = names;
     } else if (!strcmp(field, "reference")) {
         ok = glob_matches_any(buf, reference_names) || !strncmp(buf, "model:", 6);
-        expect = "R_exact, R_source, out_rerun, x, model:NAME";
+        expect = "R_exact, R_source, R_sanitized, out_rerun, x, model:NAME";
     } else {
         ok = glob_matches_any(buf, band_names);
         expect = "decode, mid, prefill, tiled";
@@ -103,6 +105,8 @@ static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, 
     r->identical_min = NAN;
     r->max_ulp = -1;
     r->nonfinite = POLICY_NONFINITE_FORBID;
+    r->bias_z = NAN;
+    r->bias_frac = NAN;
     r->line = kr_yaml_line(node);
     snprintf(r->origin, sizeof r->origin, "%.120s:%d", y->path, r->line);
     if (get_glob(y, node, "kernel", key, r->kernel, sizeof r->kernel, err) ||
@@ -130,6 +134,16 @@ static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, 
     if ((v = kr_yaml_get(y, node, "identical_min", NULL)) && !kr_yaml_is_null(v)) {
         snprintf(k, sizeof k, "%s.identical_min", key);
         if (get_threshold(y, v, k, 0, 1, &r->identical_min, err))
+            return -1;
+    }
+    if ((v = kr_yaml_get(y, node, "bias_z", NULL)) && !kr_yaml_is_null(v)) {
+        snprintf(k, sizeof k, "%s.bias_z", key);
+        if (get_threshold(y, v, k, 0, INFINITY, &r->bias_z, err))
+            return -1;
+    }
+    if ((v = kr_yaml_get(y, node, "bias_frac", NULL)) && !kr_yaml_is_null(v)) {
+        snprintf(k, sizeof k, "%s.bias_frac", key);
+        if (get_threshold(y, v, k, 0, 1, &r->bias_frac, err))
             return -1;
     }
     if ((v = kr_yaml_get(y, node, "nonfinite", NULL)) && !kr_yaml_is_null(v)) {
@@ -179,6 +193,12 @@ static int parse_policy(kr_yaml_t *y, policy_t *p, kr_error_t *err)
             return kr_yaml_fail(y, v, 0, err, "margin: expected a number in [1, 1000], got '%s'", q);
         }
     }
+    if ((v = kr_yaml_get(y, root, "bias_z", NULL)) && !kr_yaml_is_null(v) &&
+        get_threshold(y, v, "bias_z", 0, INFINITY, &p->bias_z, err))
+        return -1;
+    if ((v = kr_yaml_get(y, root, "bias_frac", NULL)) && !kr_yaml_is_null(v) &&
+        get_threshold(y, v, "bias_frac", 0, 1, &p->bias_frac, err))
+        return -1;
     int line = 0;
     v = kr_yaml_get(y, root, "rules", &line);
     if (!v)
@@ -196,6 +216,10 @@ static int parse_policy(kr_yaml_t *y, policy_t *p, kr_error_t *err)
     for (int i = 0; i < n; i++) {
         if (parse_rule(y, kr_yaml_seq_item(y, v, i), i, &p->rules[i], err))
             return -1;
+        if (isnan(p->rules[i].bias_z))
+            p->rules[i].bias_z = p->bias_z;
+        if (isnan(p->rules[i].bias_frac))
+            p->rules[i].bias_frac = p->bias_frac;
         p->n_rules++;
     }
     return 0;
@@ -204,6 +228,8 @@ static int parse_policy(kr_yaml_t *y, policy_t *p, kr_error_t *err)
 static int load_common(kr_yaml_t *y, const char *name, policy_t *p, kr_error_t *err)
 {
     p->margin = 2.0;
+    p->bias_z = POLICY_BIAS_Z_DEFAULT;
+    p->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
     p->path = strdup(name);
     kr_strlcpy(p->hash, y->hash, sizeof p->hash);
     int rc = p->path ? parse_policy(y, p, err) : kr_fail(err, "%s: out of memory", name);
@@ -328,13 +354,15 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
     rule->identical_min = NAN;
     rule->max_ulp = -1;
     rule->nonfinite = POLICY_NONFINITE_FORBID;
+    rule->bias_z = POLICY_BIAS_Z_DEFAULT;
+    rule->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
     rule->line = 0;
     const int act = act_mantissa(k);
     if (!strcmp(reference, "R_exact") || !strncmp(reference, "model:", 6)) {
         rule->rel_fro = policy_derived_rel(OUT_MANT_BF16, ACC_MANT_FP32, -1, K);
         snprintf(rule->origin, sizeof rule->origin, "derived: 2^-8 (bf16 out) + K=%lld x 2^-24 (fp32 sum)",
                  (long long)K);
-    } else if (!strcmp(reference, "R_source")) {
+    } else if (!strcmp(reference, "R_source") || !strcmp(reference, "R_sanitized")) {
         rule->rel_fro = policy_derived_rel(OUT_MANT_BF16, ACC_MANT_FP32, act, K);
         snprintf(rule->origin, sizeof rule->origin,
                  "derived: 2^-8 (bf16 out) + K=%lld x 2^-24 (fp32 sum) + 2^-%d (activations, %d mantissa bits)",
@@ -375,103 +403,7 @@ int policy_rule_for(const policy_t *p, const char *kernel, const char *reference
 
 /* ---- applying ---- */
 
-static int keeps_verdict(verdict_t v)
-{
-    switch (v) {
-    case VERDICT_UNSUPPORTED:
-    case VERDICT_ERROR:
-    case VERDICT_NONDETERMINISTIC:
-    case VERDICT_MODEL_MISMATCH:
-    case VERDICT_OOB_WRITE:
-    case VERDICT_CRASHED:
-    case VERDICT_TIMEOUT:
-    case VERDICT_REGRESSED:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap)
 {
-    char scratch[8];
-    if (!note || cap <= 0) {
-        note = scratch;
-        cap = (int)sizeof scratch;
-    }
-    if (keeps_verdict(row->verdict)) {
-        kr_strlcpy(note, row->note, (size_t)cap);
-        return row->verdict;
-    }
-    const metrics_t *m = &row->metrics;
-    const char *origin = rule->origin;
-    const int64_t in_bad = nonfinite_total(&row->input_nf);
-    const int64_t out_bad = nonfinite_total(&m->out_nf);
-    const int64_t ref_bad = nonfinite_total(&m->ref_nf);
-    const int magnitude = m->mag_ratio < 1.0 / MAGNITUDE_FACTOR || m->mag_ratio > MAGNITUDE_FACTOR;
-
-    if (in_bad) {
-        snprintf(note, (size_t)cap,
-                 "input has %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf); output %lld non-finite; "
-                 "on finite pairs rel_fro %.4g",
-                 (long long)in_bad, (long long)row->input_nf.nan, (long long)row->input_nf.pos_inf,
-                 (long long)row->input_nf.neg_inf, (long long)out_bad, m->rel_fro);
-        return VERDICT_POISONED_INPUT;
-    }
-    const int forbid = rule->nonfinite == POLICY_NONFINITE_FORBID;
-    if (m->finite_count == 0 && m->count > 0) {
-        if (forbid && out_bad > ref_bad) {
-            snprintf(note, (size_t)cap, "%lld non-finite outputs (%lld NaN, %lld +Inf, %lld -Inf) from finite input (%s)",
-                     (long long)out_bad, (long long)m->out_nf.nan, (long long)m->out_nf.pos_inf,
-                     (long long)m->out_nf.neg_inf, origin);
-            return VERDICT_NONFINITE_OUT;
-        }
-        snprintf(note, (size_t)cap, "no finite element to compare (%s)", origin);
-        return VERDICT_WRONG;
-    }
-
-    /* A zero output against a zero reference is exact, though rel_fro is 0/0. */
-    double rel = m->rel_fro;
-    if (isnan(rel) && m->max_abs == 0.0)
-        rel = 0.0;
-    if (!(rel <= rule->rel_fro)) {
-        if (magnitude) {
-            snprintf(note, (size_t)cap, "rel_fro %.4g > %.4g and |out|/|ref| = %.4g: a scale or layout error (%s)",
-                     rel, rule->rel_fro, m->mag_ratio, origin);
-            return VERDICT_MAGNITUDE;
-        }
-        snprintf(note, (size_t)cap, "rel_fro %.4g > %.4g (%s)", rel, rule->rel_fro, origin);
-        return VERDICT_WRONG;
-    }
-    if (!isnan(rule->worst_row_rel) && !isnan(m->worst_row_rel) && !(m->worst_row_rel <= rule->worst_row_rel)) {
-        if (magnitude) {
-            snprintf(note, (size_t)cap,
-                     "worst_row_rel %.4g > %.4g (row %lld) and |out|/|ref| = %.4g: a scale or layout error (%s)",
-                     m->worst_row_rel, rule->worst_row_rel, (long long)m->worst_row, m->mag_ratio, origin);
-            return VERDICT_MAGNITUDE;
-        }
-        snprintf(note, (size_t)cap, "worst_row_rel %.4g > %.4g (row %lld) (%s)", m->worst_row_rel,
-                 rule->worst_row_rel, (long long)m->worst_row, origin);
-        return VERDICT_WRONG;
-    }
-    if (forbid && out_bad > ref_bad) {
-        snprintf(note, (size_t)cap,
-                 "%lld non-finite outputs (%lld NaN, %lld +Inf, %lld -Inf) from finite input; reference has %lld (%s)",
-                 (long long)out_bad, (long long)m->out_nf.nan, (long long)m->out_nf.pos_inf,
-                 (long long)m->out_nf.neg_inf, (long long)ref_bad, origin);
-        return VERDICT_NONFINITE_OUT;
-    }
-    if (rule->max_ulp >= 0 && row->ulp.max_ulp > (uint64_t)rule->max_ulp) {
-        snprintf(note, (size_t)cap, "max_ulp %llu > %lld (%s)", (unsigned long long)row->ulp.max_ulp,
-                 (long long)rule->max_ulp, origin);
-        return VERDICT_WRONG;
-    }
-    if (!isnan(rule->identical_min) && !isnan(row->ulp.identical_frac) &&
-        row->ulp.identical_frac < rule->identical_min) {
-        snprintf(note, (size_t)cap, "identical %.6g < %.6g (%s)", row->ulp.identical_frac, rule->identical_min,
-                 origin);
-        return VERDICT_WRONG;
-    }
-    snprintf(note, (size_t)cap, "rel_fro %.4g <= %.4g (%s)", rel, rule->rel_fro, origin);
-    return VERDICT_PASS;
+    return judge_row(rule, row, NULL, note, cap);
 }

@@ -13,6 +13,8 @@
  *         max_ulp: 2         # optional: max bf16 ULP distance vs the bf16-rounded reference
  *         identical_min: 0.97    # optional: min bit-identical fraction
  *         nonfinite: forbid  # forbid (default) | allow: non-finite outputs from finite inputs
+ *         bias_z: 8          # optional: rounding-bias limits (see policy_rule_t; root-level
+ *         bias_frac: 0.25    #   bias_z / bias_frac set the defaults of every rule)
  *
  * A (kernel, reference) that no rule matches falls back to a DERIVED rule
  * (policy_derived_rule), in the spirit of composable_kernel's check_err,
@@ -48,6 +50,13 @@
 #include "registry.h"
 #include "result.h"
 
+/* A-priori rounding-bias limits: a correctly rounding kernel's differing
+ * elements split toward / away from zero like fair coin flips, so z > 8 is
+ * never chance; truncation leans ~100%.  The calibration
+ * (cases/policies/default-calibration.md) measures the clean models' largest. */
+#define POLICY_BIAS_Z_DEFAULT 8.0
+#define POLICY_BIAS_FRAC_DEFAULT 0.25
+
 typedef enum {
     POLICY_NONFINITE_FORBID = 0,
     POLICY_NONFINITE_ALLOW,
@@ -62,6 +71,12 @@ typedef struct {
     int64_t max_ulp;            /* max bf16 ULP distance; -1 = not checked */
     double identical_min;       /* min identical fraction; NaN = not checked */
     policy_nonfinite_t nonfinite;
+    /* Rounding bias (R_exact and model: rows): the row fails when the
+     * elements that differ from the reference lean to one side by more than
+     * bias_z standard deviations AND by more than bias_frac of them
+     * (|toward - away| / (toward + away)).  NaN = the policy's default. */
+    double bias_z;
+    double bias_frac;
     int line;                   /* 1-based line of the rule in its file; 0 = derived */
     char origin[160];           /* "PATH:LINE", or "derived: <formula with numbers>" */
 } policy_rule_t;
@@ -71,6 +86,8 @@ typedef struct {
     char *name;
     char *description;          /* "" when absent */
     double margin;
+    double bias_z;              /* defaults for rules without their own (POLICY_BIAS_*) */
+    double bias_frac;
     policy_rule_t *rules;
     int n_rules;
     char hash[17];              /* 64-bit FNV-1a of the file bytes, hex */
@@ -110,21 +127,7 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
 int policy_rule_for(const policy_t *p, const char *kernel, const char *reference, const char *band,
                     int64_t K, policy_rule_t *rule);
 
-/* Judges a row's metrics by a rule.  Returns the verdict and writes a
- * one-line note naming the metric, its value and the threshold
- * ("worst_row_rel 0.0081 > 0.006 (cases/policies/default.yaml:9)").  Order,
- * as verdict_decide:
- *   - rows whose verdict is not about metrics (UNSUPPORTED, ERROR,
- *     NONDETERMINISTIC, MODEL_MISMATCH, OOB_WRITE, CRASHED, TIMEOUT,
- *     REGRESSED) keep their verdict and note;
- *   - non-finite input -> POISONED_INPUT;
- *   - rel_fro over (NaN counts as over, except a zero output against a zero
- *     reference), then worst_row_rel over -> MAGNITUDE when |out|/|ref| is
- *     outside [1/2, 2], else WRONG;
- *   - more non-finite outputs than the reference has, under forbid ->
- *     NONFINITE_OUT;
- *   - max_ulp over, identical fraction under -> WRONG;
- *   - else PASS. */
+/* Judges a row's metrics by a rule: judge_row (judge.h), the one judgement. */
 verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap);
 
 #endif

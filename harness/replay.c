@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "row_blocks.h"
 #include "output_store.h"
+#include "judge.h"
 #include "verdict.h"
 #include "kr_string.h"
 
@@ -110,6 +111,8 @@ typedef struct {
      * sets it for the duration of its call: one hash per output, not per row). */
     const uint16_t *digest_bits;
     char digest[17];
+    const policy_t *policy;     /* the judgement's thresholds; NULL = derived rules */
+    const judge_poison_t *poison; /* where the case's non-finite inputs are */
     struct {
         float *A;               /* the operands of the last R_exact (a copy) */
         float *R;               /* that R_exact [M, N] */
@@ -125,7 +128,9 @@ static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const 
     r->M = rc->full_M;
     r->N = c->N;
     r->K = c->K;
-    kr_strlcpy(r->band, m_band_name(rc->full_M), sizeof r->band);
+    kr_strlcpy(r->band, rc->opt->band_of ? rc->opt->band_of(rc->opt->band_ctx, rc->full_M)
+                                         : m_band_name(rc->full_M),
+               sizeof r->band);
     kr_strlcpy(r->kernel, kernel, sizeof r->kernel);
     kr_strlcpy(r->reference, reference, sizeof r->reference);
     r->input_nf = rc->source_nf;
@@ -183,13 +188,68 @@ static float *bf16_to_f32(const uint16_t *bits, int64_t n)
     return f;
 }
 
+static void append_note(replay_ctx_t *rc, result_t *r, const char *text, int rows_scoped);
+
+/* The descriptor of a row's kernel: the registry's, or a plugin's; a
+ * recorded output is judged as the route it was fitted to (its activations
+ * say which: MXFP4 for W4A4). */
+static const kernel_desc_t *desc_of(const replay_options_t *opt, const result_t *r)
+{
+    const char *name = r->kernel;
+    if (!strncmp(name, "recorded.out", 12))
+        return kernel_find(!strncmp(r->act_origin, "x quantized to MXFP4", 20) ? "w4a4.aiter" : "w4a8.perblock");
+    const kernel_desc_t *k = kernel_find(name);
+    for (int i = 0; !k && i < opt->n_extra_kernels; i++)
+        if (!strcmp(opt->extra_kernels[i]->name, name))
+            k = opt->extra_kernels[i];
+    return k;
+}
+
+/* The row's verdict by the one judgement; fallback_tol: the descriptor's
+ * tolerance, the rule of last resort. */
+static void judge_in_replay(const replay_options_t *opt, const policy_t *policy,
+                            const judge_poison_t *poison, result_t *r, double fallback_tol)
+{
+    policy_rule_t rule;
+    judge_rule_for(policy, desc_of(opt, r), r, fallback_tol, &rule);
+    r->threshold = rule.rel_fro;
+    r->verdict = judge_row(&rule, r, poison, r->note, sizeof r->note);
+}
+
+/* Rows [0, M) of activations a [M, K] that hold a non-finite value (malloc'd),
+ * or NULL when none does or a is NULL; *failed set when out of memory. */
+static unsigned char *rows_nonfinite(const float *a, int64_t M, int64_t K, int *failed)
+{
+    *failed = 0;
+    if (!a)
+        return NULL;
+    unsigned char *mask = malloc((size_t)(M > 0 ? M : 1));
+    if (!mask) {
+        *failed = 1;
+        return NULL;
+    }
+    int64_t any = 0;
+    for (int64_t m = 0; m < M; m++) {
+        unsigned char bad = 0;
+        for (int64_t k = 0; k < K && !bad; k++)
+            bad = !isfinite(a[m * K + k]);
+        mask[m] = bad;
+        any += bad;
+    }
+    if (!any) {
+        free(mask);
+        return NULL;
+    }
+    return mask;
+}
+
 /* Compares an output (bf16 bits; out_f32: its fp32 values when they are not
  * the bits' decode, else NULL) with an fp32 reference
  * and appends the row. */
 static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
                             const kernel_act_t *act, const char *act_origin,
                             const uint16_t *out_bits, const float *out_f32,
-                            const float *ref, const float *ref_operand,
+                            const float *ref, const float *ref_operand, const float *apart_src,
                             const nonfinite_t *input_nf, double threshold, double seconds,
                             kr_error_t *err)
 {
@@ -206,16 +266,23 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     kr_strlcpy(r->act_origin, act_origin ? act_origin : "", sizeof r->act_origin);
     /* Outputs are measured from their bf16 bits directly: no fp32 copy of
      * an M x N output, and no bf16 copy of the reference. */
+    /* Rows whose inputs (apart_src [M, K]) are non-finite are judged apart. */
+    unsigned char *apart = NULL;
+    if (nonfinite_total(input_nf) > 0) {
+        int failed;
+        apart = rows_nonfinite(apart_src, rc->c->M, rc->c->K, &failed);
+        if (failed)
+            return kr_fail(err, "out of memory for the poisoned-row mask");
+    }
     metrics_sums_t sums;
-    if (out_f32)
-        metrics_compute_sums(out_f32, ref, rc->c->M, rc->c->N, &r->metrics, &sums);
-    else
-        metrics_compute_bf16(out_bits, ref, rc->c->M, rc->c->N, &r->metrics, &sums);
-    ulp_stats_bf16_vs_f32(out_bits, ref, MN, &r->ulp);
-    r->threshold = threshold;
+    metrics_compute_apart(out_f32, out_f32 ? NULL : out_bits, ref, rc->c->M, rc->c->N, apart, &r->metrics,
+                          &sums);
+    ulp_stats_bf16_vs_f32_apart(out_bits, ref, rc->c->M, rc->c->N, apart, &r->ulp);
+    free(apart);
     r->seconds = seconds;
-    r->verdict = verdict_decide(&r->metrics, &r->input_nf, threshold, r->note, sizeof r->note);
-    if (rc->opt->diagnose && diag_wanted(r->verdict)) {
+    judge_in_replay(rc->opt, rc->policy, rc->poison, r, threshold);
+    /* Only a failing row is diagnosed: no line blames a kernel whose rows pass. */
+    if (rc->opt->diagnose && diag_wanted(r->verdict) && verdict_is_failure(r->verdict)) {
         float *decoded = out_f32 ? NULL : bf16_to_f32(out_bits, MN);
         if (!out_f32 && !decoded)
             return kr_fail(err, "out of memory for the diagnosis");
@@ -232,8 +299,19 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     }
     if (rc->opt->oracle && ref_operand)
         r->ref_f32_vs_f64 = reference_error_vs_f64(rc, ref_operand, ref, err);
-    return fold_row(rc, r, ROW_KIND_COMPARED, &sums, rc->c->N, input_nf != &rc->source_nf, out_bits,
-                    err);
+    if (fold_row(rc, r, ROW_KIND_COMPARED, &sums, rc->c->N, input_nf != &rc->source_nf, out_bits, err))
+        return -1;
+    if (nonfinite_total(&rc->source_nf) > 0 && nonfinite_total(input_nf) == 0 && act) {
+        /* x was poisoned but the kernel's quantizer handed it finite codes:
+         * R_exact on those codes judges every row. */
+        char text[448];
+        snprintf(text, sizeof text,
+                 "x holds %lld non-finite%s%s; the kernel's activations (%s) are finite there, so every row is judged",
+                 (long long)nonfinite_total(&rc->source_nf), rc->poison && rc->poison->where[0] ? " at " : "",
+                 rc->poison && rc->poison->where[0] ? rc->poison->where + 3 : "", act->origin);
+        append_note(rc, r, text, 0);
+    }
+    return 0;
 }
 
 /* Adds "; <text>" to a note. */
@@ -354,17 +432,17 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
             nonfinite_t operand_nf;
             nonfinite_count(act->dequant, act->M * act->K, &operand_nf);
             rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act, act->origin, out_bits,
-                                   NULL, r_exact, act->dequant, &operand_nf, tol_exact,
+                                   NULL, r_exact, act->dequant, act->dequant, &operand_nf, tol_exact,
                                    seconds, err);
         }
     }
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_source)
         rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
-                               out_bits, NULL, src->r_source, oracle_ok ? src->x : NULL,
+                               out_bits, NULL, src->r_source, oracle_ok ? src->x : NULL, src->x,
                                &rc->source_nf, tol_source, seconds, err);
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_sanitized)
         rc_ = add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, NULL,
-                               src->r_sanitized, oracle_ok ? src->x_sanitized : NULL,
+                               src->r_sanitized, oracle_ok ? src->x_sanitized : NULL, src->x,
                                &rc->source_nf, tol_source, seconds, err);
     rc->digest_bits = NULL;
     return rc_;
@@ -459,7 +537,16 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     kr_strlcpy(r->act_origin, act.origin, sizeof r->act_origin);
     /* Rows and columns here are the activation matrix [M, K]. */
     metrics_sums_t sums;
-    metrics_compute_sums(act.dequant, c->x, c->M, c->K, &r->metrics, &sums);
+    int mask_failed;
+    unsigned char *apart = rows_nonfinite(c->x, c->M, c->K, &mask_failed);
+    if (mask_failed) {
+        free(a);
+        free(b);
+        kernel_act_free(&act);
+        return kr_fail(err, "out of memory for the poisoned-row mask");
+    }
+    metrics_compute_apart(act.dequant, NULL, c->x, c->M, c->K, apart, &r->metrics, &sums);
+    free(apart);
     for (int64_t i = 0; i < MK; i++) {
         a[i] = bf16_encode(act.dequant[i]);
         b[i] = bf16_encode(c->x[i]);
@@ -467,9 +554,8 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     ulp_stats_bf16(a, b, MK, &r->ulp);
     free(a);
     free(b);
-    r->threshold = k->rel_tol_source;
     r->seconds = seconds;
-    r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+    judge_in_replay(rc->opt, rc->policy, rc->poison, r, k->rel_tol_source);
     int64_t counts[QC_COUNT];
     char how[384];
     count_quantizer_run(rc, k, &act, counts);
@@ -483,20 +569,32 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     return st;
 }
 
-/* Verdict and note of a --vs row from its metrics and histogram. */
-static void vs_row_finish(result_t *r, const char *vs_name)
+/* Verdict and note of a --vs row from its metrics and histogram, by the
+ * one judgement; an element NaN on one side only fails the row whatever the
+ * norms say. */
+static void vs_row_finish(const replay_options_t *opt, const policy_t *policy, result_t *r,
+                          const char *vs_name, double fallback_tol)
 {
     if (r->ulp.identical == r->ulp.count) {
         r->verdict = VERDICT_PASS;
         snprintf(r->note, sizeof r->note, "bit-identical to %s", vs_name);
-    } else {
-        r->verdict = r->metrics.rel_fro <= r->threshold ? VERDICT_PASS : VERDICT_WRONG;
-        snprintf(r->note, sizeof r->note,
-                 "differs from %s in %lld of %lld elements (max %llu ULP; 1 ULP: %lld, 2: %lld, 3-4: %lld)",
-                 vs_name, (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
-                 (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
-                 (long long)r->ulp.bins[ULP_BIN_2], (long long)r->ulp.bins[ULP_BIN_3_4]);
+        return;
     }
+    char judged[384];
+    r->verdict = VERDICT_PASS;
+    judge_in_replay(opt, policy, NULL, r, fallback_tol);
+    kr_strlcpy(judged, r->note, sizeof judged);
+    const int64_t disagree = r->ulp.bins[ULP_BIN_NONFINITE];
+    if (disagree > 0 && !verdict_is_failure(r->verdict)) {
+        r->verdict = VERDICT_WRONG;
+        snprintf(judged, sizeof judged, "%lld elements are NaN or Inf on one side only", (long long)disagree);
+    }
+    snprintf(r->note, sizeof r->note,
+             "differs from %s in %lld of %lld elements (max %llu ULP over finite pairs; 1 ULP: %lld, 2: %lld, "
+             "3-4: %lld; non-finite on one side: %lld): %s",
+             vs_name, (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.count,
+             (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
+             (long long)r->ulp.bins[ULP_BIN_2], (long long)r->ulp.bins[ULP_BIN_3_4], (long long)disagree, judged);
 }
 
 /* --vs: one kernel's output against another model's, bit by bit.  Models
@@ -521,8 +619,8 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
     ulp_stats_bf16(out, rc->vs_out, MN, &r->ulp);
     free(a);
     free(b);
-    r->threshold = k->rel_tol_exact > 0 ? k->rel_tol_exact : k->rel_tol_source;
-    vs_row_finish(r, rc->vs->name);
+    vs_row_finish(rc->opt, rc->policy, r, rc->vs->name,
+                  k->rel_tol_exact > 0 ? k->rel_tol_exact : k->rel_tol_source);
     return fold_row(rc, r, ROW_KIND_VS, &sums, rc->c->N, 0, NULL, err);
 }
 
@@ -819,6 +917,49 @@ static void rerun_row_finish(result_t *r)
     }
 }
 
+/* Which route produced a recorded output: the case's route attribute when
+ * it has one, else the route whose R_exact the output fits (W4A8 on the
+ * case's fp8 activations, W4A4 on aiter's MXFP4 quantization of x).
+ * Returns 1 for W4A4 (*kd set to it), 0 for W4A8, -1 on error; note says
+ * which and why. */
+static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_act_t *w4a8_act,
+                          const kernel_desc_t **kd, char *note, int cap, kr_error_t *err)
+{
+    const kernel_desc_t *w4a4 = kernel_find("w4a4.aiter");
+    if (rc->c->route && !strcmp(rc->c->route, "w4a4")) {
+        *kd = w4a4;
+        snprintf(note, (size_t)cap, "judged as the W4A4 route (the case's route attribute)");
+        return 1;
+    }
+    kernel_options_t kopt = rc->opt->kernel;
+    kopt.act_source = ACT_SOURCE_QUANTIZE;
+    kernel_act_t a4;
+    kr_error_t kerr = {{0}};
+    if (!w4a8_act || act_prepare_mxfp4(w4a4, &rc->in, &kopt, &a4, &kerr))
+        return 0;
+    double rel[2] = {NAN, NAN};
+    const kernel_act_t *acts[2] = {w4a8_act, &a4};
+    for (int i = 0; i < 2; i++) {
+        const float *r = reference_exact(rc, acts[i], err);
+        if (!r) {
+            kernel_act_free(&a4);
+            return -1;
+        }
+        metrics_t m;
+        metrics_compute_bf16(out, r, rc->c->M, rc->c->N, &m, NULL);
+        rel[i] = m.rel_fro;
+    }
+    kernel_act_free(&a4);
+    /* W4A8 unless W4A4 fits clearly better (NaN never fits). */
+    const int w4a4_fits = rel[1] < 0.5 * rel[0] || (isnan(rel[0]) && !isnan(rel[1]));
+    snprintf(note, (size_t)cap,
+             "route fitted (no route attribute): the output fits %s (R_exact rel %.4g as W4A8, %.4g as W4A4)",
+             w4a4_fits ? "W4A4" : "W4A8", rel[0], rel[1]);
+    if (w4a4_fits)
+        *kd = w4a4;
+    return w4a4_fits;
+}
+
 /* The outputs the case recorded in production, replayed against the same
  * references: does replay reproduce what production saw? */
 static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
@@ -831,22 +972,45 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
 
     if (c->out || c->out_rerun) {
         /* A case's recorded output came from its MXFP4 layer when it has an
-         * MXFP4 weight (a W4A8 kernel on fp8 activations), else from a bf16 layer. */
+         * MXFP4 weight -- on the W4A8 route (fp8 activations) or the W4A4
+         * route (MXFP4 activations) -- else from a bf16 layer. */
         const int mxfp4 = rc->in.weight.packed != NULL;
         const kernel_desc_t *kd = mxfp4 ? w4a8 : kernel_find("bf16.sequential");
         kernel_act_t act;
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_AUTO;
         int have_act = mxfp4 && act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0;
+        char route_note[256] = "";
+        if (mxfp4 && c->x && (!c->route || !strcmp(c->route, "w4a4"))) {
+            int st = recorded_route(rc, c->out ? c->out : c->out_rerun, have_act ? &act : NULL, &kd,
+                                    route_note, sizeof route_note, err);
+            if (st < 0) {
+                if (have_act)
+                    kernel_act_free(&act);
+                return -1;
+            }
+            if (st == 1) {
+                /* W4A4: the output is judged against aiter's MXFP4 activations. */
+                if (have_act)
+                    kernel_act_free(&act);
+                kopt.act_source = ACT_SOURCE_QUANTIZE;
+                have_act = act_prepare_mxfp4(w4a4, &rc->in, &kopt, &act, &kerr) == 0;
+            }
+        } else if (mxfp4 && c->route) {
+            snprintf(route_note, sizeof route_note, "judged as the W4A8 route (the case's route attribute)");
+        }
         const uint16_t *outs[2] = {c->out, c->out_rerun};
         const char *names[2] = {"recorded.out", "recorded.out_rerun"};
         for (int i = 0; i < 2 && status == 0; i++) {
             if (!outs[i])
                 continue;
+            const int64_t first = rc->out->count;
             status = compare_with_references(rc, names[i], have_act ? &act : NULL,
                                              mxfp4 ? WEIGHT_KIND_MXFP4 : WEIGHT_KIND_BF16, outs[i],
                                              kd->rel_tol_exact, kd->rel_tol_source, rc->opt->refs,
                                              0.0, err);
+            for (int64_t j = first; status == 0 && route_note[0] && j < rc->out->count; j++)
+                append_note(rc, &rc->out->rows[j], route_note, 0);
         }
         if (have_act)
             kernel_act_free(&act);
@@ -892,7 +1056,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                 nonfinite_count(act.dequant, act.M * act.K, &operand_nf);
                 status = add_compared_row(rc, "recorded.ref", ref_kind_name(REF_EXACT), &act,
                                           "the serve's in-process reference", bits, c->ref_recorded,
-                                          r_exact, NULL, &operand_nf, 1e-3, 0.0, err);
+                                          r_exact, NULL, act.dequant, &operand_nf, 1e-3, 0.0, err);
             }
             free(bits);
             kernel_act_free(&act);
@@ -1004,13 +1168,14 @@ static kernel_inputs_t case_kernel_inputs(const case_t *c, const replay_options_
  * computed here.  weight: the case's weight in checkpoint order, or NULL to
  * take it from c.  launches: the case's launch table (whole-case outputs of
  * external kernels; every kernel's reruns are merged into it). */
-static int replay_rows(const case_t *c, const replay_options_t *opt, row_blocks_t *blocks,
+static int replay_rows(const case_t *c, const replay_options_t *opt, const policy_t *policy,
+                       const judge_poison_t *poison, row_blocks_t *blocks,
                        int64_t full_M, const input_health_t *health, const uint8_t *weight,
                        gemm_ref_ctx_t **shared_ref, launch_table_t *launches, result_list_t *out,
                        kr_error_t *err)
 {
     replay_ctx_t rc = {.c = c, .opt = opt, .out = out, .blocks = blocks, .full_M = full_M,
-                       .launches = launches};
+                       .launches = launches, .policy = policy, .poison = poison};
     if (shared_ref)
         rc.ref_ctx = *shared_ref;
     uint8_t *weight_owned = NULL;
@@ -1116,7 +1281,8 @@ static case_t case_row_block(const case_t *c, int64_t m0, int64_t rows)
 
 /* The whole case's row from its accumulator: merged metrics, the verdict
  * those give by the row's own rule, and the first block's notes. */
-static void finish_block_row(const row_block_acc_t *acc, result_t *r)
+static void finish_block_row(const row_block_acc_t *acc, const replay_options_t *opt,
+                             const policy_t *policy, const judge_poison_t *poison, result_t *r)
 {
     *r = acc->first;
     r->seconds = acc->seconds;
@@ -1131,13 +1297,13 @@ static void finish_block_row(const row_block_acc_t *acc, result_t *r)
     switch (acc->kind) {
     case ROW_KIND_COMPARED:
         r->note[0] = '\0';
-        r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+        judge_in_replay(opt, policy, poison, r, r->threshold);
         append_text(r->note, sizeof r->note, acc->extra_note);
         break;
     case ROW_KIND_QUANT: {
         char how[384];
         r->note[0] = '\0';
-        r->verdict = verdict_decide(&r->metrics, &r->input_nf, r->threshold, r->note, sizeof r->note);
+        judge_in_replay(opt, policy, poison, r, r->threshold);
         describe_quantizer_counts(acc->counts, how, sizeof how);
         append_text(r->note, sizeof r->note, how);
         break;
@@ -1146,7 +1312,7 @@ static void finish_block_row(const row_block_acc_t *acc, result_t *r)
         char vs_name[32];
         const char *colon = strchr(r->reference, ':');
         kr_strlcpy(vs_name, colon ? colon + 1 : r->reference, sizeof vs_name);
-        vs_row_finish(r, vs_name);
+        vs_row_finish(opt, policy, r, vs_name, r->threshold);
         break;
     }
     case ROW_KIND_RERUN:
@@ -1155,7 +1321,7 @@ static void finish_block_row(const row_block_acc_t *acc, result_t *r)
     case ROW_KIND_NOTE:
         break;
     }
-    if (!diag_wanted(r->verdict))
+    if (!diag_wanted(r->verdict) || !verdict_is_failure(r->verdict))
         r->diagnosis[0] = '\0';
 }
 
@@ -1174,14 +1340,20 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
     return 0;
 }
 
-static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,
-                            kr_error_t *err)
+/* The whole case's rows, replayed whole or in blocks of rows. */
+static int replay_case_judged(const case_t *c, const replay_options_t *opt, const policy_t *policy,
+                              result_list_t *out, kr_error_t *err)
 {
+    /* Where the poison is, found once on the whole case: a block's rows are
+     * described as the case's. */
+    judge_poison_t poison;
+    if (judge_poison_locate(c->x, c->M, c->K, &poison, err))
+        return -1;
     const int64_t rows = replay_block_rows(c, opt);
     launch_table_t launches = {.N = c->N};
     if (rows >= c->M) {
         const int64_t first = out->count;
-        int st = replay_rows(c, opt, NULL, c->M, NULL, NULL, NULL, &launches, out, err);
+        int st = replay_rows(c, opt, policy, &poison, NULL, c->M, NULL, NULL, NULL, &launches, out, err);
         launch_table_stamp(&launches, out, first);
         launch_table_free(&launches);
         return st;
@@ -1216,7 +1388,7 @@ static int replay_case_rows(const case_t *c, const replay_options_t *opt, result
         const case_t block = case_row_block(c, m0, n);
         blocks.block_offset = m0;
         blocks.block_rows = n;
-        status = replay_rows(&block, opt, &blocks, c->M, &health, weight, &ref_ctx, &launches,
+        status = replay_rows(&block, opt, policy, &poison, &blocks, c->M, &health, weight, &ref_ctx, &launches,
                              &block_rows, err);
         result_list_free(&block_rows);
     }
@@ -1226,7 +1398,7 @@ static int replay_case_rows(const case_t *c, const replay_options_t *opt, result
             status = kr_fail(err, "out of memory for results");
             break;
         }
-        finish_block_row(&blocks.accs[i], r);
+        finish_block_row(&blocks.accs[i], opt, policy, &poison, r);
     }
     if (status == 0)
         launch_table_stamp(&launches, out, first);
@@ -1234,5 +1406,18 @@ static int replay_case_rows(const case_t *c, const replay_options_t *opt, result
     row_blocks_free(&blocks);
     gemm_ref_ctx_free(ref_ctx);
     free(weight_owned);
+    return status;
+}
+
+static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,
+                            kr_error_t *err)
+{
+    if (opt->policy)
+        return replay_case_judged(c, opt, opt->policy, out, err);
+    policy_t def;
+    if (judge_default_policy(&def, err))
+        return -1;
+    const int status = replay_case_judged(c, opt, &def, out, err);
+    policy_free(&def);
     return status;
 }

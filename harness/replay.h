@@ -8,6 +8,7 @@
 #include "fault_inject.h"
 #include "progress.h"
 #include "registry.h"
+#include "policy.h"
 #include "result.h"
 
 typedef struct {
@@ -51,6 +52,12 @@ typedef struct {
      * reference/gemm_ref.h).  Row blocks are whole panels, so a case gives
      * the same bits replayed whole or in blocks. */
     int64_t ref_panel_rows;
+    /* The judgement's thresholds (judge.h): NULL = the calibrated default
+     * policy (cases/policies/default.yaml), loaded by replay_case.  band_of
+     * names a case's M band as the policy's rules do (NULL: m_band_name). */
+    const policy_t *policy;
+    const char *(*band_of)(const void *band_ctx, int64_t M);
+    const void *band_ctx;
 } replay_options_t;
 
 #define REPLAY_DEFAULT_BLOCK_BYTES (16ll << 20)

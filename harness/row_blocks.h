@@ -26,8 +26,8 @@
 
 /* How a row's verdict follows from its metrics (the finishing rule). */
 typedef enum {
-    ROW_KIND_COMPARED = 0, /* an output against a reference: verdict_decide */
-    ROW_KIND_QUANT,        /* a quantizer's operand against x: verdict_decide */
+    ROW_KIND_COMPARED = 0, /* an output against a reference: judge_row */
+    ROW_KIND_QUANT,        /* a quantizer's operand against x: judge_row */
     ROW_KIND_VS,           /* --vs: one model's bits against another's */
     ROW_KIND_RERUN,        /* recorded out against out_rerun: bitwise */
     ROW_KIND_NOTE,         /* no metrics (UNSUPPORTED, ERROR, CRASHED ...) */

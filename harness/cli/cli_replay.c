@@ -9,6 +9,7 @@
 #include "case_io.h"
 #include "case_load.h"
 #include "gpu_isolated.h"
+#include "judge.h"
 #include "cli.h"
 #include "cli_commands.h"
 #include "cli_inject.h"
@@ -24,7 +25,7 @@
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
-    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS,
+    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY,
 };
 
 static const cli_option_t replay_options[] = {
@@ -70,6 +71,8 @@ static const cli_option_t replay_options[] = {
      "memory for a case's outputs and references at once\n"
      "(default 16): a larger case is replayed in blocks of rows,\n"
      "with the same outputs and merged metrics"},
+    {OPT_POLICY, "policy", 0, "FILE", CLI_STRING, NULL,
+     "judge by this policy (default: the calibrated\ncases/policies/default.yaml)"},
 };
 
 const cli_command_t cli_replay_command = {
@@ -105,7 +108,7 @@ int cli_replay(int argc, char **argv)
     const cli_command_t *cmd = &cli_replay_command;
     replay_options_t opt;
     replay_options_default(&opt);
-    const char *out_dir = NULL, *save_path = NULL;
+    const char *out_dir = NULL, *save_path = NULL, *policy_path = NULL;
     int json = 0;
     char inject_buf[256];
     kr_plugin_t *plugins[16];
@@ -210,6 +213,9 @@ int cli_replay(int argc, char **argv)
         case OPT_NOISOLATE:
             opt.no_isolate = 1;
             break;
+        case OPT_POLICY:
+            policy_path = optarg;
+            break;
         case OPT_VS:
             if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
                 cli_kernel_typo(cmd, "vs", optarg, NULL, 0);
@@ -256,6 +262,16 @@ int cli_replay(int argc, char **argv)
         run_lock_release(&lock);
         return EXIT_USAGE;
     }
+    /* One judgement: the thresholds come from a policy, the calibrated
+     * default unless --policy names another. */
+    policy_t policy;
+    if (policy_path ? policy_load(policy_path, &policy, &err) : judge_default_policy(&policy, &err)) {
+        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        cli_free_strings(cases);
+        run_lock_release(&lock);
+        return EXIT_USAGE;
+    }
+    opt.policy = &policy;
     int replay_errors = 0;   /* a case that stopped part-way: its outputs may be missing */
     result_list_t rows = {0};
     int input_errors = 0;
@@ -342,6 +358,7 @@ int cli_replay(int argc, char **argv)
         free((char *)failed[i]);
     free(failed);
     result_list_free(&rows);
+    policy_free(&policy);
     for (int i = 0; i < n_plugins; i++)
         plugin_unload(plugins[i]);
     if (status || input_errors)

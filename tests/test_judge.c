@@ -1,0 +1,477 @@
+/* The one judgement (harness/judge.h) as replay applies it: the calibrated
+ * default policy's thresholds, poisoned rows judged apart, rounding bias,
+ * --vs NaN disagreement, a zero reference, the route of a recorded output,
+ * and the exact text of the notes that used to mislead.
+ *
+ * The kernels under test are deliberately broken models defined here: each
+ * takes the fp64 product of the kernel's own operands (gemm_ref_f64, an
+ * oracle independent of the fp32 reference) and writes it to bf16 in its
+ * own way -- correctly rounded, truncated, with rows left unwritten, with a
+ * NaN tile, or a constant. */
+/* ctest-labels: judge */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "case_io.h"
+#include "fault_inject.h"
+#include "gemm_ref.h"
+#include "judge.h"
+#include "metrics.h"
+#include "policy.h"
+#include "replay.h"
+#include "synth.h"
+#include "test_support.h"
+
+enum { OUT_RNE, OUT_TRUNCATE, OUT_LAST_ROWS_UNWRITTEN, OUT_NAN_TILE, OUT_CONSTANT };
+
+/* Round to nearest even, written here from the definition (not bf16_encode). */
+static uint16_t rne_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint32_t low = u & 0xFFFFu, hi = u >> 16;
+    if (low > 0x8000u || (low == 0x8000u && (hi & 1u)))
+        return (uint16_t)(hi + 1u);
+    return (uint16_t)hi;
+}
+
+static int broken_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                      const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
+{
+    (void)opt;
+    (void)info;
+    const int64_t M = in->M, N = in->N;
+    double *r = malloc((size_t)(M * N) * sizeof(double));
+    if (!r || gemm_ref_f64(act->dequant, M, &in->weight, 0, r, err)) {
+        free(r);
+        return -1;
+    }
+    for (int64_t i = 0; i < M * N; i++) {
+        const float f = (float)r[i];
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        const int64_t row = i / N, col = i % N;
+        switch (k->config) {
+        case OUT_TRUNCATE:
+            out[i] = (uint16_t)(u >> 16);
+            break;
+        case OUT_LAST_ROWS_UNWRITTEN:
+            out[i] = row >= M - 4 ? 0 : rne_bits(f);
+            break;
+        case OUT_NAN_TILE:
+            out[i] = col >= 32 && col < 48 ? 0x7FC0 : rne_bits(f);
+            break;
+        case OUT_CONSTANT:
+            out[i] = 0x3F80; /* 1.0 */
+            break;
+        default:
+            out[i] = rne_bits(f);
+            break;
+        }
+    }
+    free(r);
+    return 0;
+}
+
+static kernel_desc_t broken_kernel(const char *name, int mode)
+{
+    kernel_desc_t d = *kernel_find("w4a8.folded"); /* its quantizer, its refs, its M band */
+    d.name = name;
+    d.config = mode;
+    d.run_cpu = broken_run;
+    d.m_min = 1;
+    d.m_max = 0;
+    return d;
+}
+
+static const result_t *find_row(const result_list_t *rows, const char *kernel, const char *reference)
+{
+    for (int64_t i = 0; i < rows->count; i++)
+        if (!strcmp(rows->rows[i].kernel, kernel) && !strcmp(rows->rows[i].reference, reference))
+            return &rows->rows[i];
+    fail_msg("no row %s vs %s", kernel, reference);
+    return NULL;
+}
+
+static void synth_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c)
+{
+    synth_params_t p;
+    synth_params_default(&p);
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.seed = seed;
+    kr_error_t err = {{0}};
+    assert_int_equal(synth_case(&p, c, &err), 0);
+}
+
+static void replay_or_fail(const case_t *c, const replay_options_t *o, result_list_t *rows)
+{
+    kr_error_t err = {{0}};
+    if (replay_case(c, o, rows, &err))
+        fail_msg("replay_case: %s", err.msg);
+}
+
+#define NANHEAD KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5"
+
+/* Replay judges by the default policy's rule (cases/policies/default.yaml,
+ * read here with the policy loader), not the descriptor's 0.01. */
+static void test_replay_uses_the_policy(void **state)
+{
+    (void)state;
+    case_t c;
+    synth_or_fail(17, 256, 2048, 7, &c);
+    policy_t pol;
+    kr_error_t err = {{0}};
+    assert_int_equal(policy_load(KREPLAY_SOURCE_DIR "/cases/policies/default.yaml", &pol, &err), 0);
+    const policy_rule_t *rule = policy_match(&pol, "w4a8.folded", "R_exact", "decode");
+    assert_non_null(rule);
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "w4a8.folded";
+    o.include_recorded = 0;
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+    const result_t *r = find_row(&rows, "w4a8.folded", "R_exact");
+    assert_true(r->threshold == rule->rel_fro);
+    assert_true(r->threshold < kernel_find("w4a8.folded")->rel_tol_exact);
+    assert_int_equal(r->verdict, VERDICT_PASS);
+    assert_non_null(strstr(r->note, "default.yaml:"));
+    result_list_free(&rows);
+
+    /* A scale off by 0.7 %: rel ~0.007, over the policy's 0.00504 and under
+     * the descriptor's 0.01.  It fails, and is diagnosed like any failure. */
+    assert_int_equal(fault_parse("scale-const:1.007", &o.fault, &err), 0);
+    replay_or_fail(&c, &o, &rows);
+    r = find_row(&rows, "w4a8.folded", "R_exact");
+    assert_true(r->metrics.rel_fro > rule->rel_fro && r->metrics.rel_fro < 0.01);
+    assert_int_equal(r->verdict, VERDICT_WRONG);
+    assert_true(r->diagnosis[0] != '\0');
+    result_list_free(&rows);
+    policy_free(&pol);
+    case_free(&c);
+}
+
+/* Poison never hides a bug: on the NaN-head sample, a kernel that leaves its
+ * last rows unwritten fails on the rows with finite inputs; a correct one
+ * is POISONED_INPUT with the block named and no line blaming it. */
+static void test_poison_does_not_hide_a_bug(void **state)
+{
+    (void)state;
+    case_t c;
+    kr_error_t err = {{0}};
+    assert_int_equal(case_read(NANHEAD, &c, &err), 0);
+    const kernel_desc_t kd[2] = {broken_kernel("test.rows_unwritten", OUT_LAST_ROWS_UNWRITTEN),
+                                 broken_kernel("test.correct", OUT_RNE)};
+    const kernel_desc_t *extra[2] = {&kd[0], &kd[1]};
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "test.*";
+    o.include_recorded = 0;
+    o.extra_kernels = extra;
+    o.n_extra_kernels = 2;
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+
+    const result_t *bad = find_row(&rows, "test.rows_unwritten", "R_source");
+    assert_true(verdict_is_failure(bad->verdict));
+    assert_non_null(strstr(bad->note, "on the rows with finite inputs"));
+    assert_non_null(strstr(bad->note, "rows judged apart"));
+    assert_non_null(strstr(bad->note, " x columns "));
+    assert_true(verdict_is_failure(find_row(&rows, "test.rows_unwritten", "R_exact")->verdict));
+    assert_true(verdict_is_failure(find_row(&rows, "test.rows_unwritten", "R_sanitized")->verdict));
+
+    const char *refs[3] = {"R_exact", "R_source", "R_sanitized"};
+    for (int i = 0; i < 3; i++) {
+        const result_t *r = find_row(&rows, "test.correct", refs[i]);
+        assert_false(verdict_is_failure(r->verdict));
+        assert_string_equal(r->diagnosis, "");
+        assert_null(strstr(r->note, "are wrong"));
+        assert_null(strstr(r->note, "reciprocal"));
+    }
+    const result_t *san = find_row(&rows, "test.correct", "R_sanitized");
+    assert_int_equal(san->verdict, VERDICT_POISONED_INPUT);
+    assert_non_null(strstr(san->note, "the rows with finite inputs pass"));
+    assert_non_null(strstr(san->note, "(x: rows "));
+    /* vLLM's quantizer maps NaN to finite codes: R_exact judges every row
+     * and the note names the quantizer the kernel actually used. */
+    const result_t *ex = find_row(&rows, "test.correct", "R_exact");
+    assert_int_equal(ex->verdict, VERDICT_PASS);
+    assert_non_null(strstr(ex->note, "x quantized per token (vllm)"));
+    result_list_free(&rows);
+
+    /* The traced quantizer hands the kernel NaN rows: those are judged apart,
+     * named as 'traced', never as vllm. */
+    o.kernel_patterns = "w4a8.folded";
+    o.n_extra_kernels = 0;
+    o.kernel.fp8_variant = FP8_TOKEN_TRACED;
+    replay_or_fail(&c, &o, &rows);
+    ex = find_row(&rows, "w4a8.folded", "R_exact");
+    assert_int_equal(ex->verdict, VERDICT_POISONED_INPUT);
+    assert_non_null(strstr(ex->note, "(traced), which left them non-finite"));
+    assert_null(strstr(ex->note, "vllm"));
+    assert_null(strstr(ex->diagnosis, "vllm"));
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+/* A kernel that truncates to bf16 passes rel_fro but fails on its bias,
+ * against R_exact and against a model (--vs); the correctly rounding one
+ * passes both. */
+static void test_truncation_is_biased(void **state)
+{
+    (void)state;
+    case_t c;
+    synth_or_fail(64, 512, 2048, 11, &c);
+    const kernel_desc_t kd[2] = {broken_kernel("test.truncate", OUT_TRUNCATE),
+                                 broken_kernel("test.correct", OUT_RNE)};
+    const kernel_desc_t *extra[2] = {&kd[0], &kd[1]};
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "test.*";
+    o.include_recorded = 0;
+    o.extra_kernels = extra;
+    o.n_extra_kernels = 2;
+    o.vs_kernel = "w4a8.perblock";
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+
+    const result_t *t = find_row(&rows, "test.truncate", "R_exact");
+    assert_true(t->metrics.rel_fro < t->threshold); /* the norm alone passes it */
+    assert_int_equal(t->verdict, VERDICT_WRONG);
+    assert_non_null(strstr(t->note, "biased rounding"));
+    assert_non_null(strstr(t->note, "fit truncation rounding"));
+    assert_true(t->ulp.toward_zero > 10 * t->ulp.away_zero);
+    assert_int_equal(find_row(&rows, "test.truncate", "model:w4a8.perblock")->verdict, VERDICT_WRONG);
+
+    const result_t *g = find_row(&rows, "test.correct", "R_exact");
+    assert_int_equal(g->verdict, VERDICT_PASS);
+    assert_int_equal(ulp_round_fit(&g->ulp), ROUND_NEAREST_EVEN);
+    assert_int_equal(find_row(&rows, "test.correct", "model:w4a8.perblock")->verdict, VERDICT_PASS);
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+/* --vs: an element NaN on one side only fails the row, whatever the norm. */
+static void test_vs_nan_disagreement_fails(void **state)
+{
+    (void)state;
+    case_t c;
+    synth_or_fail(17, 256, 2048, 3, &c);
+    const kernel_desc_t kd = broken_kernel("test.nan_tile", OUT_NAN_TILE);
+    const kernel_desc_t *extra[1] = {&kd};
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "test.*";
+    o.include_recorded = 0;
+    o.extra_kernels = extra;
+    o.n_extra_kernels = 1;
+    o.vs_kernel = "w4a8.perblock";
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+    const result_t *v = find_row(&rows, "test.nan_tile", "model:w4a8.perblock");
+    assert_int_equal(v->verdict, VERDICT_WRONG);
+    assert_non_null(strstr(v->note, "272 elements are NaN or Inf on one side only"));
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+/* All-zero activations: the reference is exactly zero, relative error is
+ * undefined; a zero output passes, a nonzero one is WRONG by absolute error. */
+static void test_zero_reference(void **state)
+{
+    (void)state;
+    synth_params_t p;
+    synth_params_default(&p);
+    p.M = 8;
+    p.N = 256;
+    p.K = 2048;
+    p.seed = 5;
+    p.zero_rows = 8;
+    case_t c;
+    kr_error_t err = {{0}};
+    assert_int_equal(synth_case(&p, &c, &err), 0);
+    for (int64_t i = 0; i < c.M * c.K; i++)
+        assert_true(c.x[i] == 0.0f);
+    const kernel_desc_t kd = broken_kernel("test.constant", OUT_CONSTANT);
+    const kernel_desc_t *extra[1] = {&kd};
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "w4a8.folded,test.*";
+    o.include_recorded = 0;
+    o.extra_kernels = extra;
+    o.n_extra_kernels = 1;
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+    const result_t *z = find_row(&rows, "w4a8.folded", "R_exact");
+    assert_int_equal(z->verdict, VERDICT_PASS);
+    assert_non_null(strstr(z->note, "the reference is exactly zero and so is the output"));
+    const result_t *k = find_row(&rows, "test.constant", "R_source");
+    assert_int_equal(k->verdict, VERDICT_WRONG);
+    /* 1.0 everywhere: ||out||_F = sqrt(8 * 256) exactly. */
+    assert_true(fabs(k->metrics.abs_fro - sqrt(8.0 * 256.0)) < 1e-12);
+    assert_non_null(strstr(k->note, "relative error undefined; absolute ||out - ref||_F 45.25"));
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+/* A recorded output from the W4A4 route is judged as W4A4: by fit when the
+ * case does not say, by the route attribute when it does. */
+static void test_recorded_route(void **state)
+{
+    (void)state;
+    case_t c;
+    synth_or_fail(17, 256, 2048, 9, &c);
+    const kernel_desc_t *w4a4 = kernel_find("w4a4.aiter");
+    kernel_inputs_t in = {.M = c.M, .N = c.N, .K = c.K, .x = c.x,
+                          .weight = {.packed = c.weight, .scales = c.weight_scale, .layout = c.scale_layout,
+                                     .e8m0_mode = E8M0_SPEC, .N = c.N, .K = c.K},
+                          .dispatch_M = c.M};
+    kernel_options_t ko;
+    kernel_options_default(&ko);
+    ko.act_source = ACT_SOURCE_QUANTIZE;
+    kernel_act_t act;
+    kr_error_t err = {{0}};
+    assert_int_equal(w4a4->prepare_act(w4a4, &in, &ko, &act, &err), 0);
+    c.out = malloc((size_t)(c.M * c.N) * sizeof(uint16_t));
+    kernel_run_info_t info = {{0}};
+    assert_int_equal(w4a4->run_cpu(w4a4, &in, &act, &ko, c.out, &info, &err), 0);
+    kernel_act_free(&act);
+
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "quant.fp8_token";
+    o.refs = REF_EXACT;
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+    const result_t *r = find_row(&rows, "recorded.out", "R_exact");
+    assert_int_equal(r->verdict, VERDICT_PASS);
+    assert_non_null(strstr(r->note, "the output fits W4A4"));
+    result_list_free(&rows);
+
+    c.route = strdup("w4a4");
+    replay_or_fail(&c, &o, &rows);
+    r = find_row(&rows, "recorded.out", "R_exact");
+    assert_int_equal(r->verdict, VERDICT_PASS);
+    assert_non_null(strstr(r->note, "judged as the W4A4 route (the case's route attribute)"));
+    result_list_free(&rows);
+
+    /* The attribute is believed: the same output said to be W4A8 is wrong as W4A8. */
+    free(c.route);
+    c.route = strdup("w4a8");
+    replay_or_fail(&c, &o, &rows);
+    assert_true(verdict_is_failure(find_row(&rows, "recorded.out", "R_exact")->verdict));
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+/* The bf16 roundings against an oracle in double arithmetic: the value
+ * scaled to an integer mantissa and rounded by rint / trunc / round, and
+ * double rounding through 10 mantissa bits first. */
+static double round_scaled(double v, int bits, int mode)
+{
+    int e;
+    frexp(v, &e); /* v = f 2^e, 0.5 <= |f| < 1 */
+    const double q = ldexp(v, bits + 1 - e);
+    const double r = mode == ROUND_TOWARD_ZERO ? trunc(q) : mode == ROUND_HALF_AWAY ? round(q) : rint(q);
+    return ldexp(r, e - bits - 1);
+}
+
+static void test_rounding_modes_against_double(void **state)
+{
+    (void)state;
+    test_rng_t rng = {0x5eed};
+    ulp_stats_t fit[ROUND_MODE_COUNT];
+    memset(fit, 0, sizeof fit);
+    for (int i = 0; i < 200000; i++) {
+        /* Random normal fp32 values, a quarter of them forced onto a tie
+         * (low 16 bits 0x8000) and some onto a double-rounding edge. */
+        uint32_t u = (uint32_t)test_rng_u64(&rng);
+        uint32_t ex = 1 + (uint32_t)(test_rng_u64(&rng) % 200);
+        u = (u & 0x807FFFFFu) | (ex << 23);
+        if (i % 4 == 0)
+            u = (u & 0xFFFF0000u) | 0x8000u;
+        else if (i % 4 == 1)
+            u = (u & 0xFFFF0000u) | 0x7000u | (uint32_t)(test_rng_u64(&rng) & 0xFFFu);
+        float f;
+        memcpy(&f, &u, sizeof f);
+        const double v = f;
+        double want[ROUND_MODE_COUNT];
+        want[ROUND_NEAREST_EVEN] = round_scaled(v, 7, ROUND_NEAREST_EVEN);
+        want[ROUND_TOWARD_ZERO] = round_scaled(v, 7, ROUND_TOWARD_ZERO);
+        want[ROUND_HALF_AWAY] = round_scaled(v, 7, ROUND_HALF_AWAY);
+        want[ROUND_DOUBLE] = round_scaled(round_scaled(v, 10, ROUND_NEAREST_EVEN), 7, ROUND_NEAREST_EVEN);
+        for (int m = 0; m < ROUND_MODE_COUNT; m++) {
+            const float w = (float)want[m];
+            uint32_t wu;
+            memcpy(&wu, &w, sizeof wu);
+            assert_int_equal(wu & 0xFFFFu, 0); /* the oracle's result is a bf16 value */
+            const uint16_t got = bf16_round_mode(f, (round_mode_t)m);
+            if (got != (uint16_t)(wu >> 16))
+                fail_msg("mode %s on 0x%08x: got 0x%04x want 0x%04x", round_mode_name((round_mode_t)m), u,
+                         got, wu >> 16);
+            /* An output rounded by mode m, classified against its fp32 reference. */
+            const uint16_t out = (uint16_t)(wu >> 16);
+            ulp_stats_t one;
+            ulp_stats_bf16_vs_f32(&out, &f, 1, &one);
+            ulp_stats_merge(&fit[m], &one);
+        }
+    }
+    for (int m = 0; m < ROUND_MODE_COUNT; m++) {
+        assert_int_equal(ulp_round_fit(&fit[m]), m);
+        assert_int_equal(fit[m].round_match[m], fit[m].round_decided);
+        /* and it beats every other mode by a wide margin */
+        for (int o = 0; o < ROUND_MODE_COUNT; o++)
+            if (o != m)
+                assert_true(fit[m].round_match[o] < fit[m].round_decided * 9 / 10);
+    }
+    assert_true(fit[ROUND_TOWARD_ZERO].toward_zero > 0 && fit[ROUND_TOWARD_ZERO].away_zero == 0);
+}
+
+/* replay --policy FILE judges by FILE; a bad policy is one error, exit 2. */
+static void test_cli_policy_option(void **state)
+{
+    (void)state;
+    char path[512], args[1400];
+    test_tmp_path(path, sizeof path, "strict-policy.yaml");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "policy: strict\nrules:\n  - kernel: \"w4a8.folded\"\n    reference: R_exact\n    rel_fro: 0.0001\n");
+    fclose(f);
+    char *out = NULL;
+    snprintf(args, sizeof args, "replay --kernels w4a8.folded --refs exact --no-recorded --policy %s %s", path,
+             NANHEAD);
+    assert_int_equal(test_run_kreplay(args, &out), 1);
+    assert_non_null(strstr(out, "strict-policy.yaml:3"));
+    free(out);
+    snprintf(args, sizeof args, "replay --kernels w4a8.folded --refs exact --no-recorded %s", NANHEAD);
+    assert_int_equal(test_run_kreplay(args, &out), 0);
+    free(out);
+    snprintf(args, sizeof args, "replay --policy %s.missing %s", path, NANHEAD);
+    assert_int_equal(test_run_kreplay(args, &out), 2);
+    assert_non_null(strstr(out, ".missing"));
+    free(out);
+    remove(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replay_uses_the_policy),
+        cmocka_unit_test(test_poison_does_not_hide_a_bug),
+        cmocka_unit_test(test_truncation_is_biased),
+        cmocka_unit_test(test_vs_nan_disagreement_fails),
+        cmocka_unit_test(test_zero_reference),
+        cmocka_unit_test(test_recorded_route),
+        cmocka_unit_test(test_rounding_modes_against_double),
+        cmocka_unit_test(test_cli_policy_option),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
