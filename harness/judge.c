@@ -188,6 +188,13 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
                  (long long)ref_bad, origin);
         return VERDICT_NONFINITE_OUT;
     }
+    if (!strncmp(row->reference, "model:", 6) && row->ulp.bins[ULP_BIN_NONFINITE] > 0) {
+        /* Two models on the same operands: NaN (or Inf) on one side only is
+         * a disagreement, whichever side. */
+        snprintf(note, (size_t)cap, "%lld elements are NaN or Inf on one side only (%s)",
+                 (long long)row->ulp.bins[ULP_BIN_NONFINITE], origin);
+        return VERDICT_WRONG;
+    }
     if (biased(rule, row, note, cap))
         return VERDICT_WRONG;
     if (rule->max_ulp >= 0 && row->ulp.max_ulp > (uint64_t)rule->max_ulp) {

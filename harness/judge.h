@@ -18,6 +18,7 @@
  *     when |out|/|ref| is outside [1/2, 2], else WRONG;
  *   - more non-finite outputs than the reference has (rows apart excluded),
  *     under nonfinite: forbid: NONFINITE_OUT;
+ *   - model: rows (--vs): an element NaN or Inf on one side only: WRONG;
  *   - R_exact and model: rows: a rounding bias over bias_z and bias_frac: WRONG;
  *   - max_ulp over, identical fraction under: WRONG;
  *   - else PASS, or POISONED_INPUT when rows were judged apart. */
