@@ -146,12 +146,12 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
     if (isnan(m->rel_fro)) {
         /* ||ref|| = 0 over the finite pairs: relative error is undefined,
          * the absolute error decides. */
-        if (m->abs_fro == 0.0 && !(forbid && out_bad > ref_bad)) {
+        if (m->max_abs == 0.0 && !(forbid && out_bad > ref_bad)) {
             snprintf(note, (size_t)cap, "the reference is exactly zero and so is the output (absolute error 0; %s)",
                      origin);
             return VERDICT_PASS;
         }
-        if (m->abs_fro > 0.0) {
+        if (m->max_abs > 0.0) {
             const int64_t N = row->N > 0 ? row->N : 1;
             snprintf(note, (size_t)cap,
                      "the reference is exactly zero, the output is not: relative error undefined; absolute "
@@ -184,8 +184,10 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
     }
     if (forbid && out_bad > ref_bad) {
         snprintf(note, (size_t)cap,
-                 "%lld non-finite outputs from finite input; reference has %lld (%s)", (long long)out_bad,
-                 (long long)ref_bad, origin);
+                 "%lld non-finite outputs (%lld NaN, %lld +Inf, %lld -Inf) from finite input; reference has %lld (%s)",
+                 (long long)out_bad, (long long)(m->out_nf.nan - m->out_nf_apart.nan),
+                 (long long)(m->out_nf.pos_inf - m->out_nf_apart.pos_inf),
+                 (long long)(m->out_nf.neg_inf - m->out_nf_apart.neg_inf), (long long)ref_bad, origin);
         return VERDICT_NONFINITE_OUT;
     }
     if (!strncmp(row->reference, "model:", 6) && row->ulp.bins[ULP_BIN_NONFINITE] > 0) {
@@ -262,12 +264,12 @@ verdict_t judge_row(const policy_rule_t *rule, const result_t *row, const judge_
     char apart[448] = "";
     if (m->rows_apart > 0)
         describe_apart(row, poison, apart, sizeof apart);
-    if (m->finite_count == 0 && m->count > 0 && m->rows_apart * (row->N > 0 ? row->N : 1) >= m->count) {
-        snprintf(note, (size_t)cap, "every row's input is non-finite, nothing left to judge: %s", apart);
-        return VERDICT_POISONED_INPUT;
-    }
     char part[384];
     const verdict_t v = judge_finite_part(rule, row, part, sizeof part);
+    if (m->finite_count == 0 && m->rows_apart > 0 && v != VERDICT_NONFINITE_OUT) {
+        snprintf(note, (size_t)cap, "no row with finite inputs left to judge: %s", apart);
+        return VERDICT_POISONED_INPUT;
+    }
     if (v == VERDICT_PASS) {
         if (apart[0])
             snprintf(note, (size_t)cap, "%s; the rows with finite inputs pass: %s", apart, part);

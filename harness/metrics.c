@@ -440,6 +440,12 @@ uint16_t bf16_round_mode(float x, round_mode_t mode)
     return (uint16_t)((sign | (r & 0xFFFF0000u)) >> 16);
 }
 
+const char *round_mode_label(int mode)
+{
+    static const char *const labels[ROUND_MODE_COUNT] = {"nearest_even", "truncation", "half_away", "double"};
+    return mode >= 0 && mode < ROUND_MODE_COUNT ? labels[mode] : "?";
+}
+
 int ulp_round_fit(const ulp_stats_t *s)
 {
     if (s->round_decided <= 0)

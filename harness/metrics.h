@@ -137,6 +137,8 @@ typedef enum {
 
 /* "nearest-even", "truncation", "half-away", "double (via 10 bits)". */
 const char *round_mode_name(round_mode_t mode);
+/* A column label per mode ("nearest_even", "truncation", "half_away", "double"). */
+const char *round_mode_label(int mode);
 /* bf16 bits of a finite fp32 value rounded by mode (an overflow of the
  * magnitude rounds to Inf as bf16_encode does). */
 uint16_t bf16_round_mode(float x, round_mode_t mode);

@@ -82,6 +82,20 @@ const result_field_t result_fields[] = {
     F_F64(tflops),
     F_F64(gbps),
     RF_LINE(out_digest, char *, RF_STR, 1, NULL, 1, 0),
+    /* The judgement's inputs beyond the norms (optional: older files lack them). */
+    RF_LINE(metrics.abs_fro, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(metrics.rows_apart, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(ulp.toward_zero, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(ulp.away_zero, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(ulp.signed_ulp_sum, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(metrics.out_nf_apart.nan, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(metrics.out_nf_apart.pos_inf, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(metrics.out_nf_apart.neg_inf, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(metrics.ref_nf_apart.nan, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(metrics.ref_nf_apart.pos_inf, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(metrics.ref_nf_apart.neg_inf, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(ulp.round_decided, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(ulp.round_match, int64_t *, RF_I64_ARRAY, ROUND_MODE_COUNT, round_mode_label, 1, 1),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 

@@ -84,6 +84,7 @@ static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
     c->model = xstrdup("Qwen3-Next-80B (é, UTF-8)");
     c->capture_time = xstrdup("2025-03-14T15:09:26Z");
     c->env_flags = xstrdup("WPERM=1\nSANITIZE_X=0\n");
+    c->route = xstrdup("w4a4");
     c->weight_bf16 = rand_bytes(&r, (size_t)(N * K) * 2);
     c->ref_recorded = rand_floats(&r, (size_t)(M * N));
 }
@@ -107,6 +108,7 @@ static void free_full_case(case_t *c)
     free(c->model);
     free(c->capture_time);
     free(c->env_flags);
+    free(c->route);
     free(c->weight_bf16);
     free(c->ref_recorded);
 }
@@ -161,6 +163,7 @@ static void assert_cases_equal(const case_t *a, const case_t *b)
     assert_string_same(a->model, b->model, "model");
     assert_string_same(a->capture_time, b->capture_time, "capture_time");
     assert_string_same(a->env_flags, b->env_flags, "env_flags");
+    assert_string_same(a->route, b->route, "route");
     assert_array_equal(a->weight_bf16, b->weight_bf16, NK * 2, "weight_bf16");
     assert_array_equal(a->ref_recorded, b->ref_recorded, MN * sizeof(float), "ref_recorded");
 }
@@ -182,7 +185,7 @@ static void zero_known_fields(case_t *c)
     c->weight_ref = NULL;
     c->weight_ref_len = 0;
     c->out = c->out_rerun = c->aiter = NULL;
-    c->kernel_path = c->layer = c->model = c->capture_time = c->env_flags = NULL;
+    c->kernel_path = c->layer = c->model = c->capture_time = c->env_flags = c->route = NULL;
     c->weight_bf16 = NULL;
     c->ref_recorded = NULL;
 }
@@ -278,12 +281,12 @@ static void expect_refused(const uint8_t *bytes, size_t n, const char *phrase)
 }
 
 /* The layout's offsets (case_image.c): a 104-byte header of 13 64-bit
- * words, then 17 table entries of 4 words (field, present, offset, bytes). */
+ * words, then 18 table entries of 4 words (field, present, offset, bytes). */
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 16, H_IMAGE_BYTES = 24, H_FIELD_COUNT = 32,
     H_M = 40, H_N = 48, H_K = 56, H_WEIGHT_REF_LEN = 64, H_X_STORAGE = 72, H_X_FP8_FORMAT = 80,
     H_WEIGHT_ORDER = 88, H_SCALE_LAYOUT = 96, H_END = 104,
-    FIELD_COUNT = 17,
+    FIELD_COUNT = 18,
 };
 
 static size_t entry_at(int field, int word)
@@ -490,14 +493,14 @@ static void test_damaged_headers_are_refused(void **state)
     const uint64_t image_bytes = get_u64(good, H_IMAGE_BYTES);
     const corruption_t cases[] = {
         {H_MAGIC, 0x4D49455341435251ull, "magic"},
-        {H_VERSION, 2, "version 2"},
+        {H_VERSION, 3, "version 3"},
         {H_VERSION, 0, "version 0"},
         {H_HEADER_BYTES, 100, "header of 100 bytes"},
-        {H_FIELD_COUNT, 18, "18 fields"},
+        {H_FIELD_COUNT, 19, "19 fields"},
         {H_IMAGE_BYTES, image_bytes + 1, "the file holds"},
         {H_IMAGE_BYTES, 8, "the file holds"},
         {H_IMAGE_BYTES, UINT64_MAX, "the file holds"},
-        {H_IMAGE_BYTES, image_bytes - 1, "ref_recorded"},  /* the last field overruns it */
+        {H_IMAGE_BYTES, image_bytes - 1, "route"},  /* the last field overruns it */
         {H_M, 0, "M=0 is not positive"},
         {H_M, (uint64_t)-5, "M=-5"},
         {H_N, (uint64_t)1 << 40, "2^40"},

@@ -195,6 +195,8 @@ static policy_rule_t full_rule(void)
     rule.max_ulp = 2;
     rule.identical_min = 0.97;
     rule.nonfinite = POLICY_NONFINITE_FORBID;
+    rule.bias_z = POLICY_BIAS_Z_DEFAULT;
+    rule.bias_frac = POLICY_BIAS_FRAC_DEFAULT;
     rule.line = 7;
     snprintf(rule.origin, sizeof rule.origin, "test.yaml:7");
     return rule;
@@ -233,9 +235,9 @@ static void test_apply(void **state)
     EXPECT(r, VERDICT_WRONG, "rel_fro 0.9 > 0.0035");
     r = clean_row();
     r.metrics.rel_fro = NAN; /* e.g. a zero reference with a non-zero output */
-    EXPECT(r, VERDICT_WRONG, "rel_fro nan > 0.0035");
+    EXPECT(r, VERDICT_WRONG, "the reference is exactly zero, the output is not: relative error undefined");
     r.metrics.max_abs = 0.0; /* zero against zero is exact */
-    EXPECT(r, VERDICT_PASS, "rel_fro 0 <= 0.0035");
+    EXPECT(r, VERDICT_PASS, "the reference is exactly zero and so is the output");
 
     /* worst_row_rel */
     r = clean_row();
@@ -289,11 +291,32 @@ static void test_apply(void **state)
     EXPECT(r, VERDICT_WRONG, "no finite element");
     rule.nonfinite = POLICY_NONFINITE_FORBID;
 
-    /* non-finite input decides the row */
+    /* non-finite input no longer decides the row: NaN outputs outside the
+     * rows judged apart fail it; inside them they are reported */
     r = clean_row();
     r.input_nf.nan = 5;
     r.metrics.out_nf.nan = 40;
-    EXPECT(r, VERDICT_POISONED_INPUT, "input has 5 non-finite");
+    EXPECT(r, VERDICT_NONFINITE_OUT, "40 non-finite outputs");
+    r.metrics.rows_apart = 1;
+    r.metrics.out_nf_apart.nan = 40;
+    EXPECT(r, VERDICT_POISONED_INPUT, "1 of ");
+
+    /* rounding bias (R_exact): 20 differing elements all toward zero are
+     * z 4.5 (under 8); 900 of 920 are z 29, lean 0.96: biased.  A fair
+     * 460 / 440 split is z 0.66 and passes. */
+    r = clean_row();
+    r.ulp.toward_zero = 20;
+    EXPECT(r, VERDICT_PASS, "rel_fro 0.002 <= 0.0035");
+    r.ulp.toward_zero = 900;
+    r.ulp.away_zero = 20;
+    r.ulp.signed_ulp_sum = -880;
+    EXPECT(r, VERDICT_WRONG, "biased rounding: 900 of 920 differing outputs toward zero (z 29.0 > 8, lean 0.957 > 0.25), mean signed ULP -0.880");
+    snprintf(r.reference, sizeof r.reference, "R_source"); /* quantization noise: not judged for bias */
+    EXPECT(r, VERDICT_PASS, "rel_fro 0.002");
+    snprintf(r.reference, sizeof r.reference, "R_exact");
+    r.ulp.toward_zero = 460;
+    r.ulp.away_zero = 440;
+    EXPECT(r, VERDICT_PASS, "rel_fro 0.002 <= 0.0035");
 
     /* verdicts that are not about metrics stand */
     r = clean_row();
