@@ -18,9 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "case_io.h"
 #include "fault_inject.h"
+#include "gate.h"
 #include "gemm_ref.h"
 #include "judge.h"
 #include "metrics.h"
@@ -472,6 +474,74 @@ static void test_rounding_modes_against_double(void **state)
     assert_true(fit[ROUND_TOWARD_ZERO].toward_zero > 0 && fit[ROUND_TOWARD_ZERO].away_zero == 0);
 }
 
+/* replay and gate give the same verdict and note on the same row, a
+ * policy-only failure (a scale off by 0.8 %) included, with its diagnosis. */
+static void test_replay_and_gate_agree(void **state)
+{
+    (void)state;
+    static const char *const samples[3] = {"moe_gate_N256_K2048_M8", "gdn_out_proj_slice_N512_K3072_M17_nanhead",
+                                           "prefill_N256_K2048_M300_kn_wperm"};
+    char dir[512], suite[600], run[600];
+    test_tmp_path(dir, sizeof dir, "judge-gate");
+    assert_int_equal(mkdir(dir, 0777), 0);
+    snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    FILE *fp = fopen(suite, "w");
+    assert_non_null(fp);
+    fprintf(fp, "suite: judge-agree\ncases:\n  - files: [");
+    for (int i = 0; i < 3; i++)
+        fprintf(fp, "%s\"%s/cases/samples/%s.h5\"", i ? ", " : "", KREPLAY_SOURCE_DIR, samples[i]);
+    fprintf(fp, "]\nkernels: [\"w4a8.folded\", \"w4a8.perblock\", \"w4a4.aiter\"]\n");
+    fclose(fp);
+    gate_options_t go = {.suite_path = suite, .run_dir = run, .inject = "w4a8.folded=scale-const:0.992"};
+    result_list_t grows = {0};
+    results_meta_t meta;
+    gate_summary_t sum;
+    kr_error_t err = {{0}};
+    if (gate_run(&go, &grows, &meta, &sum, &err))
+        fail_msg("gate_run: %s", err.msg);
+    assert_true(grows.count > 0);
+
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "w4a8.folded,w4a8.perblock,w4a4.aiter";
+    assert_int_equal(fault_parse("scale-const:0.992", &o.fault, &err), 0);
+    o.fault_kernels = "w4a8.folded";
+    int compared = 0, policy_only = 0;
+    for (int i = 0; i < 3; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/cases/samples/%s.h5", KREPLAY_SOURCE_DIR, samples[i]);
+        case_t c;
+        assert_int_equal(case_read(path, &c, &err), 0);
+        result_list_t rows = {0};
+        replay_or_fail(&c, &o, &rows);
+        for (int64_t j = 0; j < rows.count; j++) {
+            const result_t *r = &rows.rows[j];
+            const result_t *g = NULL;
+            for (int64_t k = 0; k < grows.count && !g; k++)
+                if (!strcmp(grows.rows[k].case_name, r->case_name) && !strcmp(grows.rows[k].kernel, r->kernel) &&
+                    !strcmp(grows.rows[k].reference, r->reference))
+                    g = &grows.rows[k];
+            if (!g)
+                fail_msg("gate has no row %s %s %s", r->case_name, r->kernel, r->reference);
+            if (g->verdict != r->verdict || strcmp(g->note, r->note) || strcmp(g->diagnosis, r->diagnosis))
+                fail_msg("%s %s %s: replay %s '%s' / gate %s '%s'", r->case_name, r->kernel, r->reference,
+                         verdict_name(r->verdict), r->note, verdict_name(g->verdict), g->note);
+            compared++;
+            if (r->verdict == VERDICT_WRONG && r->metrics.rel_fro < kernel_find("w4a8.folded")->rel_tol_exact &&
+                !strcmp(r->kernel, "w4a8.folded") && !strcmp(r->reference, "R_exact")) {
+                policy_only++;
+                assert_true(r->diagnosis[0] != '\0');
+            }
+        }
+        result_list_free(&rows);
+        case_free(&c);
+    }
+    assert_true(compared >= 18);
+    assert_true(policy_only >= 2);
+    result_list_free(&grows);
+}
+
 /* replay --policy FILE judges by FILE; a bad policy is one error, exit 2. */
 static void test_cli_policy_option(void **state)
 {
@@ -511,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_recorded_route),
         cmocka_unit_test(test_rounding_modes_against_double),
         cmocka_unit_test(test_cli_policy_option),
+        cmocka_unit_test(test_replay_and_gate_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
