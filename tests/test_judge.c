@@ -542,6 +542,80 @@ static void test_replay_and_gate_agree(void **state)
     result_list_free(&grows);
 }
 
+/* Rows judged apart leave the norms, stay in the non-finite counts, and
+ * merge over row blocks exactly (against sums computed here in fp64). */
+static void test_metrics_rows_apart(void **state)
+{
+    (void)state;
+    enum { M = 10, N = 33 };
+    float out[M * N], ref[M * N];
+    uint16_t bits[M * N];
+    test_rng_t rng = {42};
+    for (int i = 0; i < M * N; i++) {
+        ref[i] = (float)test_rng_normal(&rng);
+        out[i] = ref[i] * (float)(1.0 + 0.01 * test_rng_normal(&rng));
+    }
+    out[2 * N + 5] = NAN;        /* row 2: apart, an output NaN */
+    ref[7 * N + 1] = INFINITY;   /* row 7: apart, a reference Inf */
+    out[4 * N + 3] = NAN;        /* row 4: judged, an output NaN */
+    const unsigned char apart[M] = {0, 0, 1, 0, 0, 0, 0, 1, 0, 0};
+    double d2 = 0, r2 = 0;
+    int64_t finite = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N && !apart[m]; n++) {
+            const int i = m * N + n;
+            if (!isfinite(out[i]) || !isfinite(ref[i]))
+                continue;
+            d2 += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]);
+            r2 += (double)ref[i] * ref[i];
+            finite++;
+        }
+    metrics_t whole;
+    metrics_sums_t ws;
+    metrics_compute_apart(out, NULL, ref, M, N, apart, &whole, &ws);
+    assert_int_equal(whole.rows_apart, 2);
+    assert_int_equal(whole.finite_count, finite);
+    assert_int_equal(whole.out_nf.nan, 2);
+    assert_int_equal(whole.out_nf_apart.nan, 1);
+    assert_int_equal(whole.ref_nf_apart.pos_inf, 1);
+    assert_true(fabs(whole.rel_fro - sqrt(d2 / r2)) <= 1e-13 * sqrt(d2 / r2));
+    assert_true(fabs(whole.abs_fro - sqrt(d2)) <= 1e-13 * sqrt(d2));
+    assert_true(whole.worst_row != 2 && whole.worst_row != 7);
+
+    metrics_t acc, part;
+    metrics_sums_t as, ps;
+    metrics_merge_init(&acc, &as);
+    metrics_compute_apart(out, NULL, ref, 4, N, apart, &part, &ps);
+    metrics_merge_rows(&acc, &as, &part, &ps, 0, N);
+    metrics_compute_apart(out + 4 * N, NULL, ref + 4 * N, M - 4, N, apart + 4, &part, &ps);
+    metrics_merge_rows(&acc, &as, &part, &ps, 4, N);
+    assert_int_equal(acc.rows_apart, whole.rows_apart);
+    assert_int_equal(acc.finite_count, whole.finite_count);
+    assert_memory_equal(&acc.out_nf_apart, &whole.out_nf_apart, sizeof acc.out_nf_apart);
+    assert_memory_equal(&acc.ref_nf_apart, &whole.ref_nf_apart, sizeof acc.ref_nf_apart);
+    assert_int_equal(acc.max_abs_index, whole.max_abs_index);
+    assert_true(fabs(acc.rel_fro - whole.rel_fro) <= 1e-15 * whole.rel_fro);
+
+    /* the ULP statistics skip the same rows, and add up over blocks */
+    for (int i = 0; i < M * N; i++)
+        bits[i] = isfinite(out[i]) && isfinite(ref[i]) ? bf16_round_mode(ref[i], ROUND_TOWARD_ZERO) : 0x7FC0;
+    ulp_stats_t uw, u1, u2, um;
+    ulp_stats_bf16_vs_f32_apart(bits, ref, M, N, apart, &uw);
+    assert_int_equal(uw.count, (M - 2) * N);
+    ulp_stats_bf16_vs_f32_apart(bits, ref, 4, N, apart, &u1);
+    ulp_stats_bf16_vs_f32_apart(bits + 4 * N, ref + 4 * N, M - 4, N, apart + 4, &u2);
+    memset(&um, 0, sizeof um);
+    ulp_stats_merge(&um, &u1);
+    ulp_stats_merge(&um, &u2);
+    assert_memory_equal(um.bins, uw.bins, sizeof uw.bins);
+    assert_int_equal(um.toward_zero, uw.toward_zero);
+    assert_int_equal(um.away_zero, uw.away_zero);
+    assert_int_equal(um.signed_ulp_sum, uw.signed_ulp_sum);
+    assert_memory_equal(um.round_match, uw.round_match, sizeof uw.round_match);
+    assert_true(uw.toward_zero > 0 && uw.away_zero == 0);
+    assert_int_equal(ulp_round_fit(&uw), ROUND_TOWARD_ZERO);
+}
+
 /* replay --policy FILE judges by FILE; a bad policy is one error, exit 2. */
 static void test_cli_policy_option(void **state)
 {
@@ -580,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_zero_reference),
         cmocka_unit_test(test_recorded_route),
         cmocka_unit_test(test_rounding_modes_against_double),
+        cmocka_unit_test(test_metrics_rows_apart),
         cmocka_unit_test(test_cli_policy_option),
         cmocka_unit_test(test_replay_and_gate_agree),
     };
