@@ -31,7 +31,7 @@
 #include "synth.h"
 #include "test_support.h"
 
-enum { OUT_RNE, OUT_TRUNCATE, OUT_LAST_ROWS_UNWRITTEN, OUT_NAN_TILE, OUT_CONSTANT };
+enum { OUT_RNE, OUT_TRUNCATE, OUT_LAST_ROWS_UNWRITTEN, OUT_NAN_TILE, OUT_CONSTANT, OUT_BF16_PARTIALS };
 
 /* Round to nearest even, written here from the definition (not bf16_encode). */
 static uint16_t rne_bits(float f)
@@ -44,11 +44,40 @@ static uint16_t rne_bits(float f)
     return (uint16_t)hi;
 }
 
+/* A running sum kept in bf16: the exact partial product of each 32-block of
+ * K (the fp64 product of the operands with every other block zeroed) added
+ * to it and rounded to bf16 after every block. */
+static int bf16_partials_run(const kernel_inputs_t *in, const kernel_act_t *act, uint16_t *out, kr_error_t *err)
+{
+    const int64_t M = in->M, N = in->N, K = in->K;
+    double *part = malloc((size_t)(M * N) * sizeof(double));
+    float *acc = calloc((size_t)(M * N), sizeof(float));
+    float *a = malloc((size_t)(M * K) * sizeof(float));
+    int st = part && acc && a ? 0 : -1;
+    for (int64_t b = 0; st == 0 && b < K / 32; b++) {
+        for (int64_t i = 0; i < M * K; i++)
+            a[i] = (i % K) / 32 == b ? act->dequant[i] : 0.0f;
+        st = gemm_ref_f64(a, M, &in->weight, 0, part, err);
+        for (int64_t i = 0; st == 0 && i < M * N; i++) {
+            const uint32_t u = (uint32_t)rne_bits((float)((double)acc[i] + part[i])) << 16;
+            memcpy(&acc[i], &u, sizeof u);
+        }
+    }
+    for (int64_t i = 0; st == 0 && i < M * N; i++)
+        out[i] = rne_bits(acc[i]);
+    free(part);
+    free(acc);
+    free(a);
+    return st;
+}
+
 static int broken_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                       const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
 {
     (void)opt;
     (void)info;
+    if (k->config == OUT_BF16_PARTIALS)
+        return bf16_partials_run(in, act, out, err);
     const int64_t M = in->M, N = in->N;
     double *r = malloc((size_t)(M * N) * sizeof(double));
     if (!r || gemm_ref_f64(act->dequant, M, &in->weight, 0, r, err)) {
@@ -284,6 +313,34 @@ static void test_truncation_is_biased(void **state)
     assert_int_equal(g->verdict, VERDICT_PASS);
     assert_int_equal(ulp_round_fit(&g->ulp), ROUND_NEAREST_EVEN);
     assert_int_equal(find_row(&rows, "test.correct", "model:w4a8.perblock")->verdict, VERDICT_PASS);
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+/* Accumulation precision: a kernel that keeps its running sum in bf16
+ * (rounded after every 32-block) fails at K=2048 against R_exact, and a
+ * correctly rounding one on the same case passes. */
+static void test_bf16_running_sum_fails(void **state)
+{
+    (void)state;
+    case_t c;
+    synth_or_fail(16, 128, 2048, 21, &c);
+    const kernel_desc_t kd[2] = {broken_kernel("test.bf16_partials", OUT_BF16_PARTIALS),
+                                 broken_kernel("test.correct", OUT_RNE)};
+    const kernel_desc_t *extra[2] = {&kd[0], &kd[1]};
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = "test.*";
+    o.include_recorded = 0;
+    o.refs = REF_EXACT;
+    o.extra_kernels = extra;
+    o.n_extra_kernels = 2;
+    result_list_t rows = {0};
+    replay_or_fail(&c, &o, &rows);
+    const result_t *b = find_row(&rows, "test.bf16_partials", "R_exact");
+    print_message("bf16 running sum: rel_fro %.4g (threshold %.4g), %s\n", b->metrics.rel_fro, b->threshold, b->note);
+    assert_true(verdict_is_failure(b->verdict));
+    assert_int_equal(find_row(&rows, "test.correct", "R_exact")->verdict, VERDICT_PASS);
     result_list_free(&rows);
     case_free(&c);
 }
@@ -650,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_replay_uses_the_policy),
         cmocka_unit_test(test_poison_does_not_hide_a_bug),
         cmocka_unit_test(test_truncation_is_biased),
+        cmocka_unit_test(test_bf16_running_sum_fails),
         cmocka_unit_test(test_vs_nan_disagreement_fails),
         cmocka_unit_test(test_zero_reference),
         cmocka_unit_test(test_recorded_route),
