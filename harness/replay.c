@@ -113,6 +113,8 @@ typedef struct {
     char digest[17];
     const policy_t *policy;     /* the judgement's thresholds; NULL = derived rules */
     const judge_poison_t *poison; /* where the case's non-finite inputs are */
+    int *route_fit;             /* the recorded output's fitted route, shared by a case's
+                                   row blocks: -1 not fitted yet, 0 W4A8, 1 W4A4 */
     struct {
         float *A;               /* the operands of the last R_exact (a copy) */
         float *R;               /* that R_exact [M, N] */
@@ -926,6 +928,14 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
         snprintf(note, (size_t)cap, "judged as the W4A4 route (the case's route attribute)");
         return 1;
     }
+    if (rc->route_fit && *rc->route_fit >= 0) {
+        /* Fitted on the case's first block: every block is judged as that route. */
+        snprintf(note, (size_t)cap, "route fitted (no route attribute): the output fits %s, not %s",
+                 *rc->route_fit ? "W4A4" : "W4A8", *rc->route_fit ? "W4A8" : "W4A4");
+        if (*rc->route_fit)
+            *kd = w4a4;
+        return *rc->route_fit;
+    }
     kernel_options_t kopt = rc->opt->kernel;
     kopt.act_source = ACT_SOURCE_QUANTIZE;
     kernel_act_t a4;
@@ -947,11 +957,14 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
     kernel_act_free(&a4);
     /* W4A8 unless W4A4 fits clearly better (NaN never fits). */
     const int w4a4_fits = rel[1] < 0.5 * rel[0] || (isnan(rel[0]) && !isnan(rel[1]));
-    snprintf(note, (size_t)cap,
-             "route fitted (no route attribute): the output fits %s (R_exact rel %.4g as W4A8, %.4g as W4A4)",
-             w4a4_fits ? "W4A4" : "W4A8", rel[0], rel[1]);
+    /* No numbers: in a row-block replay the note is the first block's, and
+     * the row's metrics say how well the chosen route fits. */
+    snprintf(note, (size_t)cap, "route fitted (no route attribute): the output fits %s, not %s",
+             w4a4_fits ? "W4A4" : "W4A8", w4a4_fits ? "W4A8" : "W4A4");
     if (w4a4_fits)
         *kd = w4a4;
+    if (rc->route_fit)
+        *rc->route_fit = w4a4_fits;
     return w4a4_fits;
 }
 
@@ -1164,13 +1177,13 @@ static kernel_inputs_t case_kernel_inputs(const case_t *c, const replay_options_
  * take it from c.  launches: the case's launch table (whole-case outputs of
  * external kernels; every kernel's reruns are merged into it). */
 static int replay_rows(const case_t *c, const replay_options_t *opt, const policy_t *policy,
-                       const judge_poison_t *poison, row_blocks_t *blocks,
+                       const judge_poison_t *poison, int *route_fit, row_blocks_t *blocks,
                        int64_t full_M, const input_health_t *health, const uint8_t *weight,
                        gemm_ref_ctx_t **shared_ref, launch_table_t *launches, result_list_t *out,
                        kr_error_t *err)
 {
     replay_ctx_t rc = {.c = c, .opt = opt, .out = out, .blocks = blocks, .full_M = full_M,
-                       .launches = launches, .policy = policy, .poison = poison};
+                       .launches = launches, .policy = policy, .poison = poison, .route_fit = route_fit};
     if (shared_ref)
         rc.ref_ctx = *shared_ref;
     uint8_t *weight_owned = NULL;
@@ -1344,11 +1357,12 @@ static int replay_case_judged(const case_t *c, const replay_options_t *opt, cons
     judge_poison_t poison;
     if (judge_poison_locate(c->x, c->M, c->K, &poison, err))
         return -1;
+    int route_fit = -1;
     const int64_t rows = replay_block_rows(c, opt);
     launch_table_t launches = {.N = c->N};
     if (rows >= c->M) {
         const int64_t first = out->count;
-        int st = replay_rows(c, opt, policy, &poison, NULL, c->M, NULL, NULL, NULL, &launches, out, err);
+        int st = replay_rows(c, opt, policy, &poison, &route_fit, NULL, c->M, NULL, NULL, NULL, &launches, out, err);
         launch_table_stamp(&launches, out, first);
         launch_table_free(&launches);
         return st;
@@ -1383,7 +1397,8 @@ static int replay_case_judged(const case_t *c, const replay_options_t *opt, cons
         const case_t block = case_row_block(c, m0, n);
         blocks.block_offset = m0;
         blocks.block_rows = n;
-        status = replay_rows(&block, opt, policy, &poison, &blocks, c->M, &health, weight, &ref_ctx, &launches,
+        status = replay_rows(&block, opt, policy, &poison, &route_fit, &blocks, c->M, &health, weight, &ref_ctx,
+                             &launches,
                              &block_rows, err);
         result_list_free(&block_rows);
     }
