@@ -15,7 +15,7 @@ static int spec_ok(const char *s)
 }
 
 /* plugins/libkr_plugin_python.so in the directory of /proc/self/exe. */
-static int plugin_path(char *buf, size_t cap, kr_error_t *err)
+static int python_plugin_file(char *buf, size_t cap, kr_error_t *err)
 {
     const char *env = getenv("KREPLAY_PY_PLUGIN");
     if (env && *env) {
@@ -52,7 +52,7 @@ int py_kernels_load(const char *const *specs, int n, kr_plugin_t **out, kr_error
         strcat(joined, specs[i]);
     }
     char path[4096];
-    if (plugin_path(path, sizeof path, err))
+    if (python_plugin_file(path, sizeof path, err))
         return -1;
     if (setenv("KREPLAY_PY_KERNELS", joined, 1))
         return kr_fail(err, "--py: setenv failed");
