@@ -11,7 +11,7 @@
  *    registry kernel beside them still PASSes (the run goes on);
  *  - a malformed spec is refused with exit 2.
  * Skipped (77) when /usr/bin/python3 cannot import torch. */
-/* ctest-labels: interop */
+/* ctest-labels: interop;slow */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,7 +140,7 @@ static void test_faulty_kernels_reported(void **state)
     (void)state;
     json_t *root = NULL;
     char err[8192];
-    int rc = replay_json("--timeout 20 --py " FAULTY ":raises --py " FAULTY ":segfaults "
+    int rc = replay_json("--timeout 5 --py " FAULTY ":raises --py " FAULTY ":segfaults "
                          "--py " FAULTY ":sleeps --py " FAULTY ":wrong_dtype "
                          "--kernels 'py.*,w4a8.perblock' --refs exact", &root, err, sizeof err);
     if (!root)

@@ -266,7 +266,7 @@ def main():
     for f in files:                                       # one mention of N and K
         assert f.count(f"N{N}_") + f.count("N96_") == 1 and f.count(f"K{K}_") == 1, f
         assert "N_" not in f, f
-    by_kind = {k: [f for f in files if f.startswith(f"case_{k}_")]
+    by_kind = {k: [f for f in files if f.startswith(f"case_{k}_N")]
                for k in ("mxfp4_linear", "mxfp4_linear_ar", "mxfp4_linear_pq",
                          "mxfp4_linear_pqp", "skinny_gemm")}
     assert [len(v) for v in by_kind.values()] == [2, 1, 1, 1, 1], by_kind
@@ -327,11 +327,11 @@ def main():
             continue
         rc, out, e = run(a.kreplay, "replay", "--json", os.path.join(d, f))
         assert rc == 0, (f, out[-3000:], e)
-        rows = json.loads(out)["rows"] if out.lstrip().startswith("{") else json.loads(out)
+        rows = json.loads(out)["results"]
         rec = [r for r in rows if str(r.get("kernel", "")).startswith("recorded.out")]
         assert rec and all(r["verdict"] == "PASS" for r in rec), (f, rec)
     rc, out, e = run(a.kreplay, "inspect", os.path.join(d, w4a4))
-    assert rc == 0 and "w4a4" in out, (out, e)
+    assert rc == 0 and "route=w4a4 tp_rank=1 gpu_arch=cpu time=recorded" in out, (out, e)
 
     # 7. the eager window: the next real step's forward context loses its graph mode, in the
     #    module that imported set_forward_context too; warm-ups do not use it up.
@@ -346,7 +346,7 @@ def main():
         assert fc.get_forward_context().cudagraph_runtime_mode == CUDAGraphMode.PIECEWISE
 
     # 8. HDF5 when asked for
-    c3 = kc.Capture(directory=os.path.join(a.tmp, "h5"), environ={}, fmt="h5",
+    c3 = kc.Capture(directory=os.path.join(a.tmp, "h5"), environ=env, fmt="h5", arm_after=0,
                     stderr=io.StringIO())
     p = c3.maybe_capture(None, *calls["w4a8"][:1], weight=calls["w4a8"][1],
                          weight_scale=calls["w4a8"][2], weight_ref=calls["w4a8"][3],
