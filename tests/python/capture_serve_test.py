@@ -330,6 +330,14 @@ def main():
         rows = json.loads(out)["results"]
         rec = [r for r in rows if str(r.get("kernel", "")).startswith("recorded.out")]
         assert rec and all(r["verdict"] == "PASS" for r in rec), (f, rec)
+    # The W4A4 dump's out is aiter's kind of output: as far from R_source as kreplay's own
+    # w4a4.aiter model (judging it as W4A4 is the route attribute's job, for the reader).
+    rc, out, e = run(a.kreplay, "replay", "--json", "--refs", "source", os.path.join(d, w4a4))
+    rows = json.loads(out)["results"]
+    rel = {r["kernel"]: r["metrics"]["rel_fro"] for r in rows
+           if r["kernel"] in ("recorded.out", "w4a4.aiter", "w4a8.perblock")}
+    assert abs(rel["recorded.out"] - rel["w4a4.aiter"]) < 0.02 * rel["w4a4.aiter"], rel
+    assert rel["recorded.out"] > 3 * rel["w4a8.perblock"], rel
     rc, out, e = run(a.kreplay, "inspect", os.path.join(d, w4a4))
     assert rc == 0 and "route=w4a4 tp_rank=1 gpu_arch=cpu time=recorded" in out, (out, e)
 
