@@ -336,6 +336,11 @@ static void test_dump_matches_h5_twin(void **state)
     load_ok(FIX "/dump.pt", &pt, NULL);
     load_ok(FIX "/dump_noncontig.pt", &nc, NULL);
     load_ok(FIX "/dump.h5", &h5, NULL);          /* case_load reads HDF5 too */
+    /* the dispatch's dump has no capture time: the file's mtime, said to be one */
+    assert_non_null(pt.capture_time);
+    assert_string_equal(pt.capture_time_source, "file mtime");
+    assert_null(pt.route);
+    assert_null(pt.tp_rank);
     assert_same_case(&pt, &h5);
     assert_same_case(&nc, &h5);                   /* strides and offsets applied */
 

@@ -364,6 +364,20 @@ def main():
         assert hf.attrs["route"] == "w4a8" and hf.attrs["capture_time_source"] == "recorded"
     rc, out, e = run(a.kreplay, "replay", "--json", p)
     assert rc == 0, (out[-2000:], e)
+    # 9. MI300's fp8 (e4m3fnuz codes, as uint8: torch 1.13 has no float8) survives the .pt
+    c4 = kc.Capture(directory=os.path.join(a.tmp, "fnuz"), environ=env, arm_after=0,
+                    stderr=io.StringIO())
+    x, w, ws, wr = calls["w4a8"]
+    q, s = vllm_fp8_quant(f32(x))
+    p = c4.maybe_capture(None, x_fp8=torch.from_numpy(q), x_scale=torch.from_numpy(s),
+                         weight=w, weight_scale=ws, weight_ref=wr, x_fp8_format="e4m3fnuz",
+                         kernel_path="radiance::mxfp4_linear_pq")
+    h5 = p + ".h5"
+    rc, out, e = run(a.kreplay, "import", p, "-o", h5)
+    assert rc == 0, (out, e)
+    with h5py.File(h5, "r") as hf:
+        assert hf["x_fp8"].attrs["format"] == "e4m3fnuz"
+        assert np.array_equal(hf["x_fp8"][()], q)
     kc.configure(environ={})
     print(f"capture serve test: ok ({len(files)} dumps: {', '.join(files)})")
     return 0
