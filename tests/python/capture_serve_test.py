@@ -379,7 +379,9 @@ def main():
         assert hf["x_fp8"].attrs["format"] == "e4m3fnuz"
         assert np.array_equal(hf["x_fp8"][()], q)
     kc.configure(environ={})
-    print(f"capture serve test: ok ({len(files)} dumps: {', '.join(files)})")
+    sizes = ", ".join(f"{f} ({os.path.getsize(os.path.join(d, f))} B, {routes[f]})" for f in files)
+    print(f"capture serve test: ok: {c.skipped_warmup} warm-up calls and {c.skipped_unarmed} "
+          f"unarmed skipped; {len(files)} dumps: {sizes}")
     return 0
 
 
