@@ -9,7 +9,9 @@
  *    one that segfaults through ctypes is CRASHED by SIGSEGV, one that sleeps
  *    is TIMEOUT, one that returns float32 is an ERROR naming the dtype; the
  *    registry kernel beside them still PASSes (the run goes on);
- *  - a malformed spec is refused with exit 2.
+ *  - a malformed spec is refused with exit 2;
+ *  - a suite's `python:` entry runs the example in `kreplay gate` beside its
+ *    kernels: glob, and a missing file is refused with the suite's line.
  * Skipped (77) when /usr/bin/python3 cannot import torch. */
 /* ctest-labels: interop;slow */
 #include <setjmp.h>
@@ -169,6 +171,48 @@ static void test_faulty_kernels_reported(void **state)
     json_decref(root);
 }
 
+/* A suite's python: entry runs the example beside its kernels: glob in `kreplay gate`. */
+static void test_suite_python_kernels(void **state)
+{
+    (void)state;
+    char dir[1024], suite[1200], cmd[8192];
+    test_tmp_path(dir, sizeof dir, "pysuite");
+    mkdir(dir, 0777);
+    snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
+    FILE *fp = fopen(suite, "w");
+    assert_non_null(fp);
+    fprintf(fp, "suite: python\ncases:\n  - files: [\"%s/synth_N96_K256_M5_s3.h5\"]\n"
+                "kernels: [\"w4a8.perblock\"]\nreferences: [exact]\nreruns: 1\n"
+                "python: [\"%s/w4a8_perblock_torch.py:w4a8_perblock\"]\n", g_cases, EX);
+    fclose(fp);
+    snprintf(cmd, sizeof cmd, "KREPLAY_PYTHON=/usr/bin/python3 '%s' gate '%s' -o '%s/run' "
+                              ">'%s/gate.log' 2>&1", KREPLAY_BINARY, suite, dir, dir);
+    int st = system(cmd);
+    char path[1300];
+    snprintf(path, sizeof path, "%s/run/results.json", dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root)
+        fail_msg("gate wrote no %s (status %d; see %s/gate.log)", path, st, dir);
+    assert_int_equal(rows_where(root, "py.w4a8_perblock_torch.w4a8_perblock", "R_exact", "PASS",
+                                NULL), 1);
+    assert_int_equal(rows_where(root, "w4a8.perblock", "R_exact", "PASS", NULL), 1);
+    json_decref(root);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* a spec that names no file is refused with the suite's line */
+    fp = fopen(suite, "w");
+    fprintf(fp, "suite: python\ncases:\n  - files: [\"%s/synth_N96_K256_M5_s3.h5\"]\n"
+                "python: [\"missing.py:fn\"]\n", g_cases);
+    fclose(fp);
+    char *out = NULL, args[2400];
+    snprintf(args, sizeof args, "gate '%s' -o '%s/run2'", suite, dir);
+    assert_int_equal(test_run_kreplay(args, &out), 2);
+    assert_non_null(strstr(out, "python[0]: 'missing.py'"));
+    assert_non_null(strstr(out, "suite.yaml:"));
+    free(out);
+}
+
 static void test_bad_spec_refused(void **state)
 {
     (void)state;
@@ -191,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_bf16_example_passes_source),
         cmocka_unit_test(test_faulty_kernels_reported),
         cmocka_unit_test(test_bad_spec_refused),
+        cmocka_unit_test(test_suite_python_kernels),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
