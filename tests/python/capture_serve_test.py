@@ -7,7 +7,7 @@ vLLM is not installed here: a stub of the few names the hook reads (vllm.forward
 ForwardContext with attn_metadata and cudagraph_runtime_mode, get/set_forward_context,
 vllm.config.get_current_vllm_config, the TP rank) stands in, registered in sys.modules as a
 serve would have them.  The stand-in dispatch computes its outputs independently of kreplay
-(numpy fp8 / MXFP4 quantizers written from NUMERICS.md, fp32 matmul), so the replay judges
+(numpy fp8 / MXFP4 quantizers written from docs/NUMERICS.md, fp32 matmul), so the replay judges
 the hook's files, not the hook's arithmetic.
 """
 import argparse
@@ -83,7 +83,7 @@ def install_vllm_stub():
     return fc, runner
 
 
-# ---- the stand-in dispatch's arithmetic (numpy, from NUMERICS.md) ----------------------------
+# ---- the stand-in dispatch's arithmetic (numpy, from docs/NUMERICS.md) ----------------------------
 
 def e4m3fn_values():
     v = np.zeros(128)
@@ -118,7 +118,7 @@ def fp8_decode(codes):
 
 
 def mxfp4_quant_aiter(x):
-    """aiter-even MXFP4 of activations (NUMERICS.md), per 32-block: dequantized values."""
+    """aiter-even MXFP4 of activations (docs/NUMERICS.md), per 32-block: dequantized values."""
     M, K = x.shape
     xb = x.astype(np.float32).reshape(M, K // 32, 32)
     amax = np.abs(xb).max(2).astype(np.float32)

@@ -10,7 +10,7 @@ every add a separate fp32 torch op (no fused multiply-add), vectorised over (m, 
 
     kreplay replay --py kernels/plugins/python/examples/w4a8_perblock_torch.py:w4a8_perblock CASE
 
-Decoding comes from the formats' definitions (NUMERICS.md), not from kreplay: OCP e4m3fn
+Decoding comes from the formats' definitions (docs/NUMERICS.md), not from kreplay: OCP e4m3fn
 (bias 7, 0x7F/0xFF NaN), e2m1 (low nibble first), e8m0 (2^(b-127), 0xFF NaN).
 """
 import numpy as np
