@@ -83,7 +83,7 @@ def install_vllm_stub():
     return fc, runner
 
 
-# ---- the stand-in dispatch's arithmetic (numpy, from docs/NUMERICS.md) ----------------------------
+# ---- the stand-in dispatch's arithmetic (numpy, from docs/NUMERICS.md) ------------------
 
 def e4m3fn_values():
     v = np.zeros(128)
