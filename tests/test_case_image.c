@@ -722,7 +722,9 @@ static void test_safe_read_blames_the_right_file(void **state)
         case_free(&c);
         assert_int_equal(case_load_safe(segv, &c, NULL, 10.0, &err), -1);
         assert_non_null(strstr(err.msg, segv));
-        assert_non_null(strstr(err.msg, "crashed"));
+        /* libhdf5 crashes on it, unless the reader's checks refuse it first (which one
+         * comes first depends on which attributes the reader looks up before the data) */
+        assert_true(strstr(err.msg, "crashed") || strstr(err.msg, "corrupt"));
         assert_null(strchr(err.msg, '\n'));
         assert_null(c.x);
         if (case_load_safe(good, &c, NULL, 10.0, &err))
