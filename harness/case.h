@@ -58,7 +58,13 @@ typedef struct {
     char *model;
     char *capture_time;         /* ISO 8601 */
     char *env_flags;            /* "KEY=VALUE" lines, '\n'-separated */
-    char *route;                /* the dispatch route that produced out: "w4a8" or "w4a4"; NULL = not recorded */
+    /* Written by the capture hook (scripts/capture; cases/SCHEMA.md). */
+    char *route;                /* "w4a8", "w4a4", "bf16_skinny" or "partitioned" */
+    char *tp_rank;              /* tensor-parallel rank, decimal */
+    char *versions;             /* "torch=...\nvllm=...\nrocm=..." lines */
+    char *gpu_arch;             /* e.g. "gfx1201", "sm_90", "cpu" */
+    char *extension_path;       /* the loaded kernel extension's file */
+    char *capture_time_source;  /* "recorded" (the hook's clock) or "file mtime" */
 
     uint16_t *weight_bf16;      /* [N, K] bf16 bits of an unquantized layer, or NULL */
 

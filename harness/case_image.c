@@ -40,6 +40,11 @@ typedef enum {
     F_WEIGHT_BF16,
     F_REF_RECORDED,
     F_ROUTE,
+    F_TP_RANK,
+    F_VERSIONS,
+    F_GPU_ARCH,
+    F_EXTENSION_PATH,
+    F_CAPTURE_TIME_SOURCE,
     F_COUNT
 } field_t;
 
@@ -80,6 +85,11 @@ static const field_desc_t FIELDS[F_COUNT] = {
     [F_WEIGHT_BF16] = {"weight_bf16", COUNT_NK, sizeof(uint16_t)},
     [F_REF_RECORDED] = {"ref_recorded", COUNT_MN, sizeof(float)},
     [F_ROUTE] = {"route", COUNT_STRING, 1},
+    [F_TP_RANK] = {"tp_rank", COUNT_STRING, 1},
+    [F_VERSIONS] = {"versions", COUNT_STRING, 1},
+    [F_GPU_ARCH] = {"gpu_arch", COUNT_STRING, 1},
+    [F_EXTENSION_PATH] = {"extension_path", COUNT_STRING, 1},
+    [F_CAPTURE_TIME_SOURCE] = {"capture_time_source", COUNT_STRING, 1},
 };
 
 /* The field's data pointer.  A switch, not an offset table, so each field
@@ -105,6 +115,11 @@ static void *field_get(const case_t *c, field_t f)
     case F_WEIGHT_BF16: return c->weight_bf16;
     case F_REF_RECORDED: return c->ref_recorded;
     case F_ROUTE: return c->route;
+    case F_TP_RANK: return c->tp_rank;
+    case F_VERSIONS: return c->versions;
+    case F_GPU_ARCH: return c->gpu_arch;
+    case F_EXTENSION_PATH: return c->extension_path;
+    case F_CAPTURE_TIME_SOURCE: return c->capture_time_source;
     case F_COUNT: break;
     }
     return NULL;
@@ -131,6 +146,11 @@ static void field_set(case_t *c, field_t f, void *p)
     case F_WEIGHT_BF16: c->weight_bf16 = p; break;
     case F_REF_RECORDED: c->ref_recorded = p; break;
     case F_ROUTE: c->route = p; break;
+    case F_TP_RANK: c->tp_rank = p; break;
+    case F_VERSIONS: c->versions = p; break;
+    case F_GPU_ARCH: c->gpu_arch = p; break;
+    case F_EXTENSION_PATH: c->extension_path = p; break;
+    case F_CAPTURE_TIME_SOURCE: c->capture_time_source = p; break;
     case F_COUNT: break;
     }
 }

@@ -744,7 +744,10 @@ static int read_all(rd_t *rd, case_t *c)
 
     struct { const char *name; char **dst; } prov[] = {
         {"kernel_path", &c->kernel_path}, {"layer", &c->layer}, {"model", &c->model},
-        {"capture_time", &c->capture_time}, {"env_flags", &c->env_flags}, {"route", &c->route},
+        {"capture_time", &c->capture_time}, {"env_flags", &c->env_flags},
+        {"route", &c->route}, {"tp_rank", &c->tp_rank}, {"versions", &c->versions},
+        {"gpu_arch", &c->gpu_arch}, {"extension_path", &c->extension_path},
+        {"capture_time_source", &c->capture_time_source},
     };
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
         if (read_str_attr(rd, rd->root, prov[i].name, prov[i].name, prov[i].dst) < 0)

@@ -202,6 +202,11 @@ void case_free(case_t *c)
     free(c->capture_time);
     free(c->env_flags);
     free(c->route);
+    free(c->tp_rank);
+    free(c->versions);
+    free(c->gpu_arch);
+    free(c->extension_path);
+    free(c->capture_time_source);
     free(c->weight_bf16);
     free(c->ref_recorded);
     memset(c, 0, sizeof *c);

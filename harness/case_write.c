@@ -106,7 +106,10 @@ static int write_all(wr_t *w, const case_t *c)
         return -1;
     struct { const char *name; const char *val; } prov[] = {
         {"kernel_path", c->kernel_path}, {"layer", c->layer}, {"model", c->model},
-        {"capture_time", c->capture_time}, {"env_flags", c->env_flags}, {"route", c->route},
+        {"capture_time", c->capture_time}, {"env_flags", c->env_flags},
+        {"route", c->route}, {"tp_rank", c->tp_rank}, {"versions", c->versions},
+        {"gpu_arch", c->gpu_arch}, {"extension_path", c->extension_path},
+        {"capture_time_source", c->capture_time_source},
     };
     for (size_t i = 0; i < sizeof prov / sizeof prov[0]; i++)
         if (prov[i].val && write_str_attr(w, w->file, prov[i].name, prov[i].name, prov[i].val))

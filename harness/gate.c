@@ -20,6 +20,7 @@
 #include "judge.h"
 #include "policy.h"
 #include "progress.h"
+#include "py_kernels.h"
 #include "registry.h"
 #include "replay.h"
 #include "results_store.h"
@@ -229,6 +230,9 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     memset(rows_out, 0, sizeof *rows_out);
     const double t0 = now_seconds();
     suite_t s;
+    kr_plugin_t *py = NULL;                 /* the suite's python: kernels, if any */
+    const kernel_desc_t *py_kernels[SUITE_MAX_PYTHON];
+    char patterns[1024];
     if (suite_load(o->suite_path, &s, err))
         return -1;
     policy_t pol = {0};
@@ -315,6 +319,23 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     replay_options_t ropt;
     replay_options_default(&ropt);
     ropt.kernel_patterns = o->kernels ? o->kernels : s.kernels[0] ? s.kernels : NULL;
+    if (s.n_python) {
+        const char *specs[SUITE_MAX_PYTHON];
+        for (int i = 0; i < s.n_python; i++)
+            specs[i] = s.python[i];
+        if (py_kernels_load(specs, s.n_python, &py, err)) {
+            status = -1;
+            goto out;
+        }
+        for (int i = 0; i < s.n_python; i++)
+            py_kernels[i] = plugin_kernel_at(py, i);
+        ropt.extra_kernels = py_kernels;
+        ropt.n_extra_kernels = s.n_python;
+        if (ropt.kernel_patterns) {     /* the kernels: globs select registry kernels */
+            snprintf(patterns, sizeof patterns, "%s,py.*", ropt.kernel_patterns);
+            ropt.kernel_patterns = patterns;
+        }
+    }
     ropt.refs = s.refs;
     ropt.kernel.threads = o->threads;
     ropt.gpu_reruns = s.reruns > 0 ? s.reruns : 3;
@@ -496,6 +517,8 @@ out:
     if (have_policy)
         policy_free(&pol);
     suite_free(&s);
+    if (py)
+        plugin_unload(py);
     return status;
 }
 

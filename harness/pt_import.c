@@ -5,6 +5,7 @@
 #include "pt_import.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,19 @@ static int get_int(im_t *im, const char *key, int64_t *out)
     return 0;
 }
 
+/* 1 and *s if `key` holds a str, 0 if absent, -1 (message) if it holds something else. */
+static int get_str(im_t *im, const char *key, const char **s)
+{
+    const pt_value_t *v = pt_dict_get(im->root, key);
+    *s = NULL;
+    if (!v || v->kind == PT_NONE)
+        return 0;
+    if (v->kind != PT_STR)
+        return ifail(im, key, "holds a %s; expected a str", pt_kind_name(v->kind));
+    *s = v->s;
+    return 1;
+}
+
 static int import_x(im_t *im, case_t *c)
 {
     const pt_tensor_t *t;
@@ -140,11 +154,24 @@ static int import_x_fp8(im_t *im, case_t *c)
     if (r > 0) {
         const int64_t d[2] = {c->M, c->K};
         void *raw = NULL;
-        if (check(im, "x_fp8", t, DT(PT_DT_FLOAT8_E4M3FN) | DT(PT_DT_UINT8), 2, d,
-                  "(M, K) float8_e4m3fn (or its uint8 codes)") || read_t(im, "x_fp8", t, &raw))
+        const char *fmt = NULL;
+        if (check(im, "x_fp8", t,
+                  DT(PT_DT_FLOAT8_E4M3FN) | DT(PT_DT_FLOAT8_E4M3FNUZ) | DT(PT_DT_UINT8), 2, d,
+                  "(M, K) float8_e4m3fn, float8_e4m3fnuz (or their uint8 codes)") ||
+            get_str(im, "x_fp8_format", &fmt) < 0)
+            return -1;
+        /* the tensor's own fp8 dtype wins; uint8 codes say theirs in x_fp8_format */
+        int fnuz = t->dtype == PT_DT_FLOAT8_E4M3FNUZ;
+        if (t->dtype == PT_DT_UINT8 && fmt) {
+            if (strcmp(fmt, "e4m3fn") && strcmp(fmt, "e4m3fnuz"))
+                return ifail(im, "x_fp8_format", "\"%s\"; expected \"e4m3fn\" or \"e4m3fnuz\"",
+                             fmt);
+            fnuz = !strcmp(fmt, "e4m3fnuz");
+        }
+        if (read_t(im, "x_fp8", t, &raw))
             return -1;
         c->x_fp8 = raw;
-        c->x_fp8_format = FP8_E4M3FN;
+        c->x_fp8_format = fnuz ? FP8_E4M3FNUZ : FP8_E4M3FN;
     }
     r = get_tensor(im, "x_scale", &s);
     if (r <= 0)
@@ -167,12 +194,15 @@ static int import_weight(im_t *im, case_t *c, const pt_import_options_t *o)
     int rw = get_tensor(im, "weight", &w);
     if (rw < 0)
         return -1;
+    if (rw == 0 && pt_dict_get(im->root, "weight_bf16"))
+        return 0;       /* an unquantized layer (the bf16 skinny route) */
     if (rw == 0)
         return ifail(im, "weight", "missing; expected the MXFP4 weight [%lld, %lld] (N, K/2) "
-                                   "uint8 the dump records", (long long)c->N,
-                     (long long)(c->K / 2));
+                                   "uint8 the dump records (or weight_bf16 [N, K])",
+                     (long long)c->N, (long long)(c->K / 2));
     const int64_t dw[2] = {c->N, c->K / 2};
-    if (check(im, "weight", w, DT(PT_DT_UINT8), 2, dw, "(N, K/2) uint8 packed e2m1"))
+    if (check(im, "weight", w, DT(PT_DT_UINT8) | DT(PT_DT_FLOAT4_E2M1FN_X2), 2, dw,
+              "(N, K/2) uint8 (or float4_e2m1fn_x2) packed e2m1"))
         return -1;
     int rs = get_tensor(im, "weight_scale", &s);
     if (rs < 0)
@@ -185,11 +215,32 @@ static int import_weight(im_t *im, case_t *c, const pt_import_options_t *o)
     int is_nk = shape_is(s, 2, nk), is_kn = shape_is(s, 2, kn);
     char found[128];
     dims_str(s->sizes, s->rank, found, sizeof found);
-    if (s->dtype != PT_DT_UINT8 || (!is_nk && !is_kn))
+    int s_u8 = s->dtype == PT_DT_UINT8 || s->dtype == PT_DT_FLOAT8_E8M0FNU;
+    /* the hook records the layout and the order it knew; the options still win */
+    const char *layout = NULL, *order = NULL;
+    if (get_str(im, "scale_layout", &layout) < 0 || get_str(im, "weight_order", &order) < 0)
+        return -1;
+    pt_import_options_t rec = o ? *o : (pt_import_options_t){0};
+    if (layout && !rec.scale_layout_set) {
+        if (strcmp(layout, "K/32,N") && strcmp(layout, "N,K/32"))
+            return ifail(im, "scale_layout", "\"%s\"; expected \"K/32,N\" or \"N,K/32\"", layout);
+        rec.scale_layout_set = 1;
+        rec.scale_layout = strcmp(layout, "K/32,N") ? SCALE_LAYOUT_NK : SCALE_LAYOUT_KN;
+    }
+    if (order && !rec.weight_order_set) {
+        if (strcmp(order, "checkpoint") && strcmp(order, "fragment"))
+            return ifail(im, "weight_order", "\"%s\"; expected \"checkpoint\" or \"fragment\"",
+                         order);
+        rec.weight_order_set = 1;
+        rec.weight_order = strcmp(order, "fragment") ? WEIGHT_ORDER_CHECKPOINT
+                                                     : WEIGHT_ORDER_FRAGMENT;
+    }
+    o = &rec;
+    if (!s_u8 || (!is_nk && !is_kn))
         return ifail(im, "weight_scale", "wrong %s; expected uint8 [%lld, %lld] (K/32, N) or "
                                          "[%lld, %lld] (N, K/32), found %s %s",
-                     s->dtype != PT_DT_UINT8 && !is_nk && !is_kn ? "shape and dtype"
-                     : s->dtype != PT_DT_UINT8                   ? "dtype"
+                     !s_u8 && !is_nk && !is_kn ? "shape and dtype"
+                     : !s_u8                   ? "dtype"
                                                                  : "shape",
                      (long long)(c->K / 32), (long long)c->N, (long long)c->N,
                      (long long)(c->K / 32), found, pt_dtype_name(s->dtype));
@@ -256,19 +307,89 @@ static int import_outputs(im_t *im, case_t *c)
     }
     const pt_tensor_t *t;
     int r = get_tensor(im, "aiter", &t);
+    if (r < 0)
+        return -1;
+    void *raw = NULL;
+    if (r > 0 && t->dtype == PT_DT_BFLOAT16) {
+        /* the capture hook's "aiter": aiter's own bf16 output */
+        if (check(im, "aiter", t, DT(PT_DT_BFLOAT16), 2, d, "(M, N) bfloat16") ||
+            read_t(im, "aiter", t, &raw))
+            return -1;
+        c->aiter = raw;
+    } else if (r > 0) {
+        if (check(im, "aiter", t, DT(PT_DT_FLOAT32), 2, d,
+                  "(M, N) float32 (the dump's \"aiter\" is _exact_ref's fp32 result) or bfloat16 "
+                  "(aiter's output, as the capture hook records it)") ||
+            read_t(im, "aiter", t, &raw))
+            return -1;
+        c->ref_recorded = raw;
+    }
+    r = get_tensor(im, "ref_recorded", &t);
+    if (r < 0)
+        return -1;
+    if (r > 0) {
+        if (c->ref_recorded)
+            return ifail(im, "ref_recorded", "given beside a float32 \"aiter\"; expected one "
+                                             "fp32 reference");
+        if (check(im, "ref_recorded", t, DT(PT_DT_FLOAT32), 2, d, "(M, N) float32") ||
+            read_t(im, "ref_recorded", t, &raw))
+            return -1;
+        c->ref_recorded = raw;
+    }
+    r = get_tensor(im, "weight_bf16", &t);
     if (r <= 0)
         return r;
-    void *raw = NULL;
-    if (check(im, "aiter", t, DT(PT_DT_FLOAT32), 2, d,
-              "(M, N) float32 (the dump's \"aiter\" is _exact_ref's fp32 result)") ||
-        read_t(im, "aiter", t, &raw))
+    const int64_t dw[2] = {c->N, c->K};
+    if (check(im, "weight_bf16", t, DT(PT_DT_BFLOAT16), 2, dw, "(N, K) bfloat16") ||
+        read_t(im, "weight_bf16", t, &raw))
         return -1;
-    c->ref_recorded = raw;
+    c->weight_bf16 = raw;
     return 0;
 }
 
+static int dup_field(im_t *im, const char *key, const char *val, char **dst)
+{
+    if (!val)
+        return 0;
+    *dst = strdup(val);
+    return *dst ? 0 : ifail(im, key, "out of memory; expected to fit in memory");
+}
+
+/* The hook's provenance strings when the dump has them; otherwise the
+ * dispatch dump's kernel path and the file's mtime, said to be one. */
 static int provenance(im_t *im, case_t *c)
 {
+    static const struct { const char *key; size_t off; } STRS[] = {
+        {"kernel_path", offsetof(case_t, kernel_path)}, {"layer", offsetof(case_t, layer)},
+        {"model", offsetof(case_t, model)}, {"capture_time", offsetof(case_t, capture_time)},
+        {"env_flags", offsetof(case_t, env_flags)}, {"route", offsetof(case_t, route)},
+        {"versions", offsetof(case_t, versions)}, {"gpu_arch", offsetof(case_t, gpu_arch)},
+        {"extension_path", offsetof(case_t, extension_path)},
+    };
+    for (size_t i = 0; i < sizeof STRS / sizeof STRS[0]; i++) {
+        const char *s;
+        if (get_str(im, STRS[i].key, &s) < 0 ||
+            dup_field(im, STRS[i].key, s, (char **)((char *)c + STRS[i].off)))
+            return -1;
+    }
+    const pt_value_t *rank = pt_dict_get(im->root, "tp_rank");
+    if (rank && rank->kind != PT_NONE) {
+        char buf[32];
+        if (rank->kind != PT_INT)
+            return ifail(im, "tp_rank", "holds a %s; expected an int", pt_kind_name(rank->kind));
+        snprintf(buf, sizeof buf, "%lld", (long long)rank->i);
+        if (dup_field(im, "tp_rank", buf, &c->tp_rank))
+            return -1;
+    }
+    if (c->route && strcmp(c->route, "w4a8") && strcmp(c->route, "w4a4") &&
+        strcmp(c->route, "bf16_skinny") && strcmp(c->route, "partitioned"))
+        return ifail(im, "route", "\"%s\"; expected \"w4a8\", \"w4a4\", \"bf16_skinny\" or "
+                                  "\"partitioned\"", c->route);
+    c->path = strdup(im->path);
+    if (!c->path || (!c->kernel_path && dup_field(im, "file", PT_IMPORT_KERNEL_PATH, &c->kernel_path)))
+        return ifail(im, "file", "out of memory; expected to fit in memory");
+    if (c->capture_time)
+        return dup_field(im, "file", "recorded", &c->capture_time_source);
     struct stat st;
     char when[32] = "";
     if (stat(im->path, &st) == 0) {
@@ -277,12 +398,9 @@ static int provenance(im_t *im, case_t *c)
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     }
-    c->path = strdup(im->path);
-    c->kernel_path = strdup(PT_IMPORT_KERNEL_PATH);
-    if (when[0])
-        c->capture_time = strdup(when);
-    if (!c->path || !c->kernel_path || (when[0] && !c->capture_time))
-        return ifail(im, "file", "out of memory; expected to fit in memory");
+    if (when[0] && (dup_field(im, "file", when, &c->capture_time) ||
+                    dup_field(im, "file", "file mtime", &c->capture_time_source)))
+        return -1;
     return 0;
 }
 

@@ -20,10 +20,21 @@
  *   x             bfloat16 or float32 [M, K]                           -> x (fp32), x_storage
  *   M, N, K       ints, checked against every shape
  *
+ * The capture hook's .pt (scripts/capture) uses the same names and adds:
+ *   aiter         bfloat16 [M, N]: aiter's own output               -> aiter
+ *   ref_recorded  float32 [M, N]                                    -> ref_recorded
+ *   weight_bf16   bfloat16 [N, K] (the skinny route; no weight then) -> weight_bf16
+ *   x_fp8         also float8_e4m3fnuz, or uint8 with x_fp8_format "e4m3fnuz"
+ *   weight, weight_scale  also float4_e2m1fn_x2 / float8_e8m0fnu
+ *   weight_order, scale_layout  strings, used unless the options say otherwise
+ *   kernel_path, layer, model, capture_time, env_flags, route, versions, gpu_arch,
+ *   extension_path  strings; tp_rank an int                       -> the case's provenance
+ *
  * Tensors may be non-contiguous views (strides and storage offsets are
- * applied).  Other keys are ignored.  Provenance: kernel_path
- * "radiance::mxfp4_linear (torch.save bad-case dump)", capture_time the
- * file's mtime (UTC, ISO 8601), path the file. */
+ * applied).  Other keys are ignored.  Provenance without the hook's strings:
+ * kernel_path "radiance::mxfp4_linear (torch.save bad-case dump)", capture_time
+ * the file's mtime (UTC, ISO 8601) with capture_time_source "file mtime", path
+ * the file; with the hook's capture_time, capture_time_source "recorded". */
 #ifndef KR_PT_IMPORT_H
 #define KR_PT_IMPORT_H
 

@@ -16,7 +16,8 @@
 #define SUITE_PATH_MAX 4096
 
 static const char *const root_keys[] = {"suite",  "description", "cases",  "kernels", "references",
-                                        "bands",  "reruns",      "device", "policy",  NULL};
+                                        "bands",  "reruns",      "device", "policy",  "python",
+                                        NULL};
 static const char *const case_keys[] = {"files", "synth", NULL};
 static const char *const synth_keys[] = {"shapes",       "m",           "seeds",          "outliers",
                                          "outlier_gain", "token_spread", "weight_spread", "nan_block",
@@ -523,6 +524,44 @@ static int parse_cases(loader_t *L, yaml_node_t *cases, kr_error_t *err)
     return 0;
 }
 
+/* python: [MODULE:FUNCTION, ...]; a MODULE that is a path (a '/' or ".py") is taken
+ * relative to the suite's directory and must exist. */
+static int parse_python(loader_t *L, yaml_node_t *list, kr_error_t *err)
+{
+    kr_yaml_t *y = &L->y;
+    if (kr_yaml_expect_seq(y, list, "python", err))
+        return -1;
+    const int n = kr_yaml_seq_len(list);
+    if (n < 1 || n > SUITE_MAX_PYTHON)
+        return kr_yaml_fail(y, list, 0, err, "python: %d entries; expected 1 to %d "
+                                             "MODULE:FUNCTION specs", n, SUITE_MAX_PYTHON);
+    for (int i = 0; i < n; i++) {
+        yaml_node_t *it = kr_yaml_seq_item(y, list, i);
+        char key[32], spec[512], full[SUITE_PATH_MAX];
+        snprintf(key, sizeof key, "python[%d]", i);
+        if (kr_yaml_get_str(y, it, key, spec, sizeof spec, err))
+            return -1;
+        char *colon = strrchr(spec, ':');
+        if (!colon || colon == spec || !colon[1] || strchr(spec, ','))
+            return kr_yaml_fail(y, it, 0, err, "%s: '%s' is not MODULE:FUNCTION; expected e.g. "
+                                               "kernels.py:w4a8 or mypkg.kernels:w4a8", key, spec);
+        *colon = '\0';
+        size_t ml = strlen(spec);
+        int is_path = strchr(spec, '/') || (ml > 3 && !strcmp(spec + ml - 3, ".py"));
+        struct stat st;
+        if (is_path && (join_path(L->dir, spec, full, sizeof full) || stat(full, &st) != 0))
+            return kr_yaml_fail(y, it, 0, err, "%s: '%s' (resolved against %s) does not exist; "
+                                               "expected a Python file", key, spec, L->dir);
+        int w = snprintf(L->s->python[i], sizeof L->s->python[i], "%s:%s", is_path ? full : spec,
+                         colon + 1);
+        if (w < 0 || (size_t)w >= sizeof L->s->python[i])
+            return kr_yaml_fail(y, it, 0, err, "%s: too long; expected under %zu bytes", key,
+                                sizeof L->s->python[i]);
+    }
+    L->s->n_python = n;
+    return 0;
+}
+
 static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
@@ -668,6 +707,9 @@ static int parse_root(loader_t *L, kr_error_t *err)
 
     v = kr_yaml_get(y, root, "kernels", NULL);
     if (v && !kr_yaml_is_null(v) && parse_kernels(L, v, err))
+        return -1;
+    v = kr_yaml_get(y, root, "python", NULL);
+    if (v && !kr_yaml_is_null(v) && parse_python(L, v, err))
         return -1;
     v = kr_yaml_get(y, root, "references", NULL);
     if (v && !kr_yaml_is_null(v) && parse_refs(L, v, err))

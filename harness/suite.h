@@ -11,6 +11,8 @@
  *           seeds: [1, 2]                 # default [1]
  *           outliers: 4                   # optional synth_params_t fields
  *     kernels: ["w4a8.*"]                 # optional globs, default all
+ *     python: ["kernels.py:w4a8"]         # optional Python kernels (--py), run beside them;
+ *                                         #   a .py path is relative to the suite's directory
  *     references: [exact, source]         # optional, default both
  *     bands: {decode: [1, 64], tiled: [2048, null]}   # optional, replaces the default bands
  *     reruns: 3                           # optional, default 3
@@ -37,6 +39,7 @@
 /* Cases of one suite (files + every sweep): the run plan holds about 600
  * bytes per case, so this bounds it near 150 MiB, refused before planning. */
 #define SUITE_MAX_CASES 262144
+#define SUITE_MAX_PYTHON 8      /* python: kernels (py_kernels.h's limit) */
 
 typedef struct {
     char name[16];              /* decode | mid | prefill | tiled */
@@ -67,6 +70,8 @@ typedef struct {
     suite_synth_t *synth;
     int n_synth;
     char kernels[512];          /* comma-joined globs for kernel_name_matches; "" = all */
+    char python[SUITE_MAX_PYTHON][512]; /* `python:` MODULE:FUNCTION specs, .py paths resolved */
+    int n_python;
     unsigned refs;              /* REF_EXACT | REF_SOURCE */
     band_t bands[SUITE_MAX_BANDS];
     int n_bands;

@@ -28,9 +28,16 @@ static const struct {
     [PT_DT_FLOAT16] = {"float16", 2},             [PT_DT_FLOAT32] = {"float32", 4},
     [PT_DT_UINT8] = {"uint8", 1},                 [PT_DT_INT32] = {"int32", 4},
     [PT_DT_INT64] = {"int64", 8},
+    [PT_DT_FLOAT8_E4M3FNUZ] = {"float8_e4m3fnuz", 1}, [PT_DT_FLOAT8_E5M2] = {"float8_e5m2", 1},
+    [PT_DT_FLOAT8_E8M0FNU] = {"float8_e8m0fnu", 1},
+    [PT_DT_FLOAT4_E2M1FN_X2] = {"float4_e2m1fn_x2", 1},
+    [PT_DT_INT8] = {"int8", 1},                   [PT_DT_BOOL] = {"bool", 1},
+    [PT_DT_FLOAT64] = {"float64", 8},
 };
 
-#define SUPPORTED_DTYPES "float8_e4m3fn, bfloat16, float16, float32, uint8, int32 or int64"
+#define SUPPORTED_DTYPES                                                                   \
+    "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e8m0fnu, float4_e2m1fn_x2, bfloat16, " \
+    "float16, float32, float64, uint8, int8, bool, int32 or int64"
 #define SUBSET "not in the supported torch.save subset"
 
 const char *pt_dtype_name(pt_dtype_t d)
@@ -69,6 +76,9 @@ static const struct {
     {"torch", "ByteStorage", G_TYPED_STORAGE, PT_DT_UINT8},
     {"torch", "IntStorage", G_TYPED_STORAGE, PT_DT_INT32},
     {"torch", "LongStorage", G_TYPED_STORAGE, PT_DT_INT64},
+    {"torch", "CharStorage", G_TYPED_STORAGE, PT_DT_INT8},
+    {"torch", "BoolStorage", G_TYPED_STORAGE, PT_DT_BOOL},
+    {"torch", "DoubleStorage", G_TYPED_STORAGE, PT_DT_FLOAT64},
     {"torch", "UntypedStorage", G_UNTYPED_STORAGE, 0},
     {"torch.storage", "UntypedStorage", G_UNTYPED_STORAGE, 0},
     {"torch", "float8_e4m3fn", G_DTYPE, PT_DT_FLOAT8_E4M3FN},
@@ -78,6 +88,13 @@ static const struct {
     {"torch", "uint8", G_DTYPE, PT_DT_UINT8},
     {"torch", "int32", G_DTYPE, PT_DT_INT32},
     {"torch", "int64", G_DTYPE, PT_DT_INT64},
+    {"torch", "float8_e4m3fnuz", G_DTYPE, PT_DT_FLOAT8_E4M3FNUZ},
+    {"torch", "float8_e5m2", G_DTYPE, PT_DT_FLOAT8_E5M2},
+    {"torch", "float8_e8m0fnu", G_DTYPE, PT_DT_FLOAT8_E8M0FNU},
+    {"torch", "float4_e2m1fn_x2", G_DTYPE, PT_DT_FLOAT4_E2M1FN_X2},
+    {"torch", "int8", G_DTYPE, PT_DT_INT8},
+    {"torch", "bool", G_DTYPE, PT_DT_BOOL},
+    {"torch", "float64", G_DTYPE, PT_DT_FLOAT64},
 };
 #define N_GLOBALS ((int)(sizeof GLOBALS / sizeof GLOBALS[0]))
 
@@ -85,9 +102,8 @@ static const struct {
 static const struct {
     const char *name, *dtype;
 } OTHER_STORAGES[] = {
-    {"DoubleStorage", "float64"},       {"ComplexFloatStorage", "complex64"},
-    {"ComplexDoubleStorage", "complex128"}, {"BoolStorage", "bool"},
-    {"CharStorage", "int8"},            {"ShortStorage", "int16"},
+    {"ComplexFloatStorage", "complex64"}, {"ComplexDoubleStorage", "complex128"},
+    {"ShortStorage", "int16"},
     {"QInt8Storage", "qint8"},          {"QUInt8Storage", "quint8"},
     {"QInt32Storage", "qint32"},        {"ComplexHalfStorage", "complex32"},
 };

@@ -22,10 +22,13 @@
  *            BFloat16Storage, HalfStorage, ByteStorage, IntStorage,
  *            LongStorage, torch[.storage].UntypedStorage, and the dtypes
  *            torch.float8_e4m3fn, bfloat16, float16, float32, uint8, int32,
- *            int64
+ *            int64, and (through _rebuild_tensor_v3: the typed storages torch
+ *            >= 2.1 has no class for) float8_e4m3fnuz, float8_e5m2,
+ *            float8_e8m0fnu, float4_e2m1fn_x2; the typed storages
+ *            CharStorage (int8), BoolStorage (bool), DoubleStorage (float64)
  *
- * Anything else (another opcode, another global -- a complex64 or bool
- * storage, a python set, a custom class --, a big-endian file, the legacy
+ * Anything else (another opcode, another global -- a complex64 or int16
+ * storage, a uint16 or float8_e5m2fnuz dtype, a python set, a custom class --, a big-endian file, the legacy
  * non-zip format) is refused with a message naming the file, the opcode or
  * global and its byte offset in data.pkl, and "not in the supported
  * torch.save subset"; nothing is guessed.
@@ -59,12 +62,19 @@ typedef enum {
     PT_DT_UINT8,
     PT_DT_INT32,
     PT_DT_INT64,
+    PT_DT_FLOAT8_E4M3FNUZ,          /* MI300's fp8: bias 8, NaN = 0x80 only (bytes here) */
+    PT_DT_FLOAT8_E5M2,
+    PT_DT_FLOAT8_E8M0FNU,           /* MX block exponents, 2^(b-127) */
+    PT_DT_FLOAT4_E2M1FN_X2,         /* two e2m1 codes per byte, element 2j low nibble */
+    PT_DT_INT8,
+    PT_DT_BOOL,                     /* one byte, 0 or 1 */
+    PT_DT_FLOAT64,
     PT_DT_COUNT
 } pt_dtype_t;
 
 /* "float8_e4m3fn", "bfloat16", ... (torch's names without "torch.") */
 const char *pt_dtype_name(pt_dtype_t d);
-/* Bytes per element: 1, 2, 2, 4, 1, 4, 8. */
+/* Bytes per element (1 for every 8-bit type and for float4_e2m1fn_x2's byte pair). */
 size_t pt_dtype_size(pt_dtype_t d);
 
 typedef enum {

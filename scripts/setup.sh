@@ -10,10 +10,12 @@ packages=(build-essential cmake pkg-config libopenblas-dev libhdf5-dev hdf5-tool
 if [[ "${1:-}" == "--tests" ]]; then
     # clang-19 + lld-19: the gfx1201 device-code compile test (tests/test_gfx1201_compile.c)
     # chromium: the report page checked in a headless browser (tests/test_browser.c)
+    # python3-torch (CPU): real torch.save dumps and the Python kernels (test_capture_hook,
+    # test_py_kernel)
     # clang + libclang-rt-14-dev: libFuzzer for the fuzz targets (scripts/fuzz.sh)
     # python3-pandas python3-venv: the Python package test (tests/test_python_package.c)
     # python3-yaml: the CI examples check (tests/test_ci_examples.c)
-    packages+=(libcmocka-dev python3-h5py python3-numpy python3-pandas python3-venv python3-yaml clang-19 lld-19 chromium
+    packages+=(libcmocka-dev python3-h5py python3-numpy python3-torch python3-pandas python3-venv python3-yaml clang-19 lld-19 chromium
                clang libclang-rt-14-dev)
 fi
 

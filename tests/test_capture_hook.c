@@ -28,12 +28,31 @@ static void test_capture_hook(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The serve side: real torch.save dumps through the decorated stand-in entry points (vLLM's
+ * warm-ups skipped, the W4A4 route recorded, provenance complete), imported and replayed. */
+static void test_capture_serve(void **state)
+{
+    (void)state;
+    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "torch is not available to /usr/bin/python3: serve test skipped\n");
+        skip();
+    }
+    char dir[1024], cmd[4096];
+    test_tmp_path(dir, sizeof dir, "capture-serve");
+    mkdir(dir, 0777);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 '%s/tests/python/capture_serve_test.py' --kreplay '%s' --tmp '%s'",
+             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     if (system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
         fprintf(stderr, "h5py/numpy are not available to /usr/bin/python3: skipped\n");
         return TEST_SKIPPED;
     }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_capture_hook)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_capture_hook),
+                                       cmocka_unit_test(test_capture_serve)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,11 @@ static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
     c->capture_time = xstrdup("2025-03-14T15:09:26Z");
     c->env_flags = xstrdup("WPERM=1\nSANITIZE_X=0\n");
     c->route = xstrdup("w4a4");
+    c->tp_rank = xstrdup("3");
+    c->versions = xstrdup("torch=2.5.1\nvllm=0.27.0\nrocm=6.3.1");
+    c->gpu_arch = xstrdup("gfx1201");
+    c->extension_path = xstrdup("/opt/radiance/radiance_mxfp4_fp8.so");
+    c->capture_time_source = xstrdup("recorded");
     c->weight_bf16 = rand_bytes(&r, (size_t)(N * K) * 2);
     c->ref_recorded = rand_floats(&r, (size_t)(M * N));
 }
@@ -109,6 +114,11 @@ static void free_full_case(case_t *c)
     free(c->capture_time);
     free(c->env_flags);
     free(c->route);
+    free(c->tp_rank);
+    free(c->versions);
+    free(c->gpu_arch);
+    free(c->extension_path);
+    free(c->capture_time_source);
     free(c->weight_bf16);
     free(c->ref_recorded);
 }
@@ -164,6 +174,11 @@ static void assert_cases_equal(const case_t *a, const case_t *b)
     assert_string_same(a->capture_time, b->capture_time, "capture_time");
     assert_string_same(a->env_flags, b->env_flags, "env_flags");
     assert_string_same(a->route, b->route, "route");
+    assert_string_same(a->tp_rank, b->tp_rank, "tp_rank");
+    assert_string_same(a->versions, b->versions, "versions");
+    assert_string_same(a->gpu_arch, b->gpu_arch, "gpu_arch");
+    assert_string_same(a->extension_path, b->extension_path, "extension_path");
+    assert_string_same(a->capture_time_source, b->capture_time_source, "capture_time_source");
     assert_array_equal(a->weight_bf16, b->weight_bf16, NK * 2, "weight_bf16");
     assert_array_equal(a->ref_recorded, b->ref_recorded, MN * sizeof(float), "ref_recorded");
 }
@@ -185,7 +200,9 @@ static void zero_known_fields(case_t *c)
     c->weight_ref = NULL;
     c->weight_ref_len = 0;
     c->out = c->out_rerun = c->aiter = NULL;
-    c->kernel_path = c->layer = c->model = c->capture_time = c->env_flags = c->route = NULL;
+    c->kernel_path = c->layer = c->model = c->capture_time = c->env_flags = NULL;
+    c->route = c->tp_rank = c->versions = c->gpu_arch = c->extension_path = NULL;
+    c->capture_time_source = NULL;
     c->weight_bf16 = NULL;
     c->ref_recorded = NULL;
 }
@@ -281,12 +298,12 @@ static void expect_refused(const uint8_t *bytes, size_t n, const char *phrase)
 }
 
 /* The layout's offsets (case_image.c): a 104-byte header of 13 64-bit
- * words, then 18 table entries of 4 words (field, present, offset, bytes). */
+ * words, then 23 table entries of 4 words (field, present, offset, bytes). */
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 16, H_IMAGE_BYTES = 24, H_FIELD_COUNT = 32,
     H_M = 40, H_N = 48, H_K = 56, H_WEIGHT_REF_LEN = 64, H_X_STORAGE = 72, H_X_FP8_FORMAT = 80,
     H_WEIGHT_ORDER = 88, H_SCALE_LAYOUT = 96, H_END = 104,
-    FIELD_COUNT = 18,
+    FIELD_COUNT = 23,
 };
 
 static size_t entry_at(int field, int word)
@@ -496,11 +513,11 @@ static void test_damaged_headers_are_refused(void **state)
         {H_VERSION, 3, "version 3"},
         {H_VERSION, 0, "version 0"},
         {H_HEADER_BYTES, 100, "header of 100 bytes"},
-        {H_FIELD_COUNT, 19, "19 fields"},
+        {H_FIELD_COUNT, 24, "24 fields"},
         {H_IMAGE_BYTES, image_bytes + 1, "the file holds"},
         {H_IMAGE_BYTES, 8, "the file holds"},
         {H_IMAGE_BYTES, UINT64_MAX, "the file holds"},
-        {H_IMAGE_BYTES, image_bytes - 1, "route"},  /* the last field overruns it */
+        {H_IMAGE_BYTES, image_bytes - 1, "capture_time_source"},  /* the last field overruns it */
         {H_M, 0, "M=0 is not positive"},
         {H_M, (uint64_t)-5, "M=-5"},
         {H_N, (uint64_t)1 << 40, "2^40"},
@@ -705,7 +722,9 @@ static void test_safe_read_blames_the_right_file(void **state)
         case_free(&c);
         assert_int_equal(case_load_safe(segv, &c, NULL, 10.0, &err), -1);
         assert_non_null(strstr(err.msg, segv));
-        assert_non_null(strstr(err.msg, "crashed"));
+        /* libhdf5 crashes on it, unless the reader's checks refuse it first (which one
+         * comes first depends on which attributes the reader looks up before the data) */
+        assert_true(strstr(err.msg, "crashed") || strstr(err.msg, "corrupt"));
         assert_null(strchr(err.msg, '\n'));
         assert_null(c.x);
         if (case_load_safe(good, &c, NULL, 10.0, &err))

@@ -204,7 +204,9 @@ static int fixtures_present(void)
 {
     const char *need[] = {"dump.pt", "dump.h5", "dump_noncontig.pt", "dump_square.pt",
                           "dtypes.pt", "dtypes.h5", "unsupported_complex.pt",
-                          "unsupported_set.pt"};
+                          "unsupported_set.pt", "dtypes_typed.pt", "dtypes_v3.pt",
+                          "dtypes_more.h5", "refused_int16.pt", "refused_uint16.pt",
+                          "refused_e5m2fnuz.pt"};
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
         char p[1024];
         struct stat st;
@@ -334,6 +336,11 @@ static void test_dump_matches_h5_twin(void **state)
     load_ok(FIX "/dump.pt", &pt, NULL);
     load_ok(FIX "/dump_noncontig.pt", &nc, NULL);
     load_ok(FIX "/dump.h5", &h5, NULL);          /* case_load reads HDF5 too */
+    /* the dispatch's dump has no capture time: the file's mtime, said to be one */
+    assert_non_null(pt.capture_time);
+    assert_string_equal(pt.capture_time_source, "file mtime");
+    assert_null(pt.route);
+    assert_null(pt.tp_rank);
     assert_same_case(&pt, &h5);
     assert_same_case(&nc, &h5);                   /* strides and offsets applied */
 
@@ -598,6 +605,116 @@ static void test_import_cli(void **state)
     assert_int_not_equal(stat(out, &st), 0);    /* nothing written on failure */
 }
 
+/* ---- the dtypes added for the serve's dumps ---- */
+
+/* Parses `key` of an open .pt, checks its dtype, shape and bits against the
+ * h5py twin (the raw bytes the generator held), and that the twin names the
+ * same torch dtype. */
+static void expect_twin(pt_file_t *f, hid_t h5, const char *key, pt_dtype_t dtype)
+{
+    kr_error_t err = {{0}};
+    const pt_value_t *v = pt_dict_get(pt_root(f), key);
+    if (!v || v->kind != PT_TENSOR)
+        fail_msg("%s: not a tensor in %s", key, pt_path(f));
+    const pt_tensor_t *t = v->tensor;
+    if (t->dtype != dtype)
+        fail_msg("%s: dtype %s, expected %s", key, pt_dtype_name(t->dtype), pt_dtype_name(dtype));
+    hid_t ds = H5Dopen2(h5, key, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    char *tdt = NULL;
+    hid_t at = H5Aopen(ds, "torch_dtype", H5P_DEFAULT), att = H5Aget_type(at);
+    assert_true(H5Aread(at, att, &tdt) >= 0);
+    assert_string_equal(tdt, pt_dtype_name(dtype));
+    H5free_memory(tdt);
+    H5Tclose(att);
+    H5Aclose(at);
+    hid_t sp = H5Dget_space(ds), ft = H5Dget_type(ds);
+    hid_t nt = H5Tget_native_type(ft, H5T_DIR_ASCEND);
+    hsize_t dims[8];
+    assert_int_equal(H5Sget_simple_extent_ndims(sp), t->rank);
+    H5Sget_simple_extent_dims(sp, dims, NULL);
+    for (int d = 0; d < t->rank; d++)
+        assert_int_equal((int64_t)dims[d], t->sizes[d]);
+    assert_int_equal(H5Tget_size(nt), pt_dtype_size(dtype));
+    size_t bytes = (size_t)t->numel * pt_dtype_size(dtype);
+    void *got = NULL, *want = malloc(bytes);
+    if (pt_tensor_read(f, t, key, &got, &err))
+        fail_msg("%s", err.msg);
+    assert_true(H5Dread(ds, nt, H5S_ALL, H5S_ALL, H5P_DEFAULT, want) >= 0);
+    if (memcmp(got, want, bytes))
+        fail_msg("%s: bits differ from the generator's", key);
+    free(got);
+    free(want);
+    H5Tclose(nt);
+    H5Tclose(ft);
+    H5Sclose(sp);
+    H5Dclose(ds);
+}
+
+/* dtypes_typed.pt is torch 1.13's own torch.save (CharStorage, BoolStorage,
+ * DoubleStorage); dtypes_v3.pt is a hand-built pickle in torch >= 2.1's
+ * _rebuild_tensor_v3 form, because torch 1.13 has no float8 dtypes
+ * (scripts/fixtures/make_pt_dtype_fixtures.py). */
+static void test_more_dtypes_exact(void **state)
+{
+    (void)state;
+    kr_error_t err = {{0}};
+    hid_t h5 = H5Fopen(FIX "/dtypes_more.h5", H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(h5 >= 0);
+    pt_file_t *f = NULL;
+    if (pt_open(FIX "/dtypes_typed.pt", &f, &err))
+        fail_msg("%s", err.msg);
+    expect_twin(f, h5, "i8", PT_DT_INT8);
+    expect_twin(f, h5, "bool", PT_DT_BOOL);
+    expect_twin(f, h5, "f64", PT_DT_FLOAT64);
+    expect_twin(f, h5, "f64_t", PT_DT_FLOAT64);
+    assert_false(pt_dict_get(pt_root(f), "f64_t")->tensor->contiguous);
+    /* values, by hand: a bool tensor holds only 0 and 1; int8 is signed */
+    void *data = NULL;
+    const pt_tensor_t *b = pt_dict_get(pt_root(f), "bool")->tensor;
+    assert_int_equal(pt_tensor_read(f, b, "bool", &data, &err), 0);
+    int ones = 0;
+    for (int64_t i = 0; i < b->numel; i++) {
+        assert_true(((uint8_t *)data)[i] <= 1);
+        ones += ((uint8_t *)data)[i];
+    }
+    assert_true(ones > 0 && ones < b->numel);
+    free(data);
+    pt_close(f);
+
+    f = NULL;
+    if (pt_open(FIX "/dtypes_v3.pt", &f, &err))
+        fail_msg("%s", err.msg);
+    expect_twin(f, h5, "f8uz", PT_DT_FLOAT8_E4M3FNUZ);
+    expect_twin(f, h5, "f8e5m2", PT_DT_FLOAT8_E5M2);
+    expect_twin(f, h5, "e8m0", PT_DT_FLOAT8_E8M0FNU);
+    expect_twin(f, h5, "f4x2", PT_DT_FLOAT4_E2M1FN_X2);
+    expect_twin(f, h5, "f8fn", PT_DT_FLOAT8_E4M3FN);
+    expect_twin(f, h5, "f8uz_t", PT_DT_FLOAT8_E4M3FNUZ);
+    const pt_tensor_t *t = pt_dict_get(pt_root(f), "f8uz_t")->tensor;
+    assert_int_equal(t->offset, 2);
+    assert_false(t->contiguous);
+    pt_close(f);
+    H5Fclose(h5);
+    for (int d = 0; d < PT_DT_COUNT; d++)
+        assert_int_equal(pt_dtype_size((pt_dtype_t)d),
+                         d == PT_DT_BFLOAT16 || d == PT_DT_FLOAT16 ? 2
+                         : d == PT_DT_FLOAT32 || d == PT_DT_INT32 ? 4
+                         : d == PT_DT_INT64 || d == PT_DT_FLOAT64 ? 8 : 1);
+}
+
+static void test_more_dtypes_refused(void **state)
+{
+    (void)state;
+    expect_refused(FIX "/refused_int16.pt", "torch.ShortStorage", SUBSET);
+    expect_refused(FIX "/refused_int16.pt", "int16", NULL);
+    expect_refused(FIX "/refused_uint16.pt", "torch.uint16", SUBSET);
+    expect_refused(FIX "/refused_e5m2fnuz.pt", "torch.float8_e5m2fnuz", SUBSET);
+    /* the message lists what is supported, the new dtypes included */
+    expect_refused(FIX "/refused_uint16.pt", "float8_e4m3fnuz", NULL);
+    expect_refused(FIX "/refused_uint16.pt", "float4_e2m1fn_x2", NULL);
+}
+
 /* ---- refusals ---- */
 
 static void test_unsupported_refused(void **state)
@@ -611,10 +728,10 @@ static void test_unsupported_refused(void **state)
     char path[1024];
     /* an unsupported dtype through _rebuild_tensor_v3 */
     zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "torch\nfloat8_e4m3fn\n", 20, "torch\nfloat64\n", 14);
-    test_tmp_path(path, sizeof path, "f64.pt");
+    zs_replace(zs_find(&z, "/data.pkl"), "torch\nfloat8_e4m3fn\n", 20, "torch\ncomplex128\n", 17);
+    test_tmp_path(path, sizeof path, "c128.pt");
     zs_save(&z, path);
-    expect_refused(path, "torch.float64", SUBSET);
+    expect_refused(path, "torch.complex128", SUBSET);
     zs_free(&z);
     unlink(path);
 
@@ -822,6 +939,8 @@ int main(void)
         cmocka_unit_test(test_replay_in_process),
         cmocka_unit_test(test_import_cli),
         cmocka_unit_test(test_unsupported_refused),
+        cmocka_unit_test(test_more_dtypes_exact),
+        cmocka_unit_test(test_more_dtypes_refused),
         cmocka_unit_test(test_broken_files),
         cmocka_unit_test(test_corrupted_pickles),
         cmocka_unit_test(test_cli_replay_pt_equals_h5),

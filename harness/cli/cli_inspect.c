@@ -76,6 +76,9 @@ int cli_inspect(int argc, char **argv)
                c.out_rerun ? "yes" : "no", c.aiter ? "yes" : "no");
         printf("  provenance:   kernel_path=%s layer=%s model=%s captured=%s\n", or_dash(c.kernel_path),
                or_dash(c.layer), or_dash(c.model), or_dash(c.capture_time));
+        printf("  capture:      route=%s tp_rank=%s gpu_arch=%s time=%s extension=%s\n",
+               or_dash(c.route), or_dash(c.tp_rank), or_dash(c.gpu_arch),
+               or_dash(c.capture_time_source), or_dash(c.extension_path));
         printf("  env flags:   ");
         if (!c.env_flags || !*c.env_flags)
             printf(" -\n");

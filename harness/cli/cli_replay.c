@@ -16,6 +16,7 @@
 #include "cli_kernel_patterns.h"
 #include "cli_options.h"
 #include "plugin_loader.h"
+#include "py_kernels.h"
 #include "replay.h"
 #include "report.h"
 #include "report_bundle.h"
@@ -25,7 +26,7 @@
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
-    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY,
+    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY,
 };
 
 static const cli_option_t replay_options[] = {
@@ -60,6 +61,8 @@ static const cli_option_t replay_options[] = {
     {OPT_MATRIX, "matrix", 0, NULL, CLI_FLAG, NULL, "also run the matrix-unit (MMA / WMMA) variant, measured"},
     {OPT_PLUGIN, "plugin", 0, "LIB.so", CLI_FILE, NULL,
      "also run the kernels of a plugin (kernels/plugin.h); repeatable"},
+    {OPT_PY, "py", 0, "MODULE:FUNCTION", CLI_STRING, NULL,
+     "also run a Python callable as a kernel, isolated like a\nplugin (kernels/plugins/python); repeatable, at most 8"},
     {OPT_TIMEOUT, "timeout", 0, "SECONDS", CLI_NONNEG_NUMBER, NULL,
      "limit of each isolated kernel run (default 300; 0 = none)"},
     {OPT_ISOLATE, "isolate", 0, NULL, CLI_FLAG, NULL,
@@ -115,6 +118,8 @@ int cli_replay(int argc, char **argv)
     int n_plugins = 0;
     const kernel_desc_t *extra[16 * 256];
     int n_extra = 0;
+    const char *py_specs[PY_KERNELS_MAX];
+    int n_py = 0;
     cli_parser_t parser;
     if (cli_parser_init(&parser, cmd, argc, argv))
         return EXIT_USAGE;
@@ -198,6 +203,11 @@ int cli_replay(int argc, char **argv)
             n_plugins++;
             break;
         }
+        case OPT_PY:
+            if (n_py == PY_KERNELS_MAX)
+                return cli_option_error(cmd, "py", "at most %d Python kernels", PY_KERNELS_MAX);
+            py_specs[n_py++] = optarg;
+            break;
         case OPT_TIMEOUT:
             opt.timeout_s = v.d;
             break;
@@ -235,6 +245,16 @@ int cli_replay(int argc, char **argv)
         return EXIT_USAGE;
     }
     optind = first_operand;
+    if (n_py) {
+        kr_error_t perr = {{0}};
+        if (n_plugins == 16)
+            return cli_option_error(cmd, "py", "at most 16 plugins");
+        if (py_kernels_load(py_specs, n_py, &plugins[n_plugins], &perr))
+            return cli_option_error(cmd, "py", "%s", perr.msg);
+        for (int i = 0; i < plugin_kernel_count(plugins[n_plugins]); i++)
+            extra[n_extra++] = plugin_kernel_at(plugins[n_plugins], i);
+        n_plugins++;
+    }
     opt.extra_kernels = extra;
     opt.n_extra_kernels = n_extra;
     if (opt.kernel_patterns && cli_check_kernel_patterns(cmd, opt.kernel_patterns, extra, n_extra))

@@ -1,6 +1,6 @@
-"""kreplay capture hook: dump chosen MXFP4 linear calls of a running serve as
-schema-v1 case files (cases/SCHEMA.md, `kreplay.case/1`), which `kreplay replay`
-reads as they are.
+"""kreplay capture hook: dump chosen linear calls of a running serve (every entry point of
+the MXFP4 dispatch, and the skinny bf16 one) as torch.save dumps (default) or schema-v1
+HDF5 cases (cases/SCHEMA.md, `kreplay.case/1`), which `kreplay replay` reads as they are.
 
 Import it from the dispatch (the radiance MXFP4 op bodies) and call
 `maybe_capture(...)` AFTER the kernel ran, or wrap an op with
@@ -20,9 +20,18 @@ Rules this module keeps, because the serve dies otherwise:
   * Atomic: written to `<path>.tmp.<pid>` and renamed into place with os.replace.
   * Never raises into the serve: a failed dump is reported on stderr and skipped.
 
-The writer needs numpy + h5py only; torch is imported lazily, and only if the
-caller hands torch tensors (it is then already imported).
+  * Warm-ups are not real data: vLLM's profile and dummy runs (a forward context
+    without attention metadata) and calls inside `warmup()` are skipped, and
+    KREPLAY_CAPTURE_ARM_AFTER=N skips the first N real steps too.
+  * CUDA-graph replay never runs the op body: said once at start-up (from vLLM's
+    config), and KREPLAY_CAPTURE_EAGER_STEPS / eager_window() opens an eager window.
+  * vLLM is never imported by this module: it is looked at only when the serve has
+    imported it already, and every look is guarded.
+
+The writer needs numpy, and torch (for .pt) or h5py (for .h5); neither is imported
+unless a dump is written in that format.
 """
+import contextlib
 import datetime
 import functools
 import os
@@ -37,8 +46,24 @@ DEFAULT_MAX_FILES = 16
 DEFAULT_MAX_BYTES = 1 << 30
 _PREFIX = "[kreplay.capture]"
 
-__all__ = ["Capture", "CaseError", "capture_linear", "configure", "default",
-           "maybe_capture", "parse_m_band", "parse_nk", "set_capture_probe", "write_case"]
+ROUTES = ("w4a8", "w4a4", "bf16_skinny", "partitioned")
+# The dispatch entry points capture_linear knows: parameter names -> the case's roles, and
+# the route each takes (None: decided per call, as mxfp4_linear decides it).
+KINDS = {
+    "mxfp4_linear": (("x", "weight", "weight_scale", "weight_ref"), None),
+    "mxfp4_linear_ar": (("x", "weight", "weight_scale", "weight_ref"), None),
+    "mxfp4_linear_pq": (("x_fp8", "x_scale", "weight", "weight_scale", "weight_ref"), "w4a8"),
+    "mxfp4_linear_pqp": (("a", "x_scale", "weight", "weight_scale", "weight_ref", "M", "pb1",
+                          "pb2"), "partitioned"),
+    "skinny_gemm": (("x", "weight_bf16"), "bf16_skinny"),
+}
+# The extension module each kind's kernel lives in (its __file__ is recorded).
+DEFAULT_EXTENSION = {"skinny_gemm": "r4d"}
+DEFAULT_EXTENSION_MXFP4 = "radiance_mxfp4_fp8"
+
+__all__ = ["Capture", "CaseError", "KINDS", "ROUTES", "capture_linear", "configure", "default",
+           "eager_window", "maybe_capture", "parse_m_band", "parse_nk", "set_capture_probe",
+           "step", "warmup", "write_case", "write_pt"]
 
 
 class CaseError(ValueError):
@@ -134,6 +159,193 @@ def set_capture_probe(fn):
 
 
 # --------------------------------------------------------------------------------------------
+# vLLM: forward context (warm-ups, steps), graph mode, eager window -- all guarded
+# --------------------------------------------------------------------------------------------
+
+def _vllm_forward_context():
+    """vLLM's current ForwardContext, or None (vLLM not imported, no context set, another API).
+    Never imports vLLM: a serve that runs vLLM has it in sys.modules already."""
+    fc = sys.modules.get("vllm.forward_context")
+    if fc is None:
+        return None
+    try:
+        avail = getattr(fc, "is_forward_context_available", None)
+        if avail is not None and not avail():
+            return None
+        return fc.get_forward_context()
+    except Exception:
+        return None
+
+
+def _is_dummy_context(ctx):
+    """vLLM's profile run and its dummy warm-up runs set a forward context without attention
+    metadata (attn_metadata None); a real step always has it."""
+    return ctx is not None and hasattr(ctx, "attn_metadata") and ctx.attn_metadata is None
+
+
+def _vllm_graph_note():
+    """One line on what CUDA-graph replay hides, from vLLM's config; None when it hides
+    nothing or vLLM's config cannot be read."""
+    cfg_mod = sys.modules.get("vllm.config")
+    if cfg_mod is None:
+        return None
+    try:
+        cfg = cfg_mod.get_current_vllm_config()
+        if getattr(getattr(cfg, "model_config", None), "enforce_eager", False):
+            return None
+        comp = getattr(cfg, "compilation_config", None)
+        mode = getattr(comp, "cudagraph_mode", None)
+        if mode is not None and str(getattr(mode, "name", mode)).upper() == "NONE":
+            return None
+        sizes = getattr(comp, "cudagraph_capture_sizes", None) or []
+        top = getattr(comp, "max_cudagraph_capture_size", None) or (max(sizes) if sizes else None)
+    except Exception:
+        return None
+    band = f"M <= {top}" if top else "the captured batch sizes"
+    return (f"CUDA graphs are on (cudagraph_mode={getattr(mode, 'name', mode)}): calls at {band} "
+            "replay a captured graph and the op body -- this hook -- never runs, so the decode "
+            "band is not captured; set KREPLAY_CAPTURE_EAGER_STEPS=N (the next N real steps run "
+            "without graph replay) or serve with --enforce-eager to capture it")
+
+
+class _EagerWindow:
+    """Makes the next `steps` forward passes run without CUDA-graph replay by setting the
+    forward context's cudagraph_runtime_mode to NONE as vLLM V1 creates it (CUDAGraphWrapper
+    then calls the eager callable, whose op bodies run this hook).  Installs itself by wrapping
+    set_forward_context in vllm.forward_context and in every module that imported the name."""
+
+    def __init__(self):
+        self.left = 0
+        self.installed = False
+        self.opened = 0
+
+    def open(self, steps, say):
+        fc = sys.modules.get("vllm.forward_context")
+        if fc is None or not hasattr(fc, "set_forward_context"):
+            say("eager window: vLLM's forward context is not loaded; nothing to switch "
+                "(graphs stay as the serve configured them)")
+            return False
+        self.left = int(steps)
+        if not self.installed:
+            orig = fc.set_forward_context
+            window = self
+
+            @contextlib.contextmanager
+            def set_forward_context(*a, **kw):
+                with orig(*a, **kw) as r:
+                    window._apply(fc)
+                    yield r
+            set_forward_context.__wrapped__ = orig
+            for mod in list(sys.modules.values()):
+                try:
+                    if getattr(mod, "set_forward_context", None) is orig:
+                        mod.set_forward_context = set_forward_context
+                except Exception:
+                    pass
+            self.installed = True
+        say(f"eager window: the next {self.left} real steps run without CUDA-graph replay")
+        return True
+
+    def _apply(self, fc):
+        if self.left <= 0:
+            return
+        try:
+            ctx = fc.get_forward_context()
+        except Exception:
+            return
+        if _is_dummy_context(ctx) or not hasattr(ctx, "cudagraph_runtime_mode"):
+            return
+        try:
+            none = type(ctx.cudagraph_runtime_mode).NONE
+        except Exception:
+            return
+        ctx.cudagraph_runtime_mode = none
+        if hasattr(ctx, "batch_descriptor"):
+            ctx.batch_descriptor = None
+        self.left -= 1
+        self.opened += 1
+
+
+# --------------------------------------------------------------------------------------------
+# provenance: versions, GPU architecture, TP rank, the loaded extension
+# --------------------------------------------------------------------------------------------
+
+def _versions():
+    """"torch=2.5.1\nvllm=0.27.0\nrocm=6.3.1" (cuda=... instead of rocm on NVIDIA); only the
+    libraries the serve has imported, plus numpy."""
+    lines = [f"numpy={np.__version__}"]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        lines.append(f"torch={getattr(torch, '__version__', '?')}")
+        ver = getattr(torch, "version", None)
+        if getattr(ver, "hip", None):
+            lines.append(f"rocm={ver.hip}")
+        elif getattr(ver, "cuda", None):
+            lines.append(f"cuda={ver.cuda}")
+    vllm = sys.modules.get("vllm")
+    if vllm is not None:
+        lines.append(f"vllm={getattr(vllm, '__version__', '?')}")
+    return "\n".join(lines)
+
+
+def _gpu_arch(t):
+    """"gfx1201" / "sm_90" for a tensor on a GPU, "cpu" for a host tensor or array."""
+    if not _is_torch(t) or t.device.type == "cpu":
+        return "cpu"
+    try:
+        import torch
+        p = torch.cuda.get_device_properties(t.device)
+        arch = getattr(p, "gcnArchName", None)
+        return arch.split(":")[0] if arch else f"sm_{p.major}{p.minor}"
+    except Exception:
+        return t.device.type
+
+
+def _tp_rank():
+    """vLLM's tensor-parallel rank, else torch.distributed's rank, else $RANK, else 0."""
+    ps = sys.modules.get("vllm.distributed.parallel_state")
+    if ps is not None:
+        try:
+            return int(ps.get_tensor_model_parallel_rank())
+        except Exception:
+            pass
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:
+        pass
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def _extension_path(module_name):
+    mod = sys.modules.get(module_name) if module_name else None
+    return getattr(mod, "__file__", None) if mod is not None else None
+
+
+def _route(kind, M, weight_ref, environ):
+    """The route a call took, as the dispatch decides it: mxfp4_linear(_ar) hands M at or
+    below RADIANCE_MXFP4_W4A8_MIN_M (default 256), and a layer whose weight_ref has one
+    element, to aiter's W4A4 GEMM; the other entry points have one route each."""
+    fixed = KINDS.get(kind, (None, None))[1]
+    if fixed is not None:
+        return fixed
+    try:
+        min_m = int(environ.get("RADIANCE_MXFP4_W4A8_MIN_M", "256"))
+    except ValueError:
+        min_m = 256
+    nref = None
+    if weight_ref is not None:
+        nref = 1
+        for d in _shape_of(weight_ref):
+            nref *= d
+    return "w4a4" if nref == 1 or M <= min_m else "w4a8"
+
+
+# --------------------------------------------------------------------------------------------
 # operand conversion (torch or numpy -> numpy in the schema's dtypes)
 # --------------------------------------------------------------------------------------------
 
@@ -217,10 +429,15 @@ def _set_str(obj, key, value):
     obj.attrs[key] = str(value)          # h5py: variable-length UTF-8, read back as str
 
 
+PROVENANCE = ("kernel_path", "layer", "model", "capture_time", "capture_time_source",
+              "env_flags", "route", "tp_rank", "versions", "gpu_arch", "extension_path")
+
+
 def write_case(path, M, N, K, x=None, x_fp8=None, x_scale=None, weight=None, weight_scale=None,
                weight_ref=None, out=None, out_rerun=None, aiter=None, ref_recorded=None,
                weight_bf16=None, weight_order="checkpoint", scale_layout=None,
-               x_fp8_format=None, **provenance):
+               x_fp8_format=None, x_fp8_parts=None, x_scale_parts=None, partition_bounds=None,
+               fmt="h5", **provenance):
     """Write one schema-v1 case atomically (<path>.tmp.<pid>, then os.replace).
 
     Operands are numpy arrays or torch tensors.  Conventions for numpy: bf16 data as uint16
@@ -229,9 +446,13 @@ def write_case(path, M, N, K, x=None, x_fp8=None, x_scale=None, weight=None, wei
     their own.  Float outputs (out, out_rerun, aiter) are rounded to bf16 (nearest even);
     ref_recorded stays fp32.  scale_layout: "K/32,N" (the dispatch's, after load) or
     "N,K/32"; None infers it from the shape ("K/32,N" when N == K/32).  provenance: model,
-    layer, kernel_path, capture_time, env_flags (strings).  Raises CaseError when an operand
-    does not fit the schema; returns the bytes written."""
-    import h5py
+    layer, kernel_path, capture_time, capture_time_source, env_flags, route, versions,
+    gpu_arch, extension_path (strings), tp_rank (int).  The partitioned route adds
+    x_fp8_parts [P, M, K] and x_scale_parts [P, M] (the copies each column partition read;
+    x_fp8 is copy 0) and partition_bounds (pb1, pb2).  fmt: "h5" (schema v1, h5py) or "pt"
+    (torch.save of a dict that `kreplay replay`/`import` read: the same names, bf16 as
+    torch.bfloat16, strings and ints as such).  Raises CaseError when an operand does not fit
+    the schema; returns the bytes written."""
 
     M, N, K = int(M), int(N), int(K)
     if M <= 0 or N <= 0 or K <= 0:
@@ -244,6 +465,11 @@ def write_case(path, M, N, K, x=None, x_fp8=None, x_scale=None, weight=None, wei
         raise CaseError("x_fp8/x_scale: one without the other; expected both or neither")
     if weight is None and weight_bf16 is None:
         raise CaseError("weight: no MXFP4 weight and no weight_bf16; expected at least one")
+    if fmt not in ("h5", "pt"):
+        raise CaseError(f"format: {fmt!r}; expected h5 or pt")
+    route = provenance.get("route")
+    if route is not None and route not in ROUTES:
+        raise CaseError(f"route: {route!r}; expected one of {', '.join(ROUTES)}")
     if (weight is None) != (weight_scale is None):
         raise CaseError("weight/weight_scale: one without the other; expected both")
     if weight_order not in ("checkpoint", "fragment"):
@@ -271,8 +497,8 @@ def write_case(path, M, N, K, x=None, x_fp8=None, x_scale=None, weight=None, wei
         if kind not in ("u8", "fp8", "fp8uz"):
             raise CaseError(f"x_fp8: dtype {a.dtype}; expected fp8 codes (uint8/float8_e4m3fn)")
         need("x_fp8", a, (M, K), "(M, K) uint8")
-        fmt = x_fp8_format or ("e4m3fnuz" if kind == "fp8uz" else "e4m3fn")
-        ds["x_fp8"] = (a, {"format": fmt})
+        code_fmt = x_fp8_format or ("e4m3fnuz" if kind == "fp8uz" else "e4m3fn")
+        ds["x_fp8"] = (a, {"format": code_fmt})
         s, kind = _as_np(x_scale, "x_scale")
         if kind != "f32":
             raise CaseError(f"x_scale: dtype {s.dtype}; expected float")
@@ -331,23 +557,33 @@ def write_case(path, M, N, K, x=None, x_fp8=None, x_scale=None, weight=None, wei
         need("ref_recorded", a, (M, N), "(M, N) float32")
         ds["ref_recorded"] = (a, {})
 
+    if x_fp8_parts is not None:
+        a, kind = _as_np(x_fp8_parts, "x_fp8_parts")
+        if kind not in ("u8", "fp8", "fp8uz") or a.ndim != 3 or a.shape[1:] != (M, K):
+            raise CaseError(f"x_fp8_parts: {a.dtype} {list(a.shape)}; expected [P, {M}, {K}] "
+                            "fp8 codes")
+        s, kind = _as_np(x_scale_parts, "x_scale_parts")
+        if kind != "f32" or s.shape != (a.shape[0], M):
+            raise CaseError(f"x_scale_parts: {s.dtype} {list(s.shape)}; expected "
+                            f"[{a.shape[0]}, {M}] float")
+        ds["x_fp8_parts"] = (a, {"format": ds.get("x_fp8", (None, {}))[1].get("format",
+                                                                              "e4m3fn")})
+        ds["x_scale_parts"] = (s, {})
+    prov = {k: provenance[k] for k in PROVENANCE if provenance.get(k) is not None}
+    if partition_bounds is not None:
+        prov["partition_bounds"] = ",".join(str(int(b)) for b in partition_bounds)
+    layout = {"weight_order": weight_order if weight is not None else None,
+              "scale_layout": scale_layout if weight is not None else None,
+              "x_fp8_format": ds["x_fp8"][1]["format"] if "x_fp8" in ds else None}
+    writer = _write_pt if fmt == "pt" else _write_h5
+    return _atomic(path, lambda tmp: writer(tmp, M, N, K, ds, prov, layout))
+
+
+def _atomic(path, write):
+    """write(tmp) then os.replace(tmp, path); no temporary left behind on failure."""
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with h5py.File(tmp, "w", libver=("earliest", "v108"), track_order=False) as f:
-            f.attrs["schema"] = SCHEMA
-            for k, v in (("M", M), ("N", N), ("K", K)):
-                f.attrs[k] = np.int64(v)
-            for k in ("kernel_path", "layer", "model", "capture_time", "env_flags"):
-                v = provenance.get(k)
-                if v is not None:
-                    _set_str(f, k, v)
-            for name, (arr, attrs) in ds.items():
-                arr = np.ascontiguousarray(arr)
-                if arr.dtype.byteorder == ">":
-                    arr = arr.astype(arr.dtype.newbyteorder("<"))
-                dset = f.create_dataset(name, data=arr, track_times=False)
-                for k, v in attrs.items():
-                    _set_str(dset, k, v)
+        write(tmp)
         n = os.path.getsize(tmp)
         os.replace(tmp, path)
     except BaseException:
@@ -359,16 +595,55 @@ def write_case(path, M, N, K, x=None, x_fp8=None, x_scale=None, weight=None, wei
     return n
 
 
+def _write_h5(tmp, M, N, K, ds, prov, layout):
+    import h5py
+    with h5py.File(tmp, "w", libver=("earliest", "v108"), track_order=False) as f:
+        f.attrs["schema"] = SCHEMA
+        for k, v in (("M", M), ("N", N), ("K", K)):
+            f.attrs[k] = np.int64(v)
+        for k, v in prov.items():
+            _set_str(f, k, v)
+        for name, (arr, attrs) in ds.items():
+            arr = np.ascontiguousarray(arr)
+            if arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            dset = f.create_dataset(name, data=arr, track_times=False)
+            for k, v in attrs.items():
+                _set_str(dset, k, v)
+
+
+def _write_pt(tmp, M, N, K, ds, prov, layout):
+    """torch.save of {name: tensor, "M": M, ..., provenance strings}: bf16 bits as
+    torch.bfloat16, bytes as uint8, fp32 as float32 -- the dtypes the dispatch's own
+    bad-case dump uses, which harness/pt_import.c reads."""
+    import torch
+    d = {"schema": SCHEMA, "M": M, "N": N, "K": K}
+    for name, (arr, attrs) in ds.items():
+        arr = np.ascontiguousarray(arr)
+        if arr.dtype == np.uint16:
+            t = torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+        else:
+            t = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("="), copy=True))
+        d[name] = t
+    for k, v in prov.items():
+        d[k] = int(v) if k == "tp_rank" else str(v)
+    for k, v in layout.items():
+        if v is not None:
+            d[k] = v
+    torch.save(d, tmp)
+
+
 # --------------------------------------------------------------------------------------------
 # the hook
 # --------------------------------------------------------------------------------------------
 
 class Capture:
-    """Selection, budgets and dumping.  One per process (module default), built from the
-    environment, or built explicitly (tests, several directories)."""
+    """Selection, budgets, warm-up skipping and dumping.  One per process (module default),
+    built from the environment, or built explicitly (tests, several directories)."""
 
     def __init__(self, directory=None, nk=None, m_band=None, max_files=None, max_bytes=None,
-                 per_key=None, model=None, environ=None, stderr=None):
+                 per_key=None, model=None, environ=None, stderr=None, fmt=None, arm_after=None,
+                 eager_steps=None):
         env = os.environ if environ is None else environ
         self.environ = env
         self.directory = directory if directory is not None else env.get("KREPLAY_CAPTURE_DIR")
@@ -384,6 +659,14 @@ class Capture:
         self.per_key = int(per_key if per_key is not None
                            else env.get("KREPLAY_CAPTURE_PER_KEY") or 1)
         self.model = model if model is not None else env.get("KREPLAY_CAPTURE_MODEL")
+        self.fmt = (fmt or env.get("KREPLAY_CAPTURE_FORMAT") or "pt").lower()
+        if self.fmt not in ("pt", "h5"):
+            raise ValueError(f"KREPLAY_CAPTURE_FORMAT: {self.fmt!r}; expected pt or h5")
+        self.arm_after = int(arm_after if arm_after is not None
+                             else env.get("KREPLAY_CAPTURE_ARM_AFTER") or 0)
+        self.eager_steps = int(eager_steps if eager_steps is not None
+                               else env.get("KREPLAY_CAPTURE_EAGER_STEPS") or 0)
+        self.extension = env.get("KREPLAY_CAPTURE_EXTENSION")
         self.wperm = env.get("RADIANCE_MXFP4_WPERM", "0") == "1"
         try:
             self.a_tiled_min_m = int(env.get("RADIANCE_MXFP4_A_TILED_MIN_M", "0") or 0)
@@ -395,8 +678,17 @@ class Capture:
         self.spent = False
         self.seen = {}
         self.skipped_capturing = 0
+        self.skipped_warmup = 0
+        self.skipped_unarmed = 0
+        self.steps = 0              # real steps seen (forward contexts, or step() calls)
+        self.real_calls = 0
+        self._explicit_steps = False
+        self._last_ctx = None
+        self._warmup_depth = 0
+        self._started = False
         self.errors = 0
         self._said = set()
+        self._eager = _EagerWindow()
         self.enabled = bool(self.directory)
         if self.enabled:
             os.makedirs(self.directory, exist_ok=True)
@@ -419,6 +711,63 @@ class Capture:
         self._say(f"budget spent ({why}): no more dumps in this process "
                   f"({self.files} files, {self.bytes} bytes in {self.directory})", "spent")
 
+    def _start(self):
+        """Once, at the first call the hook sees: what it will and will not see."""
+        self._started = True
+        fmt = self.fmt
+        if fmt == "h5" and not _importable("h5py"):
+            self._say("KREPLAY_CAPTURE_FORMAT=h5 but h5py is not importable: writing .pt")
+            fmt = self.fmt = "pt"
+        self._say(f"on: {fmt} dumps to {self.directory} (at most {self.max_files} files, "
+                  f"{self.max_bytes} bytes, {self.per_key} per layer x shape); warm-ups skipped"
+                  + (f"; armed after {self.arm_after} real steps" if self.arm_after else ""))
+        note = _vllm_graph_note()
+        if note:
+            self._say(note)
+        if self.eager_steps:
+            self._eager.open(self.eager_steps, self._say)
+
+    # -- steps and warm-ups --
+    def step(self):
+        """Marks the start of a real forward step (for serves without vLLM's forward context)."""
+        self._explicit_steps = True
+        self.steps += 1
+
+    @contextlib.contextmanager
+    def warmup(self):
+        """Calls inside are warm-ups (never dumped, never counted as steps)."""
+        self._warmup_depth += 1
+        try:
+            yield self
+        finally:
+            self._warmup_depth -= 1
+
+    def eager_window(self, steps):
+        """The next `steps` real steps run without CUDA-graph replay (vLLM V1)."""
+        return self._eager.open(steps, self._say)
+
+    def _warm_or_unarmed(self):
+        """True (and counted) when this call is a warm-up or comes before the arm point."""
+        if self._warmup_depth:
+            self.skipped_warmup += 1
+            return True
+        ctx = _vllm_forward_context()
+        if _is_dummy_context(ctx):
+            self.skipped_warmup += 1
+            self._say("skipping vLLM's profile/dummy runs (no attention metadata)", "dummy")
+            return True
+        if ctx is not None and not self._explicit_steps and ctx is not self._last_ctx:
+            self._last_ctx = ctx
+            self.steps += 1
+        self.real_calls += 1
+        if self.arm_after:
+            counted = self.steps if (ctx is not None or self._explicit_steps) else self.real_calls
+            if counted <= self.arm_after:
+                self.skipped_unarmed += 1
+                return True
+            self._say(f"armed after {self.arm_after} real steps", "armed")
+        return False
+
     # -- selection: shapes and ints only --
     def wanted(self, layer, M, N, K):
         """Would a call of this shape be dumped?  Ints only; no tensor, no device."""
@@ -436,31 +785,38 @@ class Capture:
                       weight_scale=None, weight_ref=None, out=None, out_rerun=None, aiter=None,
                       ref_recorded=None, weight_bf16=None, kernel_path=DEFAULT_KERNEL_PATH,
                       M=None, N=None, K=None, weight_order=None, scale_layout=None,
-                      x_fp8_format=None, model=None):
+                      x_fp8_format=None, model=None, route=None, kind=None, extension=None,
+                      x_fp8_parts=None, x_scale_parts=None, partition_bounds=None):
         """Dump this call if selected; returns the file's path, or None.  Call it after the
-        kernel ran, with the operands exactly as the kernel received them."""
+        kernel ran, with the operands exactly as the kernel received them.  route: the
+        dispatch's route ("w4a8", "w4a4", "bf16_skinny", "partitioned"); None decides it as
+        the dispatch does for `kind` (default: the kernel path's op name)."""
         if not self.enabled or self.spent:
             return None
+        if not self._started:       # the first call: say what the hook will and will not see
+            self._start()
         try:
+            # .shape[i] only: this runs on every call of a decorated op
             a = x if x is not None else x_fp8
+            w = weight if weight is not None else weight_bf16
             if M is None:
-                M = _shape_of(a)[0] if a is not None else None
+                M = a.shape[0] if a is not None else None
             if N is None:
-                N = _shape_of(weight if weight is not None else weight_bf16)[0]
+                N = w.shape[0]
             if K is None:
-                if weight_scale is not None and weight is not None:
-                    K = _shape_of(weight)[1] * 2
-                elif a is not None:
-                    K = _shape_of(a)[1]
-                else:
-                    K = _shape_of(weight_bf16)[1]
+                K = weight.shape[1] * 2 if weight is not None else \
+                    (a.shape[1] if a is not None else w.shape[1])
             M, N, K = int(M), int(N), int(K)
         except Exception as e:  # symbolic shapes (tracing) or unexpected operands
             self._say(f"cannot read the shapes ({e!r}); not dumping", ("shape", layer))
             return None
+        op = str(kernel_path).rpartition("::")[2] or "linear"
         if layer is None:
             layer = f"{kernel_path}[N={N},K={K}]"
         if not self.wanted(layer, M, N, K):
+            return None
+        # Selected by shape: now the costlier questions (vLLM's context, the arm point).
+        if self._warm_or_unarmed():
             return None
         try:
             capturing = _capture_probe()
@@ -468,6 +824,8 @@ class Capture:
             capturing = True
         if capturing:
             self.skipped_capturing += 1
+            self._say("a CUDA graph is being captured: calls recorded into it replay without "
+                      "this hook (see KREPLAY_CAPTURE_EAGER_STEPS)", "capturing")
             return None
         if x is None and x_fp8 is not None and self.a_tiled_min_m and M >= self.a_tiled_min_m:
             # RADIANCE_MXFP4_A_TILED_MIN_M: x_fp8 may be the fragment-tiled view, whose bytes
@@ -484,6 +842,8 @@ class Capture:
                "weight_ref": weight_ref, "out": out, "out_rerun": out_rerun, "aiter": aiter,
                "ref_recorded": ref_recorded}
         est = _nbytes_estimate(M, N, K, ops)
+        if x_fp8_parts is not None:
+            est += 2 * M * K * (_shape_of(x_fp8_parts)[0])
         if self.bytes + est > self.max_bytes:
             self._stop(f"KREPLAY_CAPTURE_MAX_BYTES={self.max_bytes}; the next case needs "
                        f"~{est} bytes")
@@ -501,26 +861,45 @@ class Capture:
                     nref = None
             weight_order = "fragment" if (self.wperm and weight is not None and nref != 1) \
                 else "checkpoint"
+        if route is None:
+            route = _route(kind or op, M, weight_ref, self.environ)
+        ext = extension or self.extension or DEFAULT_EXTENSION.get(kind or op,
+                                                                   DEFAULT_EXTENSION_MXFP4)
         self.seen[(layer, N, K, M)] = self.seen.get((layer, N, K, M), 0) + 1
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(layer)).strip("_")[:120] or "layer"
-        path = os.path.join(self.directory,
-                            f"case_{safe}_N{N}_K{K}_M{M}_{os.getpid()}_{self.files:04d}.h5")
+        # One mention of N and K: the default layer name already says them.
+        stem = op if layer == f"{kernel_path}[N={N},K={K}]" else layer
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(stem)).strip("_")[:120] or "layer"
+        path = os.path.join(self.directory, f"case_{safe}_N{N}_K{K}_M{M}_{os.getpid()}_"
+                                            f"{self.files:04d}.{self.fmt}")
         try:
             n = write_case(path, M, N, K, weight_order=weight_order, scale_layout=scale_layout,
                            x_fp8_format=x_fp8_format, kernel_path=kernel_path, layer=layer,
                            model=model if model is not None else self.model,
-                           capture_time=_now_iso(), env_flags=_env_flags(self.environ), **ops)
+                           capture_time=_now_iso(), capture_time_source="recorded",
+                           env_flags=_env_flags(self.environ), route=route,
+                           tp_rank=_tp_rank(), versions=_versions(),
+                           gpu_arch=_gpu_arch(x if x is not None else x_fp8),
+                           extension_path=_extension_path(ext) or f"{ext} (not loaded)",
+                           x_fp8_parts=x_fp8_parts, x_scale_parts=x_scale_parts,
+                           partition_bounds=partition_bounds, fmt=self.fmt, **ops)
         except Exception as e:
             self.errors += 1
             self._say(f"{layer} N={N} K={K} M={M}: dump failed: {e}", ("err", layer, N, K))
             return None
         self.files += 1
         self.bytes += n
-        self._say(f"dumped {layer} N={N} K={K} M={M} -> {path} ({n} bytes; "
+        self._say(f"dumped {layer} N={N} K={K} M={M} route={route} -> {path} ({n} bytes; "
                   f"{self.files}/{self.max_files} files, {self.bytes}/{self.max_bytes} bytes)")
         if self.files >= self.max_files:
             self._stop(f"KREPLAY_CAPTURE_MAX_FILES={self.max_files}")
         return path
+
+
+def _importable(name):
+    if name in sys.modules:
+        return True
+    import importlib.util
+    return importlib.util.find_spec(name) is not None
 
 
 _default = None
@@ -552,34 +931,72 @@ def maybe_capture(layer=None, x=None, x_fp8=None, x_scale=None, weight=None, wei
                            weight_scale=weight_scale, weight_ref=weight_ref, out=out, **kwargs)
 
 
-def capture_linear(name=None, kind="mxfp4_linear", kernel_path=None):
-    """Decorator for an op with the dispatch's signature; dumps (operands, result) after it ran.
+def step():
+    """The default Capture's step(): a real forward step starts (serves without vLLM)."""
+    default().step()
 
-      kind="mxfp4_linear":    fn(x, weight, weight_scale, weight_ref) -> out
-      kind="mxfp4_linear_pq": fn(x_fp8, x_scale, weight, weight_scale, weight_ref) -> out
 
-    name: the layer name written to the case (default: the op and its N, K).  Apply it to
-    the Python function BEFORE torch.library.custom_op registers it, so the hook runs in the
-    op's eager body, never in a traced region."""
-    if kind not in ("mxfp4_linear", "mxfp4_linear_pq"):
-        raise ValueError(f"capture_linear: kind {kind!r}; expected mxfp4_linear or mxfp4_linear_pq")
+def warmup():
+    """Context manager: calls inside are warm-ups on the default Capture."""
+    return default().warmup()
+
+
+def eager_window(steps):
+    """The default Capture's eager window: the next `steps` real steps without graph replay."""
+    return default().eager_window(steps)
+
+
+_NOT_OPERANDS = frozenset(("a", "M", "pb1", "pb2"))
+
+
+def _bind(names, args, kw):
+    vals = dict(zip(names, args))
+    for k in names:
+        if k in kw:
+            vals[k] = kw[k]
+    return vals
+
+
+def capture_linear(name=None, kind="mxfp4_linear", kernel_path=None, operands=None,
+                   extension=None):
+    """Decorator for a dispatch entry point; dumps (operands, result) after it ran.
+
+      kind="mxfp4_linear":     fn(x, weight, weight_scale, weight_ref) -> out (W4A8, or W4A4
+                               on aiter for M <= RADIANCE_MXFP4_W4A8_MIN_M / a 1-element ref)
+      kind="mxfp4_linear_ar":  the same signature, with the fused all-reduce
+      kind="mxfp4_linear_pq":  fn(x_fp8, x_scale, weight, weight_scale, weight_ref) -> out
+      kind="mxfp4_linear_pqp": fn(a [P, M, K], x_scale [P, M], weight, weight_scale,
+                               weight_ref, M, pb1, pb2) -> out (partitioned)
+      kind="skinny_gemm":      fn(x, weight [N, K] bf16) -> out, or None when it declines
+
+    Any other entry point: operands=f(args, kwargs, out) returning maybe_capture's keywords
+    (x, weight, ..., route).  name: the layer name written to the case (default: the op and
+    its N, K).  Apply it to the Python function BEFORE torch.library.custom_op registers it,
+    so the hook runs in the op's eager body, never in a traced region."""
+    if operands is None and kind not in KINDS:
+        raise ValueError(f"capture_linear: kind {kind!r}; expected one of {', '.join(KINDS)} "
+                         "or an operands function")
     kp = kernel_path or f"radiance::{kind}"
+    names = KINDS.get(kind, ((), None))[0]
 
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kw):
             out = fn(*args, **kw)
             c = _default if _default is not None else default()
-            if c.enabled and not c.spent:
-                if kind == "mxfp4_linear":
-                    x, weight, weight_scale, weight_ref = args[:4]
-                    c.maybe_capture(name, x=x, weight=weight, weight_scale=weight_scale,
-                                    weight_ref=weight_ref, out=out, kernel_path=kp)
-                else:
-                    x_fp8, x_scale, weight, weight_scale, weight_ref = args[:5]
-                    c.maybe_capture(name, x_fp8=x_fp8, x_scale=x_scale, weight=weight,
-                                    weight_scale=weight_scale, weight_ref=weight_ref, out=out,
-                                    kernel_path=kp)
+            if not c.enabled or c.spent or out is None:
+                return out
+            if operands is not None:
+                ops = dict(operands(args, kw, out))
+            else:
+                v = _bind(names, args, kw) if kw else dict(zip(names, args))
+                ops = {k: v.get(k) for k in names if k not in _NOT_OPERANDS}
+                if kind == "mxfp4_linear_pqp":
+                    a, xs = v["a"], v["x_scale"]
+                    ops.update(x_fp8=a[0], x_scale=xs[0], x_fp8_parts=a, x_scale_parts=xs,
+                               M=v.get("M"), partition_bounds=(v.get("pb1"), v.get("pb2")))
+            c.maybe_capture(name, out=out, kernel_path=kp, kind=kind, extension=extension,
+                            **ops)
             return out
         return wrapper
     return deco

@@ -144,7 +144,7 @@ def numpy_tests(tmp):
     env = {"RADIANCE_MXFP4_W4A8": "1", "RADIANCE_MXFP4_WPERM": "0", "PATH": "/bin"}
     err = io.StringIO()
     d = os.path.join(tmp, "np")
-    c = kc.Capture(directory=d, nk="64:256,32:256", m_band="1-8", max_files=3,
+    c = kc.Capture(fmt="h5", directory=d, nk="64:256,32:256", m_band="1-8", max_files=3,
                    max_bytes=1 << 20, model="unit-test-model", environ=env, stderr=err)
     kc.set_capture_probe(lambda: False)
 
@@ -229,7 +229,7 @@ def numpy_tests(tmp):
     # Byte budget: the second case does not fit; said once; nothing more written.
     err2 = io.StringIO()
     d2 = os.path.join(tmp, "bytes")
-    c2 = kc.Capture(directory=d2, max_bytes=30000, environ={"KREPLAY_CAPTURE_M": "1-"},
+    c2 = kc.Capture(fmt="h5", directory=d2, max_bytes=30000, environ={"KREPLAY_CAPTURE_M": "1-"},
                     stderr=err2)
     assert (c2.m_lo, c2.m_hi) == (1, None) and c2.nk is None
     oa = make_operands(rng, 4, 64, 256)
@@ -246,7 +246,7 @@ def numpy_tests(tmp):
     # WPERM: the weight of a layer the kernel serves is in fragment order; an aiter-routed
     # one (weight_ref of 1) is not.  A-tiled activations (x_fp8 only) are refused.
     d3 = os.path.join(tmp, "wperm")
-    c3 = kc.Capture(directory=d3, environ={"RADIANCE_MXFP4_WPERM": "1",
+    c3 = kc.Capture(fmt="h5", directory=d3, environ={"RADIANCE_MXFP4_WPERM": "1",
                                            "RADIANCE_MXFP4_A_TILED_MIN_M": "4"},
                     stderr=io.StringIO())
     p = c3.maybe_capture("w.folded", x=o["x"], weight=o["weight"], weight_scale=o["weight_scale"],
@@ -266,7 +266,7 @@ def numpy_tests(tmp):
 
     # The decorator on an mxfp4_linear_pq-shaped function.
     d4 = os.path.join(tmp, "deco")
-    kc.configure(directory=d4, nk={(32, 256)}, environ={}, stderr=io.StringIO())
+    kc.configure(fmt="h5", directory=d4, nk={(32, 256)}, environ={}, stderr=io.StringIO())
 
     @kc.capture_linear("model.layers.9.linear_attn.out_proj", kind="mxfp4_linear_pq")
     def fake_pq(x_fp8, x_scale, weight, weight_scale, weight_ref):
@@ -317,14 +317,19 @@ def torch_tests(out_dir):
     written = []
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     err = io.StringIO()
-    c = kc.Capture(directory=out_dir, max_files=16, m_band="1-64",
+    c = kc.Capture(fmt="h5", directory=out_dir, max_files=16, m_band="1-64",
                    environ={"RADIANCE_MXFP4_W4A8": "1", "RADIANCE_MXFP4_WPERM": "0"},
                    model="torch-test", stderr=err)
     for dev in devices:
         M, N, K = (6, 64, 256) if dev == "cpu" else (16, 128, 512)
         o = make_operands(rng, M, N, K)
         x = torch.from_numpy(o["x"].view(np.int16)).view(torch.bfloat16).to(dev)
-        x_fp8 = torch.from_numpy(o["x_fp8"]).view(torch.float8_e4m3fn).to(dev)
+        # torch before 2.1 has no float8 dtype: the codes go as their uint8 byte view
+        f8 = getattr(torch, "float8_e4m3fn", None)
+        if f8 is None and dev == "cpu":
+            print(f"torch {torch.__version__} has no float8_e4m3fn: x_fp8 as its uint8 codes")
+        x_fp8 = torch.from_numpy(o["x_fp8"])
+        x_fp8 = (x_fp8.view(f8) if f8 is not None else x_fp8).to(dev)
         x_scale = torch.from_numpy(o["x_scale"]).view(M, 1).to(dev)          # [M, 1]
         weight = torch.from_numpy(o["weight"]).to(dev)
         # the dispatch's weight_scale: [N, K/32] at create, .T.contiguous() after load
@@ -394,7 +399,7 @@ def torch_tests(out_dir):
             written.append(p)
             # Selection costs no sync: with a pending kernel, a non-selected call returns
             # without waiting (the event has not completed when it returns).
-            c_ns = kc.Capture(directory=out_dir, nk={(1, 32)}, environ={},
+            c_ns = kc.Capture(fmt="h5", directory=out_dir, nk={(1, 32)}, environ={},
                               stderr=io.StringIO())
             a = torch.randn(8192, 8192, device="cuda")
             torch.cuda.synchronize()
