@@ -1,31 +1,36 @@
-/* Diagnosis of a failing row: which alternative hypothesis the output
- * matches (DESIGN.md, "Verdicts").
+/* Diagnosis of a failing row: which alternative explanation the output
+ * matches (DESIGN.md, "Verdicts").  The hypothesis families live in
+ * harness/diagnosis/, one file each.
  *
- * Each hypothesis is an alternative reference (one extra fp32 GEMM on
- * modified operands) or a cheap transformation of the reference.  It
- * "matches" when the output agrees with the alternative within the row's
+ * An alternative "matches" when the output agrees with it within the row's
  * threshold (rel_fro over elements finite on both sides, and the same
  * elements non-finite on both sides) while it does not agree with the
  * reference.  A row that already agrees with its reference gets no
- * diagnosis ("no hypothesis needed").
+ * diagnosis ("no hypothesis needed").  Rows whose input is non-finite are
+ * judged apart: what the kernel did with them is said first, and every
+ * other hypothesis is tested on the finite rows only.
  *
- * Hypotheses, in the order tried (cheap ones first; the first match wins):
+ * Families, in the order tried (the first match wins):
  *   rows-poisoned   non-finite output rows are exactly the rows with non-finite
- *                   input (and, for fp8, whether the 'traced' quantizer explains
- *                   them); or the reference's non-finite rows are
- *   scale-pow2      out = 2^k ref, k != 0 integer, |k| <= 16
- *   scale-const     out = c ref (least squares), c not a power of two
- *   columns         a contiguous, 16-aligned block of columns (e.g. the partial
- *                   N tile) is wrong and the rest matches
+ *                   input (and whether the 'traced' quantizer explains them); or
+ *                   the reference's non-finite rows are
+ *   scale-pow2/const out = s ref, s fitted by Huber-weighted least squares; 2^k when
+ *                   2^k fits as well as s (diagnosis/magnitude.c)
+ *   rows/columns/tiles  error maps over rows, columns and 16x16 / 64x64 tiles, each
+ *                   judged by its own rel: one run (a partial M or N tile), parity,
+ *                   a stride (the first/last line of every tile), several runs, a
+ *                   set of tiles, every tile transposed (diagnosis/localise.c)
+ *   k-blocks        out fitted as sum_b c_b P_b over the 32-block partial products
+ *                   of the reference: blocks missing, x 2^k, x c (diagnosis/k_blocks.c)
  *   wperm-undone    out = R(A, unpermute_w(W))            (1 GEMM; N, K % 16)
  *   wperm-applied   out = R(A, permute_w(W))              (1 GEMM; N, K % 16)
  *   scale-layout    out = R(A, W with its scales read in the other layout) (1 GEMM)
+ *   misread         the table of operand misreads (diagnosis/misread_table.c), each
+ *                   re-evaluated on a sample of rows and columns, ranked by residual,
+ *                   the best confirmed on a larger sample; the runner-up named when close
  *   sanitized       out = R(Q(nan_to_num(x)), W)          (1 GEMM; x non-finite)
  *   unsanitized     out = R(Q(x), W) where the reference's A differs from Q(x) (1 GEMM)
  *   quant-variant   out = R(Q_v(x), W) for each other quantizer variant v
- *                   (R_exact rows; fp8: up to 4 GEMMs, mxfp4: up to 3; variants
- *                   whose codes equal the reference's are skipped at no GEMM)
- *   rows            a contiguous block of rows is wrong and the rest matches
  * A is the reference's own operand: act->dequant for R_exact, x for R_source.
  * Q is the kernel's quantizer (act->kind; kopt's variant). */
 #ifndef KR_DIAGNOSE_H
@@ -69,6 +74,9 @@ typedef enum {
     DIAG_UNSANITIZED,
     DIAG_QUANT_VARIANT,
     DIAG_ROWS,
+    DIAG_TILES,
+    DIAG_K_BLOCKS,
+    DIAG_MISREAD,
     DIAG_COUNT
 } diag_hypothesis_t;
 
@@ -80,6 +88,9 @@ typedef struct {
     double base_rel;               /* rel_fro(out, ref) over elements finite on both sides */
     int64_t base_nonfinite_mismatch; /* elements non-finite on exactly one side */
     int gemms;                     /* extra fp32 GEMMs spent */
+    verdict_t verdict_hint;        /* what the explanation makes a WRONG / MAGNITUDE row:
+                                      MAGNITUDE for a factor, WRONG for anything else that
+                                      explains it; VERDICT_COUNT = no opinion */
 } diag_result_t;
 
 /* "rows-poisoned", "scale-pow2", ... */
@@ -93,5 +104,12 @@ int diag_wanted(verdict_t v);
 /* Fills r.  Returns 0 (matched or not), or -1 with err set (allocation
  * failure, or a GEMM failing). */
 int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err);
+
+/* r's verdict_hint (see there). */
+verdict_t diag_verdict_hint(const diag_result_t *r);
+
+/* Applies r's hint to a WRONG or MAGNITUDE verdict (other verdicts are left
+ * alone): MAGNITUDE vs WRONG is the fit's decision, not |out|/|ref|'s. */
+verdict_t diag_refine_verdict(const diag_result_t *r, verdict_t v);
 
 #endif

@@ -295,8 +295,10 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
-        if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN)
+        if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
+            r->verdict = diag_refine_verdict(&dr, r->verdict);
+        }
         free(decoded);
     }
     if (rc->opt->oracle && ref_operand)

@@ -1,0 +1,85 @@
+/* What every hypothesis family of the diagnosis shares: the row being
+ * diagnosed, how an alternative is compared with the output, and how a
+ * match is recorded (harness/diagnose.h describes the engine). */
+#ifndef KR_DIAG_CTX_H
+#define KR_DIAG_CTX_H
+
+#include <stdint.h>
+
+#include "diagnose.h"
+
+/* out against an alternative: rel_fro over elements finite on both sides
+ * (denominator: the alternative's norm), and how many elements are
+ * non-finite on exactly one side. */
+typedef struct {
+    double rel;
+    int64_t nf_mismatch;
+    int64_t finite;
+} cmp_t;
+
+typedef struct {
+    const diag_input_t *d;
+    diag_result_t *r;
+    kr_error_t *err;
+    int64_t M, N, K;
+    double thr;
+    cmp_t base;                 /* out vs ref over the judged rows */
+    int is_source;              /* the reference is R_source: its operand is x */
+    const float *A;             /* the reference's own operand, or NULL */
+    float *alt;                 /* [M, N] scratch for alternatives */
+    /* Rows whose input is non-finite: judged apart (the poisoned part), left
+     * out of every hypothesis about the kernel.  NULL when there are none. */
+    unsigned char *poisoned_rows;
+    int64_t poisoned_count;
+    char prefix[320];           /* what was said about the poisoned part, put before the line */
+    char tried[320];
+    int budget_hit;
+    int any_place;              /* localisation may name a place whose content is only "wrong" */
+} dctx_t;
+
+/* skip_rows / skip_cols (may be NULL): elements of those rows / columns are
+ * left out; alt is multiplied by scale. */
+cmp_t diag_compare(const float *out, const float *alt, int64_t M, int64_t N, float scale,
+                   const unsigned char *skip_rows, const unsigned char *skip_cols);
+
+/* out vs alt over the judged rows (the poisoned ones left out). */
+cmp_t diag_compare_judged(const dctx_t *x, const float *alt, float scale);
+
+/* The alternative agrees with the output within the row's threshold. */
+int diag_good(const dctx_t *x, cmp_t c);
+
+/* The alternative agrees, and clearly better than the reference does. */
+int diag_explains(const dctx_t *x, cmp_t c);
+
+/* Records that hypothesis `name` was tried (for the "tried ..." list). */
+void diag_tried(dctx_t *x, const char *name);
+
+/* Records the match: hypothesis h, residual rel, the line.  Returns 1. */
+int diag_matched(dctx_t *x, diag_hypothesis_t h, double rel, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* x->alt = R(A, W).  Returns 0, 1 when the GEMM budget is spent, -1 on error. */
+int diag_alt_gemm(dctx_t *x, const float *A, const mxfp4_weight_t *W);
+
+/* "R_exact", "R_source", or "the reference". */
+const char *diag_ref_name(const dctx_t *x);
+
+/* What the output holds in rows r0..r1 x columns c0..c1: "all NaN", "all
+ * zero", "negated", or its rel there. */
+void diag_region_content(const dctx_t *x, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                         char *buf, int cap);
+
+/* Evenly spread indices: up to `want` of 0..n-1 with mask[i] == 0 (mask may
+ * be NULL) into idx; returns how many. */
+int64_t diag_sample(int64_t n, int64_t want, const unsigned char *mask, int64_t *idx);
+
+/* The hypothesis families (one file each in harness/diagnosis), each returning 1 on a
+ * match, 0 when it does not explain the row, -1 on error. */
+int diag_try_magnitude(dctx_t *x);
+int diag_try_localise(dctx_t *x);       /* only places whose content tells (NaN, zero, negated, a
+                                           pattern); the rest waits for diag_try_localise_any */
+int diag_try_localise_any(dctx_t *x);
+int diag_try_k_blocks(dctx_t *x);
+int diag_try_misreads(dctx_t *x);
+
+#endif
