@@ -524,7 +524,7 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
     if (!x.alt)
         return kr_fail(err, "out of memory in diagnose");
 
-    int status = try_rows_poisoned(&x);
+    int status = try_rows_poisoned(&x) < 0 ? -1 : 0;
     int finite_part_clean = 0;
     if (status == 0 && !r->matched && x.poisoned_rows) {
         const cmp_t judged = diag_compare_judged(&x, d->ref, 1.0f);
@@ -545,8 +545,24 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
                                                try_quant_variants};
     const size_t count = finite_part_clean ? sizeof poisoned_order / sizeof poisoned_order[0]
                                            : sizeof order / sizeof order[0];
-    for (size_t i = 0; i < count && status == 0 && !r->matched; i++)
-        status = (finite_part_clean ? poisoned_order : order)[i](&x);
+    diag_result_t place = {0};
+    for (size_t i = 0; i < count && status == 0 && !r->matched; i++) {
+        status = (finite_part_clean ? poisoned_order : order)[i](&x) < 0 ? -1 : 0;
+        /* A place (rows, columns, tiles) says where, not why: when a later
+         * hypothesis explains every element, it wins. */
+        if (status == 0 && r->matched && !place.matched &&
+            (r->hypothesis == DIAG_ROWS || r->hypothesis == DIAG_COLUMNS ||
+             (r->hypothesis == DIAG_TILES && !strstr(r->line, "transposed")))) {
+            place = *r;
+            r->matched = 0;
+            r->hypothesis = DIAG_NONE;
+        }
+    }
+    if (status == 0 && !r->matched && place.matched) {
+        const int gemms = r->gemms;
+        *r = place;
+        r->gemms = gemms;
+    }
     if (finite_part_clean && !r->matched)
         snprintf(x.prefix, sizeof x.prefix, "the finite rows match %s; the rows with non-finite "
                  "input do not: ", diag_ref_name(&x));

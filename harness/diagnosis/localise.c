@@ -41,9 +41,16 @@ static int line_badness(const dctx_t *x, int by_column, unsigned char *bad)
         }
     }
     const double t = 4 * x->thr;
-    for (int64_t l = 0; l < L; l++)
-        if (!bad[l])
+    for (int64_t l = 0; l < L; l++) {
+        if (bad[l])
+            continue;
+        /* A line whose reference and output are both all zero (padding rows)
+         * says nothing either way: 2 = undetermined. */
+        if (den[l] == 0 && num[l] == 0)
+            bad[l] = 2;
+        else
             bad[l] = den[l] > 0 ? num[l] > t * t * den[l] : num[l] > 0;
+    }
     free(num);
     free(den);
     return 0;
@@ -181,26 +188,35 @@ static int try_lines(dctx_t *x, int by_column)
         return kr_fail(x->err, "out of memory in diagnose");
     const diag_hypothesis_t h = by_column ? DIAG_COLUMNS : DIAG_ROWS;
     diag_tried(x, diag_hypothesis_name(h));
+    unsigned char *skip = malloc((size_t)L);
+    if (!skip) {
+        free(bad);
+        return kr_fail(x->err, "out of memory in diagnose");
+    }
     int result = line_badness(x, by_column, bad);
+    for (int64_t l = 0; l < L; l++) {
+        skip[l] = bad[l] == 2 || (!by_column && x->poisoned_rows && x->poisoned_rows[l]);
+        bad[l] = bad[l] == 1;
+    }
     char what[224];
     if (result == 0 &&
-        name_pattern(bad, by_column ? NULL : x->poisoned_rows, L,
+        name_pattern(bad, skip, L,
                      by_column ? 0 : x->d->row_offset, by_column ? "column" : "row",
                      by_column ? "N" : "M", what, sizeof what)) {
         cmp_t rest = by_column ? diag_compare(x->d->out, x->d->ref, x->M, x->N, 1.0f,
                                               x->poisoned_rows, bad)
                                : diag_compare(x->d->out, x->d->ref, x->M, x->N, 1.0f, bad, NULL);
         if (!by_column && x->poisoned_rows) {
-            rest = (cmp_t){0, 0, 0};
-            unsigned char *skip = malloc((size_t)L);
-            if (!skip) {
+            unsigned char *leave = malloc((size_t)L);
+            if (!leave) {
                 free(bad);
+                free(skip);
                 return kr_fail(x->err, "out of memory in diagnose");
             }
             for (int64_t m = 0; m < L; m++)
-                skip[m] = bad[m] || x->poisoned_rows[m];
-            rest = diag_compare(x->d->out, x->d->ref, x->M, x->N, 1.0f, skip, NULL);
-            free(skip);
+                leave[m] = bad[m] || x->poisoned_rows[m];
+            rest = diag_compare(x->d->out, x->d->ref, x->M, x->N, 1.0f, leave, NULL);
+            free(leave);
         }
         char content[160];
         lines_content(x, by_column, bad, content, sizeof content);
@@ -217,6 +233,7 @@ static int try_lines(dctx_t *x, int by_column)
         }
     }
     free(bad);
+    free(skip);
     return result;
 }
 

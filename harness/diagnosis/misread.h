@@ -20,7 +20,8 @@ typedef enum {
     MR_S_K_PREV,            /* block b takes block b-1's (the first keeps its own) */
     MR_S_N_NEXT,            /* row n takes row n+1's (the last keeps its own) */
     MR_S_N_PREV,
-    MR_S_TRANSPOSED,        /* the bytes read in the other layout ([N, K/32] <-> [K/32, N]) */
+    MR_S_KN_AS_NK,          /* the [K/32, N] bytes (what a KN kernel is handed) read as [N, K/32] */
+    MR_S_NK_AS_KN,          /* the [N, K/32] bytes read as [K/32, N] */
 } mr_scale_index_t;
 
 typedef enum {

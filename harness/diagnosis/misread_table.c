@@ -16,8 +16,10 @@ const misread_t misread_table[] = {
                      "along N by +1)", .si = MR_S_N_NEXT},
     {"scale-n-prev", "each weight row takes the PREVIOUS row's e8m0 exponents (scale index "
                      "shifted along N by -1)", .si = MR_S_N_PREV},
-    {"scale-transposed", "the e8m0 scales are read in the other layout ([N, K/32] vs [K/32, N])",
-     .si = MR_S_TRANSPOSED},
+    {"scale-kn-read-as-nk", "the kernel reads its [K/32, N] e8m0 scales as [N, K/32] (scale "
+                            "layout transposed)", .si = MR_S_KN_AS_NK},
+    {"scale-nk-read-as-kn", "the kernel reads its [N, K/32] e8m0 scales as [K/32, N] (scale "
+                            "layout transposed)", .si = MR_S_NK_AS_KN},
     {"scale-twice", "the block scale 2^(E-127) is applied twice", .sv = MR_SV_TWICE},
     {"e8m0-bias-128", "e8m0 decoded with bias 128 (2^(E-128))", .sv = MR_SV_BIAS_128},
     {"e8m0-bias-126", "e8m0 decoded with bias 126 (2^(E-126))", .sv = MR_SV_BIAS_126},

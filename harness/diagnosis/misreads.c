@@ -68,7 +68,7 @@ static uint8_t scale_byte(const dctx_t *x, const misread_t *h, int64_t n, int64_
 {
     const mxfp4_weight_t *w = &x->d->in->weight;
     const int64_t N = x->N, nb = x->K / 32;
-    scale_layout_t layout = w->layout;
+    const scale_layout_t layout = w->layout;
     switch (h->si) {
     case MR_S_K_NEXT:
         b = b + 1 < nb ? b + 1 : b;
@@ -82,9 +82,19 @@ static uint8_t scale_byte(const dctx_t *x, const misread_t *h, int64_t n, int64_
     case MR_S_N_PREV:
         n = n > 0 ? n - 1 : n;
         break;
-    case MR_S_TRANSPOSED:
-        layout = layout == SCALE_LAYOUT_NK ? SCALE_LAYOUT_KN : SCALE_LAYOUT_NK;
+    case MR_S_KN_AS_NK: {
+        /* byte n*nb + b of the [K/32, N] array is block i / N of row i % N */
+        const int64_t i = n * nb + b;
+        n = i % N;
+        b = i / N;
         break;
+    }
+    case MR_S_NK_AS_KN: {
+        const int64_t i = b * N + n;
+        n = i / nb;
+        b = i % nb;
+        break;
+    }
     case MR_S_AS_IS:
         break;
     }
@@ -272,11 +282,16 @@ int diag_try_misreads(dctx_t *x)
         (score[second].rel <= 2 * score[best].rel || score[second].rel <= x->thr))
         snprintf(runner, sizeof runner, "; runner-up '%s' (residual %.3g)",
                  misread_table[second].name, score[second].rel);
+    char against[96];
+    if (base_big.nf_mismatch > 0)
+        snprintf(against, sizeof against, "%lld non-finite mismatches", (long long)base_big.nf_mismatch);
+    else
+        snprintf(against, sizeof against, "%.3g", base_big.rel);
     result = diag_matched(x, DIAG_MISREAD, confirm.rel,
                           "operand misread '%s': %s (residual %.3g on %lld sampled outputs, "
-                          "against %.3g for %s as computed)%s",
+                          "against %s for %s as computed)%s",
                           misread_table[best].name, misread_table[best].meaning, confirm.rel,
-                          (long long)confirm.finite, base_big.rel, diag_ref_name(x), runner);
+                          (long long)confirm.finite, against, diag_ref_name(x), runner);
 done:
     free(c.rows);
     free(c.cols);

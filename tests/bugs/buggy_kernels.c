@@ -1,0 +1,297 @@
+/* A corpus of realistic W4A8 kernel bugs, written as external plugins
+ * against kernels/plugin.h alone (no kreplay code).  Built once per bug with
+ * -DBUG_<name>=1 -DBUG_NAME="<name>" into plugins/libkr_bug_<name>.so
+ * (tests/bugs/CMakeLists.txt); BUG_correct is the correct kernel, the same
+ * per-block path as kernels/plugins/examples/example_w4a8.c.  Every bug is
+ * one small deviation at the place a real kernel gets it wrong, marked
+ * "BUG:"; tests/test_bug_corpus.c replays each and keeps the score.
+ *
+ * The specification, per output (m, n), IEEE fp32, no FMA:
+ *     acc = +0
+ *     for each 32-block b in increasing k:
+ *         s = +0; for k in the block: s += fp8(x[m][k]) * e2m1(w[n][k])
+ *         acc += s * 2^(E[n][b] - 127)
+ *     out[m][n] = bf16_rne(acc * x_scale[m])
+ * with w [N, K/2] checkpoint order (element 2j in the low nibble) and E in
+ * [K/32, N]. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin.h"
+
+#ifndef BUG_NAME
+#error "build with -DBUG_NAME=\"name\" -DBUG_name=1"
+#endif
+
+static const char *g_error = "";
+
+static float e4m3fn_value(uint8_t c)
+{
+    const int sign = c >> 7, e = (c >> 3) & 15, m = c & 7;
+    if (e == 15 && m == 7)
+        return sign ? -NAN : NAN;
+    const float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
+    return sign ? -v : v;
+}
+
+#ifdef BUG_fp8_e5m2
+static float e5m2_value(uint8_t c)
+{
+    const int sign = c >> 7, e = (c >> 2) & 31, m = c & 3;
+    float v = e == 31 ? (m ? NAN : INFINITY)
+                      : e == 0 ? ldexpf((float)m, -16) : ldexpf((float)(4 + m), e - 17);
+    return sign ? -v : v;
+}
+#endif
+
+static float e2m1_value(uint8_t c)
+{
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+#ifdef BUG_e2m1_unsigned
+    return mag[c & 7];      /* BUG: the sign bit is never looked at */
+#else
+    return (c & 8) ? -mag[c & 7] : mag[c & 7];
+#endif
+}
+
+static float e8m0_value(uint8_t e)
+{
+#ifdef BUG_e8m0_bias128
+    return e == 0xFF ? NAN : ldexpf(1.0f, (int)e - 128);   /* BUG: bias 128 */
+#else
+    return e == 0xFF ? NAN : ldexpf(1.0f, (int)e - 127);
+#endif
+}
+
+static uint16_t bf16_round(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    if (isnan(v))
+        return (uint16_t)((u >> 16 & 0x8000u) | 0x7FC0u);
+#ifdef BUG_bf16_truncate
+    return (uint16_t)(u >> 16);     /* BUG: truncation, not round-to-nearest-even */
+#else
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+
+#ifdef BUG_acc_bf16
+static float bf16_value(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+#endif
+
+/* The scale byte the kernel reads for row n, block b ([K/32, N] layout). */
+static uint8_t scale_byte(const uint8_t *es, int64_t N, int64_t K, int64_t n, int64_t b)
+{
+    const int64_t nb = K / 32;
+    (void)nb;
+    (void)N;
+#if defined(BUG_scale_next_block)
+    b = b + 1 < nb ? b + 1 : b;     /* BUG: the K-block index of the scale is one ahead */
+#elif defined(BUG_scale_next_row)
+    n = n + 1 < N ? n + 1 : n;      /* BUG: the scale of the next weight row */
+#endif
+#ifdef BUG_scale_layout_nk
+    return es[n * nb + b];          /* BUG: reads the [K/32, N] bytes as [N, K/32] */
+#else
+    return es[b * N + n];
+#endif
+}
+
+/* One output element. */
+static float dot_row(const float *xrow, const float *wrow, const float *brow, int64_t K)
+{
+    const int64_t nb = K / 32;
+    float acc = 0.0f;
+#ifdef BUG_drop_last_kblock
+    const int64_t b_end = nb - 1;   /* BUG: the K loop stops one block early */
+#else
+    const int64_t b_end = nb;
+#endif
+    for (int64_t b = 0; b < b_end; b++) {
+        float s = 0.0f;
+        for (int64_t k = 32 * b; k < 32 * b + 32; k++)
+            s += xrow[k] * wrow[k];
+#ifdef BUG_scale_twice
+        acc += s * brow[b] * brow[b];   /* BUG: the block scale folded in twice */
+#else
+        acc += s * brow[b];
+#endif
+#ifdef BUG_first_kblock_twice
+        if (b == 0)
+            acc += s * brow[b];         /* BUG: the prologue block is accumulated again */
+#endif
+#ifdef BUG_acc_bf16
+        acc = bf16_value(bf16_round(acc));  /* BUG: the running sum kept in bf16 */
+#endif
+    }
+    return acc;
+}
+
+static int bug_launch(const void *x_fp8, const void *weight, const void *weight_scale,
+                      const void *weight_ref, const float *x_scale, void *out, int64_t M,
+                      int64_t N, int64_t K, void *stream)
+{
+    const uint8_t *x = x_fp8, *w = weight, *es = weight_scale;
+    uint16_t *o = out;
+    if (stream || weight_ref) {
+        g_error = "a CPU plugin on the per-block path: stream and weight_ref must be NULL";
+        return 1;
+    }
+    if (M < 1 || N < 1 || K < 32 || K % 32) {
+        g_error = "bad shape: need M, N >= 1 and K a multiple of 32";
+        return 3;
+    }
+#ifdef BUG_crash_n_tail
+    if (N % 64) {
+        volatile int *p = NULL;     /* BUG: the N-tail path dereferences an unset tile pointer */
+        *p = 1;
+    }
+#endif
+    float xlut[256];
+    for (int c = 0; c < 256; c++) {
+#ifdef BUG_fp8_e5m2
+        xlut[c] = e5m2_value((uint8_t)c);   /* BUG: the fp8 operand decoded as e5m2 */
+        (void)e4m3fn_value;
+#else
+        xlut[c] = e4m3fn_value((uint8_t)c);
+#endif
+    }
+    const int64_t nb = K / 32;
+    float *wrow = malloc((size_t)K * sizeof(float));
+    float *brow = malloc((size_t)nb * sizeof(float));
+    float *xrows = malloc((size_t)(M * K) * sizeof(float));
+    float *acc = malloc((size_t)(M * N) * sizeof(float));
+    if (!wrow || !brow || !xrows || !acc) {
+        free(wrow);
+        free(brow);
+        free(xrows);
+        free(acc);
+        g_error = "out of memory";
+        return 4;
+    }
+    for (int64_t i = 0; i < M * K; i++)
+        xrows[i] = xlut[x[i]];
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t byte = w[n * (K / 2) + k / 2];
+#ifdef BUG_nibble_swap
+            const uint8_t code = (k & 1) ? (uint8_t)(byte & 15) : (uint8_t)(byte >> 4); /* BUG */
+#else
+            const uint8_t code = (k & 1) ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 15);
+#endif
+            wrow[k] = e2m1_value(code);
+        }
+        for (int64_t b = 0; b < nb; b++)
+            brow[b] = e8m0_value(scale_byte(es, N, K, n, b));
+        for (int64_t m = 0; m < M; m++) {
+            acc[m * N + n] = dot_row(xrows + m * K, wrow, brow, K);
+        }
+    }
+#ifdef BUG_race_lost_update
+    /* BUG: split-K in two halves whose second partial sum is added without an
+     * atomic; which elements lose it depends on timing (here: on the clock). */
+    {
+        unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)clock();
+        for (int64_t i = 0; i < M * N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            if ((seed >> 16) % 97 == 0)
+                acc[i] *= 0.5f;     /* the lost update: one of two equal halves */
+        }
+    }
+#endif
+    for (int64_t m = 0; m < M; m++) {
+#ifdef BUG_m_tail_unwritten
+        if (m >= M / 16 * 16)
+            break;                  /* BUG: the partial M tile is never stored */
+#endif
+#ifdef BUG_zero_row_skip
+        if (x_scale[m] == 0.0f)
+            continue;               /* BUG: "empty" rows skipped, their outputs never written */
+#endif
+        for (int64_t n = 0; n < N; n++) {
+#ifdef BUG_n_tail_zero
+            if (n >= N / 32 * 32) {
+                o[m * N + n] = 0;   /* BUG: the N tail of a 32-wide tiling masked to zero */
+                continue;
+            }
+#endif
+#ifdef BUG_col_stride_unwritten
+            if (n % 4 == 3)
+                continue;           /* BUG: a 4-wide store loop that stores only 3 */
+#endif
+            int64_t mm = m, nn = n;
+#ifdef BUG_tile_transposed
+            if (m / 16 * 16 + 16 <= M && n / 16 * 16 + 16 <= N) {
+                mm = m / 16 * 16 + n % 16;  /* BUG: the 16x16 tile stored with swapped strides */
+                nn = n / 16 * 16 + m % 16;
+            }
+#endif
+#ifdef BUG_tile_edge_row_copy
+            if (m % 16 == 15)
+                mm = m - 1;         /* BUG: the tile's last row stored from the row before */
+#endif
+            float v = acc[mm * N + nn];
+#ifdef BUG_xscale_divided
+            v = v / x_scale[m];     /* BUG: dequantized by dividing */
+#elif defined(BUG_xscale_by_column)
+            v = v * x_scale[n % M]; /* BUG: the per-token scale indexed by the column */
+#else
+            v = v * x_scale[mm];
+#endif
+#ifdef BUG_negate_odd_rows
+            if (m & 1)
+                v = -v;             /* BUG: the odd lane of a row pair takes the wrong sign */
+#endif
+            o[m * N + n] = bf16_round(v);
+        }
+    }
+#ifdef BUG_oob_m_tail
+    if (M % 16)
+        o[M * N] = o[M * N - 1];    /* BUG: the partial M tile's store is not masked */
+#endif
+    free(wrow);
+    free(brow);
+    free(xrows);
+    free(acc);
+    g_error = "";
+    return 0;
+}
+
+static const char *bug_last_error(void)
+{
+    return g_error;
+}
+
+static const kreplay_kernel_t bug_kernels[] = {{
+    .name = "bug." BUG_NAME,
+    .summary = "bug corpus: " BUG_NAME,
+    .accumulation = "per 32-block: s += x*w over k ascending; acc += s * 2^(E-127) over blocks "
+                    "ascending; out = bf16(acc * x_scale[m])",
+    .act_format = KREPLAY_ACT_FP8_E4M3FN_TOKEN,
+    .weight_order = KREPLAY_WEIGHT_CHECKPOINT,
+    .scale_layout = KREPLAY_SCALES_KN,
+    .weight_ref = KREPLAY_WREF_NONE,
+    .k_multiple = 32,
+    .launch = bug_launch,
+}};
+
+KREPLAY_PLUGIN_EXPORT const kreplay_plugin_t kreplay_plugin = {
+    .abi_version = KREPLAY_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(kreplay_plugin_t),
+    .name = "bug_" BUG_NAME,
+    .flags = 0,
+    .kernel_count = 1,
+    .kernels = bug_kernels,
+    .last_error = bug_last_error,
+};
