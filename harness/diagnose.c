@@ -150,6 +150,16 @@ static int64_t input_bad_rows(const dctx_t *x, unsigned char *mask, int *nan_onl
 
 /* ---- hypotheses ---- */
 
+/* Whether the kernel's own operands carry the poison: a non-finite x_scale
+ * on one of the rows in mask. */
+static int handed_nonfinite_scale(const dctx_t *x, const unsigned char *mask)
+{
+    for (int64_t m = 0; m < x->M; m++)
+        if (mask[m] && !isfinite(x->d->act->token_scale[m]))
+            return 1;
+    return 0;
+}
+
 /* g: non-finite output rows = rows with non-finite input (or the converse for the reference). */
 static int try_rows_poisoned(dctx_t *x)
 {
@@ -250,6 +260,24 @@ static int try_rows_poisoned(dctx_t *x)
                      "rows %s: %s input, finite output (the quantizer mapped it to finite "
                      "codes); on the finite rows: ",
                      rows, in_kind);
+        } else if (act && act->kind == ACT_FP8_PER_TOKEN && act->token_scale &&
+                   handed_nonfinite_scale(x, in_bad)) {
+            /* The kernel was given the poison (a NaN x_scale) and made it finite. */
+            char content[160];
+            int64_t r0 = 0;
+            while (r0 < M && !in_bad[r0])
+                r0++;
+            int64_t r1 = r0;
+            while (r1 + 1 < M && in_bad[r1 + 1])
+                r1++;
+            diag_region_content(x, r0, r1, 0, N - 1, content, sizeof content);
+            if (strncmp(content, "rel ", 4) == 0)
+                snprintf(content, sizeof content, "finite");
+            result = diag_matched(x, DIAG_REF_ROWS_POISONED, rel,
+                                  "the kernel was handed non-finite x_scale on rows %s and wrote "
+                                  "finite values there (%s), where %s is non-finite: it masks the "
+                                  "poison instead of propagating it%s",
+                                  rows, content, diag_ref_name(x), rest);
         } else {
             const char *how = "";
             if (act && act->kind == ACT_FP8_PER_TOKEN)

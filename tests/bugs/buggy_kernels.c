@@ -215,10 +215,6 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
         if (m >= M / 16 * 16)
             break;                  /* BUG: the partial M tile is never stored */
 #endif
-#ifdef BUG_zero_row_skip
-        if (x_scale[m] == 0.0f)
-            continue;               /* BUG: "empty" rows skipped, their outputs never written */
-#endif
         for (int64_t n = 0; n < N; n++) {
 #ifdef BUG_n_tail_zero
             if (n >= N / 32 * 32) {
@@ -248,6 +244,10 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
             v = v * x_scale[n % M]; /* BUG: the per-token scale indexed by the column */
 #else
             v = v * x_scale[mm];
+#endif
+#ifdef BUG_nan_masked_zero
+            if (v != v)
+                v = 0.0f;           /* BUG: NaN outputs "cleaned" to zero, hiding the poison */
 #endif
 #ifdef BUG_negate_odd_rows
             if (m & 1)
