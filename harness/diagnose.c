@@ -150,6 +150,65 @@ static int64_t input_bad_rows(const dctx_t *x, unsigned char *mask, int *nan_onl
 
 /* ---- hypotheses ---- */
 
+/* Where the input's poison is, as `inspect` names it: " (x: rows 0-16 x
+ * columns 128-255 (17 x 128 = 2176 NaN))", the first block and how many
+ * more; "" when x is absent or the map cannot be made. */
+static void poison_blocks(const dctx_t *x, char *buf, int cap)
+{
+    buf[0] = '\0';
+    const float *src = x->d->in->x;
+    if (!src)
+        return;
+    input_map_t map;
+    kr_error_t err = {{0}};
+    if (input_map_compute(src, x->M, x->K, &map, &err))
+        return;
+    if (map.blocks_stored > 0 && map.blocks) {
+        char block[128];
+        nf_block_describe(&map.blocks[0], block, sizeof block);
+        if (map.block_count > 1)
+            snprintf(buf, (size_t)cap, " (x: %s and %lld more blocks)", block,
+                     (long long)(map.block_count - 1));
+        else
+            snprintf(buf, (size_t)cap, " (x: %s)", block);
+    }
+    input_map_free(&map);
+}
+
+/* A row that agrees with its reference on a poisoned case: where the poison
+ * is, and that the output and the reference are non-finite on exactly the
+ * poisoned rows.  Matches only then (a diagnosis that blames no one). */
+static int try_poison_agreed(dctx_t *x)
+{
+    const int64_t M = x->M, N = x->N;
+    unsigned char *in_bad = malloc((size_t)M), *both = calloc((size_t)M, 1);
+    if (!in_bad || !both) {
+        free(in_bad);
+        free(both);
+        return kr_fail(x->err, "out of memory in diagnose");
+    }
+    int nan_only, result = 0;
+    const int64_t n_in = input_bad_rows(x, in_bad, &nan_only);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N && !both[m]; n++)
+            both[m] = !isfinite(x->d->out[m * N + n]) && !isfinite(x->d->ref[m * N + n]);
+    if (n_in > 0 && n_in < M && memcmp(both, in_bad, (size_t)M) == 0) {
+        char rows[128], where[192];
+        index_ranges_format_from(in_bad, M, x->d->row_offset, 6, rows, sizeof rows);
+        poison_blocks(x, where, sizeof where);
+        const cmp_t rest = diag_compare(x->d->out, x->d->ref, M, N, 1.0f, in_bad, NULL);
+        result = diag_matched(x, DIAG_ROWS_POISONED, rest.rel,
+                              "not the kernel: rows %s%s have %s input, and the output and %s "
+                              "are non-finite on exactly those rows (the quantizer propagates "
+                              "it); the finite rows match %s (rel %.3g)",
+                              rows, where, nan_only ? "NaN" : "non-finite", diag_ref_name(x),
+                              diag_ref_name(x), rest.rel);
+    }
+    free(in_bad);
+    free(both);
+    return result;
+}
+
 /* Whether the kernel's own operands carry the poison: a non-finite x_scale
  * on one of the rows in mask. */
 static int handed_nonfinite_scale(const dctx_t *x, const unsigned char *mask)
@@ -195,8 +254,9 @@ static int try_rows_poisoned(dctx_t *x)
     const int ref_rows_match = !out_rows_match && n_out == 0 && n_ref > 0 &&
                                memcmp(ref_bad, in_bad, (size_t)M) == 0;
     if (n_in > 0 && (out_rows_match || ref_rows_match)) {
-        char rows[128], rest[96] = "", extra[256] = "";
+        char rows[128], rest[96] = "", extra[256] = "", where[192];
         index_ranges_format_from(in_bad, M, x->d->row_offset, 6, rows, sizeof rows);
+        poison_blocks(x, where, sizeof where);
         cmp_t others = diag_compare(out, ref, M, N, 1.0f, in_bad, NULL);
         double rel = others.rel;
         if (others.finite > 0)
@@ -248,13 +308,14 @@ static int try_rows_poisoned(dctx_t *x)
             if (others.finite == 0 || diag_good(x, others))
                 result = diag_matched(x, DIAG_ROWS_POISONED, rel,
                                       "%s rows %s of the output are exactly the rows with %s "
-                                      "input: %s%s%s",
-                                      out_nan_only ? "NaN" : "non-finite", rows, in_kind, how, rest,
-                                      extra);
+                                      "input: %s%s%s; the poison%s",
+                                      out_nan_only ? "NaN" : "non-finite", rows, in_kind, how,
+                                      rest, extra, where[0] ? where : " is in x");
             else    /* the poisoned part is explained; the finite part is diagnosed on its own */
-                snprintf(x->prefix, sizeof x->prefix,
-                         "rows %s: %s input, %s output (propagated); on the finite rows: ", rows,
-                         in_kind, out_nan_only ? "NaN" : "non-finite");
+                if (snprintf(x->prefix, sizeof x->prefix,
+                             "rows %s: %s input%s, %s output (propagated); on the finite rows: ",
+                             rows, in_kind, where, out_nan_only ? "NaN" : "non-finite") < 0)
+                    x->prefix[0] = '\0';
         } else if (others.finite > 0 && !diag_good(x, others)) {
             snprintf(x->prefix, sizeof x->prefix,
                      "rows %s: %s input, finite output (the quantizer mapped it to finite "
@@ -541,6 +602,10 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
     r->base_nonfinite_mismatch = x.base.nf_mismatch;
     r->rel = x.base.rel;
     if (diag_good(&x, x.base)) {
+        if (try_poison_agreed(&x) < 0)
+            return -1;
+        if (r->matched)
+            return 0;
         r->hypothesis = DIAG_CLEAN;
         snprintf(r->line, sizeof r->line, "no hypothesis needed: rel %.3g <= %.3g against %s",
                  x.base.rel, x.thr, diag_ref_name(&x));

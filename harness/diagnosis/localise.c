@@ -112,8 +112,11 @@ static int name_pattern(const unsigned char *bad, const unsigned char *skip, int
             snprintf(kind, sizeof kind, " (the last %s tile)", dim);
         else if (!kind[0] && first % 16 == 0 && (last + 1) % 16 == 0)
             snprintf(kind, sizeof kind, " (a %lld-%s block)", (long long)count, noun);
-        snprintf(what, (size_t)cap, "%ss %lld-%lld%s", noun, (long long)(first + offset),
-                 (long long)(last + offset), kind);
+        if (first == last)
+            snprintf(what, (size_t)cap, "%s %lld%s", noun, (long long)(first + offset), kind);
+        else
+            snprintf(what, (size_t)cap, "%ss %lld-%lld%s", noun, (long long)(first + offset),
+                     (long long)(last + offset), kind);
         return 1;
     }
     char ranges[160];
@@ -357,6 +360,69 @@ static int try_tiles(dctx_t *x)
     return result;
 }
 
+/* A few isolated elements wrong, everything else right: a lost update, a
+ * torn store.  An element is wrong when it is non-finite on one side only
+ * or off by more than 8x the threshold times the reference's RMS. */
+static int try_elements(dctx_t *x)
+{
+    const int64_t M = x->M, N = x->N;
+    const float *out = x->d->out, *ref = x->d->ref;
+    double ss = 0;
+    int64_t fin = 0;
+    for (int64_t m = 0; m < M; m++) {
+        if (x->poisoned_rows && x->poisoned_rows[m])
+            continue;
+        for (int64_t n = 0; n < N; n++)
+            if (isfinite(ref[m * N + n])) {
+                ss += (double)ref[m * N + n] * ref[m * N + n];
+                fin++;
+            }
+    }
+    if (fin == 0)
+        return 0;
+    const double tol = 8 * x->thr * sqrt(ss / (double)fin);
+    const int64_t cap = (M * N) / 200 > 8 ? (M * N) / 200 : 8;
+    int64_t count = 0, shown = 0;
+    char list[160] = "";
+    double num = 0, den = 0;
+    int64_t mism = 0, kept = 0;
+    for (int64_t m = 0; m < M; m++) {
+        if (x->poisoned_rows && x->poisoned_rows[m])
+            continue;
+        for (int64_t n = 0; n < N; n++) {
+            const float o = out[m * N + n], r = ref[m * N + n];
+            const int bad = isfinite(o) != isfinite(r) ||
+                            (isfinite(o) && fabs((double)o - r) > tol);
+            if (bad) {
+                if (++count > cap)
+                    return 0;
+                if (shown < 4) {
+                    const size_t len = strlen(list);
+                    if (snprintf(list + len, sizeof list - len, "%s(%lld, %lld)", len ? ", " : "",
+                                 (long long)(m + x->d->row_offset), (long long)n) > 0)
+                        shown++;
+                }
+                continue;
+            }
+            if (isfinite(o)) {
+                kept++;
+                num += ((double)o - r) * ((double)o - r);
+                den += (double)r * r;
+            } else {
+                mism += 0;
+            }
+        }
+    }
+    const cmp_t rest = {den > 0 ? sqrt(num / den) : 0, mism, kept};
+    if (count == 0 || !diag_good(x, rest))
+        return 0;
+    return diag_matched(x, DIAG_ROWS, rest.rel,
+                        "%lld isolated elements are wrong (%s%s); every other element matches %s "
+                        "(rel %.3g): a lost update or a race (compare reruns), or a torn store",
+                        (long long)count, list, count > shown ? ", ..." : "", diag_ref_name(x),
+                        rest.rel);
+}
+
 int diag_try_localise_any(dctx_t *x)
 {
     x->any_place = 1;
@@ -365,7 +431,10 @@ int diag_try_localise_any(dctx_t *x)
 
 int diag_try_localise(dctx_t *x)
 {
-    int r = try_lines(x, 0);
+    diag_tried(x, "elements");
+    int r = x->any_place ? try_elements(x) : 0;
+    if (r == 0)
+        r = try_lines(x, 0);
     if (r == 0)
         r = try_lines(x, 1);
     if (r == 0)

@@ -1,0 +1,136 @@
+/* The diagnosis fixtures (tests/fixtures/pt/diag, written by real torch with
+ * scripts/fixtures/make_diag_fixtures.py): bad-case dumps in the MXFP4
+ * dispatch's own torch.save layout, one per fault, each named by `kreplay
+ * replay DUMP.pt` alone -- the recorded output's row against R_exact:
+ *   scale_const  MAGNITUDE with the factor (0.37)
+ *   wperm        WRONG, the weight's WPERM fragment order named
+ *   race         out vs out_rerun NONDETERMINISTIC
+ *   nan_head     POISONED_INPUT, the NaN block named, the finite rows judged
+ *   clean        PASS with no diagnosis */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_support.h"
+
+static json_t *replay(const char *fixture)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' replay --json '%s/tests/fixtures/pt/diag/%s.pt' 2>/dev/null",
+             KREPLAY_BINARY, KREPLAY_SOURCE_DIR, fixture);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    json_error_t jerr;
+    json_t *root = json_loadf(p, 0, &jerr);
+    pclose(p);
+    if (!root) {
+        print_error("%s: no JSON (%s)\n", cmd, jerr.text);
+        fail();
+    }
+    return root;
+}
+
+static const char *str(json_t *row, const char *key)
+{
+    const char *s = json_string_value(json_object_get(row, key));
+    return s ? s : "";
+}
+
+/* The row of `kernel` against `reference`; fails when there is none. */
+static json_t *row_of(json_t *root, const char *kernel, const char *reference)
+{
+    json_t *rows = json_object_get(root, "results");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i);
+        if (strcmp(str(r, "kernel"), kernel) == 0 && strcmp(str(r, "reference"), reference) == 0)
+            return r;
+    }
+    print_error("no row %s vs %s\n", kernel, reference);
+    fail();
+    return NULL;
+}
+
+static void expect_row(const char *fixture, const char *reference, const char *verdict,
+                       const char *phrase)
+{
+    json_t *root = replay(fixture);
+    json_t *r = row_of(root, "recorded.out", reference);
+    const char *v = str(r, "verdict"), *diag = str(r, "diagnosis");
+    printf("  %s: recorded.out vs %s: %s | %s | %s\n", fixture, reference, v, str(r, "note"), diag);
+    assert_string_equal(v, verdict);
+    if (phrase) {
+        if (!strstr(diag, phrase)) {
+            print_error("%s: diagnosis \"%s\" lacks \"%s\"\n", fixture, diag, phrase);
+            fail();
+        }
+    } else {
+        assert_string_equal(diag, "");
+    }
+    json_decref(root);
+}
+
+static void test_scale_const(void **state)
+{
+    (void)state;
+    expect_row("scale_const", "R_exact", "MAGNITUDE", "least squares c = 0.370");
+}
+
+static void test_wperm(void **state)
+{
+    (void)state;
+    expect_row("wperm", "R_exact", "WRONG",
+               "matches R_exact with WPERM undone: the case's weight is in fragment order but not "
+               "marked so");
+}
+
+static void test_race(void **state)
+{
+    (void)state;
+    json_t *root = replay("race");
+    json_t *r = row_of(root, "recorded.out", "out_rerun");
+    printf("  race: recorded.out vs out_rerun: %s | %s\n", str(r, "verdict"), str(r, "note"));
+    assert_string_equal(str(r, "verdict"), "NONDETERMINISTIC");
+    /* out itself is right: the fault is the rerun's disagreement, not a wrong value. */
+    assert_string_equal(str(row_of(root, "recorded.out", "R_exact"), "verdict"), "PASS");
+    json_decref(root);
+}
+
+static void test_nan_head(void **state)
+{
+    (void)state;
+    expect_row("nan_head", "R_exact", "POISONED_INPUT",
+               "rows 0-4 (x: rows 0-4 x columns 128-255 (5 x 128 = 640 NaN)) have NaN input");
+    expect_row("nan_head", "R_exact", "POISONED_INPUT", "the finite rows match R_exact (rel 0.00");
+}
+
+static void test_clean(void **state)
+{
+    (void)state;
+    expect_row("clean", "R_exact", "PASS", NULL);
+    json_t *root = replay("clean");
+    json_t *rows = json_object_get(root, "results");
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *r = json_array_get(rows, i);
+        if (strncmp(str(r, "kernel"), "recorded.", 9) == 0) {
+            assert_string_equal(str(r, "verdict"), "PASS");
+            assert_string_equal(str(r, "diagnosis"), "");
+        }
+    }
+    json_decref(root);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scale_const), cmocka_unit_test(test_wperm),
+        cmocka_unit_test(test_race),        cmocka_unit_test(test_nan_head),
+        cmocka_unit_test(test_clean),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
