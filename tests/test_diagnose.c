@@ -21,6 +21,7 @@
 #include "fault_inject.h"
 #include "formats.h"
 #include "gemm_ref.h"
+#include "mxfp4_weight.h"
 #include "replay.h"
 #include "synth.h"
 #include "test_support.h"
@@ -509,6 +510,141 @@ static void test_gemm_budget(void **state)
     scenario_free(&s);
 }
 
+
+/* ---- the general engine: factors, K blocks, places, misreads ---- */
+
+/* An exact factor of 2 is MAGNITUDE with 2^-1 whichever side of 0.5 the
+ * rounding noise leaves |out|/|ref| (0.4998 and 0.5001 both). */
+static void test_pow2_through_rounding_noise(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "none");
+    const double tilt[2] = {0.9996, 1.0002};
+    for (int t = 0; t < 2; t++) {
+        double oo = 0, rr = 0;
+        for (int64_t i = 0; i < p.M * p.N; i++) {
+            /* bf16 output of a kernel whose result is exactly half: the reference halved,
+             * tilted by a hair and rounded to bf16 (round to nearest even). */
+            s.out[i] = bf16_decode(bf16_encode((float)(0.5 * tilt[t] * s.ref[i])));
+            oo += (double)s.out[i] * s.out[i];
+            rr += (double)s.ref[i] * s.ref[i];
+        }
+        const double ratio = sqrt(oo / rr);
+        assert_true(t == 0 ? ratio < 0.5 : ratio > 0.5);
+        diag_result_t r;
+        scenario_diagnose(&s, NULL, &r);
+        expect(&r, DIAG_SCALE_POW2, "out = 2^-1 x R_exact");
+        assert_int_equal(diag_refine_verdict(&r, VERDICT_WRONG), VERDICT_MAGNITUDE);
+        assert_int_equal(diag_refine_verdict(&r, VERDICT_PASS), VERDICT_PASS);
+    }
+    scenario_free(&s);
+}
+
+/* out = R_exact minus K block j's partial product, that product computed
+ * here in fp64 from the dequantized operands: the K fit names block j. */
+static void test_k_block_missing(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.M = 16;
+    scenario_t s;
+    scenario_build(&s, &p);
+    const int64_t K = p.K, N = p.N, j = 3;
+    float *w = malloc((size_t)K * sizeof(float));
+    for (int64_t n = 0; n < N; n++) {
+        mxfp4_dequant_row(s.in.weight.packed, s.in.weight.scales, s.in.weight.layout, N, K, n,
+                          E8M0_SPEC, w);
+        for (int64_t m = 0; m < p.M; m++) {
+            double part = 0;
+            for (int64_t k = 32 * j; k < 32 * j + 32; k++)
+                part += (double)s.act.dequant[m * K + k] * w[k];
+            s.out[m * N + n] = bf16_decode(bf16_encode((float)(s.ref[m * N + n] - part)));
+        }
+    }
+    free(w);
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_K_BLOCKS, "block 3 (k 96-127) missing");
+    scenario_free(&s);
+}
+
+/* Odd rows negated, and one element of an odd row left right (a near-miss):
+ * the pattern is still "the odd rows", judged per row. */
+static void test_parity_rows_with_near_miss(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.M = 12;
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "none");
+    for (int64_t m = 1; m < p.M; m += 2)
+        for (int64_t n = 0; n < p.N; n++)
+            s.out[m * p.N + n] = -s.out[m * p.N + n];
+    s.out[3 * p.N + 7] = -s.out[3 * p.N + 7];
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_ROWS, "the odd rows are wrong");
+    scenario_free(&s);
+}
+
+/* The misread table, by hand: the e2m1 sign ignored, computed here from the
+ * codes in fp64 (not by the engine's evaluator). */
+static void test_misread_sign_by_hand(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    scenario_t s;
+    scenario_build(&s, &p);
+    const int64_t K = p.K, N = p.N;
+    for (int64_t m = 0; m < p.M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++) {
+                const uint8_t code = mxfp4_code_at(s.in.weight.packed, K, n, k) & 7;
+                const uint8_t e = mxfp4_scale_at(s.in.weight.scales, s.in.weight.layout, N, K, n,
+                                                 k / 32);
+                acc += (double)s.act.dequant[m * K + k] * e2m1_decode(code) * ldexp(1.0, e - 127);
+            }
+            s.out[m * N + n] = bf16_decode(bf16_encode((float)acc));
+        }
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_MISREAD, "operand misread 'e2m1-sign'");
+    assert_int_equal(diag_refine_verdict(&r, VERDICT_MAGNITUDE), VERDICT_WRONG);
+    scenario_free(&s);
+}
+
+/* On a NaN-head case the finite rows are judged apart: a fault there is
+ * named, after what was done with the poisoned rows. */
+static void test_finite_part_of_poisoned_case(void **state)
+{
+    (void)state;
+    setup_t p;
+    setup_defaults(&p, "w4a8.perblock");
+    p.M = 12;
+    p.nan_rows = 4;
+    p.nan_cols = 32;
+    p.nan_col0 = 64;
+    scenario_t s;
+    scenario_build(&s, &p);
+    scenario_run(&s, "none");
+    for (int64_t m = 4; m < p.M; m++)
+        for (int64_t n = 0; n < p.N; n++)
+            s.out[m * p.N + n] = bf16_decode(bf16_encode(0.25f * s.ref[m * p.N + n]));
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_SCALE_POW2, "rows 0-3: NaN input, judged apart; on the finite rows: out = 2^-2");
+    scenario_free(&s);
+}
+
 /* ---- fault strings ---- */
 
 static void test_fault_parse(void **state)
@@ -572,6 +708,11 @@ int main(void)
         cmocka_unit_test(test_unrelated_corruption_matches_nothing),
         cmocka_unit_test(test_gemm_budget),
         cmocka_unit_test(test_fault_parse),
+        cmocka_unit_test(test_pow2_through_rounding_noise),
+        cmocka_unit_test(test_k_block_missing),
+        cmocka_unit_test(test_parity_rows_with_near_miss),
+        cmocka_unit_test(test_misread_sign_by_hand),
+        cmocka_unit_test(test_finite_part_of_poisoned_case),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
