@@ -19,6 +19,7 @@ typedef struct {
     int64_t nb, S;                  /* unknowns, equations */
     double *P;                      /* [S, nb] partial products */
     double *y;                      /* [S] the output */
+    double *ref;                    /* [S] the reference there */
 } kfit_t;
 
 /* Cholesky of the nb x nb matrix G in place (lower); 0, or -1 if not positive definite. */
@@ -80,7 +81,8 @@ static int build(dctx_t *x, kfit_t *f)
     f->S = 0;
     f->P = malloc((size_t)(sm * sn * nb) * sizeof(double));
     f->y = malloc((size_t)(sm * sn) * sizeof(double));
-    if (!f->P || !f->y) {
+    f->ref = malloc((size_t)(sm * sn) * sizeof(double));
+    if (!f->P || !f->y || !f->ref) {
         free(rows);
         free(cols);
         free(wrow);
@@ -103,8 +105,11 @@ static int build(dctx_t *x, kfit_t *f)
                 p[b] = s;
                 finite = isfinite(s);
             }
-            if (finite)
+            const double r = x->d->ref[rows[i] * N + cols[j]];
+            if (finite && isfinite(r)) {
+                f->ref[f->S] = r;
                 f->y[f->S++] = o;
+            }
         }
     }
     free(rows);
@@ -192,6 +197,17 @@ int diag_try_k_blocks(dctx_t *x)
         goto done;
     chol_solve(G, nb, c);
     const double base = fit_rel(&f, ones);
+    /* The partial products must add up to the reference, or the fit means nothing. */
+    double sn2 = 0, sd2 = 0;
+    for (int64_t e = 0; e < f.S; e++) {
+        double a = 0;
+        for (int64_t b = 0; b < nb; b++)
+            a += f.P[e * nb + b];
+        sn2 += (a - f.ref[e]) * (a - f.ref[e]);
+        sd2 += f.ref[e] * f.ref[e];
+    }
+    if (!(sd2 > 0) || sn2 > x->thr * x->thr * sd2)
+        goto done;
     const double rss_rel = fit_rel(&f, c);
     /* sigma^2 of the residual, and each coefficient's standard error from (G^-1)_bb. */
     double rss = 0;
@@ -254,6 +270,7 @@ int diag_try_k_blocks(dctx_t *x)
 done:
     free(f.P);
     free(f.y);
+    free(f.ref);
     free(G);
     free(c);
     free(ones);

@@ -367,20 +367,19 @@ static int try_elements(dctx_t *x)
 {
     const int64_t M = x->M, N = x->N;
     const float *out = x->d->out, *ref = x->d->ref;
-    double ss = 0;
-    int64_t fin = 0;
+    double *row_rms = calloc((size_t)M, sizeof(double));
+    if (!row_rms)
+        return kr_fail(x->err, "out of memory in diagnose");
     for (int64_t m = 0; m < M; m++) {
-        if (x->poisoned_rows && x->poisoned_rows[m])
-            continue;
+        double ss = 0;
+        int64_t fin = 0;
         for (int64_t n = 0; n < N; n++)
             if (isfinite(ref[m * N + n])) {
                 ss += (double)ref[m * N + n] * ref[m * N + n];
                 fin++;
             }
+        row_rms[m] = fin ? sqrt(ss / (double)fin) : 0;
     }
-    if (fin == 0)
-        return 0;
-    const double tol = 8 * x->thr * sqrt(ss / (double)fin);
     const int64_t cap = (M * N) / 200 > 8 ? (M * N) / 200 : 8;
     int64_t count = 0, shown = 0;
     char list[160] = "";
@@ -391,11 +390,16 @@ static int try_elements(dctx_t *x)
             continue;
         for (int64_t n = 0; n < N; n++) {
             const float o = out[m * N + n], r = ref[m * N + n];
+            /* off by 8x the threshold, relative to the element or its row's RMS,
+             * whichever is larger (an outlier channel's rounding is not a fault) */
+            const double scale = fabs((double)r) > row_rms[m] ? fabs((double)r) : row_rms[m];
             const int bad = isfinite(o) != isfinite(r) ||
-                            (isfinite(o) && fabs((double)o - r) > tol);
+                            (isfinite(o) && fabs((double)o - r) > 8 * x->thr * scale);
             if (bad) {
-                if (++count > cap)
+                if (++count > cap) {
+                    free(row_rms);
                     return 0;
+                }
                 if (shown < 4) {
                     const size_t len = strlen(list);
                     if (snprintf(list + len, sizeof list - len, "%s(%lld, %lld)", len ? ", " : "",
@@ -408,11 +412,10 @@ static int try_elements(dctx_t *x)
                 kept++;
                 num += ((double)o - r) * ((double)o - r);
                 den += (double)r * r;
-            } else {
-                mism += 0;
             }
         }
     }
+    free(row_rms);
     const cmp_t rest = {den > 0 ? sqrt(num / den) : 0, mism, kept};
     if (count == 0 || !diag_good(x, rest))
         return 0;
