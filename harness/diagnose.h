@@ -10,7 +10,13 @@
  * judged apart: what the kernel did with them is said first, and every
  * other hypothesis is tested on the finite rows only.
  *
- * Families, in the order tried (the first match wins):
+ * Families, in the order tried.  The first match wins, except that a place
+ * (rows, columns, a set of tiles) says only where: it is kept aside while
+ * the later families run, and reported only when none of them explains
+ * every element.  Against a reference not built from the kernel's operands
+ * (R_sanitized) only the poisoned rows are discussed.  Each family that
+ * rebuilds the reference checks first that its as-is model gives the
+ * reference back on its sample.
  *   rows-poisoned   non-finite output rows are exactly the rows with non-finite
  *                   input (and whether the 'traced' quantizer explains them); or
  *                   the reference's non-finite rows are
