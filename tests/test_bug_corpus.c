@@ -6,10 +6,10 @@
  * the correct plugin must pass every case with no diagnosis.  The score
  * table (bug, case, verdict, diagnosis) is printed.
  *
- * A few entries need judgements this corpus does not own (a BIASED verdict,
- * plugin reruns, an OOB_WRITE verdict for plugins): they are listed with
- * what they wait for, printed as "not yet scored" while the verdict is not
- * the expected one, and counted apart -- never as caught. */
+ * An entry that needs a judgement this corpus does not own (the BIASED
+ * verdict) is listed with what it waits for, printed as "not yet scored"
+ * while the verdict is not the expected one, and counted apart -- never as
+ * caught. */
 /* ctest-labels: slow;corpus */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "test_support.h"
 
@@ -29,7 +30,8 @@ typedef struct {
     const char *cas;            /* "main", "n48", "nan", "large" */
     const char *args;           /* extra replay options, or "" */
     const char *verdict;        /* expected */
-    const char *phrase;         /* the diagnosis (or, for CRASHED, the note) must contain it;
+    const char *phrase;         /* the diagnosis (or, for CRASHED, OOB_WRITE and
+                                   NONDETERMINISTIC, whose note is the finding) must contain it;
                                    NULL = the diagnosis must be empty */
     const char *waits_for;      /* NULL = scored now; else what the expected verdict needs */
 } entry_t;
@@ -78,9 +80,9 @@ static const entry_t corpus[] = {
     {"nan_masked_zero", "nan", "--fp8-quant traced --act-source quantize", "POISONED_INPUT",
      "the kernel was handed non-finite x_scale on rows 0-16 and wrote finite values", NULL},
     /* races and crashes */
-    {"race_lost_update", "main", "", "NONDETERMINISTIC", "", "plugin reruns (--reruns)"},
+    {"race_lost_update", "main", "", "NONDETERMINISTIC", "reruns differ", NULL},
     {"crash_n_tail", "n48", "", "CRASHED", "SIGSEGV", NULL},
-    {"oob_m_tail", "main", "", "OOB_WRITE", "", "an OOB_WRITE verdict for plugin guard bytes"},
+    {"oob_m_tail", "main", "", "OOB_WRITE", "the first is element [37, 0]", NULL},
 };
 
 static char g_dir[512];
@@ -159,7 +161,10 @@ static void test_corpus(void **state)
         json_t *row = json_array_get(rows, 0);
         const char *verdict = field(row, "verdict"), *diag = field(row, "diagnosis"),
                    *note = field(row, "note");
-        const char *said = strcmp(e->verdict, "CRASHED") == 0 ? note : diag;
+        const int note_is_finding = strcmp(e->verdict, "CRASHED") == 0 ||
+                                    strcmp(e->verdict, "OOB_WRITE") == 0 ||
+                                    strcmp(e->verdict, "NONDETERMINISTIC") == 0;
+        const char *said = note_is_finding ? note : diag;
         int ok = strcmp(verdict, e->verdict) == 0 &&
                  (e->phrase ? strstr(said, e->phrase) != NULL : diag[0] == '\0');
         const int is_bug = strcmp(e->bug, "correct") != 0;
@@ -178,7 +183,7 @@ static void test_corpus(void **state)
                             note);
             }
             printf("| %s | %s | %s%s | %s |\n", e->bug, e->cas, verdict, ok ? "" : " (WRONG SCORE)",
-                   diag[0] ? diag : note);
+                   note_is_finding || !diag[0] ? note : diag);
         }
         int seen = 0;
         for (int b = 0; b < n_bugs; b++)
@@ -191,6 +196,13 @@ static void test_corpus(void **state)
            "fault named), %d not yet scored\n",
            n_bugs, scored, caught, waiting);
     fflush(stdout);
+    static const char *const cases[] = {"main", "n48", "nan", "large"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[600];
+        case_path(cases[i], path, sizeof path);
+        remove(path);
+    }
+    rmdir(g_dir);
     assert_true(n_bugs >= 20);
     assert_int_equal(failures, 0);
 }
