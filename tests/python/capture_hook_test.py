@@ -170,7 +170,7 @@ def numpy_tests(tmp):
     p = c.maybe_capture("model.layers.3.mlp.down_proj", x=o["x"], x_fp8=o["x_fp8"],
                         x_scale=o["x_scale"], weight=o["weight"], weight_scale=o["weight_scale"],
                         weight_ref=o["weight_ref"], out=o["out"], out_rerun=o["out"],
-                        ref_recorded=o["ref"])
+                        ref_recorded=o["ref"], kind="mxfp4_linear_pq")
     assert p and os.path.exists(p), p
     written.append(p)
     v = validate_case(p)
@@ -194,7 +194,8 @@ def numpy_tests(tmp):
     o2 = make_operands(rng, 3, 32, 256)
     p = c.maybe_capture("model.layers.4.self_attn.o_proj", x=o2["x"], weight=o2["weight"],
                         weight_scale=np.ascontiguousarray(o2["weight_scale"].T),
-                        scale_layout="N,K/32", weight_ref=np.zeros(2, np.uint8), out=o2["ref"])
+                        scale_layout="N,K/32", weight_ref=np.zeros(2, np.uint8), out=o2["ref"],
+                        kind="mxfp4_linear_pq")
     assert p, err.getvalue()
     written.append(p)
     validate_case(p)
@@ -213,7 +214,7 @@ def numpy_tests(tmp):
     o3 = make_operands(rng, 8, 64, 256)
     p = c.maybe_capture("model.layers.5.mlp.down_proj", x_fp8=o3["x_fp8"], x_scale=o3["x_scale"],
                         weight=o3["weight"], weight_scale=o3["weight_scale"],
-                        weight_ref=o3["weight_ref"], out=o3["out"])
+                        weight_ref=o3["weight_ref"], out=o3["out"], kind="mxfp4_linear_pq")
     assert p
     written.append(p)
     validate_case(p)
@@ -339,7 +340,8 @@ def torch_tests(out_dir):
         ref = torch.from_numpy(o["ref"]).to(dev)
         p = c.maybe_capture(f"torch.{dev}.pq", x=x, x_fp8=x_fp8, x_scale=x_scale, weight=weight,
                             weight_scale=ws, weight_ref=wref, out=out, out_rerun=out.clone(),
-                            ref_recorded=ref, kernel_path="radiance::mxfp4_linear_pq")
+                            ref_recorded=ref, kernel_path="radiance::mxfp4_linear_pq",
+                            kind="mxfp4_linear_pq")
         assert p, err.getvalue()
         v = validate_case(p)
         with h5py.File(p, "r") as f:
@@ -354,7 +356,7 @@ def torch_tests(out_dir):
         ws2 = ws.view(torch.float8_e8m0fnu) if hasattr(torch, "float8_e8m0fnu") else ws
         xf = x.float()
         p = c.maybe_capture(f"torch.{dev}.f32", x=xf, weight=weight, weight_scale=ws2,
-                            weight_ref=wref, out=ref)
+                            weight_ref=wref, out=ref, kind="mxfp4_linear_pq")
         assert p, err.getvalue()
         validate_case(p)
         with h5py.File(p, "r") as f:
