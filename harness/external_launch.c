@@ -57,7 +57,10 @@ static int launch_child(void *ctx, void *region, size_t bytes, kr_error_t *err)
 
 static verdict_t failure_verdict(const kernel_desc_t *k, int rc)
 {
-    return kernel_is_plugin(k) && rc == PLUGIN_RUN_OUT_OF_BOUNDS ? VERDICT_OOB_WRITE : VERDICT_ERROR;
+    if (kernel_is_plugin(k))
+        return rc == PLUGIN_RUN_OUT_OF_BOUNDS ? VERDICT_OOB_WRITE : VERDICT_ERROR;
+    /* One rule for every registry kernel: one that cannot take the case says so. */
+    return rc == KERNEL_RUN_UNSUPPORTED ? VERDICT_UNSUPPORTED : VERDICT_ERROR;
 }
 
 /* One run.  region: RECORD_BYTES + the output, for an isolated run. */

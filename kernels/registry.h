@@ -125,11 +125,17 @@ typedef struct kernel_desc {
     /* Builds the activations the kernel consumes. */
     int (*prepare_act)(const struct kernel_desc *k, const kernel_inputs_t *in,
                        const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err);
-    /* The bit-faithful CPU model: out[M, N] bf16 bits.  NULL for KERNEL_OP_QUANT. */
+    /* The bit-faithful CPU model: out[M, N] bf16 bits.  NULL for KERNEL_OP_QUANT.
+     * Returns 0; KERNEL_RUN_UNSUPPORTED with err saying why when the kernel
+     * cannot take the case (a shape or option it does not serve: an
+     * UNSUPPORTED row); any other nonzero value is a failure (an ERROR row). */
     int (*run_cpu)(const struct kernel_desc *k, const kernel_inputs_t *in,
                    const kernel_act_t *act, const kernel_options_t *opt, uint16_t *out,
                    kernel_run_info_t *info, kr_error_t *err);
 } kernel_desc_t;
+
+/* run_cpu's answer for a case the kernel cannot take (see run_cpu). */
+#define KERNEL_RUN_UNSUPPORTED (-2)
 
 /* The registry, in a stable order. */
 int kernel_count(void);

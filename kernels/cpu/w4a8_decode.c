@@ -67,9 +67,11 @@ static int w4a8_decode_run(const kernel_desc_t *k, const kernel_inputs_t *in,
         if (sk < 1)
             return kr_fail(err, "decode split count %d must be positive", sk);
     }
-    if (in->K % ((int64_t)sk * 32) != 0)
-        return kr_fail(err, "%s: K=%lld is not a multiple of SK*32 = %d", k->name,
-                       (long long)in->K, sk * 32);
+    if (in->K % ((int64_t)sk * 32) != 0) {
+        kr_fail(err, "%s: K=%lld is not a multiple of SK*32 = %d", k->name, (long long)in->K,
+                sk * 32);
+        return KERNEL_RUN_UNSUPPORTED;
+    }
     folded_plan_t *plan = malloc(sizeof *plan);
     if (!plan)
         return kr_fail(err, "out of memory for the folded weight plan");

@@ -338,6 +338,12 @@ def main():
            if r["kernel"] in ("recorded.out", "w4a4.aiter", "w4a8.perblock")}
     assert abs(rel["recorded.out"] - rel["w4a4.aiter"]) < 0.02 * rel["w4a4.aiter"], rel
     assert rel["recorded.out"] > 3 * rel["w4a8.perblock"], rel
+    # Judged by the route it came from, it passes against every reference.
+    rc, out, e = run(a.kreplay, "replay", "--json", os.path.join(d, w4a4))
+    rows = json.loads(out)["results"]
+    rec = [r for r in rows if str(r.get("kernel", "")).startswith("recorded.out")
+           and str(r.get("reference", "")).startswith("R_")]
+    assert rec and all(r["verdict"] == "PASS" and "W4A4 route" in r["note"] for r in rec), (rec, e)
     rc, out, e = run(a.kreplay, "inspect", os.path.join(d, w4a4))
     assert rc == 0 and "route=w4a4 tp_rank=1 gpu_arch=cpu time=recorded" in out, (out, e)
 
