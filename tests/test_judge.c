@@ -183,7 +183,9 @@ static void test_replay_uses_the_policy(void **state)
     replay_or_fail(&c, &o, &rows);
     r = find_row(&rows, "w4a8.folded", "R_exact");
     assert_true(r->metrics.rel_fro > rule->rel_fro && r->metrics.rel_fro < 0.01);
-    assert_int_equal(r->verdict, VERDICT_WRONG);
+    /* The fit explains the error by one constant factor: MAGNITUDE, decided
+     * by the fit rather than by |out|/|ref| leaving [0.5, 2]. */
+    assert_int_equal(r->verdict, VERDICT_MAGNITUDE);
     assert_non_null(strstr(r->diagnosis, "least squares c = 0.99"));
     result_list_free(&rows);
     policy_free(&pol);
@@ -585,7 +587,8 @@ static void test_replay_and_gate_agree(void **state)
                 fail_msg("%s %s %s: replay %s '%s' / gate %s '%s'", r->case_name, r->kernel, r->reference,
                          verdict_name(r->verdict), r->note, verdict_name(g->verdict), g->note);
             compared++;
-            if (r->verdict == VERDICT_WRONG && r->metrics.rel_fro < kernel_find("w4a8.folded")->rel_tol_exact &&
+            if ((r->verdict == VERDICT_WRONG || r->verdict == VERDICT_MAGNITUDE) &&
+                r->metrics.rel_fro < kernel_find("w4a8.folded")->rel_tol_exact &&
                 !strcmp(r->kernel, "w4a8.folded") && !strcmp(r->reference, "R_exact")) {
                 policy_only++;
                 assert_true(r->diagnosis[0] != '\0');
