@@ -6,7 +6,7 @@
 Every column of the rows dataset is compared exactly (NaN equals NaN), the
 output digests included, except those that time a run (seconds, time_ms,
 tflops, gbps); provenance lives in the file's attributes and is not compared.
-Rows are matched by (case, kernel, reference) in whatever order each file
+Rows are matched by case (path and name), kernel and reference in whatever order each file
 holds them.  Exit 0 when equal, 1 with the first differences listed.
 """
 import math
@@ -15,6 +15,8 @@ import sys
 import h5py
 
 TIMING = {"seconds", "time_ms", "tflops", "gbps"}
+# A row is one case x kernel x reference (the case by path and name).
+KEY = ("case_path", "case_name", "case", "path", "kernel", "reference")
 
 
 def load(path):
@@ -25,7 +27,7 @@ def load(path):
     for r in rows:
         rec = {n: r[n] for n in names}
         rec = {n: (v.decode() if isinstance(v, bytes) else v) for n, v in rec.items()}
-        key = (rec["case"], rec["kernel"], rec["reference"])
+        key = tuple(rec[n] for n in KEY if n in rec)
         if key in table:
             sys.exit(f"{path}: row {key} appears twice")
         table[key] = rec
