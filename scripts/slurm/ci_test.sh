@@ -149,6 +149,7 @@ wait_jobs() {
 # --- 1. the array and its dependent merge, as a user submits them
 runs=$tmp/runs
 read -r array merge < <(KREPLAY=$kreplay scripts/slurm/submit.sh "$suite" "$runs/nightly" "$shards")
+[[ -n "${merge:-}" ]] || fail "submit.sh did not submit the array and the merge"
 jobs_submitted+=("$array" "$merge")
 echo "slurm test: submitted array $array (tasks 1-$shards) and merge $merge (afterok:$array)"
 # The unsharded run to compare with, meanwhile, outside Slurm.
