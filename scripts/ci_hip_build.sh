@@ -8,7 +8,8 @@
 #   - 'kreplay --version' names the HIP backend and its runtime,
 #   - on a machine without an AMD GPU (no /dev/kfd), 'kreplay replay --device
 #     gpu' says "no ROCm device" and exits 2,
-#   - the GPU tests (ctest -L gpu) pass or skip; without a device they skip.
+#   - the GPU tests (ctest -L gpu) pass or skip; without a device they skip;
+#   - test_gpu_backend_info (the version line and the no-device message).
 # Prints the time it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ apt-get install -y -qq hipcc libamdhip64-dev >/dev/null
 scripts/setup.sh --tests
 mkdir -p "$build"
 if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKREPLAY_WERROR=ON -DKREPLAY_GPU=HIP &&
-       cmake --build "$build" -j"$(nproc)" --target kreplay test_gpu test_gpu_ref; } >"$build/build.log" 2>&1; then
+       cmake --build "$build" -j"$(nproc)" --target kreplay test_gpu test_gpu_ref test_gpu_backend_info; } >"$build/build.log" 2>&1; then
     cat "$build/build.log" >&2
     echo "ci_hip_build: the HIP build failed (log: $build/build.log)" >&2
     exit 1
@@ -37,5 +38,5 @@ if [[ ! -e /dev/kfd ]]; then
         exit 1
     fi
 fi
-(cd "$build" && ctest --output-on-failure -L gpu)
+(cd "$build" && ctest --output-on-failure -L gpu && ctest --output-on-failure -R test_gpu_backend_info)
 echo "ci_hip_build: PASS in $(($(date +%s) - t0)) s"
