@@ -192,7 +192,7 @@ mjob=$(sbatch --parsable --dependency="afterok:$job" --output="$re/slurm-%j-merg
 mjob=${mjob%%;*}
 jobs_submitted+=("$mjob")
 wait_jobs "$job" "$mjob"
-grep -h "resumed" "$re"/slurm-*-resume.out | tail -n 1
+grep -h "([0-9]* resumed)" "$re"/slurm-*-resume.out | tail -n 1
 resumed=$(grep -ho '([0-9]* resumed)' "$re"/slurm-*-resume.out | tr -dc 0-9)
 ((resumed >= 1)) || fail "the resubmitted shard resumed no case"
 [[ -s "$re/all.xml" ]] || fail "the merge against the baseline wrote no JUnit file"
