@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "gpu_backend_info.h"
 #include "kr_gpu.h"
 #include "kr_string.h"
 
@@ -31,7 +32,8 @@ int gpu_available(char *why, size_t cap)
     }
     int n = 0;
     if (kr_gpu_device_count(&n) != KR_GPU_OK || n <= 0) {
-        snprintf(why, cap, "no GPU device (%s)", kr_gpu_last_error());
+        /* "no ROCm device" / "no CUDA device": which runtime found nothing. */
+        snprintf(why, cap, "no %s device (%s)", gpu_backend_platform(), kr_gpu_last_error());
         return 0;
     }
     return 1;

@@ -5,6 +5,7 @@
 
 #include "blas_info.h"
 #include "cli_commands.h"
+#include "gpu_backend_info.h"
 
 const cli_command_t *const cli_commands[] = {
     &cli_replay_command,   &cli_list_command,     &cli_synth_command,     &cli_inspect_command,
@@ -56,6 +57,8 @@ static int cli_version_run(int argc, char **argv)
     blas_info_get(&blas);
     blas_info_format(&blas, line, sizeof line);
     printf("BLAS: %s\n", line);
+    gpu_backend_info_format(line, sizeof line);
+    printf("GPU backend: %s\n", line);
     return 0;
 }
 

@@ -40,10 +40,33 @@ if(KR_GPU_BACKEND STREQUAL "OFF" AND (_kr_gpu_want STREQUAL "AUTO" OR _kr_gpu_wa
 endif()
 
 if(KR_GPU_BACKEND STREQUAL "HIP")
-  if(NOT DEFINED CMAKE_HIP_ARCHITECTURES)
-    set(CMAKE_HIP_ARCHITECTURES gfx1201 CACHE STRING "AMD GPU targets for kernels/gpu")
+  # hipcc compiles the HIP sources itself (kernels/gpu/CMakeLists.txt):
+  # CMake's HIP language wants ROCm's own layout (ROOT/lib/cmake/hip-lang),
+  # which Debian's ROCm 5.2 does not have, while hipcc works with both.
+  execute_process(COMMAND ${KR_HIPCC} --version OUTPUT_VARIABLE _kr_hipcc_version
+                  ERROR_QUIET RESULT_VARIABLE _kr_hipcc_rc)
+  if(NOT _kr_hipcc_rc EQUAL 0)
+    message(FATAL_ERROR "KREPLAY_GPU=HIP: '${KR_HIPCC} --version' failed")
   endif()
-  enable_language(HIP)
+  string(REGEX MATCH "HIP version: ([0-9.]+)" _kr_m "${_kr_hipcc_version}")
+  set(KR_HIP_VERSION "${CMAKE_MATCH_1}")
+  string(REGEX MATCH "clang version ([0-9]+)" _kr_m "${_kr_hipcc_version}")
+  set(_kr_hip_clang_major "${CMAKE_MATCH_1}")
+  # gfx1201 (RDNA4) needs clang 19 (ROCm 6.3+).  Older toolchains, such as
+  # Debian's ROCm 5.2 on clang 15, build for gfx1030 (RDNA2, wave32 like
+  # gfx12); the gfx1201 device code is still compiled by clang-19 in the
+  # tests (test_gfx1201_compile).
+  if(_kr_hip_clang_major AND _kr_hip_clang_major LESS 19)
+    set(_kr_hip_arch gfx1030)
+  else()
+    set(_kr_hip_arch gfx1201)
+  endif()
+  set(KREPLAY_HIP_ARCHITECTURES ${_kr_hip_arch} CACHE STRING "AMD GPU targets for kernels/gpu (hipcc --offload-arch)")
+  find_library(KR_AMDHIP64 amdhip64 HINTS /opt/rocm/lib)
+  if(NOT KR_AMDHIP64)
+    message(FATAL_ERROR "KREPLAY_GPU=HIP, but libamdhip64 was not found (apt-get install libamdhip64-dev)")
+  endif()
+  message(STATUS "kreplay HIP: ${KR_HIPCC} (HIP ${KR_HIP_VERSION}, clang ${_kr_hip_clang_major}) for ${KREPLAY_HIP_ARCHITECTURES}")
 elseif(KR_GPU_BACKEND STREQUAL "CUDA")
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)

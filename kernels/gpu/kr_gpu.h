@@ -42,6 +42,9 @@ typedef void *kr_gpu_event_t;
 const char *kr_gpu_backend(void);           /* "cuda", "hip" or "none" */
 const char *kr_gpu_status_name(int status);
 const char *kr_gpu_last_error(void);        /* last failure's message ("" if none) */
+/* The runtime's version and the device code built in, e.g. "runtime 5.2.21153,
+ * device code gfx1030"; KR_GPU_ERR_NOT_BUILT without GPU support. */
+int kr_gpu_runtime_info(char *buf, size_t cap);
 int kr_gpu_device_count(int *count);        /* 0 devices is KR_GPU_OK with *count = 0 */
 int kr_gpu_device_name(int device, char *buf, size_t cap);
 /* Compute capability (CUDA major*10+minor, e.g. 90) or gfx number (e.g. 1201 on ROCm). */

@@ -12,6 +12,12 @@ static const char kr_stub_msg[] = "no GPU support built (configure with -DKREPLA
 const char *kr_gpu_backend(void) { return "none"; }
 const char *kr_gpu_last_error(void) { return kr_stub_msg; }
 
+int kr_gpu_runtime_info(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "built without GPU support");
+    return KR_GPU_ERR_NOT_BUILT;
+}
+
 const char *kr_gpu_status_name(int status)
 {
     switch (status) {

@@ -101,7 +101,9 @@ static __device__ inline float kr_fdiv(float a, float b) { return a / b; }
 static __device__ inline float kr_fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 static __device__ inline uint32_t kr_f2u(float f) { return __builtin_bit_cast(uint32_t, f); }
 static __device__ inline float kr_u2f(uint32_t u) { return __builtin_bit_cast(float, u); }
-static __device__ inline float kr_ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
+/* HIP's ldexpf (ocml): clang 15 lowers __builtin_ldexpf to a call to an
+ * ldexpf that the device libraries do not define. */
+static __device__ inline float kr_ldexpf(float x, int e) { return ldexpf(x, e); }
 static __device__ inline float kr_load_cg(const float *p) { return *(const volatile float *)p; }
 #define KR_RESTRICT __restrict__
 #endif
