@@ -34,6 +34,7 @@
 #include "act_prepare.h"
 #include "case_io.h"
 #include "isolate.h"
+#include "isolate_kernel.h"
 #include "kr_error.h"
 #include "kr_string.h"
 #include "plugin_loader.h"

@@ -54,17 +54,6 @@ const char *isolate_status_name(isolate_status_t s)
     return "?";
 }
 
-verdict_t isolate_verdict(const isolate_result_t *r)
-{
-    switch (r->status) {
-    case ISOLATE_OK: return VERDICT_PASS;
-    case ISOLATE_FAILED: return VERDICT_ERROR;
-    case ISOLATE_CRASHED: return VERDICT_CRASHED;
-    case ISOLATE_TIMEOUT: return VERDICT_TIMEOUT;
-    }
-    return VERDICT_ERROR;
-}
-
 const char *isolate_signal_name(int sig, char *buf, size_t cap)
 {
     static const struct {
@@ -343,6 +332,24 @@ int isolate_run_returned(isolate_fn fn, void *ctx, void *out, size_t out_bytes, 
                          isolate_result_t *res, kr_error_t *err)
 {
     return run_and_copy(fn, ctx, out, out_bytes, timeout_s, 1, res, err);
+}
+
+int isolate_run_split(isolate_fn fn, void *ctx, void *head, size_t head_bytes, void *body,
+                      size_t body_bytes, double timeout_s, isolate_result_t *res, kr_error_t *err)
+{
+    void *shared;
+    size_t bytes;
+    if (run_child(fn, ctx, head_bytes + body_bytes, timeout_s, res, err, &shared, &bytes))
+        return -1;
+    const char *region = (const char *)shared + ISOLATE_HEADER_BYTES;
+    if (res->status == ISOLATE_OK) {
+        if (head && head_bytes)
+            memcpy(head, region, head_bytes);
+        if (body && body_bytes)
+            memcpy(body, region + head_bytes, body_bytes);
+    }
+    munmap(shared, bytes);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ workers */
@@ -648,52 +655,5 @@ int isolate_worker_call(isolate_worker_t *w, const void *request, size_t request
         kr_strlcpy(res->message, reply.msg[0] ? reply.msg : "failed without a message",
                    sizeof res->message);
     }
-    return 0;
-}
-
-/* ------------------------------------------------------------------ kernels */
-
-typedef struct {
-    const kernel_desc_t *k;
-    const kernel_inputs_t *in;
-    const kernel_act_t *act;
-    const kernel_options_t *opt;
-} kernel_job_t;
-
-/* The kernel's info first, then the output bits. */
-#define INFO_BYTES ((sizeof(kernel_run_info_t) + 63) / 64 * 64)
-
-static int kernel_child(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
-{
-    (void)out_bytes;
-    const kernel_job_t *job = ctx;
-    kernel_run_info_t info;
-    memset(&info, 0, sizeof info);
-    int rc = job->k->run_cpu(job->k, job->in, job->act, job->opt,
-                             (uint16_t *)(void *)((char *)out + INFO_BYTES), &info, err);
-    memcpy(out, &info, sizeof info);
-    return rc;
-}
-
-int isolate_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
-                       const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
-                       double timeout_s, isolate_result_t *res, kr_error_t *err)
-{
-    if (!k->run_cpu)
-        return kr_fail(err, "isolate: kernel %s has no run function", k->name);
-    kernel_job_t job = {.k = k, .in = in, .act = act, .opt = opt};
-    const size_t out_bytes = (size_t)in->M * (size_t)in->N * sizeof(uint16_t);
-    void *shared;
-    size_t bytes;
-    if (run_child(kernel_child, &job, INFO_BYTES + out_bytes, timeout_s, res, err, &shared,
-                  &bytes))
-        return -1;
-    const char *region = (const char *)shared + ISOLATE_HEADER_BYTES;
-    if (res->status == ISOLATE_OK) {
-        memcpy(out, region + INFO_BYTES, out_bytes);
-        if (info)
-            memcpy(info, region, sizeof *info);
-    }
-    munmap(shared, bytes);
     return 0;
 }

@@ -25,7 +25,10 @@
  * GPUs: CUDA and HIP cannot be used in a child forked from a process that
  * has initialized them.  To isolate GPU work the parent must not touch the
  * GPU runtime at all: every GPU call (device queries included) belongs in the
- * isolated function.  Each child then creates its own context. */
+ * isolated function.  Each child then creates its own context.
+ *
+ * Nothing here knows kernels or rows: a kernel run in a child, and the
+ * verdict of one that failed, are isolate_kernel.h (harness/engine). */
 #ifndef KR_ISOLATE_H
 #define KR_ISOLATE_H
 
@@ -33,8 +36,6 @@
 #include <sys/types.h>
 
 #include "kr_error.h"
-#include "registry.h"
-#include "result.h"
 
 typedef enum {
     ISOLATE_OK = 0,     /* the function returned 0; the output was copied back */
@@ -72,12 +73,12 @@ int isolate_run(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double ti
 int isolate_run_returned(isolate_fn fn, void *ctx, void *out, size_t out_bytes, double timeout_s,
                          isolate_result_t *res, kr_error_t *err);
 
-/* A registry or plugin kernel's run_cpu in a child: out [M, N] bf16 bits and
- * info come back on ISOLATE_OK; on ISOLATE_FAILED, res->message is the
- * kernel's own error (what an unisolated run_cpu would have put in err). */
-int isolate_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
-                       const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
-                       double timeout_s, isolate_result_t *res, kr_error_t *err);
+/* isolate_run with the output in two parts: fn fills a buffer of
+ * head_bytes + body_bytes; on ISOLATE_OK its first head_bytes come back into
+ * head and the rest into body (either may be NULL: dropped).  A large body
+ * lands where the caller wants it, with no staging copy. */
+int isolate_run_split(isolate_fn fn, void *ctx, void *head, size_t head_bytes, void *body,
+                      size_t body_bytes, double timeout_s, isolate_result_t *res, kr_error_t *err);
 
 /* ---- A worker: one child process serving many calls ----
  *
@@ -135,10 +136,6 @@ void isolate_worker_free(isolate_worker_t *w);
 
 /* "OK", "FAILED", "CRASHED", "TIMEOUT". */
 const char *isolate_status_name(isolate_status_t s);
-
-/* The row verdict of an isolated run that did not succeed: CRASHED,
- * TIMEOUT, or ERROR (FAILED); PASS for ISOLATE_OK (compare the output). */
-verdict_t isolate_verdict(const isolate_result_t *r);
 
 /* "SIGSEGV", "SIGABRT", ... ("signal 42" for one without a name here). */
 const char *isolate_signal_name(int sig, char *buf, size_t cap);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "isolate.h"
+#include "isolate_kernel.h"
 #include "kr_string.h"
 #include "plugin_loader.h"
 

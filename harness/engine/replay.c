@@ -8,6 +8,7 @@
 
 #include "act_prepare.h"
 #include "case_identity.h"
+#include "case_name.h"
 #include "diagnose.h"
 #include "external_launch.h"
 #include "gpu_isolated.h"
@@ -16,7 +17,7 @@
 #include "gemm_ref.h"
 #include "gpu_ref.h"
 #include "input_health.h"
-#include "isolate.h"
+#include "isolate_kernel.h"
 #include "plugin_loader.h"
 #include "metrics.h"
 #include "row_blocks.h"
@@ -36,16 +37,6 @@ void replay_options_default(replay_options_t *o)
     o->gpu_reruns = 3;
     o->model_reruns = 1;
     o->timeout_s = 300.0;
-}
-
-void case_short_name(const char *path, char *buf, int cap)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    kr_strlcpy(buf, base, (size_t)cap);
-    char *dot = strrchr(buf, '.');
-    if (dot && dot != buf)
-        *dot = '\0';
 }
 
 const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error_t *err)

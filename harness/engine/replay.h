@@ -84,7 +84,4 @@ int64_t replay_block_rows(const case_t *c, const replay_options_t *opt);
  * unpermuted copy (*owned set) for fragment-order cases. */
 const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error_t *err);
 
-/* A short name for a case: its file name without directory and extension. */
-void case_short_name(const char *path, char *buf, int cap);
-
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "case_io.h"
+#include "case_name.h"
 #include "formats.h"
 #include "gemm_ref.h"
 #include "judge.h"

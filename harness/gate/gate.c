@@ -12,6 +12,7 @@
 #include "atomic_file.h"
 #include "baseline.h"
 #include "case_io.h"
+#include "case_name.h"
 #include "case_load.h"
 #include "fault_inject.h"
 #include "gate_preflight.h"
