@@ -18,7 +18,7 @@
  *     return fails the run with a message (an ERROR row), a guard write
  *     with PLUGIN_RUN_OUT_OF_BOUNDS (an OOB_WRITE row); unwritten elements
  *     are counted in the run's note; a crash or hang is the caller's to
- *     contain (harness/isolate.h).
+ *     contain (harness/common/isolate.h).
  * The descriptors live in the returned kr_plugin_t and are valid until
  * plugin_unload(); nothing here keeps global state.
  *

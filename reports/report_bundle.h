@@ -5,7 +5,7 @@
  *   DIR/plots/NAME.svg    every plot (plots.h), and NAME.png for the Markdown
  *   DIR/results.json, results.csv, report.md   with write_tables (report_write_dir)
  *
- * Every file is written atomically (harness/atomic_file.h); plots that a
+ * Every file is written atomically (harness/common/atomic_file.h); plots that a
  * previous report left in DIR/plots and this one did not draw are removed.
  * Without gnuplot on PATH the report has no plots: one warning on stderr,
  * the page says why, and report_generate still succeeds. */

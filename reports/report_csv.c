@@ -1,4 +1,4 @@
-/* results.csv: every column of the field table (harness/result_fields.h),
+/* results.csv: every column of the field table (harness/results/result_fields.h),
  * under the same names as results.h5 and results.json; a missing value is
  * an empty cell, so pandas.read_csv gives NaN, never 0. */
 #include "report.h"

@@ -1,4 +1,4 @@
-/* Baseline comparison (harness/baseline.h): a crafted baseline and run, one
+/* Baseline comparison (harness/judge/baseline.h): a crafted baseline and run, one
  * pair of rows per rule, each checked for its class, its note (metric,
  * values, tolerance) and what it did to the run row's verdict; matching by
  * key whatever the row order; and the same through a stored results file. */

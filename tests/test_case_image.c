@@ -1,4 +1,4 @@
-/* Case images (harness/case_image.h), the form in which a case comes back
+/* Case images (harness/case/case_image.h), the form in which a case comes back
  * from the reading process: every field of case_t survives the round trip
  * (a case with every optional field set to distinctive values, compared
  * field by field, and a byte-level check that case_t holds no field the
@@ -230,7 +230,7 @@ static void assert_no_unknown_fields(const case_t *orig, const case_t *back)
     __builtin_clear_padding(&b);
     if (memcmp(&a, &b, sizeof a) != 0)
         fail_msg("case_t has a field that case_image does not carry (or that these tests do "
-                 "not know): add it to harness/case_image.c and to full_case, "
+                 "not know): add it to harness/case/case_image.c and to full_case, "
                  "assert_cases_equal and zero_known_fields here");
 #else
     (void)orig, (void)back;
@@ -238,7 +238,7 @@ static void assert_no_unknown_fields(const case_t *orig, const case_t *back)
      * size on LP64 as these tests know it stands in. */
     if (sizeof(void *) == 8 && sizeof(case_t) != 184)
         fail_msg("case_t is %zu bytes, not the 184 these tests know: a field was added; carry "
-                 "it in harness/case_image.c and round-trip it here", sizeof(case_t));
+                 "it in harness/case/case_image.c and round-trip it here", sizeof(case_t));
 #endif
 }
 

@@ -1,4 +1,4 @@
-/* Case files (harness/case_io.h, cases/SCHEMA.md): round trips through the
+/* Case files (harness/case/case_io.h, cases/SCHEMA.md): round trips through the
  * writer and reader, the reader's refusal of every kind of malformed file
  * with a one-line message naming file and dataset, and the writer's
  * atomicity.  Malformed files are built with the HDF5 C API directly (the

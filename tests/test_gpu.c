@@ -1,5 +1,5 @@
 /* The GPU kernels (kernels/gpu/) against their CPU models, through the GPU
- * runner (harness/gpu_run.h).
+ * runner (harness/engine/gpu_run.h).
  *
  * Skipped (exit 77) where the build has no GPU support or no device is
  * present.  On a GPU:

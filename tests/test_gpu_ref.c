@@ -1,5 +1,5 @@
 /* ctest-labels: gpu */
-/* The GPU references (harness/gpu_ref.h) against an fp64 oracle computed
+/* The GPU references (harness/engine/gpu_ref.h) against an fp64 oracle computed
  * here on the CPU, on every bundled sample: cuBLAS SGEMM in pedantic mode
  * and the CPU's OpenBLAS sgemm must both lie within the fp32 bound
  *   |C - C_exact| <= gamma_K(2^-24) * (|A| @ |W|^T)   (Higham 3.5)

@@ -1,6 +1,6 @@
 /* cmake --install into a temporary prefix, the tree moved elsewhere, and
  * kreplay run from there: it must find its data beside itself
- * (PREFIX/share/kreplay, harness/data_path.h), not in the source tree.  The
+ * (PREFIX/share/kreplay, harness/common/data_path.h), not in the source tree.  The
  * installed catalogue gets an extra line, which `list shapes` must show
  * (proof that the installed copy was read); every shape of the source tree's
  * cases/shapes.csv must be listed too; an installed sample replays; the

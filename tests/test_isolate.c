@@ -1,4 +1,4 @@
-/* Isolation (harness/isolate.h): a function run in a child process with a
+/* Isolation (harness/common/isolate.h): a function run in a child process with a
  * timeout.  Data comes back intact; a failing function gives its message; an
  * exit, a segfault or an abort gives CRASHED with the status or the signal's
  * name; a hang gives TIMEOUT within the timeout plus a little, and the child

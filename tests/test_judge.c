@@ -1,4 +1,4 @@
-/* The one judgement (harness/judge.h) as replay applies it: the calibrated
+/* The one judgement (harness/judge/judge.h) as replay applies it: the calibrated
  * default policy's thresholds, poisoned rows judged apart, rounding bias,
  * --vs NaN disagreement, a zero reference, the route of a recorded output,
  * and the exact text of the notes that used to mislead.

@@ -1,4 +1,4 @@
-/* Policy files (harness/policy.h): loading, first-match order and globs,
+/* Policy files (harness/judge/policy.h): loading, first-match order and globs,
  * the thresholds policy_apply enforces on crafted rows, bad policies with
  * "PATH:LINE:" errors, and the derived default thresholds. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Every kernel kind is rerun and compared bit for bit (harness/external_launch.h).
+/* Every kernel kind is rerun and compared bit for bit (harness/engine/external_launch.h).
  *
  * kreplay's own models are deterministic, so the test makes flaky ones: a
  * copy of w4a8.perblock's descriptor whose run flips the lowest bit of

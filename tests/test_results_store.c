@@ -1,4 +1,4 @@
-/* Results files (harness/results_store.h, harness/result_fields.h): round
+/* Results files (harness/results/results_store.h, harness/results/result_fields.h): round
  * trips of rows with every field set, provenance, the sort key, shard merging
  * and its refusals, resume partials, and the reader's refusal of truncated,
  * foreign and incomplete files with one line naming file and field.

@@ -1,4 +1,4 @@
-/* Suite files (harness/suite.h): the default suite, every field of a full
+/* Suite files (harness/gate/suite.h): the default suite, every field of a full
  * suite, relative globs, one clear "PATH:LINE:" error per kind of bad suite,
  * and inputs that must not crash the loader. */
 #include <setjmp.h>

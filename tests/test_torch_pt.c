@@ -1,5 +1,5 @@
 /* ctest-labels: blas-bits */
-/* torch.save files read in C (harness/torch_pt.c, pt_import.c, case_load.c,
+/* torch.save files read in C (harness/case/torch_pt.c, pt_import.c, case_load.c,
  * cli/cli_import.c), against fixtures written by a real torch
  * (scripts/fixtures/make_pt_fixtures.py, torch 2.11) and their HDF5 twins
  * written by h5py from the same arrays:

@@ -3,7 +3,7 @@
  * compared bit for bit.
  *
  * Isolation.  A plugin kernel always runs in a child process
- * (harness/isolate.h), with --inject too (the fault is applied around its
+ * (harness/common/isolate.h), with --inject too (the fault is applied around its
  * run, in the child), unless the user asked for --no-isolate; --isolate puts
  * every kernel there.  A crash, a hang or a write outside the output becomes
  * the outcome's verdict (CRASHED, TIMEOUT, OOB_WRITE), not the end of the run.

@@ -1,5 +1,5 @@
 /* Deliberate faults injected into a kernel run, one per diagnosis
- * hypothesis (harness/diagnose.h), so that each hypothesis can be proven:
+ * hypothesis (harness/judge/diagnose.h), so that each hypothesis can be proven:
  * inject the fault, replay, and the diagnosis must name it.
  *
  * A fault only changes what the KERNEL sees or writes.  The harness keeps

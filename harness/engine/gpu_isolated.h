@@ -1,4 +1,4 @@
-/* GPU work in a child process (harness/isolate.h): a kernel that crashes,
+/* GPU work in a child process (harness/common/isolate.h): a kernel that crashes,
  * corrupts its context or hangs becomes a CRASHED or TIMEOUT row and the
  * run goes on.  CUDA and HIP cannot be used in a child forked after the
  * parent initialised them, so with isolation the parent never touches the

@@ -1,7 +1,7 @@
 /* The fp32 references and the fp64 oracle on the GPU, for `--device gpu`.
  *
  * cuBLAS SGEMM in pedantic math mode (no TF32) and DGEMM, each in a child
- * process (harness/isolate.h): the parent never initialises the GPU runtime,
+ * process (harness/common/isolate.h): the parent never initialises the GPU runtime,
  * so the kernels' own isolated launches keep working, and a GPU fault is an
  * error line instead of a dead run.  The weight is dequantized on the host
  * (the same dequant as the CPU reference; exact in fp32, widened exactly for

@@ -37,7 +37,7 @@ typedef struct {
      * plugin), run after the registry's, filtered by kernel_patterns too. */
     const kernel_desc_t *const *extra_kernels;
     int n_extra_kernels;
-    /* Isolation (harness/isolate.h): plugin kernels always run in a child
+    /* Isolation (harness/common/isolate.h): plugin kernels always run in a child
      * process unless no_isolate (--no-isolate); isolate_all (--isolate) puts
      * every kernel's run there.  timeout_s (--timeout) bounds each isolated
      * run; <= 0 = none. */

@@ -5,7 +5,7 @@
  *     description: "..."                  # optional
  *     cases:                              # required, a non-empty list of
  *       - files: ["../samples/NAME.h5"]   #   globs relative to the suite file's directory
- *       - synth:                          #   synthetic cases (harness/synth.h)
+ *       - synth:                          #   synthetic cases (harness/case/synth.h)
  *           shapes: [gdn_in_proj_ba_tp2, 5120x3072]   # catalogue names, NxK, "production"
  *           m: [1, 17, 64, 300]
  *           seeds: [1, 2]                 # default [1]

@@ -1,6 +1,6 @@
 /* Diagnosis of a failing row: which alternative explanation the output
  * matches (DESIGN.md, "Verdicts").  The hypothesis families live in
- * harness/diagnosis/, one file each.
+ * harness/judge/diagnosis/, one file each.
  *
  * An alternative "matches" when the output agrees with it within the row's
  * threshold (rel_fro over elements finite on both sides, and the same

@@ -189,7 +189,7 @@ int result_fields_check(kr_error_t *err)
         if (f->offset != expect)
             return kr_fail(err, "result_fields: bytes %zu-%zu of result_t (between %s and %s) "
                                 "are described by no field; expected one line per member "
-                                "of result_t in harness/result_fields.c",
+                                "of result_t in harness/results/result_fields.c",
                            end, f->offset - 1, prev, f->name);
         end = f->offset + f->size;
         prev = f->name;
@@ -198,7 +198,7 @@ int result_fields_check(kr_error_t *err)
     if (tail != sizeof(result_t))
         return kr_fail(err, "result_fields: bytes %zu-%zu of result_t (after %s) are described "
                             "by no field; expected one line per member of result_t in "
-                            "harness/result_fields.c", end, sizeof(result_t) - 1, prev);
+                            "harness/results/result_fields.c", end, sizeof(result_t) - 1, prev);
     return 0;
 }
 

@@ -6,7 +6,7 @@
     kreplay.write_case("case.h5", M, N, K, x=..., weight=..., weight_scale=...)
 
 Column names are those of results.csv and results.json (the field table of
-harness/result_fields.h); a value a row does not have is NaN.  The capture
+harness/results/result_fields.h); a value a row does not have is NaN.  The capture
 hook is kreplay.capture.  pandas is needed by read_results only.
 """
 from .capture import CaseError, write_case

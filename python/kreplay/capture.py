@@ -615,7 +615,7 @@ def _write_h5(tmp, M, N, K, ds, prov, layout):
 def _write_pt(tmp, M, N, K, ds, prov, layout):
     """torch.save of {name: tensor, "M": M, ..., provenance strings}: bf16 bits as
     torch.bfloat16, bytes as uint8, fp32 as float32 -- the dtypes the dispatch's own
-    bad-case dump uses, which harness/pt_import.c reads."""
+    bad-case dump uses, which harness/case/pt_import.c reads."""
     import torch
     d = {"schema": SCHEMA, "M": M, "N": N, "K": K}
     for name, (arr, attrs) in ds.items():

@@ -1,4 +1,4 @@
-/* libFuzzer target: the torch.save (.pt) reader (harness/torch_pt.h).
+/* libFuzzer target: the torch.save (.pt) reader (harness/case/torch_pt.h).
  * pt_open is path-based, so each input is written to a temporary file; every
  * tensor the file declares is then read, so the storage paths run too. */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target: the suite parser (suite_load_bytes in harness/suite.h)
+/* libFuzzer target: the suite parser (suite_load_bytes in harness/gate/suite.h)
  * and, on the same bytes, the policy parser (policy_load_bytes).  The name
  * anchors relative globs at the source tree's cases/suites/, so file globs
  * and policy paths resolve against real files. */

@@ -1,6 +1,6 @@
 /* What every hypothesis family of the diagnosis shares: the row being
  * diagnosed, how an alternative is compared with the output, and how a
- * match is recorded (harness/diagnose.h describes the engine). */
+ * match is recorded (harness/judge/diagnose.h describes the engine). */
 #ifndef KR_DIAG_CTX_H
 #define KR_DIAG_CTX_H
 

@@ -1,6 +1,6 @@
 /* Operand misreads: the ways a kernel can read its operands wrongly, each
  * one row of a table (misread_table.c), each re-evaluated by
- * harness/diagnosis/misreads.c on a sample of rows and columns as
+ * harness/judge/diagnosis/misreads.c on a sample of rows and columns as
  *     alt[m][n] = XS(m, n) * sum_b SV(n, b) * sum_{k in b} XA(m, k) * WV(n, k)
  * with every factor read the hypothesis's way.  Adding a hypothesis is one
  * table entry; a new way of reading is one enum value and its case in

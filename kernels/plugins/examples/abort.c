@@ -1,5 +1,5 @@
 /* A plugin whose kernel aborts (a failed assertion, as it were): for
- * testing isolation (harness/isolate.h). */
+ * testing isolation (harness/common/isolate.h). */
 #include <stdint.h>
 #include <stdlib.h>
 

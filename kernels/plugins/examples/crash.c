@@ -1,5 +1,5 @@
 /* A plugin whose kernel segfaults on purpose: for testing isolation
- * (harness/isolate.h).  Loading it is harmless; launching it is not. */
+ * (harness/common/isolate.h).  Loading it is harmless; launching it is not. */
 #include <stdint.h>
 
 #include "plugin.h"

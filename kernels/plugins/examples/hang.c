@@ -1,5 +1,5 @@
 /* A plugin whose kernel never returns (a busy loop): for testing the
- * isolation timeout (harness/isolate.h). */
+ * isolation timeout (harness/common/isolate.h). */
 #include <stdint.h>
 
 #include "plugin.h"
