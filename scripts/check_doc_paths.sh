@@ -162,7 +162,7 @@ checked=0
 where=""
 bases=()
 while IFS=$'\t' read -r file line kind word; do
-    dir=$(dirname "$file")
+    if [[ $file == */* ]]; then dir=${file%/*}; else dir=.; fi
     if [ "$file:$line" != "$where" ]; then
         where="$file:$line"
         bases=()
