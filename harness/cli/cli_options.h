@@ -4,7 +4,7 @@
  * `kreplay man` all read the same rows, so they cannot disagree.
  *
  * A subcommand is a cli_command_t (its synopsis, description, rows and entry
- * point); cli_commands.c lists them for dispatch, `help CMD`, completion and
+ * point); the table in cli_main.c lists them for dispatch, `help CMD`, completion and
  * the man page. */
 #ifndef KR_CLI_OPTIONS_H
 #define KR_CLI_OPTIONS_H

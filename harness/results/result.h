@@ -7,7 +7,7 @@
 
 #include "metrics.h"
 
-/* Dispositions (DESIGN.md).  Later ones are produced by later components
+/* Dispositions (README.md, "Verdicts").  Later ones are produced by later components
  * (GPU reruns, isolation, baselines) and listed here so every writer knows
  * them. */
 typedef enum {
