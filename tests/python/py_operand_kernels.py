@@ -100,9 +100,10 @@ def bf16_seq(x_bf16, weight_bf16, M, N, K):
     return bf16_bits(acc)
 
 
-def folded_decode_check(w_folded, w_folded_scale, weight, weight_scale, M, N, K):
+def folded_decode_check(x_fp8, x_scale, w_folded, w_folded_scale, weight, weight_scale, M, N, K):
     """Raises unless e4m3fn(w_folded) * scale is the MXFP4 weight wherever folding is exact
-    (block exponent within 8 binades of the row's reference); returns zeros otherwise."""
+    (block exponent within 8 binades below the row's reference); returns the fp64 GEMM of
+    the fp8 activations with the decoded folded weight, rounded to bf16."""
     w = e2m1(unpack_e2m1(_np(weight), N, K)) * np.repeat(e8m0(_np(weight_scale)).T, 32, axis=1)
     folded = e4m3fn(_np(w_folded)) * _np(w_folded_scale).astype(np.float64)[:, None]
     e = np.repeat(_np(weight_scale).T.astype(np.int64), 32, axis=1)
@@ -114,17 +115,20 @@ def folded_decode_check(w_folded, w_folded_scale, weight, weight_scale, M, N, K)
         i = np.argwhere(bad)[:1].tolist()
         raise AssertionError(f"w_folded: {int(bad.sum())} of {int(exact.sum())} exactly foldable "
                              f"elements differ, first at {i}")
-    return np.zeros((M, N), dtype=np.uint16)
+    x = e4m3fn(_np(x_fp8)) * _np(x_scale).astype(np.float64)[:, None]
+    return bf16_bits((x @ folded.T).astype(np.float32))
 
 
-def x_fp32_check(x, x_bf16, M, N, K):
-    """Raises unless x_bf16 is x rounded to bf16 (by this file's rounding)."""
+def x_fp32_check(x, x_bf16, weight_bf16, M, N, K):
+    """Raises unless x is fp32 [M, K] and x_bf16 is x rounded to bf16 (by this file's
+    rounding); returns the fp64 GEMM of x_bf16 with the bf16 weight, rounded to bf16."""
     xs = _np(x)
     got = _bits16(x_bf16)
     want = bf16_bits(xs)
-    if xs.dtype != np.float32 or not np.array_equal(got, want) or not np.isfinite(xs).all():
+    if xs.dtype != np.float32 or xs.shape != (M, K) or not np.array_equal(got, want):
         raise AssertionError(f"x_bf16 differs from bf16(x) in {int((got != want).sum())} elements")
-    return np.zeros((M, N), dtype=np.uint16)
+    prod = bf16_values(got).astype(np.float64) @ bf16_values(_bits16(weight_bf16)).astype(np.float64).T
+    return bf16_bits(prod.astype(np.float32))
 
 
 def wants_missing(x_mxfp4, M, N, K):
