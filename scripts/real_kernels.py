@@ -46,7 +46,9 @@ ABOVE_2 = ("3-4", "5-8", "9-16", "17-32", "33-64", "65-128", "129-256", "257-512
 
 
 def sh(args, **kw):
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, **kw)
+    # A failing Python kernel prints its whole traceback on kreplay's stderr (runs/*.err).
+    env = dict(os.environ, KREPLAY_PY_TRACEBACK="1")
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env, **kw)
 
 
 def make_cases(kreplay, out, sets, ms):
@@ -99,8 +101,10 @@ def replay(kreplay, out, specs, model, case, timeout):
     except (ValueError, KeyError):
         last = (r.stderr.strip().splitlines() or ["no output"])[-1]
         rows = None
-        return {"error": f"kreplay exit {r.returncode}: {last[:300]}", "wall": wall}
-    return {"rows": rows, "wall": wall, "rc": r.returncode}
+        return {"error": f"kreplay exit {r.returncode}: {last[:300]}", "wall": wall,
+                "err_file": os.path.join(out, "runs", tag + ".err")}
+    return {"rows": rows, "wall": wall, "rc": r.returncode,
+            "err_file": os.path.join(out, "runs", tag + ".err")}
 
 
 def summarize(rows, model):
@@ -142,6 +146,7 @@ def row_of(kernel, model, case_set, case, e):
         "ulp_gt2": sum(b(k) for k in ABOVE_2), "nonfinite": b("nonfinite"),
         "max_ulp": u.get("max_ulp"), "vs_R_exact": e["exact"], "vs_R_source": e["source"],
         "note": e["note"],
+        "err_file": "",
     }
 
 
@@ -169,6 +174,14 @@ def print_table(rows, skipped, not_run):
             first.setdefault(r["real_kernel"], f"{r['case']}: {r['note']}")
     for k, note in first.items():
         print(f"first note of {k}: {note}")
+        err = next((r["err_file"] for r in rows if r["real_kernel"] == k and r["note"]), "")
+        try:
+            with open(err) as f:
+                tail = [ln.rstrip() for ln in f.readlines()[-25:]]
+        except OSError:
+            tail = []
+        for ln in tail:
+            print(f"    | {ln}")
 
 
 def print_summary(rows):
@@ -253,13 +266,15 @@ def main():
                              "case": os.path.basename(case), "NxK": "?", "M": "?",
                              "identical_frac": None, "ulp0": 0, "ulp1": 0, "ulp2": 0,
                              "ulp_gt2": 0, "nonfinite": 0, "max_ulp": None, "vs_R_exact": "-",
-                             "vs_R_source": "-", "note": res["error"]})
+                             "vs_R_source": "-", "note": res["error"],
+                             "err_file": res["err_file"]})
             continue
         for k, e in summarize(res["rows"], model).items():
             if e.get("status") == "UNSUPPORTED":
                 skipped += 1
                 continue
             rows.append(row_of(k.split(".")[-1], model, case_set, case, e))
+            rows[-1]["err_file"] = res.get("err_file", "")
     print()
     print_table(rows, skipped, not_run)
     print_summary(rows)

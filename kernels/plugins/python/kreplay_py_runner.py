@@ -206,6 +206,8 @@ def main():
         out, torch = _call(fn, M, N, K)
         payload = _bits(out, M, N, torch)
     except BaseException as e:   # SystemExit and KeyboardInterrupt are the kernel's failures too
+        if os.environ.get("KREPLAY_PY_TRACEBACK") == "1":     # the whole story, on stderr
+            traceback.print_exc()
         _frame(1, _last_line(e).encode("utf-8", "replace")[:900])
         return 0
     _frame(0, payload)
