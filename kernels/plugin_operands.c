@@ -119,8 +119,10 @@ static int build_folded(const kreplay_operand_source_t *src, const void **data, 
     folded_plan_free(&p);
     const void *ignored;
     int64_t ignored_n;
-    if (keep(src, "w_folded_scale", scale, N * (int64_t)sizeof(float), &ignored, &ignored_n))
+    if (keep(src, "w_folded_scale", scale, N * (int64_t)sizeof(float), &ignored, &ignored_n)) {
+        free(codes);
         return refuse(src, data, "%s: out of memory", "w_folded");
+    }
     return keep(src, "w_folded", codes, N * K, data, bytes);
 }
 
