@@ -161,6 +161,50 @@ typedef struct {
     const char *(*last_error)(void);
 } kreplay_plugin_t;
 
+/* ---- Named operands (optional; plugins without it are unaffected) ----
+ *
+ * A plugin may also export KREPLAY_OPERANDS_SYMBOL, a const
+ * kreplay_plugin_operands_t.  Its kernels are then launched through
+ * launch_named instead of launch: the kernel asks for the operands it takes,
+ * by name, through `get`, which kreplay computes on demand:
+ *
+ *   name            bytes and layout (row-major, little-endian)
+ *   x               [M, K] fp32 source activations
+ *   x_bf16          [M, K] bf16 bits of x (round to nearest even)
+ *   weight_bf16     [N, K] bf16 bits (the bf16 layer's weight)
+ *   x_fp8, x_scale  as launch's, when the activations are fp8 per token
+ *   x_mxfp4         [M, K/2] e2m1 codes, element 2j in the low nibble of byte j,
+ *   x_mxfp4_scale   [M, K/32] e8m0: the activations as the operands-of kernel's
+ *                   prepare_act quantizes them (--mxfp4-quant honoured)
+ *   weight, weight_scale, weight_ref   as launch's, in the kernel's declared layouts
+ *   w_folded        [N, K] e4m3fn codes of the folded weight (kernels/cpu/folded_weight.h):
+ *                   e2m1 * 2^(E[n][b] - ref[n]) rounded to e4m3fn, saturating
+ *   w_folded_scale  [N] fp32 2^(ref[n] - 127): W[n][k] ~ e4m3fn(w_folded) * scale[n]
+ *
+ * get returns 0 with *data / *bytes set (valid until launch_named returns), or
+ * nonzero with *data a NUL-terminated reason (e.g. the case has no x).
+ *
+ * operands_of(i) names the registry kernel whose operands kernel i takes
+ * ("family.variant" of `kreplay list kernels`) or returns NULL: kreplay then
+ * prepares the activations as that kernel does (and judges R_exact on them),
+ * reads the weight it reads, and checks the result --vs it bit for bit. */
+#define KREPLAY_OPERANDS_SYMBOL "kreplay_plugin_operands"
+
+typedef struct kreplay_operand_source kreplay_operand_source_t;
+
+typedef int (*kreplay_get_operand_fn)(const kreplay_operand_source_t *src, const char *name,
+                                      const void **data, int64_t *bytes);
+
+typedef int (*kreplay_launch_named_fn)(int32_t kernel_index, const kreplay_operand_source_t *src,
+                                       kreplay_get_operand_fn get, void *out, int64_t M,
+                                       int64_t N, int64_t K, void *stream);
+
+typedef struct {
+    uint32_t struct_size;       /* sizeof(kreplay_plugin_operands_t) the plugin was built with */
+    const char *(*operands_of)(int32_t kernel_index);   /* may itself be NULL */
+    kreplay_launch_named_fn launch_named;               /* CPU plugins only */
+} kreplay_plugin_operands_t;
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include "kr_gpu.h"
 #include "kr_string.h"
 #include "mxfp4_weight.h"
+#include "plugin_operands.h"
 #include "plugin_probe.h"
 
 /* Guard bytes on each side of a plugin's output, and their pattern.  A
@@ -36,10 +37,12 @@ typedef struct plugin_kernel {
     kernel_desc_t desc;         /* first: a kernel_desc_t * of a plugin kernel is one of these */
     const struct kr_plugin *owner;
     const kreplay_kernel_t *entry;
+    int index;                  /* in the plugin's kernels array */
+    const kernel_desc_t *operands_of;   /* the registry kernel whose operands it takes, or NULL */
     int n_multiple;
     char name[64];
     char summary[256];
-    char act_format[64];
+    char act_format[128];
     char weight_format[192];
     char accumulation[512];
 } plugin_kernel_t;
@@ -49,6 +52,7 @@ struct kr_plugin {
     char name[64];
     void *handle;
     const kreplay_plugin_t *sym;
+    const kreplay_plugin_operands_t *ops;   /* KREPLAY_OPERANDS_SYMBOL, or NULL */
     int gpu;
     int count;
     plugin_kernel_t *kernels;
@@ -120,6 +124,33 @@ static int lcm_int(int a, int b)
         y = t;
     }
     return a / x * b;
+}
+
+/* A kernel that takes the operands of registry kernel K (plugin.h's
+ * operands_of) is prepared, weighed and judged as K is: K's activations and
+ * R_exact, K's weight, K's thresholds unless the plugin set its own. */
+static int adopt_operands_of(const struct kr_plugin *p, plugin_kernel_t *pk, kr_error_t *err)
+{
+    const char *of = p->ops && p->ops->operands_of ? p->ops->operands_of(pk->index) : NULL;
+    if (!of || !*of)
+        return 0;
+    const kernel_desc_t *K = kernel_find(of);
+    if (!K || K->op != KERNEL_OP_GEMM)
+        return kr_fail(err, "%s: kernel \"%s\": operands of \"%s\": expected a GEMM kernel of "
+                            "the registry (`kreplay list kernels`)", p->path, pk->name, of);
+    pk->operands_of = K;
+    kernel_desc_t *d = &pk->desc;
+    d->weight_kind = K->weight_kind;
+    d->refs = K->refs;
+    d->k_multiple = lcm_int(d->k_multiple, K->k_multiple > 0 ? K->k_multiple : 1);
+    if (pk->entry->rel_tol_exact <= 0)
+        d->rel_tol_exact = K->rel_tol_exact;
+    if (pk->entry->rel_tol_source <= 0)
+        d->rel_tol_source = K->rel_tol_source;
+    snprintf(pk->act_format, sizeof pk->act_format, "%.80s (as %.30s)", K->act_format, K->name);
+    snprintf(pk->weight_format, sizeof pk->weight_format, "%.150s (as %.30s)", K->weight_format,
+             K->name);
+    return 0;
 }
 
 /* Checks one kernel entry and fills its descriptor. */
@@ -199,7 +230,8 @@ static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_erro
     d->config = 0;
     d->prepare_act = plugin_prepare_act;
     d->run_cpu = plugin_run;
-    return 0;
+    pk->index = i;
+    return adopt_operands_of(p, pk, err);
 }
 
 int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
@@ -274,6 +306,18 @@ int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
         goto fail;
     }
     p->gpu = (p->sym->flags & KREPLAY_PLUGIN_GPU) != 0;
+    dlerror();
+    p->ops = dlsym(p->handle, KREPLAY_OPERANDS_SYMBOL);
+    dlerror();
+    if (p->ops && (p->ops->struct_size < sizeof(kreplay_plugin_operands_t) ||
+                   !p->ops->launch_named || p->gpu)) {
+        kr_fail(err, "%s: \"%s\" is %u bytes with launch_named %s%s; expected %zu bytes, a "
+                     "launch_named, and a CPU plugin (kernels/plugin.h)",
+                path, KREPLAY_OPERANDS_SYMBOL, p->ops->struct_size,
+                p->ops->launch_named ? "set" : "NULL", p->gpu ? " in a GPU plugin" : "",
+                sizeof(kreplay_plugin_operands_t));
+        goto fail;
+    }
     if (p->sym->name && *p->sym->name) {
         kr_strlcpy(p->name, p->sym->name, sizeof p->name);
     } else {
@@ -311,10 +355,29 @@ void plugin_unload(kr_plugin_t *p)
 
 /* ------------------------------------------------------------------ running */
 
+/* The activations as the operands-of kernel prepares them. */
+static int prepare_act_as(const plugin_kernel_t *pk, const kernel_inputs_t *in,
+                          const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
+{
+    const kernel_desc_t *K = pk->operands_of;
+    if (pk->n_multiple > 0 && in->N % pk->n_multiple != 0)
+        return kr_fail(err, "N=%lld is not a multiple of %d", (long long)in->N, pk->n_multiple);
+    if (K->prepare_act(K, in, opt, act, err))
+        return -1;
+    if (act->kind == ACT_FP8_PER_TOKEN && act->codes && act->fp8_format != FP8_E4M3FN) {
+        kernel_act_free(act);
+        return kr_fail(err, "the plugin kernel takes e4m3fn activations; the recorded x_fp8 are "
+                            "e4m3fnuz (replay with --act-source quantize)");
+    }
+    return 0;
+}
+
 static int plugin_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
                               const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
 {
     const plugin_kernel_t *pk = (const plugin_kernel_t *)k;
+    if (pk->operands_of)
+        return prepare_act_as(pk, in, opt, act, err);
     if (!in->weight.packed || !in->weight.scales)
         return kr_fail(err, "the case has no MXFP4 weight");
     if (pk->n_multiple > 0 && in->N % pk->n_multiple != 0)
@@ -474,9 +537,10 @@ static int check_guards(const char *what, const char *name, const uint8_t *buf, 
     return PLUGIN_RUN_OUT_OF_BOUNDS;
 }
 
+/* named: launch_named on that source, else the ABI's launch. */
 static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const kernel_act_t *act,
-                    const host_operands_t *h, uint16_t *out, kernel_run_info_t *info,
-                    kr_error_t *err)
+                    const host_operands_t *h, const kreplay_operand_source_t *named,
+                    uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
 {
     const int64_t M = in->M, N = in->N;
     const size_t out_bytes = (size_t)M * (size_t)N * sizeof(uint16_t);
@@ -492,8 +556,10 @@ static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const 
     uint16_t *o = (uint16_t *)(void *)(buf + guard);
     for (int64_t i = 0; i < M * N; i++)
         o[i] = PLUGIN_POISON;
-    const int rc = pk->entry->launch(act->codes, h->weight, h->scales, h->ref, act->token_scale, o,
-                                     M, N, in->K, NULL);
+    const int rc = named ? pk->owner->ops->launch_named(pk->index, named, plugin_operands_get, o,
+                                                        M, N, in->K, NULL)
+                         : pk->entry->launch(act->codes, h->weight, h->scales, h->ref,
+                                             act->token_scale, o, M, N, in->K, NULL);
     int result = -1;
     if (rc != 0) {
         kr_fail(err, "plugin kernel %s: launch returned %d: %s", pk->name, rc,
@@ -588,19 +654,40 @@ done:
     return result;
 }
 
+/* A plugin with named operands: the weight laid out as declared when the
+ * case has one, everything else computed on the kernel's request. */
+static int run_named(const plugin_kernel_t *pk, const kernel_inputs_t *in, const kernel_act_t *act,
+                     uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
+{
+    host_operands_t h;
+    memset(&h, 0, sizeof h);
+    if (in->weight.packed && in->weight.scales && host_operands(pk, in, &h, err))
+        return -1;
+    const plugin_weight_view_t view = {h.weight, h.scales, h.ref};
+    kreplay_operand_source_t src;
+    plugin_operand_cache_t cache;
+    plugin_operands_init(&src, &cache, in, act, &view);
+    const int rc = run_host(pk, in, act, &h, &src, out, info, err);
+    plugin_operands_free(&src);
+    host_operands_free(&h);
+    return rc;
+}
+
 static int plugin_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                       const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info,
                       kr_error_t *err)
 {
     (void)opt;
     const plugin_kernel_t *pk = (const plugin_kernel_t *)k;
+    if (pk->owner->ops)
+        return run_named(pk, in, act, out, info, err);
     if (act->kind != ACT_FP8_PER_TOKEN || act->fp8_format != FP8_E4M3FN)
         return kr_fail(err, "plugin kernel %s takes e4m3fn per-token activations", pk->name);
     host_operands_t h;
     if (host_operands(pk, in, &h, err))
         return -1;
     const int rc = pk->owner->gpu ? run_device(pk, in, act, &h, out, info, err)
-                                  : run_host(pk, in, act, &h, out, info, err);
+                                  : run_host(pk, in, act, &h, NULL, out, info, err);
     host_operands_free(&h);
     if (rc == 0 && in->weight.e8m0_mode == E8M0_ZERO_IS_ZERO) {
         const size_t len = strlen(info->note);

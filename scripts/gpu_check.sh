@@ -8,6 +8,9 @@
 #   GPU_CHECK_CPU_BENCH=1  also run scripts/bench.sh (the CPU benchmark) there
 #   GPU_CHECK_E2E=0        skip the end-to-end table (CPU path vs --device gpu)
 #   GPU_CHECK_E2E_M="1 64 512 4096"  the M values of its production sweep
+#   GPU_CHECK_REAL=0       skip the real kernels vs the models (scripts/real_kernels.py)
+#   GPU_CHECK_REAL_M="1 64 512 4096" / _BUDGET_S=300 / _JOBS=4   its sweep, time and parallelism
+#   GPU_CHECK_GRAPH=0      skip the capture hook under CUDA graphs (scripts/capture/graph_demo.py)
 #
 # The machine needs gcc, cmake, nvcc, pkg-config, OpenBLAS and HDF5.  Missing
 # jansson / cmocka / libyaml development files are taken from Debian .deb
@@ -68,6 +71,34 @@ echo "  built in $(( $(date +%s) - t0 )) s"
 mma_obj=$(find "$build_dir" -name 'kr_gpu_mma.hip.o' | head -1)
 if [[ -n "$mma_obj" ]] && command -v cuobjdump >/dev/null; then
     echo "  kr_gpu_mma SASS: $(cuobjdump --dump-sass "$mma_obj" | grep -oE '\b[A-Z]MMA[.A-Z0-9]*' | sort | uniq -c | tr '\n' ' ')"
+fi
+
+# ---- real kernels against the models, and the capture hook under CUDA graphs ----
+# First after the build: what they print is kept even if a later section runs out of time.
+real_rc=0 graph_rc=0
+if [[ "${GPU_CHECK_REAL:-1}" == "1" || "${GPU_CHECK_GRAPH:-1}" == "1" ]]; then
+    python3 -c 'import sys, torch, numpy; print("  python", sys.version.split()[0], "torch", torch.__version__,
+        "cuda", torch.version.cuda, "numpy", numpy.__version__)' 2>&1 | tail -1
+    python3 -c 'import triton; print("  triton", triton.__version__)' 2>&1 | tail -1
+fi
+if [[ "${GPU_CHECK_REAL:-1}" == "1" ]]; then
+    echo "== real kernels vs the models (scripts/real_kernels.py)"
+    real_cases=$(mktemp -d)
+    python3 scripts/real_kernels.py --kreplay "$build_dir/kreplay" --out "$logs/real" \
+        --cases-dir "$real_cases" --m "$(echo ${GPU_CHECK_REAL_M:-1 64 512 4096} | tr ' ' ',')" \
+        --budget-s "${GPU_CHECK_REAL_BUDGET_S:-300}" --jobs "${GPU_CHECK_REAL_JOBS:-4}" \
+        >"$logs/real_kernels.txt" 2>&1
+    real_rc=$?
+    grep -v '^  \[' "$logs/real_kernels.txt"
+    rm -rf "$real_cases"
+fi
+if [[ "${GPU_CHECK_GRAPH:-1}" == "1" ]]; then
+    echo "== capture under CUDA graphs (scripts/capture/graph_demo.py)"
+    timeout 300 python3 scripts/capture/graph_demo.py --out "$logs/graph" \
+        --kreplay "$build_dir/kreplay" >"$logs/graph_demo.txt" 2>&1
+    graph_rc=$?
+    grep -v '^\[kreplay.capture\] dumped' "$logs/graph_demo.txt"
+    rm -rf "$logs/graph"
 fi
 
 # ---- tests ----
@@ -166,6 +197,8 @@ printf '%-40s %s\n' "ctest -L gpu|gfx1201 exit" "$test_rc"
 printf '%-40s %s\n' "bench exit" "$bench_rc"
 printf '%-40s %s\n' "ctest -L gpu-part (resource groups) exit" "$parts_rc"
 printf '%-40s %s\n' "replay --device gpu exit" "$replay_rc"
+printf '%-40s %s\n' "real kernels vs models exit" "$real_rc"
+printf '%-40s %s\n' "capture under CUDA graphs exit" "$graph_rc"
 sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep "MMA:" | tail -9
 sed -n '/^kernel /,/^targets/p' "$logs/bench.log"
 [[ $test_rc == 0 && $bench_rc == 0 && $parts_rc == 0 && $mismatched == 0 ]]

@@ -11,7 +11,9 @@
 static int spec_ok(const char *s)
 {
     const char *colon = strrchr(s, ':');
-    return s[0] && colon && colon != s && colon[1] && !strchr(s, ',') && strlen(s) < 512;
+    const char *at = colon ? strchr(colon, '@') : NULL;   /* "@KERNEL": operands of KERNEL */
+    return s[0] && colon && colon != s && colon[1] && colon[1] != '@' && (!at || at[1]) &&
+           !strchr(s, ',') && strlen(s) < 512;
 }
 
 /* plugins/libkr_plugin_python.so in the directory of /proc/self/exe. */
@@ -45,8 +47,9 @@ int py_kernels_load(const char *const *specs, int n, kr_plugin_t **out, kr_error
     char joined[PY_KERNELS_MAX * 512 + PY_KERNELS_MAX] = "";
     for (int i = 0; i < n; i++) {
         if (!spec_ok(specs[i]))
-            return kr_fail(err, "--py: '%s' is not MODULE:FUNCTION; expected e.g. "
-                                "mykernels:w4a8 or path/to/kernels.py:w4a8 (no ',')", specs[i]);
+            return kr_fail(err, "--py: '%s' is not MODULE:FUNCTION[@KERNEL]; expected e.g. "
+                                "mykernels:w4a8, path/to/kernels.py:w4a8 or mykernels:fn@KERNEL "
+                                "(no ',')", specs[i]);
         if (i)
             strcat(joined, ",");
         strcat(joined, specs[i]);

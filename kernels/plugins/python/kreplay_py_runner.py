@@ -7,18 +7,22 @@ Started by libkr_plugin_python.so (py_kernel_plugin.c) for every launch, as
 with descriptor 3 a socket that carries the request and the answer; stdout is the
 plugin's stderr, so a kernel's prints never mix with kreplay's tables or JSON.
 
-Request (little-endian): b"KRPY", u32 version (1), i64 M, N, K, then the operands in the
-plugin ABI's layout (kernels/plugin.h): x_fp8 [M, K] e4m3fn codes, weight [N, K/2] packed
-e2m1 (checkpoint order), weight_scale [K/32, N] e8m0 bytes, x_scale [M] float32.
+Protocol (little-endian).  The plugin sends b"KRPY", u32 version (2), i64 M, N, K.  The
+runner loads the callable, reads its signature and sends frames of i32 status, u64 length,
+payload: status 2 asks for operands by name (the payload: names separated by "\n"; the
+plugin answers each with i64 length and the bytes, or -(length) and why it has none);
+status 0 is out's bf16 bits, status 1 the error's text (the traceback's last line, with
+the kernel's file and line).
 
-The callable is called as FUNCTION(x_fp8, weight, weight_scale, weight_ref, x_scale, M, N, K)
-(the launch signature without out and stream), with torch CPU tensors (uint8 for every byte
-operand, float32 x_scale; weight_ref None: the per-block route), or numpy arrays when torch
-cannot be imported.  It returns out [M, N]: a torch.bfloat16 tensor, or int16/uint16 bf16
-bits (torch or numpy).  Anything else is an error: rounding to bf16 is the kernel's own.
-
-Answer: i32 status (0 ok, 1 error), u64 length, then out's bf16 bits or the error's text:
-the last line of the traceback ("ValueError: ...", with the kernel's file and line).
+The callable.  When every parameter is a known operand name (OPERANDS, or M, N, K), each
+is passed by keyword: only those are fetched, so a kernel that takes x_mxfp4 never pays
+for w_folded.  A parameter whose operand is not available gets its default when it has
+one (weight_ref: None), else the call is an error saying why.  Any other signature is
+the ABI's launch, positionally: FUNCTION(x_fp8, weight, weight_scale, weight_ref, x_scale,
+M, N, K) with weight_ref None.  Byte operands are uint8 torch CPU tensors (numpy arrays
+without torch); bf16 ones torch.bfloat16 (numpy uint16 bits).  It returns out [M, N]: a
+torch.bfloat16 tensor, or int16/uint16 bf16 bits (torch or numpy).  Anything else is an
+error: rounding to bf16 is the kernel's own.
 """
 import importlib
 import importlib.util
@@ -29,7 +33,21 @@ import traceback
 
 FD = 3
 MAGIC = b"KRPY"
-VERSION = 1
+VERSION = 2
+
+
+def _operand_shapes(M, N, K):
+    """name -> (numpy dtype, shape) of every operand (kernels/plugin.h's table)."""
+    return {
+        "x": ("<f4", (M, K)), "x_bf16": ("bf16", (M, K)), "weight_bf16": ("bf16", (N, K)),
+        "x_fp8": ("u1", (M, K)), "x_scale": ("<f4", (M,)),
+        "x_mxfp4": ("u1", (M, K // 2)), "x_mxfp4_scale": ("u1", (M, K // 32)),
+        "weight": ("u1", (N, K // 2)), "weight_scale": ("u1", None), "weight_ref": ("u1", (N,)),
+        "w_folded": ("u1", (N, K)), "w_folded_scale": ("<f4", (N,)),
+    }
+
+
+OPERANDS = tuple(_operand_shapes(1, 1, 32))
 
 
 def _read_exact(n):
@@ -43,7 +61,7 @@ def _read_exact(n):
     return b"".join(chunks)
 
 
-def _answer(status, payload):
+def _frame(status, payload):
     data = struct.pack("<iQ", status, len(payload)) + payload
     view = memoryview(data)
     while view:
@@ -72,21 +90,79 @@ def _load(spec):
     return fn
 
 
-def _operands(raw, M, N, K):
+def _plan(fn):
+    """(names to fetch, keyword call?, {name: default}) from the callable's signature."""
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if params and all(p.kind in plain and (p.name in OPERANDS or p.name in ("M", "N", "K"))
+                      for p in params):
+        names = [p.name for p in params if p.name in OPERANDS]
+        defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        defaults.setdefault("weight_ref", None)
+        return names, [p.name for p in params], defaults
+    return ["x_fp8", "weight", "weight_scale", "x_scale"], None, {"weight_ref": None}
+
+
+def _fetch(names):
+    """Asks the plugin for the operands; name -> bytes, or name -> str (why it has none)."""
+    payload = "\n".join(names).encode()
+    _frame(2, payload)
+    got = {}
+    for name in names:
+        n = struct.unpack("<q", _read_exact(8))[0]
+        got[name] = _read_exact(n) if n >= 0 else _read_exact(-n).decode("utf-8", "replace")
+    return got
+
+
+def _tensor(name, raw, M, N, K, scale_shape):
     import numpy as np
-    sizes = (("x_fp8", M * K, np.uint8, (M, K)), ("weight", N * K // 2, np.uint8, (N, K // 2)),
-             ("weight_scale", K // 32 * N, np.uint8, (K // 32, N)),
-             ("x_scale", 4 * M, "<f4", (M,)))
-    arrays, at = {}, 0
-    for name, n, dt, shape in sizes:
-        arrays[name] = np.frombuffer(raw, dtype=dt, count=n // np.dtype(dt).itemsize,
-                                     offset=at).reshape(shape).copy()
-        at += n
+    dt, shape = _operand_shapes(M, N, K)[name]
+    shape = shape or scale_shape
+    bf16 = dt == "bf16"
+    arr = np.frombuffer(raw, dtype="<u2" if bf16 else dt).copy()
+    want = int(np.prod(shape))
+    if arr.size != want:
+        raise ValueError(f"operand {name}: {len(raw)} bytes; expected {list(shape)} of {dt}")
+    arr = arr.reshape(shape)
     try:
         import torch
     except ImportError:
-        return arrays, None
-    return {k: torch.from_numpy(v) for k, v in arrays.items()}, torch
+        return arr, None
+    t = torch.from_numpy(arr.view(np.int16) if bf16 else arr)
+    return (t.view(torch.bfloat16) if bf16 else t), torch
+
+
+def _call(fn, M, N, K):
+    """Fetches what fn takes, calls it; (out, torch or None)."""
+    names, keywords, defaults = _plan(fn)
+    raw = _fetch(names)
+    # weight_scale's layout is the kernel's declared one: [K/32, N] for Python kernels.
+    scale_shape = (K // 32, N)
+    args, torch = {}, None
+    for name in names:
+        if isinstance(raw[name], str):
+            if name in defaults:
+                args[name] = defaults[name]
+                continue
+            raise LookupError(f"operand {name!r} is not available: {raw[name]}")
+        args[name], t = _tensor(name, raw[name], M, N, K, scale_shape)
+        torch = torch or t
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+    dims = {"M": M, "N": N, "K": K}
+    if keywords is None:
+        out = fn(args["x_fp8"], args["weight"], args["weight_scale"], None, args["x_scale"],
+                 M, N, K)
+    else:
+        out = fn(**{p: dims[p] if p in dims else args[p] for p in keywords if p in dims or p in args})
+    return out, torch
 
 
 def _bits(out, M, N, torch):
@@ -124,17 +200,17 @@ def main():
     try:
         head = _read_exact(8 + 24)
         if head[:4] != MAGIC or struct.unpack("<I", head[4:8])[0] != VERSION:
-            raise ValueError("not a kreplay Python-kernel request (version 1)")
+            raise ValueError(f"not a kreplay Python-kernel request (version {VERSION})")
         M, N, K = struct.unpack("<qqq", head[8:])
-        raw = _read_exact(M * K + N * K // 2 + K // 32 * N + 4 * M)
         fn = _load(spec)
-        ops, torch = _operands(raw, M, N, K)
-        out = fn(ops["x_fp8"], ops["weight"], ops["weight_scale"], None, ops["x_scale"], M, N, K)
+        out, torch = _call(fn, M, N, K)
         payload = _bits(out, M, N, torch)
     except BaseException as e:   # SystemExit and KeyboardInterrupt are the kernel's failures too
-        _answer(1, _last_line(e).encode("utf-8", "replace")[:900])
+        if os.environ.get("KREPLAY_PY_TRACEBACK") == "1":     # the whole story, on stderr
+            traceback.print_exc()
+        _frame(1, _last_line(e).encode("utf-8", "replace")[:900])
         return 0
-    _answer(0, payload)
+    _frame(0, payload)
     return 0
 
 

@@ -18,6 +18,11 @@
  * Every launch starts a fresh interpreter: no state survives between
  * launches, as plugin.h asks.
  *
+ * Operands go by name (plugin.h's launch_named): the runner reads the
+ * callable's signature and asks for what it takes; each is fetched from
+ * kreplay then.  "MODULE:FUNCTION@KERNEL" declares the operands of registry
+ * kernel KERNEL (operands_of): its activations, weight and references.
+ *
  * The kernel table is filled once, by the constructor, from the environment:
  * plugin.h's ABI is one data symbol and a launch has no context argument, so
  * the table (and one trampoline per slot) is the only place a spec can live. */
@@ -43,8 +48,10 @@
 
 static kreplay_kernel_t py_kernels[PY_MAX_KERNELS];
 static char py_names[PY_MAX_KERNELS][64];
-static char py_specs[PY_MAX_KERNELS][PY_SPEC_MAX];
+static char py_specs[PY_MAX_KERNELS][PY_SPEC_MAX];     /* MODULE:FUNCTION */
+static char py_operands_of[PY_MAX_KERNELS][64];         /* KERNEL of "@KERNEL", or "" */
 static char py_runner[4096];
+static int py_kernel_count;     /* the constructor's; kreplay_plugin.kernel_count is the same */
 static __thread char py_error[1024];
 
 static const char *py_last_error(void)
@@ -132,10 +139,39 @@ static int runner_died(int idx, pid_t pid)
                 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
-static int py_launch(int idx, const void *x_fp8, const void *weight, const void *weight_scale,
-                     const float *x_scale, void *out, int64_t M, int64_t N, int64_t K)
+/* Sends one named operand: i64 length and the bytes, or -(length) and the
+ * reason it is not available. */
+static int send_operand(int fd, const kreplay_operand_source_t *src, kreplay_get_operand_fn get,
+                        const char *name)
 {
+    const void *data = NULL;
+    int64_t bytes = 0;
+    if (get(src, name, &data, &bytes) != 0) {
+        const char *why = data ? (const char *)data : "not available";
+        int64_t neg = -(int64_t)strlen(why);
+        return send_all(fd, &neg, 8) || send_all(fd, why, strlen(why));
+    }
+    return send_all(fd, &bytes, 8) || send_all(fd, data, (size_t)bytes);
+}
+
+/* The runner's request: names separated by '\n'. */
+static int send_requested(int fd, char *names, const kreplay_operand_source_t *src,
+                          kreplay_get_operand_fn get)
+{
+    for (char *save = NULL, *n = strtok_r(names, "\n", &save); n; n = strtok_r(NULL, "\n", &save))
+        if (send_operand(fd, src, get, n))
+            return -1;
+    return 0;
+}
+
+static int py_launch_named(int32_t idx, const kreplay_operand_source_t *src,
+                           kreplay_get_operand_fn get, void *out, int64_t M, int64_t N, int64_t K,
+                           void *stream)
+{
+    (void)stream;
     py_error[0] = 0;
+    if (idx < 0 || idx >= py_kernel_count)
+        return fail("no Python kernel %s%ld", "", idx);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
         return fail("%s: socketpair failed (errno %ld)", py_specs[idx], errno);
@@ -146,33 +182,44 @@ static int py_launch(int idx, const void *x_fp8, const void *weight, const void 
         return fail("%s: fork failed (errno %ld)", py_specs[idx], errno);
     }
     unsigned char head[32];
-    const uint32_t version = 1;
+    const uint32_t version = 2;
     memcpy(head, "KRPY", 4);
     memcpy(head + 4, &version, 4);
     memcpy(head + 8, &M, 8);
     memcpy(head + 16, &N, 8);
     memcpy(head + 24, &K, 8);
     /* A runner that dies early makes a send fail (no SIGPIPE): its status says why. */
-    int sent = send_all(sv[0], head, sizeof head) == 0 &&
-               send_all(sv[0], x_fp8, (size_t)(M * K)) == 0 &&
-               send_all(sv[0], weight, (size_t)(N * K / 2)) == 0 &&
-               send_all(sv[0], weight_scale, (size_t)(K / 32 * N)) == 0 &&
-               send_all(sv[0], x_scale, (size_t)M * sizeof(float)) == 0;
-    unsigned char ans[12];
-    int got = sent ? recv_all(sv[0], ans, sizeof ans) : 0;
-    if (got != 1) {
+    int ok = send_all(sv[0], head, sizeof head) == 0;
+    int32_t status = 1;
+    uint64_t len = 0;
+    /* Frames until the answer: status 2 is a request for operands. */
+    while (ok) {
+        unsigned char ans[12];
+        if (recv_all(sv[0], ans, sizeof ans) != 1) {
+            ok = 0;
+            break;
+        }
+        memcpy(&status, ans, 4);
+        memcpy(&len, ans + 4, 8);
+        if (status != 2)
+            break;
+        char *names = len < (1u << 16) ? malloc(len + 1) : NULL;
+        ok = names && recv_all(sv[0], names, (size_t)len) == 1;
+        if (ok) {
+            names[len] = 0;
+            ok = send_requested(sv[0], names, src, get) == 0;
+        }
+        free(names);
+    }
+    if (!ok) {
         close(sv[0]);
         return runner_died(idx, pid);
     }
-    int32_t status;
-    uint64_t len;
-    memcpy(&status, ans, 4);
-    memcpy(&len, ans + 4, 8);
     int rc = 0;
     if (status == 0 && len == (uint64_t)(M * N) * 2) {
         if (recv_all(sv[0], out, (size_t)len) != 1)
             rc = fail("%s: the answer ended early (%ld bytes expected)", py_specs[idx], (long)len);
-    } else if (status != 0 && len < sizeof py_error) {
+    } else if (status == 1 && len < sizeof py_error) {
         char msg[sizeof py_error];
         if (recv_all(sv[0], msg, (size_t)len) == 1) {
             msg[len] = 0;
@@ -196,9 +243,10 @@ static int py_launch(int idx, const void *x_fp8, const void *weight, const void 
                              const void *weight_ref, const float *x_scale, void *out, int64_t M, \
                              int64_t N, int64_t K, void *stream)                                 \
     {                                                                                            \
-        (void)weight_ref;                                                                        \
-        (void)stream;                                                                            \
-        return py_launch(i, x_fp8, weight, weight_scale, x_scale, out, M, N, K);                 \
+        (void)x_fp8, (void)weight, (void)weight_scale, (void)weight_ref, (void)x_scale;          \
+        (void)out, (void)M, (void)N, (void)K, (void)stream;                                      \
+        return fail("%s: launched without named operands; expected kreplay to call "            \
+                    "launch_named (%ld)", py_specs[i], i);                                       \
     }
 PY_TRAMPOLINE(0)
 PY_TRAMPOLINE(1)
@@ -220,6 +268,17 @@ KREPLAY_PLUGIN_EXPORT kreplay_plugin_t kreplay_plugin = {
     .kernel_count = 0,      /* the constructor sets it; 0 (refused by the loader) without specs */
     .kernels = py_kernels,
     .last_error = py_last_error,
+};
+
+static const char *py_operands_of_kernel(int32_t idx)
+{
+    return idx >= 0 && idx < PY_MAX_KERNELS && py_operands_of[idx][0] ? py_operands_of[idx] : NULL;
+}
+
+KREPLAY_PLUGIN_EXPORT const kreplay_plugin_operands_t kreplay_plugin_operands = {
+    .struct_size = sizeof(kreplay_plugin_operands_t),
+    .operands_of = py_operands_of_kernel,
+    .launch_named = py_launch_named,
 };
 
 /* "pkg.mod:fn" or "dir/mod.py:fn" -> "py.mod.fn" ([A-Za-z0-9._+-], at most 63). */
@@ -257,6 +316,14 @@ __attribute__((constructor)) static void py_plugin_init(void)
         if (len > 0 && len < PY_SPEC_MAX) {
             memcpy(py_specs[n], p, len);
             py_specs[n][len] = 0;
+            /* "@KERNEL" after the function: the operands of that registry kernel. */
+            char *at = strrchr(py_specs[n], '@');
+            char *colon = strrchr(py_specs[n], ':');
+            py_operands_of[n][0] = 0;
+            if (at && colon && at > colon) {
+                snprintf(py_operands_of[n], sizeof py_operands_of[n], "%s", at + 1);
+                *at = 0;
+            }
             kernel_name(py_specs[n], py_names[n], sizeof py_names[n]);
             py_kernels[n] = (kreplay_kernel_t){
                 .name = py_names[n],
@@ -273,4 +340,5 @@ __attribute__((constructor)) static void py_plugin_init(void)
         p = end ? end + 1 : p + len;
     }
     kreplay_plugin.kernel_count = n;
+    py_kernel_count = n;
 }

@@ -1,0 +1,208 @@
+/* Named operands for Python kernels (`--py MODULE:FUNCTION@KERNEL`, plugin.h's
+ * launch_named): numpy emulations in tests/python/py_operand_kernels.py, which
+ * decode every byte format from its definition there, must be bit-identical to
+ * the model whose operands they take (--vs, every element), proving the operands
+ * carry the model's exact values:
+ *  - w4a4.aiter from x_mxfp4 / x_mxfp4_scale (the model's own prepare_act, also
+ *    under --mxfp4-quant) and the MXFP4 weight;
+ *  - w4a8.folded from x_fp8 / x_scale and w_folded / w_folded_scale;
+ *  - bf16.sequential from x_bf16 / weight_bf16 on a bf16 layer case;
+ * and independent checks inside Python kernels (an AssertionError is an ERROR row):
+ *  - e4m3fn(w_folded) * w_folded_scale equals the MXFP4 weight wherever folding is
+ *    exact, and its fp64 GEMM passes w4a8.folded's R_exact;
+ *  - x is the fp32 source and x_bf16 its RNE bf16 rounding;
+ *  - an operand the declared kernel cannot give is an ERROR row saying why;
+ *  - an unknown @KERNEL is refused with exit 2, naming it.
+ * Skipped (77) when /usr/bin/python3 cannot import torch and numpy. */
+/* ctest-labels: interop;slow */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test_support.h"
+
+#define KERNELS KREPLAY_SOURCE_DIR "/tests/python/py_operand_kernels.py"
+
+static char g_mx[1024], g_bf16[1024];
+
+static int setup(void **state)
+{
+    (void)state;
+    char cmd[4096];
+    test_tmp_path(g_mx, sizeof g_mx, "opcases_mx");
+    test_tmp_path(g_bf16, sizeof g_bf16, "opcases_bf16");
+    snprintf(cmd, sizeof cmd,
+             "'%s' synth --shape 96x256 --m 5,16 --seed 3 --out '%s' >/dev/null && "
+             "'%s' synth --shape 256x2048 --m 4 --weight-format bf16 --seed 2 --out '%s' >/dev/null",
+             KREPLAY_BINARY, g_mx, KREPLAY_BINARY, g_bf16);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* `kreplay replay --json ARGS TARGET` with the Python kernels' interpreter. */
+static int replay_json(const char *args, const char *target, json_t **root, char *err_text,
+                       size_t cap)
+{
+    char out[1024], errp[1024], cmd[8192];
+    test_tmp_path(out, sizeof out, "ops.json");
+    test_tmp_path(errp, sizeof errp, "ops.err");
+    snprintf(cmd, sizeof cmd,
+             "KREPLAY_PYTHON=/usr/bin/python3 '%s' replay --json %s '%s' >'%s' 2>'%s'",
+             KREPLAY_BINARY, args, target, out, errp);
+    int st = system(cmd);
+    json_error_t je;
+    *root = json_load_file(out, 0, &je);
+    FILE *fp = fopen(errp, "r");
+    size_t n = fp ? fread(err_text, 1, cap - 1, fp) : 0;
+    err_text[n] = 0;
+    if (fp)
+        fclose(fp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Rows of kernel k whose reference contains ref; each must have verdict v and, for
+ * a "model:" reference, identical_frac 1. */
+static int check_rows(json_t *root, const char *k, const char *ref, const char *v)
+{
+    json_t *rows = json_object_get(root, "results");
+    assert_non_null(rows);
+    int n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r) {
+        const char *rk = json_string_value(json_object_get(r, "kernel"));
+        const char *rr = json_string_value(json_object_get(r, "reference"));
+        if (!rk || strcmp(rk, k) || !rr || !strstr(rr, ref))
+            continue;
+        const char *rv = json_string_value(json_object_get(r, "verdict"));
+        const char *rn = json_string_value(json_object_get(r, "note"));
+        if (strcmp(rv, v))
+            fail_msg("%s vs %s: verdict %s, expected %s (note: %s)", k, rr, rv, v, rn ? rn : "");
+        if (!strncmp(rr, "model:", 6)) {
+            json_t *idf = json_object_get(json_object_get(r, "ulp"), "identical_frac");
+            if (!idf || json_real_value(idf) != 1.0)
+                fail_msg("%s vs %s: identical_frac %g, expected 1", k, rr,
+                         idf ? json_real_value(idf) : -1.0);
+        }
+        n++;
+    }
+    return n;
+}
+
+static json_t *run_ok(const char *args, const char *target)
+{
+    json_t *root = NULL;
+    char err[8192];
+    int rc = replay_json(args, target, &root, err, sizeof err);
+    if (!root)
+        fail_msg("no JSON (exit %d): %s", rc, err);
+    if (rc != 0)
+        fail_msg("exit %d; stderr: %s", rc, err);
+    return root;
+}
+
+static void test_w4a4_from_x_mxfp4_bit_identical(void **state)
+{
+    (void)state;
+    const char *k = "py.py_operand_kernels.w4a4_blocks";
+    json_t *root = run_ok("--py " KERNELS ":w4a4_blocks@w4a4.aiter --kernels 'py.*' "
+                          "--vs w4a4.aiter", g_mx);
+    assert_int_equal(check_rows(root, k, "model:w4a4.aiter", "PASS"), 2);
+    assert_int_equal(check_rows(root, k, "R_exact", "PASS"), 2);
+    json_decref(root);
+    /* The quantizer option reaches the operands: the model under the same option. */
+    root = run_ok("--py " KERNELS ":w4a4_blocks@w4a4.aiter --kernels 'py.*' --vs w4a4.aiter "
+                  "--mxfp4-quant ocp", g_mx);
+    assert_int_equal(check_rows(root, k, "model:w4a4.aiter", "PASS"), 2);
+    json_decref(root);
+}
+
+static void test_w4a8_folded_from_w_folded_bit_identical(void **state)
+{
+    (void)state;
+    const char *k = "py.py_operand_kernels.w4a8_folded_seq";
+    json_t *root = run_ok("--py " KERNELS ":w4a8_folded_seq@w4a8.folded "
+                          "--py " KERNELS ":folded_decode_check@w4a8.folded "
+                          "--kernels 'py.*' --vs w4a8.folded", g_mx);
+    assert_int_equal(check_rows(root, k, "model:w4a8.folded", "PASS"), 2);
+    assert_int_equal(check_rows(root, k, "R_exact", "PASS"), 2);
+    assert_int_equal(check_rows(root, "py.py_operand_kernels.folded_decode_check", "R_exact",
+                                "PASS"), 2);
+    json_decref(root);
+}
+
+static void test_bf16_from_x_bf16_bit_identical(void **state)
+{
+    (void)state;
+    json_t *root = run_ok("--py " KERNELS ":bf16_seq@bf16.sequential "
+                          "--py " KERNELS ":x_fp32_check@bf16.sequential "
+                          "--kernels 'py.*' --vs bf16.sequential", g_bf16);
+    assert_int_equal(check_rows(root, "py.py_operand_kernels.bf16_seq", "model:bf16.sequential",
+                                "PASS"), 1);
+    assert_int_equal(check_rows(root, "py.py_operand_kernels.x_fp32_check", "R_source", "PASS"),
+                     1);
+    json_decref(root);
+}
+
+static void test_missing_operand_is_an_error_row(void **state)
+{
+    (void)state;
+    json_t *root = NULL;
+    char err[8192];
+    replay_json("--py " KERNELS ":wants_missing@w4a8.folded --kernels 'py.*'", g_mx, &root, err,
+                sizeof err);
+    if (!root)
+        fail_msg("no JSON: %s", err);
+    json_t *rows = json_object_get(root, "results");
+    size_t i;
+    json_t *r;
+    int n = 0;
+    json_array_foreach(rows, i, r) {
+        const char *rv = json_string_value(json_object_get(r, "verdict"));
+        const char *rn = json_string_value(json_object_get(r, "note"));
+        assert_string_equal(rv, "ERROR");
+        assert_non_null(strstr(rn, "operand 'x_mxfp4' is not available"));
+        assert_non_null(strstr(rn, "not MXFP4 here"));
+        n++;
+    }
+    assert_int_equal(n, 2);
+    json_decref(root);
+}
+
+static void test_unknown_kernel_refused(void **state)
+{
+    (void)state;
+    json_t *root = NULL;
+    char err[8192];
+    int rc = replay_json("--py " KERNELS ":w4a4_blocks@no.such.kernel", g_mx, &root, err,
+                         sizeof err);
+    json_decref(root);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "no.such.kernel"));
+    rc = replay_json("--py " KERNELS ":w4a4_blocks@", g_mx, &root, err, sizeof err);
+    json_decref(root);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(err, "MODULE:FUNCTION[@KERNEL]"));
+}
+
+int main(void)
+{
+    if (system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "torch/numpy are not available to /usr/bin/python3: skipped\n");
+        return TEST_SKIPPED;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_w4a4_from_x_mxfp4_bit_identical),
+        cmocka_unit_test(test_w4a8_folded_from_w_folded_bit_identical),
+        cmocka_unit_test(test_bf16_from_x_bf16_bit_identical),
+        cmocka_unit_test(test_missing_operand_is_an_error_row),
+        cmocka_unit_test(test_unknown_kernel_refused),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
