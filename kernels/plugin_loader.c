@@ -218,6 +218,8 @@ static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_erro
     d->summary = pk->summary;
     d->act_format = pk->act_format;
     d->weight_format = pk->weight_format;
+    d->act = (operand_format_t)OPERAND_E4M3FN_PER_TOKEN;
+    d->weight = (operand_format_t)OPERAND_MXFP4;
     d->accumulation = pk->accumulation;
     d->k_multiple = lcm_int(e->k_multiple > 0 ? e->k_multiple : 32, 32);
     d->m_min = e->m_min > 0 ? e->m_min : 1;

@@ -83,6 +83,47 @@ const char *kernel_unsupported_reason(const kernel_desc_t *k, int64_t M, int64_t
     return NULL;
 }
 
+const kernel_desc_t *kernel_for_role(compare_role_t role)
+{
+    for (int i = 0; role != COMPARE_ROLE_NONE && i < kernel_count(); i++)
+        if (kernel_table[i]->compare_role == role)
+            return kernel_table[i];
+    return NULL;
+}
+
+int kernel_is_w4a8(const kernel_desc_t *k)
+{
+    if (!k || k->op != KERNEL_OP_GEMM || k->weight.elem != ELEM_E2M1)
+        return 0;
+    return k->act.elem == ELEM_E4M3FN || k->act.elem == ELEM_E4M3FNUZ || k->act.elem == ELEM_E5M2;
+}
+
+const char *elem_format_name(elem_format_t f)
+{
+    switch (f) {
+    case ELEM_NONE: return "none";
+    case ELEM_E2M1: return "e2m1";
+    case ELEM_E4M3FN: return "e4m3fn";
+    case ELEM_E4M3FNUZ: return "e4m3fnuz";
+    case ELEM_E5M2: return "e5m2";
+    case ELEM_BF16: return "bf16";
+    case ELEM_FP32: return "fp32";
+    }
+    return "?";
+}
+
+const char *scale_kind_name(scale_kind_t s)
+{
+    switch (s) {
+    case SCALE_NONE: return "none";
+    case SCALE_PER_TOKEN: return "per-token";
+    case SCALE_PER_ROW: return "per-row";
+    case SCALE_E8M0_PER_BLOCK: return "e8m0-per-block";
+    case SCALE_FP32: return "fp32";
+    }
+    return "?";
+}
+
 const char *ref_kind_name(ref_kind_t r)
 {
     switch (r) {

@@ -2,8 +2,10 @@
  *
  * This table is the single source of truth for what kreplay can run: the
  * CLI's --kernels filter, the run plan, the report columns and
- * `kreplay list kernels` all read it.  Adding a kernel is one descriptor
- * (in its own file under cpu/) plus one line in registry.c. */
+ * `kreplay list kernels` all read it, and so do the GPU runner, the derived
+ * thresholds, compare and the report: no code outside a kernel's own file
+ * names it.  Adding a kernel is one descriptor (in its own file under cpu/)
+ * plus one line in registry.c. */
 #ifndef KR_REGISTRY_H
 #define KR_REGISTRY_H
 
@@ -99,6 +101,72 @@ typedef enum {
     WEIGHT_KIND_BF16,           /* weight_bf16 */
 } weight_kind_t;
 
+/* The element format of an operand: the values the kernel multiplies. */
+typedef enum {
+    ELEM_NONE = 0,              /* no such operand (a quantizer has no weight) */
+    ELEM_E2M1,
+    ELEM_E4M3FN,
+    ELEM_E4M3FNUZ,
+    ELEM_E5M2,
+    ELEM_BF16,
+    ELEM_FP32,
+} elem_format_t;
+
+/* How an operand is scaled. */
+typedef enum {
+    SCALE_NONE = 0,             /* the elements are the values */
+    SCALE_PER_TOKEN,            /* one fp32 scale per activation row */
+    SCALE_PER_ROW,              /* one scale per weight row (output column) */
+    SCALE_E8M0_PER_BLOCK,       /* one e8m0 exponent per `block` elements along K */
+    SCALE_FP32,                 /* one fp32 scale for the whole tensor */
+} scale_kind_t;
+
+/* An operand as the kernel consumes it; the CPU model, the GPU runner and
+ * the derived thresholds read these, never the free text. */
+typedef struct {
+    elem_format_t elem;
+    int mantissa_bits;          /* explicit mantissa bits of elem (e2m1 1, e4m3 3, bf16 7) */
+    int block;                  /* elements per scale along K; 0 = not block-scaled */
+    scale_kind_t scale;
+} operand_format_t;
+
+/* Initialisers for the operand formats the kernels use, so a descriptor
+ * cannot give an element format the wrong mantissa. */
+#define OPERAND_NONE {.elem = ELEM_NONE, .mantissa_bits = -1, .block = 0, .scale = SCALE_NONE}
+#define OPERAND_E4M3FN_PER_TOKEN                                                              \
+    {.elem = ELEM_E4M3FN, .mantissa_bits = 3, .block = 0, .scale = SCALE_PER_TOKEN}
+#define OPERAND_MXFP4                                                                         \
+    {.elem = ELEM_E2M1, .mantissa_bits = 1, .block = 32, .scale = SCALE_E8M0_PER_BLOCK}
+#define OPERAND_BF16 {.elem = ELEM_BF16, .mantissa_bits = 7, .block = 0, .scale = SCALE_NONE}
+
+const char *elem_format_name(elem_format_t f);      /* "e2m1", "e4m3fn", ... "none" */
+const char *scale_kind_name(scale_kind_t s);        /* "per-token", "e8m0-per-block", ... */
+
+/* The GPU kernel (kernels/gpu/kr_gpu.h) a descriptor runs as on the device;
+ * harness/gpu_run.c launches it.  Several descriptors may share one. */
+typedef enum {
+    KERNEL_GPU_NONE = 0,        /* CPU model only */
+    KERNEL_GPU_W4A8_PERBLOCK,   /* kr_gpu_w4a8_perblock */
+    KERNEL_GPU_W4A8_FOLDED,     /* kr_gpu_w4a8_folded; the matrix-unit variants and the
+                                   fault kernels run on its operands */
+    KERNEL_GPU_W4A8_DECODE,     /* kr_gpu_w4a8_decode: split-K with scratch and counters */
+    KERNEL_GPU_W4A4_AITER,      /* kr_gpu_w4a4_aiter */
+    KERNEL_GPU_BF16_SPLITK,     /* kr_gpu_bf16_skinny with the descriptor's split_k */
+    KERNEL_GPU_QUANT_FP8_TOKEN, /* kr_gpu_quant_fp8_token */
+    KERNEL_GPU_QUANT_MXFP4,     /* kr_gpu_quant_mxfp4 */
+} kernel_gpu_entry_t;
+
+/* A kernel's part in the W4A8-vs-W4A4 comparison (kreplay compare, the
+ * report's plot and summary) and in judging recorded outputs. */
+typedef enum {
+    COMPARE_ROLE_NONE = 0,
+    COMPARE_ROLE_W4A8_PRODUCTION,   /* the production W4A8 path: compare's side A */
+    COMPARE_ROLE_W4A8_MODEL,        /* the plain W4A8 model: side A when no production kernel
+                                       ran; recorded W4A8-route outputs are judged as it */
+    COMPARE_ROLE_W4A4_EMULATION,    /* the W4A4 path: side B; recorded W4A4-route outputs */
+    COMPARE_ROLE_BF16_LAYER,        /* recorded outputs of an unquantized layer are judged as it */
+} compare_role_t;
+
 /* Per-kernel text the model leaves for the report, e.g. the folded path's
  * underflow statistic.  Filled by run_cpu; may stay empty. */
 typedef struct {
@@ -109,8 +177,11 @@ typedef struct kernel_desc {
     const char *name;           /* "w4a8.perblock": family.variant */
     const char *family;         /* "w4a8", "w4a4", "bf16", "quant" */
     const char *summary;        /* one line */
-    const char *act_format;     /* operand formats, for docs and reports */
+    const char *act_format;     /* operand formats in words, for docs and `list kernels` only:
+                                   code reads act and weight */
     const char *weight_format;
+    operand_format_t act;       /* the activations the kernel multiplies */
+    operand_format_t weight;    /* the weight as the case stores it */
     const char *accumulation;   /* the accumulation order the model reproduces */
     int k_multiple;             /* K % k_multiple == 0 required */
     int64_t m_min, m_max;       /* M band the kernel serves; m_max 0 = unbounded */
@@ -121,6 +192,9 @@ typedef struct kernel_desc {
     weight_kind_t weight_kind;  /* GEMM kernels: the weight they read */
     int config;                 /* a variant selector the entry points read (e.g. a quantizer
                                    variant, or a weight layout); meaning is the kernel's own */
+    kernel_gpu_entry_t gpu_entry;   /* its GPU twin, or KERNEL_GPU_NONE */
+    int gpu_matrix;             /* 1: the twin also runs on the matrix units (--gpu-variant) */
+    compare_role_t compare_role;
 
     /* Builds the activations the kernel consumes. */
     int (*prepare_act)(const struct kernel_desc *k, const kernel_inputs_t *in,
@@ -132,6 +206,11 @@ typedef struct kernel_desc {
     int (*run_cpu)(const struct kernel_desc *k, const kernel_inputs_t *in,
                    const kernel_act_t *act, const kernel_options_t *opt, uint16_t *out,
                    kernel_run_info_t *info, kr_error_t *err);
+    /* The split-K count SK the kernel uses for this shape and these
+     * options, read by its CPU model and by its GPU twin alike; 0 with err
+     * filled when the kernel declines the shape.  NULL: no split-K. */
+    int (*split_k)(const struct kernel_desc *k, int64_t M, int64_t N, int64_t K,
+                   const kernel_options_t *opt, kr_error_t *err);
 } kernel_desc_t;
 
 /* run_cpu's answer for a case the kernel cannot take (see run_cpu). */
@@ -141,6 +220,12 @@ typedef struct kernel_desc {
 int kernel_count(void);
 const kernel_desc_t *kernel_at(int i);
 const kernel_desc_t *kernel_find(const char *name);
+
+/* The first registry kernel with this role, or NULL. */
+const kernel_desc_t *kernel_for_role(compare_role_t role);
+
+/* A W4A8 GEMM: fp8 activations against an MXFP4 (e2m1) weight. */
+int kernel_is_w4a8(const kernel_desc_t *k);
 
 /* Does `name` match a comma-separated list of shell-style patterns
  * ("w4a8.*,w4a4.aiter")?  NULL or "" matches everything. */

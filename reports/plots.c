@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kr_string.h"
+#include "registry.h"
 #include "verdict.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -92,7 +93,8 @@ static void stem_text(const char *s, char *out, size_t cap)
 
 static int is_gemm_row(const result_t *r)
 {
-    return strncmp(r->kernel, "quant.", 6) != 0;
+    const kernel_desc_t *k = kernel_find(r->kernel);
+    return !k || k->op != KERNEL_OP_QUANT;
 }
 
 int plots_is_error_row(const result_t *r, const char *reference)
@@ -557,30 +559,43 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
     return n;
 }
 
+const char *plots_w4a4_kernel(void)
+{
+    const kernel_desc_t *k = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
+    return k ? k->name : NULL;
+}
+
+static int is_kernel(const char *name, const kernel_desc_t *k)
+{
+    return k && !strcmp(name, k->name);
+}
+
 const char *plots_w4a8_kernel(const result_list_t *rows)
 {
-    int have_a4 = 0;
+    const kernel_desc_t *a4 = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
+    const kernel_desc_t *production = kernel_for_role(COMPARE_ROLE_W4A8_PRODUCTION);
+    const kernel_desc_t *model = kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
+    int have_a4 = 0, have_production = 0, have_model = 0;
     const char *first = NULL;
-    int have_folded = 0, have_perblock = 0;
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         if (!plots_is_error_row(r, "R_source"))
             continue;
-        if (!strcmp(r->kernel, "w4a4.aiter"))
+        if (is_kernel(r->kernel, a4))
             have_a4 = 1;
-        else if (!strcmp(r->kernel, "w4a8.folded"))
-            have_folded = 1;
-        else if (!strcmp(r->kernel, "w4a8.perblock"))
-            have_perblock = 1;
-        else if (!strncmp(r->kernel, "w4a8.", 5) && (!first || strcmp(r->kernel, first) < 0))
+        else if (is_kernel(r->kernel, production))
+            have_production = 1;
+        else if (is_kernel(r->kernel, model))
+            have_model = 1;
+        else if (kernel_is_w4a8(kernel_find(r->kernel)) && (!first || strcmp(r->kernel, first) < 0))
             first = r->kernel;
     }
     if (!have_a4)
         return NULL;
-    if (have_folded)
-        return "w4a8.folded";
-    if (have_perblock)
-        return "w4a8.perblock";
+    if (have_production)
+        return production->name;
+    if (have_model)
+        return model->name;
     return first;
 }
 
@@ -603,12 +618,12 @@ static double cell_mean(const result_list_t *rows, const plot_cell_t *c, const c
 static int plot_w4a8_vs_w4a4(plot_list_t *pl, const result_list_t *rows, const strset_t *kernels,
                              const plot_cell_t *cells, int n_cells)
 {
-    const char *a8 = plots_w4a8_kernel(rows);
-    if (!a8)
+    const char *a8 = plots_w4a8_kernel(rows), *a4 = plots_w4a4_kernel();
+    if (!a8 || !a4)
         return 0;
     int groups = 0;
     for (int c = 0; c < n_cells; c++)
-        groups += isfinite(cell_mean(rows, &cells[c], a8)) && isfinite(cell_mean(rows, &cells[c], "w4a4.aiter"));
+        groups += isfinite(cell_mean(rows, &cells[c], a8)) && isfinite(cell_mean(rows, &cells[c], a4));
     if (!groups)
         return 0;
     plot_t *p = plot_add(pl, "w4a8_vs_w4a4", "w4a8_vs_w4a4", 960, 480);
@@ -616,12 +631,12 @@ static int plot_w4a8_vs_w4a4(plot_list_t *pl, const result_list_t *rows, const s
     if (!p || script_open(&s))
         return -1;
     snprintf(p->title, sizeof p->title,
-             "W4A8 (%s) vs W4A4 (w4a4.aiter): mean rel_fro against R_source per shape and band", a8);
+             "W4A8 (%s) vs W4A4 (%s): mean rel_fro against R_source per shape and band", a8, a4);
     FILE *fp = s.fp;
     gp_common(fp);
     fputs("$w << EOD\n", fp);
     for (int c = 0; c < n_cells; c++) {
-        double a = cell_mean(rows, &cells[c], a8), b = cell_mean(rows, &cells[c], "w4a4.aiter");
+        double a = cell_mean(rows, &cells[c], a8), b = cell_mean(rows, &cells[c], a4);
         if (!isfinite(a) || !isfinite(b))
             continue;
         char bt[32];
@@ -630,17 +645,18 @@ static int plot_w4a8_vs_w4a4(plot_list_t *pl, const result_list_t *rows, const s
                 b / a, a, b);
     }
     fputs("EOD\n", fp);
-    char sa[96], sb[96], ka[80];
+    char sa[96], sb[96], ka[80], kb[80];
     kernel_style(kernels, a8, sa, sizeof sa);
-    kernel_style(kernels, "w4a4.aiter", sb, sizeof sb);
+    kernel_style(kernels, a4, sb, sizeof sb);
     gp_text(a8, ka, sizeof ka);
+    gp_text(a4, kb, sizeof kb);
     fputs("set title \"W4A8 vs W4A4 (label: W4A4 / W4A8 error ratio)\"\n", fp);
     fputs("set style data histograms\nset style histogram clustered gap 1\n"
           "set style fill solid 0.85 border rgb \"#333333\"\nset boxwidth 0.9\n",
           fp);
     fputs("set logscale y\nset format y \"%.0e\"\nset ylabel \"mean rel_fro vs R_source\"\n", fp);
     fputs("set xtics rotate by -30 font \",9\"\nset key top left\n", fp);
-    fprintf(fp, "plot $w using 2:xtic(1) %s title \"%s\", '' using 3 %s title \"w4a4.aiter\"\n", sa, ka, sb);
+    fprintf(fp, "plot $w using 2:xtic(1) %s title \"%s\", '' using 3 %s title \"%s\"\n", sa, ka, sb, kb);
     return script_finish(pl, p, &s);
 }
 

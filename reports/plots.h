@@ -15,8 +15,9 @@
  *    as the fraction of elements per bin (recorded.* outputs are kernels;
  *    poisoned rows count here: R_sanitized shows where they land);
  *  - w4a8_vs_w4a4: per shape and band, the mean rel_fro against R_source of
- *    the W4A8 kernel (w4a8.folded, else w4a8.perblock, else the first
- *    w4a8.*) and of w4a4.aiter;
+ *    the W4A8 kernel (the registry's COMPARE_ROLE_W4A8_PRODUCTION kernel,
+ *    else its COMPARE_ROLE_W4A8_MODEL, else the first other W4A8 kernel by
+ *    name) and of the COMPARE_ROLE_W4A4_EMULATION kernel;
  *  - heatmap_worst: the worst rel_fro against R_source (any R_* when no row
  *    has R_source) over shape x band;
  *  - trend: per run (baseline, history, this run; oldest first) the worst
@@ -72,8 +73,10 @@ int plots_is_error_row(const result_t *r, const char *reference);
 int plots_cells(const result_list_t *rows, plot_cell_t **cells);
 
 /* The W4A8 kernel the comparison with W4A4 uses, or NULL when the rows
- * hold neither a w4a8.* nor w4a4.aiter against R_source. */
+ * hold no W4A4 kernel or no W4A8 kernel against R_source. */
 const char *plots_w4a8_kernel(const result_list_t *rows);
+/* The W4A4 side: the registry's COMPARE_ROLE_W4A4_EMULATION kernel (or NULL). */
+const char *plots_w4a4_kernel(void);
 
 /* Appends relerr_*, ulp_*, w4a8_vs_w4a4 and heatmap_worst (each only when
  * its rows exist). */

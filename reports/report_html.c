@@ -477,8 +477,8 @@ static void summary(FILE *fp, const report_doc_t *d)
     }
     free(cells);
 
-    const char *a8 = plots_w4a8_kernel(rows);
-    if (a8) {
+    const char *a8 = plots_w4a8_kernel(rows), *a4 = plots_w4a4_kernel();
+    if (a8 && a4) {
         double sa = 0, sb = 0;
         int na = 0, nb = 0;
         for (int64_t i = 0; i < rows->count; i++) {
@@ -488,7 +488,7 @@ static void summary(FILE *fp, const report_doc_t *d)
             if (!strcmp(r->kernel, a8)) {
                 sa += r->metrics.rel_fro;
                 na++;
-            } else if (!strcmp(r->kernel, "w4a4.aiter")) {
+            } else if (!strcmp(r->kernel, a4)) {
                 sb += r->metrics.rel_fro;
                 nb++;
             }
@@ -496,7 +496,9 @@ static void summary(FILE *fp, const report_doc_t *d)
         if (na && nb) {
             fputs("<p><b>W4A8 vs W4A4:</b> mean rel_fro vs R_source ", fp);
             E(a8);
-            fprintf(fp, " %.4g, w4a4.aiter %.4g (W4A4 / W4A8 = %.2f)</p>\n", sa / na, sb / nb, (sb / nb) / (sa / na));
+            fprintf(fp, " %.4g, ", sa / na);
+            E(a4);
+            fprintf(fp, " %.4g (W4A4 / W4A8 = %.2f)</p>\n", sb / nb, (sb / nb) / (sa / na));
         }
     }
 

@@ -421,15 +421,11 @@ static void test_derived(void **state)
     const kernel_desc_t *w4a8 = kernel_find("w4a8.perblock"), *w4a4 = kernel_find("w4a4.aiter");
     assert_non_null(w4a8);
     assert_non_null(w4a4);
-    /* the formats' mantissa bits, read from the registry's descriptions */
-    assert_int_equal(policy_format_mantissa(w4a8->act_format), 3);
-    assert_int_equal(policy_format_mantissa(w4a4->act_format), 1);
-    assert_int_equal(policy_format_mantissa("bf16 (x rounded to bf16)"), 7);
-    assert_int_equal(policy_format_mantissa("x (bf16 or fp32) -> e2m1 codes + e8m0 scale"), 1);
-    assert_int_equal(policy_format_mantissa("x (bf16 or fp32) -> e4m3fn codes + fp32 scale"), 3);
-    assert_int_equal(policy_format_mantissa("float32"), 23);
-    assert_int_equal(policy_format_mantissa("something else"), -1);
-    assert_int_equal(policy_format_mantissa(NULL), -1);
+    /* the formats' explicit mantissa bits, read from the descriptors' typed formats */
+    assert_int_equal(w4a8->act.elem, ELEM_E4M3FN);
+    assert_int_equal(w4a8->act.mantissa_bits, 3);
+    assert_int_equal(w4a4->act.elem, ELEM_E2M1);
+    assert_int_equal(w4a4->act.mantissa_bits, 1);
 
     /* the formula: u(out) + K u(acc) [+ u(act)], u(m) = 2^-(m+1) */
     assert_true(policy_derived_rel(7, 23, -1, 5120) == 0x1p-8 + 5120 * 0x1p-24);
@@ -484,7 +480,8 @@ static void test_derived(void **state)
         if (k->op != KERNEL_OP_QUANT)
             continue;
         assert_int_equal(policy_derived_rule(k, "x", 5120, &r), 0);
-        int m = policy_format_mantissa(k->act_format);
+        /* e4m3fn codes: 3 mantissa bits; e2m1: 1 (formats.h's definitions) */
+        const int m = k->act.elem == ELEM_E4M3FN ? 3 : k->act.elem == ELEM_E2M1 ? 1 : -1;
         assert_true(m == 1 || m == 3);
         assert_true(r.rel_fro == ldexp(1.0, -(m + 1)));
     }

@@ -205,8 +205,9 @@ int cli_compare(int argc, char **argv)
     if (c < 0)
         return cli_parse_exit(c);
     compare_t cmp = {0};
-    cmp.a = kernel_find("w4a8.folded") ? kernel_find("w4a8.folded") : kernel_find("w4a8.perblock");
-    cmp.b = kernel_find("w4a4.aiter");
+    cmp.a = kernel_for_role(COMPARE_ROLE_W4A8_PRODUCTION) ? kernel_for_role(COMPARE_ROLE_W4A8_PRODUCTION)
+                                                           : kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
+    cmp.b = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
     /* Two leading kernel names pick the pair. */
     if (argc - optind >= 2 && kernel_find(argv[optind]) && kernel_find(argv[optind + 1])) {
         cmp.a = kernel_find(argv[optind]);

@@ -13,7 +13,6 @@
 #define GPU_POISON_BF16 0x7FC1u
 #define GPU_POISON_BYTE 0xFF
 #define GPU_CANARY_BYTE 0xA5
-#define GPU_DECODE_DEFAULT_SPLITS 4
 
 void gpu_run_options_default(gpu_run_options_t *o)
 {
@@ -39,36 +38,25 @@ int gpu_available(char *why, size_t cap)
     return 1;
 }
 
-typedef enum {
-    GK_NONE = 0,
-    GK_PERBLOCK,
-    GK_FOLDED,
-    GK_DECODE,
-    GK_W4A4,
-    GK_SKINNY,
-    GK_QUANT_FP8,
-    GK_QUANT_MXFP4,
-} gpu_kind_t;
-
-static gpu_kind_t gpu_kind(const char *name)
+/* The registry kernel whose GPU twin the fault kernels borrow operands from. */
+static const kernel_desc_t *fault_host(void)
 {
-    static const struct { const char *name; gpu_kind_t kind; } table[] = {
-        {"w4a8.perblock", GK_PERBLOCK}, {"w4a8.folded", GK_FOLDED},   {"w4a8.decode", GK_DECODE},
-        {"w4a4.aiter", GK_W4A4},        {"bf16.skinny", GK_SKINNY},   {"bf16.sequential", GK_SKINNY},
-        {"quant.fp8_token", GK_QUANT_FP8}, {"quant.mxfp4", GK_QUANT_MXFP4},
-    };
-    for (size_t i = 0; name && i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(name, table[i].name) == 0)
-            return table[i].kind;
-    return GK_NONE;
+    for (int i = 0; i < kernel_count(); i++)
+        if (kernel_at(i)->gpu_entry == KERNEL_GPU_W4A8_FOLDED)
+            return kernel_at(i);
+    return NULL;
+}
+
+int gpu_kernel_runs(const kernel_desc_t *k, gpu_variant_t variant)
+{
+    if (!k || k->gpu_entry == KERNEL_GPU_NONE)
+        return 0;
+    return variant == GPU_VARIANT_MATRIX ? k->gpu_matrix : 1;
 }
 
 int gpu_kernel_supported(const char *name, gpu_variant_t variant)
 {
-    gpu_kind_t g = gpu_kind(name);
-    if (variant == GPU_VARIANT_MATRIX)
-        return g == GK_FOLDED;
-    return g != GK_NONE;
+    return name && gpu_kernel_runs(kernel_find(name), variant);
 }
 
 /* Everything one run holds on the device, freed in one place. */
@@ -108,7 +96,7 @@ static void ctx_free(gpu_ctx_t *c)
 
 /* The device operands and outputs of one run. */
 typedef struct {
-    gpu_kind_t kind;
+    kernel_gpu_entry_t entry;
     gpu_variant_t variant;
     const char *fault;
     int64_t M, N, K;
@@ -134,6 +122,8 @@ typedef struct {
     uint8_t *block;             /* canary | output | canary */
     size_t canary, out_bytes;
     uint8_t *out;               /* block + canary */
+    int quant;                  /* a quantizer: byte codes and a second (scales) output */
+    int mxfp4_codes;            /* its codes are e2m1 (0xFF is no code: the poison shows) */
     void *scale_out;            /* quantizers' second output (not canaried) */
     size_t scale_out_bytes;
 } gpu_job_t;
@@ -143,10 +133,10 @@ static int job_launch(const gpu_job_t *j, kr_gpu_stream_t s)
     if (j->fault)
         return kr_gpu_fault_launch(j->fault, j->x, j->x_fmt, j->xs, j->M, &j->w, j->ref, j->scratch,
                                    j->scratch_bytes, (uint16_t *)j->out, s);
-    switch (j->kind) {
-    case GK_PERBLOCK:
+    switch (j->entry) {
+    case KERNEL_GPU_W4A8_PERBLOCK:
         return kr_gpu_w4a8_perblock(j->x, j->x_fmt, j->xs, j->M, &j->w, (uint16_t *)j->out, s);
-    case GK_FOLDED:
+    case KERNEL_GPU_W4A8_FOLDED:
         if (j->variant == GPU_VARIANT_MATRIX) {
             if (strcmp(kr_gpu_backend(), "hip") == 0)
                 return kr_gpu_w4a8_wmma_gfx12(j->x, j->xs, j->M, j->w8, j->ref, j->w.e8m0_zero_is_zero,
@@ -155,19 +145,19 @@ static int job_launch(const gpu_job_t *j, kr_gpu_stream_t s)
                                    j->K, (uint16_t *)j->out, s);
         }
         return kr_gpu_w4a8_folded(j->x, j->x_fmt, j->xs, j->M, &j->w, j->ref, (uint16_t *)j->out, s);
-    case GK_DECODE:
+    case KERNEL_GPU_W4A8_DECODE:
         return kr_gpu_w4a8_decode(j->x, j->x_fmt, j->xs, j->M, &j->w, j->wdec, j->ref, j->splits, j->scratch,
                                   j->scratch_bytes, j->counters, j->n_counters, (uint16_t *)j->out, s);
-    case GK_W4A4:
+    case KERNEL_GPU_W4A4_AITER:
         return kr_gpu_w4a4_aiter(j->x, j->a_scales, j->M, &j->w, (uint16_t *)j->out, s);
-    case GK_SKINNY:
+    case KERNEL_GPU_BF16_SPLITK:
         return kr_gpu_bf16_skinny(j->x_bf16, j->w_bf16, j->M, j->N, j->K, j->splits,
                                   (uint16_t *)j->out, s);
-    case GK_QUANT_FP8:
+    case KERNEL_GPU_QUANT_FP8_TOKEN:
         return kr_gpu_quant_fp8_token(j->xf, j->M, j->K, j->out, (float *)j->scale_out, s);
-    case GK_QUANT_MXFP4:
+    case KERNEL_GPU_QUANT_MXFP4:
         return kr_gpu_quant_mxfp4(j->xf, j->M, j->K, j->out, (uint8_t *)j->scale_out, s);
-    case GK_NONE:
+    case KERNEL_GPU_NONE:
         break;
     }
     return KR_GPU_ERR_UNSUPPORTED;
@@ -176,7 +166,7 @@ static int job_launch(const gpu_job_t *j, kr_gpu_stream_t s)
 static int job_poison(const gpu_job_t *j, kr_gpu_stream_t s)
 {
     int st;
-    if (j->kind == GK_QUANT_FP8 || j->kind == GK_QUANT_MXFP4) {
+    if (j->quant) {
         st = kr_gpu_memset(j->out, GPU_POISON_BYTE, j->out_bytes, s);
         if (st == KR_GPU_OK)
             st = kr_gpu_memset(j->scale_out, GPU_POISON_BYTE, j->scale_out_bytes, s);
@@ -185,22 +175,20 @@ static int job_poison(const gpu_job_t *j, kr_gpu_stream_t s)
     return kr_gpu_fill_u16((uint16_t *)j->out, GPU_POISON_BF16, j->out_bytes / 2, s);
 }
 
-/* bf16.skinny's split-K: the skinny dispatch's measured table, as
- * kernels/cpu/bf16_gemm.c models it (keep the two in step), or the
- * decode_splits override.  bf16.sequential is one split.  0: declined. */
-static int skinny_splits(const char *name, int64_t N, int64_t K, const kernel_options_t *kopt)
+/* The split-K count of the twin: the descriptor's (shared with its CPU
+ * model), 0 when it declines the shape. */
+static int job_splits(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_options_t *kopt)
 {
-    static const struct { int64_t n, k; int sk; } table[] = {
-        {256, 2048, 16}, {48, 5120, 8}, {96, 5120, 8}, {1280, 5120, 8}, {256, 5120, 8},
-    };
-    if (strcmp(name, "bf16.sequential") == 0)
+    kernel_options_t defaults;
+    if (!kopt) {
+        kernel_options_default(&defaults);
+        kopt = &defaults;
+    }
+    kr_error_t ignored = {{0}};
+    if (!k->split_k)
         return 1;
-    if (kopt && kopt->decode_splits > 0)
-        return K % (16 * (int64_t)kopt->decode_splits) == 0 ? kopt->decode_splits : 0;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (table[i].n == N && table[i].k == K)
-            return table[i].sk;
-    return 0;
+    const int sk = k->split_k(k, in->dispatch_M > 0 ? in->dispatch_M : in->M, in->N, in->K, kopt, &ignored);
+    return sk > 0 ? sk : 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -255,282 +243,317 @@ static int upload_weight(gpu_ctx_t *c, const kernel_inputs_t *in, gpu_job_t *j, 
     return st;
 }
 
-int gpu_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
-                   const kernel_options_t *kopt, const gpu_run_options_t *opt_in,
-                   gpu_run_result_t *res, kr_error_t *err)
+/* What one run holds on the host, freed in one place. */
+typedef struct {
+    uint8_t *block, *first, *now, *first_scale, *now_scale;
+    double *times;
+} gpu_host_t;
+
+static void host_free(gpu_host_t *h)
 {
-    gpu_run_options_t opt;
-    if (opt_in)
-        opt = *opt_in;
-    else
-        gpu_run_options_default(&opt);
-    if (opt.reruns < 1)
-        opt.reruns = 1;
-    memset(res, 0, sizeof *res);
-    res->M = in->M;
-    res->N = in->N;
-    res->K = in->K;
-    res->first_unwritten = -1;
-    res->ms_median = res->ms_min = NAN;
-    res->tflops = res->gbps = NAN;
-    res->verdict = VERDICT_PASS;
-    snprintf(res->kernel, sizeof res->kernel, "%s%s%s%s", k ? k->name : "?",
-             opt.variant == GPU_VARIANT_MATRIX ? (strcmp(kr_gpu_backend(), "hip") == 0 ? "+wmma" : "+mma") : "",
-             opt.fault ? "+fault:" : "", opt.fault ? opt.fault : "");
+    free(h->block);
+    free(h->first);
+    free(h->now);
+    free(h->first_scale);
+    free(h->now_scale);
+    free(h->times);
+    memset(h, 0, sizeof *h);
+}
 
-    gpu_ctx_t c;
-    memset(&c, 0, sizeof c);
-    gpu_job_t j;
-    memset(&j, 0, sizeof j);
-    uint8_t *host_block = NULL, *first = NULL, *now = NULL, *first_scale = NULL, *now_scale = NULL;
-    double *times = NULL;
-    int status = 0;
-    char why[256];
+/* A run that cannot happen: the row is UNSUPPORTED and says why. */
+static int decline(gpu_run_result_t *res, kr_error_t *err)
+{
+    res->verdict = VERDICT_UNSUPPORTED;
+    return kr_fail(err, "%s", res->note);
+}
 
-    j.kind = gpu_kind(k ? k->name : NULL);
-    j.variant = opt.variant;
-    j.fault = opt.fault;
-    j.M = in->M;
-    j.N = in->N;
-    j.K = in->K;
-    if (j.kind == GK_NONE || !gpu_kernel_supported(k->name, opt.variant) ||
-        (opt.fault && j.kind != GK_FOLDED)) {
-        res->verdict = VERDICT_UNSUPPORTED;
-        snprintf(res->note, sizeof res->note, "no GPU kernel for %s%s", res->kernel,
-                 opt.fault ? " (faults run on w4a8.folded)" : "");
-        return kr_fail(err, "%s", res->note);
-    }
-    if (!gpu_available(why, sizeof why)) {
-        res->verdict = VERDICT_UNSUPPORTED;
-        kr_strlcpy(res->note, why, sizeof res->note);
-        return kr_fail(err, "%s", why);
-    }
-    GPU_TRY(kr_gpu_set_device(opt.device), "set device");
-    if (kr_gpu_device_name(opt.device, res->device, sizeof res->device) != KR_GPU_OK)
-        kr_strlcpy(res->device, "?", sizeof res->device);
-    GPU_TRY(kr_gpu_stream_create(&c.stream), "stream");
-    GPU_TRY(kr_gpu_event_create(&c.ev0), "event");
-    GPU_TRY(kr_gpu_event_create(&c.ev1), "event");
-
+/* fp8 per-token or MXFP4 activations against the MXFP4 weight. */
+static int upload_mxfp4_gemm(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_inputs_t *in,
+                             const kernel_act_t *act, const kernel_options_t *kopt, gpu_job_t *j,
+                             gpu_run_result_t *res, kr_error_t *err)
+{
     const int64_t M = in->M, N = in->N, K = in->K;
-    const int is_quant = j.kind == GK_QUANT_FP8 || j.kind == GK_QUANT_MXFP4;
-    const int is_w4a8 = j.kind == GK_PERBLOCK || j.kind == GK_FOLDED || j.kind == GK_DECODE;
+    const int fp8_act = kernel_is_w4a8(k);
+    int status = 0;
     void *p;
-
-    /* ---- operands ---- */
-    if (is_w4a8 || j.kind == GK_W4A4) {
-        if (!act || !act->codes || !in->weight.packed || !in->weight.scales) {
-            res->verdict = VERDICT_UNSUPPORTED;
-            snprintf(res->note, sizeof res->note, "%s: needs prepared activations and an MXFP4 weight",
+    if (!act || !act->codes || !in->weight.packed || !in->weight.scales) {
+        snprintf(res->note, sizeof res->note, "%s: needs prepared activations and an MXFP4 weight",
+                 res->kernel);
+        return decline(res, err);
+    }
+    GPU_TRY(ctx_upload(c, &p, act->codes, (size_t)M * (size_t)K), "upload activations");
+    j->x = p;
+    if (fp8_act) {
+        GPU_TRY(ctx_upload(c, &p, act->token_scale, (size_t)M * sizeof(float)), "upload x_scale");
+        j->xs = p;
+        j->x_fmt = act->fp8_format == FP8_E4M3FNUZ ? 1 : 0;
+    } else {
+        GPU_TRY(ctx_upload(c, &p, act->block_scale, (size_t)M * (size_t)(K / 32)), "upload scales");
+        j->a_scales = p;
+    }
+    GPU_TRY(upload_weight(c, in, j, fp8_act), "upload weight");
+    res->flops = 2.0 * (double)M * (double)N * (double)K;
+    res->bytes = (double)M * (double)K + (double)N * (double)K / 2 + (double)N * (double)K / 32 +
+                 2.0 * (double)M * (double)N + (fp8_act ? 4.0 * (double)M : (double)M * (double)K / 32);
+    if (j->entry == KERNEL_GPU_W4A8_FOLDED && j->variant == GPU_VARIANT_MATRIX) {
+        if (j->x_fmt != 0) {
+            snprintf(res->note, sizeof res->note, "%s: the matrix units take e4m3fn activations only",
                      res->kernel);
-            status = kr_fail(err, "%s", res->note);
-            goto done;
+            return decline(res, err);
         }
-        GPU_TRY(ctx_upload(&c, &p, act->codes, (size_t)M * (size_t)K), "upload activations");
-        j.x = p;
-        if (is_w4a8) {
-            GPU_TRY(ctx_upload(&c, &p, act->token_scale, (size_t)M * sizeof(float)), "upload x_scale");
-            j.xs = p;
-            j.x_fmt = act->fp8_format == FP8_E4M3FNUZ ? 1 : 0;
-        } else {
-            GPU_TRY(ctx_upload(&c, &p, act->block_scale, (size_t)M * (size_t)(K / 32)), "upload scales");
-            j.a_scales = p;
-        }
-        GPU_TRY(upload_weight(&c, in, &j, is_w4a8), "upload weight");
-        res->flops = 2.0 * (double)M * (double)N * (double)K;
-        res->bytes = (double)M * (double)K + (double)N * (double)K / 2 + (double)N * (double)K / 32 +
-                     2.0 * (double)M * (double)N + (is_w4a8 ? 4.0 * (double)M : (double)M * (double)K / 32);
-        if (j.kind == GK_FOLDED && opt.variant == GPU_VARIANT_MATRIX) {
-            if (j.x_fmt != 0) {
-                res->verdict = VERDICT_UNSUPPORTED;
-                snprintf(res->note, sizeof res->note, "%s: the matrix units take e4m3fn activations only",
-                         res->kernel);
-                status = kr_fail(err, "%s", res->note);
-                goto done;
-            }
-            GPU_TRY(ctx_alloc(&c, &p, (size_t)N * (size_t)K), "alloc w8");
-            GPU_TRY(kr_gpu_w4a8_preshift(&j.w, j.ref, p, c.stream), "preshift");
-            j.w8 = p;
-            /* the MMA reads the pre-shifted e4m3 weight: one byte per element */
-            res->bytes += (double)N * (double)K / 2 - (double)N * (double)K / 32;
-        }
-        if (j.kind == GK_DECODE) {
-            j.splits = kopt && kopt->decode_splits > 0 ? kopt->decode_splits : GPU_DECODE_DEFAULT_SPLITS;
-            j.scratch_bytes = kr_gpu_w4a8_decode_scratch_bytes(M, N, j.splits);
-            j.n_counters = kr_gpu_w4a8_decode_counters(N);
-            GPU_TRY(ctx_alloc(&c, &p, j.scratch_bytes), "alloc split-K scratch");
-            j.scratch = p;
-            GPU_TRY(ctx_alloc(&c, &p, (size_t)j.n_counters * sizeof(int)), "alloc block counters");
-            j.counters = p;
-            GPU_TRY(kr_gpu_memset(j.counters, 0, (size_t)j.n_counters * sizeof(int), c.stream),
-                    "zero block counters");
-            /* the load-time permutation (WPERM-like) the decode kernel reads */
-            GPU_TRY(ctx_alloc(&c, &p, kr_gpu_w4a8_decode_layout_bytes(N, K)), "alloc decode layout");
-            GPU_TRY(kr_gpu_w4a8_decode_layout(&j.w, p, c.stream), "decode layout");
-            j.wdec = p;
-        }
-        if (opt.fault && strcmp(opt.fault, "race") == 0) {
-            j.scratch_bytes = (size_t)M * (size_t)N * sizeof(float);
-            GPU_TRY(ctx_alloc(&c, &p, j.scratch_bytes), "alloc race scratch");
-            j.scratch = p;
-        }
-    } else if (j.kind == GK_SKINNY) {
-        j.splits = skinny_splits(k->name, N, K, kopt);
-        if (!act || !act->dequant || !in->weight_bf16 || j.splits <= 0 || K % j.splits) {
-            res->verdict = VERDICT_UNSUPPORTED;
-            snprintf(res->note, sizeof res->note,
-                     "%s: needs bf16 activations, weight_bf16 and a split-K config for %lldx%lld",
-                     k->name, (long long)N, (long long)K);
-            status = kr_fail(err, "%s", res->note);
-            goto done;
-        }
-        uint16_t *xb = malloc((size_t)M * (size_t)K * sizeof(uint16_t));
-        if (!xb) {
-            status = kr_fail(err, "out of memory");
-            res->verdict = VERDICT_ERROR;
-            goto done;
-        }
-        for (int64_t i = 0; i < M * K; i++)
-            xb[i] = bf16_encode(act->dequant[i]);   /* already bf16 values: exact */
-        int st = ctx_upload(&c, &p, xb, (size_t)M * (size_t)K * 2);
-        free(xb);
-        GPU_TRY(st, "upload x (bf16)");
-        j.x_bf16 = p;
-        GPU_TRY(ctx_upload(&c, &p, in->weight_bf16, (size_t)N * (size_t)K * 2), "upload weight_bf16");
-        j.w_bf16 = p;
-        res->flops = 2.0 * (double)M * (double)N * (double)K;
-        res->bytes = 2.0 * ((double)M * (double)K + (double)N * (double)K + (double)M * (double)N);
-    } else if (is_quant) {
-        if (!in->x) {
-            res->verdict = VERDICT_UNSUPPORTED;
-            snprintf(res->note, sizeof res->note, "%s: the case has no source activations x", res->kernel);
-            status = kr_fail(err, "%s", res->note);
-            goto done;
-        }
-        GPU_TRY(ctx_upload(&c, &p, in->x, (size_t)M * (size_t)K * sizeof(float)), "upload x");
-        j.xf = p;
-        j.scale_out_bytes = j.kind == GK_QUANT_FP8 ? (size_t)M * sizeof(float) : (size_t)M * (size_t)(K / 32);
-        GPU_TRY(ctx_alloc(&c, &j.scale_out, j.scale_out_bytes), "alloc scales");
-        res->flops = 0;
-        res->bytes = 5.0 * (double)M * (double)K + (double)j.scale_out_bytes;
+        GPU_TRY(ctx_alloc(c, &p, (size_t)N * (size_t)K), "alloc w8");
+        GPU_TRY(kr_gpu_w4a8_preshift(&j->w, j->ref, p, c->stream), "preshift");
+        j->w8 = p;
+        /* the MMA reads the pre-shifted e4m3 weight: one byte per element */
+        res->bytes += (double)N * (double)K / 2 - (double)N * (double)K / 32;
     }
+    if (j->entry == KERNEL_GPU_W4A8_DECODE) {
+        j->splits = job_splits(k, in, kopt);
+        if (j->splits <= 0) {
+            snprintf(res->note, sizeof res->note, "%s: no split-K config for %lldx%lld", res->kernel,
+                     (long long)N, (long long)K);
+            return decline(res, err);
+        }
+        j->scratch_bytes = kr_gpu_w4a8_decode_scratch_bytes(M, N, j->splits);
+        j->n_counters = kr_gpu_w4a8_decode_counters(N);
+        GPU_TRY(ctx_alloc(c, &p, j->scratch_bytes), "alloc split-K scratch");
+        j->scratch = p;
+        GPU_TRY(ctx_alloc(c, &p, (size_t)j->n_counters * sizeof(int)), "alloc block counters");
+        j->counters = p;
+        GPU_TRY(kr_gpu_memset(j->counters, 0, (size_t)j->n_counters * sizeof(int), c->stream),
+                "zero block counters");
+        /* the load-time permutation (WPERM-like) the decode kernel reads */
+        GPU_TRY(ctx_alloc(c, &p, kr_gpu_w4a8_decode_layout_bytes(N, K)), "alloc decode layout");
+        GPU_TRY(kr_gpu_w4a8_decode_layout(&j->w, p, c->stream), "decode layout");
+        j->wdec = p;
+    }
+    if (j->fault && strcmp(j->fault, "race") == 0) {
+        j->scratch_bytes = (size_t)M * (size_t)N * sizeof(float);
+        GPU_TRY(ctx_alloc(c, &p, j->scratch_bytes), "alloc race scratch");
+        j->scratch = p;
+    }
+done:
+    return status;
+}
 
-    /* ---- the output between its canaries ---- */
-    j.canary = opt.canary_bytes;
-    j.out_bytes = is_quant ? (size_t)M * (size_t)K : (size_t)M * (size_t)N * sizeof(uint16_t);
-    const size_t block_bytes = 2 * j.canary + j.out_bytes;
-    GPU_TRY(ctx_alloc(&c, &p, block_bytes), "alloc output");
-    j.block = p;
-    j.out = j.block + j.canary;
-    host_block = malloc(block_bytes);
-    first = malloc(j.out_bytes);
-    now = malloc(j.out_bytes);
-    first_scale = malloc(j.scale_out_bytes + 1);
-    now_scale = malloc(j.scale_out_bytes + 1);
-    times = malloc(sizeof(double) * (size_t)(opt.timed_runs > 0 ? opt.timed_runs : 1));
-    if (!host_block || !first || !now || !first_scale || !now_scale || !times) {
+/* bf16 activations against the bf16 weight, with the descriptor's split-K. */
+static int upload_bf16_gemm(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_inputs_t *in,
+                            const kernel_act_t *act, const kernel_options_t *kopt, gpu_job_t *j,
+                            gpu_run_result_t *res, kr_error_t *err)
+{
+    const int64_t M = in->M, N = in->N, K = in->K;
+    int status = 0;
+    void *p;
+    j->splits = job_splits(k, in, kopt);
+    if (!act || !act->dequant || !in->weight_bf16 || j->splits <= 0 || K % j->splits) {
+        snprintf(res->note, sizeof res->note,
+                 "%s: needs bf16 activations, weight_bf16 and a split-K config for %lldx%lld", k->name,
+                 (long long)N, (long long)K);
+        return decline(res, err);
+    }
+    uint16_t *xb = malloc((size_t)M * (size_t)K * sizeof(uint16_t));
+    if (!xb) {
         res->verdict = VERDICT_ERROR;
-        status = kr_fail(err, "out of memory for the GPU run's host buffers");
-        goto done;
+        return kr_fail(err, "out of memory");
     }
+    for (int64_t i = 0; i < M * K; i++)
+        xb[i] = bf16_encode(act->dequant[i]);   /* already bf16 values: exact */
+    int st = ctx_upload(c, &p, xb, (size_t)M * (size_t)K * 2);
+    free(xb);
+    GPU_TRY(st, "upload x (bf16)");
+    j->x_bf16 = p;
+    GPU_TRY(ctx_upload(c, &p, in->weight_bf16, (size_t)N * (size_t)K * 2), "upload weight_bf16");
+    j->w_bf16 = p;
+    res->flops = 2.0 * (double)M * (double)N * (double)K;
+    res->bytes = 2.0 * ((double)M * (double)K + (double)N * (double)K + (double)M * (double)N);
+done:
+    return status;
+}
 
-    /* ---- reruns, compared bit for bit ---- */
-    for (int r = 0; r < opt.reruns; r++) {
-        GPU_TRY(kr_gpu_memset(j.block, GPU_CANARY_BYTE, block_bytes, c.stream), "canary fill");
-        GPU_TRY(job_poison(&j, c.stream), "poison");
-        GPU_TRY(job_launch(&j, c.stream), res->kernel);
-        GPU_TRY(kr_gpu_stream_synchronize(c.stream), "kernel execution");
-        GPU_TRY(kr_gpu_memcpy_d2h(host_block, j.block, block_bytes), "download output");
-        if (j.scale_out_bytes)
-            GPU_TRY(kr_gpu_memcpy_d2h(now_scale, j.scale_out, j.scale_out_bytes), "download scales");
-        res->reruns++;
-        for (size_t b = 0; b < j.canary; b++) {
-            res->canary_bad += host_block[b] != GPU_CANARY_BYTE;
-            if (host_block[j.canary + j.out_bytes + b] != GPU_CANARY_BYTE) {
-                res->canary_bad++;
-                res->canary_bad_after++;
+/* A quantizer's source x; its second output holds the scales. */
+static int upload_quant(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_inputs_t *in, gpu_job_t *j,
+                        gpu_run_result_t *res, kr_error_t *err)
+{
+    const int64_t M = in->M, K = in->K;
+    int status = 0;
+    void *p;
+    if (!in->x) {
+        snprintf(res->note, sizeof res->note, "%s: the case has no source activations x", res->kernel);
+        return decline(res, err);
+    }
+    GPU_TRY(ctx_upload(c, &p, in->x, (size_t)M * (size_t)K * sizeof(float)), "upload x");
+    j->xf = p;
+    j->scale_out_bytes = k->act.scale == SCALE_PER_TOKEN ? (size_t)M * sizeof(float)
+                                                         : (size_t)M * (size_t)(K / k->act.block);
+    GPU_TRY(ctx_alloc(c, &j->scale_out, j->scale_out_bytes), "alloc scales");
+    res->flops = 0;
+    res->bytes = 5.0 * (double)M * (double)K + (double)j->scale_out_bytes;
+done:
+    return status;
+}
+
+/* The operands as the descriptor's formats say the twin consumes them. */
+static int upload_operands(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_inputs_t *in,
+                           const kernel_act_t *act, const kernel_options_t *kopt, gpu_job_t *j,
+                           gpu_run_result_t *res, kr_error_t *err)
+{
+    if (j->quant)
+        return upload_quant(c, k, in, j, res, err);
+    if (k->act.elem == ELEM_BF16)
+        return upload_bf16_gemm(c, k, in, act, kopt, j, res, err);
+    return upload_mxfp4_gemm(c, k, in, act, kopt, j, res, err);
+}
+
+/* The output between its canaries, and the host copies of each launch's. */
+static int alloc_output(gpu_ctx_t *c, gpu_job_t *j, const gpu_run_options_t *opt, gpu_host_t *h,
+                        gpu_run_result_t *res, kr_error_t *err)
+{
+    int status = 0;
+    void *p;
+    j->canary = opt->canary_bytes;
+    j->out_bytes = j->quant ? (size_t)j->M * (size_t)j->K : (size_t)j->M * (size_t)j->N * sizeof(uint16_t);
+    const size_t block_bytes = 2 * j->canary + j->out_bytes;
+    GPU_TRY(ctx_alloc(c, &p, block_bytes), "alloc output");
+    j->block = p;
+    j->out = j->block + j->canary;
+    h->block = malloc(block_bytes);
+    h->first = malloc(j->out_bytes);
+    h->now = malloc(j->out_bytes);
+    h->first_scale = malloc(j->scale_out_bytes + 1);
+    h->now_scale = malloc(j->scale_out_bytes + 1);
+    h->times = malloc(sizeof(double) * (size_t)(opt->timed_runs > 0 ? opt->timed_runs : 1));
+    if (!h->block || !h->first || !h->now || !h->first_scale || !h->now_scale || !h->times) {
+        res->verdict = VERDICT_ERROR;
+        return kr_fail(err, "out of memory for the GPU run's host buffers");
+    }
+done:
+    return status;
+}
+
+/* Canaries changed and elements that kept the poison, in the launch just downloaded. */
+static void check_launch(const gpu_job_t *j, const gpu_host_t *h, gpu_run_result_t *res)
+{
+    for (size_t b = 0; b < j->canary; b++) {
+        res->canary_bad += h->block[b] != GPU_CANARY_BYTE;
+        if (h->block[j->canary + j->out_bytes + b] != GPU_CANARY_BYTE) {
+            res->canary_bad++;
+            res->canary_bad_after++;
+        }
+    }
+    if (j->quant) {
+        for (size_t i = 0; j->mxfp4_codes && i < j->out_bytes; i++)
+            if (h->now[i] == GPU_POISON_BYTE) {
+                res->unwritten++;
+                if (res->first_unwritten < 0)
+                    res->first_unwritten = (int64_t)i;
             }
+        return;
+    }
+    const uint16_t *o = (const uint16_t *)h->now;
+    for (size_t i = 0; i < j->out_bytes / 2; i++)
+        if (o[i] == GPU_POISON_BF16) {
+            res->unwritten++;
+            if (res->first_unwritten < 0)
+                res->first_unwritten = (int64_t)i;
         }
-        memcpy(now, host_block + j.canary, j.out_bytes);
-        if (is_quant) {
-            for (size_t i = 0; i < j.out_bytes; i++)
-                if (now[i] == GPU_POISON_BYTE && j.kind == GK_QUANT_MXFP4) {
-                    res->unwritten++;
-                    if (res->first_unwritten < 0)
-                        res->first_unwritten = (int64_t)i;
-                }
-        } else {
-            const uint16_t *o = (const uint16_t *)now;
-            for (size_t i = 0; i < j.out_bytes / 2; i++)
-                if (o[i] == GPU_POISON_BF16) {
-                    res->unwritten++;
-                    if (res->first_unwritten < 0)
-                        res->first_unwritten = (int64_t)i;
-                }
-        }
+}
+
+/* A rerun's output against the first launch's (NaN == NaN for bf16). */
+static void compare_rerun(const gpu_job_t *j, const gpu_host_t *h, gpu_run_result_t *res)
+{
+    if (j->quant) {
+        for (size_t i = 0; i < j->out_bytes; i++)
+            res->rerun_diff += h->first[i] != h->now[i];
+        for (size_t i = 0; i < j->scale_out_bytes; i++)
+            res->rerun_diff += h->first_scale[i] != h->now_scale[i];
+        return;
+    }
+    const uint16_t *a = (const uint16_t *)h->first, *b = (const uint16_t *)h->now;
+    for (size_t i = 0; i < j->out_bytes / 2; i++) {
+        if (a[i] == b[i])
+            continue;
+        const uint64_t d = bf16_ulp_distance(a[i], b[i]);
+        if (d == UINT64_MAX && isnan(bf16_decode(a[i])) && isnan(bf16_decode(b[i])))
+            continue;
+        res->rerun_diff++;
+        if (d != UINT64_MAX && d > res->rerun_max_ulp)
+            res->rerun_max_ulp = d;
+    }
+}
+
+/* `reruns` launches on the same inputs, each checked and compared bit for bit. */
+static int run_reruns(gpu_ctx_t *c, const gpu_job_t *j, int reruns, gpu_host_t *h, gpu_run_result_t *res,
+                      kr_error_t *err)
+{
+    int status = 0;
+    const size_t block_bytes = 2 * j->canary + j->out_bytes;
+    for (int r = 0; r < reruns; r++) {
+        GPU_TRY(kr_gpu_memset(j->block, GPU_CANARY_BYTE, block_bytes, c->stream), "canary fill");
+        GPU_TRY(job_poison(j, c->stream), "poison");
+        GPU_TRY(job_launch(j, c->stream), res->kernel);
+        GPU_TRY(kr_gpu_stream_synchronize(c->stream), "kernel execution");
+        GPU_TRY(kr_gpu_memcpy_d2h(h->block, j->block, block_bytes), "download output");
+        if (j->scale_out_bytes)
+            GPU_TRY(kr_gpu_memcpy_d2h(h->now_scale, j->scale_out, j->scale_out_bytes), "download scales");
+        res->reruns++;
+        memcpy(h->now, h->block + j->canary, j->out_bytes);
+        check_launch(j, h, res);
         if (r == 0) {
-            memcpy(first, now, j.out_bytes);
-            memcpy(first_scale, now_scale, j.scale_out_bytes);
+            memcpy(h->first, h->now, j->out_bytes);
+            memcpy(h->first_scale, h->now_scale, j->scale_out_bytes);
             continue;
         }
-        if (is_quant) {
-            for (size_t i = 0; i < j.out_bytes; i++)
-                res->rerun_diff += first[i] != now[i];
-            for (size_t i = 0; i < j.scale_out_bytes; i++)
-                res->rerun_diff += first_scale[i] != now_scale[i];
-        } else {
-            const uint16_t *a = (const uint16_t *)first, *b = (const uint16_t *)now;
-            for (size_t i = 0; i < j.out_bytes / 2; i++) {
-                if (a[i] == b[i])
-                    continue;
-                const uint64_t d = bf16_ulp_distance(a[i], b[i]);
-                if (d == UINT64_MAX && isnan(bf16_decode(a[i])) && isnan(bf16_decode(b[i])))
-                    continue;
-                res->rerun_diff++;
-                if (d != UINT64_MAX && d > res->rerun_max_ulp)
-                    res->rerun_max_ulp = d;
-            }
-        }
+        compare_rerun(j, h, res);
     }
+done:
+    return status;
+}
 
-    /* ---- timing: warm launches, events around each ---- */
-    for (int t = 0; t < opt.timed_runs; t++) {
+/* Warm launches, events around each: median and min, TFLOP/s and GB/s. */
+static int run_timed(gpu_ctx_t *c, const gpu_job_t *j, int timed_runs, gpu_host_t *h, gpu_run_result_t *res,
+                     kr_error_t *err)
+{
+    int status = 0;
+    for (int t = 0; t < timed_runs; t++) {
         float ms = 0;
-        GPU_TRY(kr_gpu_event_record(c.ev0, c.stream), "event record");
-        GPU_TRY(job_launch(&j, c.stream), res->kernel);
-        GPU_TRY(kr_gpu_event_record(c.ev1, c.stream), "event record");
-        GPU_TRY(kr_gpu_event_elapsed_ms(c.ev0, c.ev1, &ms), "event elapsed");
-        times[t] = ms;
+        GPU_TRY(kr_gpu_event_record(c->ev0, c->stream), "event record");
+        GPU_TRY(job_launch(j, c->stream), res->kernel);
+        GPU_TRY(kr_gpu_event_record(c->ev1, c->stream), "event record");
+        GPU_TRY(kr_gpu_event_elapsed_ms(c->ev0, c->ev1, &ms), "event elapsed");
+        h->times[t] = ms;
     }
-    if (opt.timed_runs > 0) {
-        qsort(times, (size_t)opt.timed_runs, sizeof(double), cmp_double);
-        res->ms_min = times[0];
-        res->ms_median = opt.timed_runs % 2 ? times[opt.timed_runs / 2]
-                                            : 0.5 * (times[opt.timed_runs / 2 - 1] + times[opt.timed_runs / 2]);
+    if (timed_runs > 0) {
+        qsort(h->times, (size_t)timed_runs, sizeof(double), cmp_double);
+        res->ms_min = h->times[0];
+        res->ms_median = timed_runs % 2 ? h->times[timed_runs / 2]
+                                        : 0.5 * (h->times[timed_runs / 2 - 1] + h->times[timed_runs / 2]);
         if (res->ms_median > 0) {
             res->tflops = res->flops / (res->ms_median * 1e-3) / 1e12;
             res->gbps = res->bytes / (res->ms_median * 1e-3) / 1e9;
         }
     }
+done:
+    return status;
+}
 
-    /* ---- results ---- */
-    if (is_quant) {
-        res->q_codes = malloc(j.out_bytes);
+/* The first launch's output into res, and the verdict the checks give. */
+static int finish_result(const gpu_job_t *j, const gpu_host_t *h, gpu_run_result_t *res, kr_error_t *err)
+{
+    if (j->quant) {
+        res->q_codes = malloc(j->out_bytes);
         if (res->q_codes)
-            memcpy(res->q_codes, first, j.out_bytes);
-        if (j.kind == GK_QUANT_FP8) {
-            res->q_token_scale = malloc(j.scale_out_bytes);
-            if (res->q_token_scale)
-                memcpy(res->q_token_scale, first_scale, j.scale_out_bytes);
-        } else {
-            res->q_block_scale = malloc(j.scale_out_bytes);
-            if (res->q_block_scale)
-                memcpy(res->q_block_scale, first_scale, j.scale_out_bytes);
-        }
+            memcpy(res->q_codes, h->first, j->out_bytes);
+        void *scales = malloc(j->scale_out_bytes);
+        if (scales)
+            memcpy(scales, h->first_scale, j->scale_out_bytes);
+        if (j->mxfp4_codes)
+            res->q_block_scale = scales;
+        else
+            res->q_token_scale = scales;
     } else {
-        res->out = malloc(j.out_bytes);
+        res->out = malloc(j->out_bytes);
         if (res->out)
-            memcpy(res->out, first, j.out_bytes);
+            memcpy(res->out, h->first, j->out_bytes);
     }
     if (res->canary_bad) {
         res->verdict = VERDICT_OOB_WRITE;
@@ -542,36 +565,103 @@ int gpu_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kern
         snprintf(res->note, sizeof res->note,
                  "reruns differ: %lld element(s) changed across %d launches on the same inputs (max %llu ULP)",
                  (long long)res->rerun_diff, res->reruns, (unsigned long long)res->rerun_max_ulp);
+    } else if (res->unwritten && j->quant) {
+        res->verdict = VERDICT_WRONG;
+        snprintf(res->note, sizeof res->note, "unwritten: %lld code(s) kept the poison byte, first at [%lld, %lld]",
+                 (long long)res->unwritten, (long long)(res->first_unwritten / j->K),
+                 (long long)(res->first_unwritten % j->K));
     } else if (res->unwritten) {
         res->verdict = VERDICT_WRONG;
-        if (is_quant)
-            snprintf(res->note, sizeof res->note,
-                     "unwritten: %lld code(s) kept the poison byte, first at [%lld, %lld]",
-                     (long long)res->unwritten, (long long)(res->first_unwritten / K),
-                     (long long)(res->first_unwritten % K));
-        else
-            snprintf(res->note, sizeof res->note,
-                     "unwritten: %lld element(s) kept the poison 0x7FC1, first at [m=%lld, n=%lld] "
-                     "(partial N tile unwritten?)",
-                     (long long)res->unwritten, (long long)(res->first_unwritten / N),
-                     (long long)(res->first_unwritten % N));
+        snprintf(res->note, sizeof res->note,
+                 "unwritten: %lld element(s) kept the poison 0x7FC1, first at [m=%lld, n=%lld] "
+                 "(partial N tile unwritten?)",
+                 (long long)res->unwritten, (long long)(res->first_unwritten / j->N),
+                 (long long)(res->first_unwritten % j->N));
     } else {
         snprintf(res->note, sizeof res->note, "%d launches bit-identical, canaries intact, every element written",
                  res->reruns);
     }
     if (res->out || res->q_codes)
-        status = 0;
+        return 0;
+    return kr_fail(err, "out of memory copying the GPU output");
+}
+
+/* res before the run: the kernel's label, nothing measured yet. */
+static void result_init(gpu_run_result_t *res, const kernel_desc_t *k, const kernel_inputs_t *in,
+                        const gpu_run_options_t *opt)
+{
+    memset(res, 0, sizeof *res);
+    res->M = in->M;
+    res->N = in->N;
+    res->K = in->K;
+    res->first_unwritten = -1;
+    res->ms_median = res->ms_min = NAN;
+    res->tflops = res->gbps = NAN;
+    res->verdict = VERDICT_PASS;
+    snprintf(res->kernel, sizeof res->kernel, "%s%s%s%s", k ? k->name : "?",
+             opt->variant == GPU_VARIANT_MATRIX ? (strcmp(kr_gpu_backend(), "hip") == 0 ? "+wmma" : "+mma") : "",
+             opt->fault ? "+fault:" : "", opt->fault ? opt->fault : "");
+}
+
+int gpu_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
+                   const kernel_options_t *kopt, const gpu_run_options_t *opt_in,
+                   gpu_run_result_t *res, kr_error_t *err)
+{
+    gpu_run_options_t opt;
+    if (opt_in)
+        opt = *opt_in;
     else
-        status = kr_fail(err, "out of memory copying the GPU output");
+        gpu_run_options_default(&opt);
+    if (opt.reruns < 1)
+        opt.reruns = 1;
+    result_init(res, k, in, &opt);
+
+    gpu_ctx_t c;
+    memset(&c, 0, sizeof c);
+    gpu_host_t h;
+    memset(&h, 0, sizeof h);
+    gpu_job_t j;
+    memset(&j, 0, sizeof j);
+    int status = 0;
+    char why[256];
+
+    j.entry = k ? k->gpu_entry : KERNEL_GPU_NONE;
+    j.variant = opt.variant;
+    j.fault = opt.fault;
+    j.M = in->M;
+    j.N = in->N;
+    j.K = in->K;
+    if (!gpu_kernel_runs(k, opt.variant) || (opt.fault && j.entry != KERNEL_GPU_W4A8_FOLDED)) {
+        const kernel_desc_t *host = fault_host();
+        char faults[96] = "";
+        if (opt.fault)
+            snprintf(faults, sizeof faults, " (faults run on %s)", host ? host->name : "no kernel");
+        snprintf(res->note, sizeof res->note, "no GPU kernel for %s%s", res->kernel, faults);
+        return decline(res, err);
+    }
+    j.quant = k->op == KERNEL_OP_QUANT;
+    j.mxfp4_codes = j.quant && k->act.elem == ELEM_E2M1;
+    if (!gpu_available(why, sizeof why)) {
+        kr_strlcpy(res->note, why, sizeof res->note);
+        return decline(res, err);
+    }
+    GPU_TRY(kr_gpu_set_device(opt.device), "set device");
+    if (kr_gpu_device_name(opt.device, res->device, sizeof res->device) != KR_GPU_OK)
+        kr_strlcpy(res->device, "?", sizeof res->device);
+    GPU_TRY(kr_gpu_stream_create(&c.stream), "stream");
+    GPU_TRY(kr_gpu_event_create(&c.ev0), "event");
+    GPU_TRY(kr_gpu_event_create(&c.ev1), "event");
+
+    if ((status = upload_operands(&c, k, in, act, kopt, &j, res, err)) != 0 ||
+        (status = alloc_output(&c, &j, &opt, &h, res, err)) != 0 ||
+        (status = run_reruns(&c, &j, opt.reruns, &h, res, err)) != 0 ||
+        (status = run_timed(&c, &j, opt.timed_runs, &h, res, err)) != 0)
+        goto done;
+    status = finish_result(&j, &h, res, err);
 
 done:
     ctx_free(&c);
-    free(host_block);
-    free(first);
-    free(now);
-    free(first_scale);
-    free(now_scale);
-    free(times);
+    host_free(&h);
     return status;
 }
 

@@ -32,7 +32,7 @@
 
 typedef enum {
     GPU_VARIANT_SIMT = 0,       /* the bit-faithful kernel of the registry name */
-    GPU_VARIANT_MATRIX,         /* w4a8.folded on the matrix units (NVIDIA mma e4m3 / gfx12 WMMA) */
+    GPU_VARIANT_MATRIX,         /* a twin with gpu_matrix on the matrix units (NVIDIA mma e4m3 / gfx12 WMMA) */
 } gpu_variant_t;
 
 typedef struct {
@@ -41,7 +41,8 @@ typedef struct {
     int timed_runs;             /* warm timed launches after the reruns, default 5 (0: none) */
     size_t canary_bytes;        /* guard bytes on each side of the output, default 4096 */
     gpu_variant_t variant;
-    const char *fault;          /* NULL, or a fault kernel run on w4a8.folded's operands:
+    const char *fault;          /* NULL, or a fault kernel run on the operands of the folded
+                                   W4A8 twin (KERNEL_GPU_W4A8_FOLDED):
                                    "race", "oob", "unwritten" (kr_gpu_fault_launch) */
 } gpu_run_options_t;
 
@@ -80,7 +81,10 @@ void gpu_run_options_default(gpu_run_options_t *o);
  * reason in why (e.g. "no GPU support built", "no GPU device"). */
 int gpu_available(char *why, size_t cap);
 
-/* Can the GPU run this registry kernel (name as in the registry)? */
+/* Can the GPU run this kernel?  Its descriptor's gpu_entry (and gpu_matrix
+ * for the matrix variant) says so. */
+int gpu_kernel_runs(const kernel_desc_t *k, gpu_variant_t variant);
+/* The same for a registry name. */
 int gpu_kernel_supported(const char *name, gpu_variant_t variant);
 
 /* Runs k on the GPU.  `act` is what k->prepare_act built (the operands the

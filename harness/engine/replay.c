@@ -190,7 +190,8 @@ static const kernel_desc_t *desc_of(const replay_options_t *opt, const result_t 
 {
     const char *name = r->kernel;
     if (!strncmp(name, "recorded.out", 12))
-        return kernel_find(!strncmp(r->act_origin, "x quantized to MXFP4", 20) ? "w4a4.aiter" : "w4a8.perblock");
+        return kernel_for_role(!strncmp(r->act_origin, "x quantized to MXFP4", 20) ? COMPARE_ROLE_W4A4_EMULATION
+                                                                                   : COMPARE_ROLE_W4A8_MODEL);
     const kernel_desc_t *k = kernel_find(name);
     for (int i = 0; !k && i < opt->n_extra_kernels; i++)
         if (!strcmp(opt->extra_kernels[i]->name, name))
@@ -709,7 +710,7 @@ static int replay_kernel_gpu(replay_ctx_t *rc, const kernel_desc_t *k, const ker
                              gpu_variant_t variant, kr_error_t *err)
 {
     const case_t *c = rc->c;
-    if (!gpu_kernel_supported(k->name, variant)) {
+    if (!gpu_kernel_runs(k, variant)) {
         if (variant == GPU_VARIANT_SIMT)
             add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "no GPU kernel for it");
         return 0;
@@ -915,7 +916,7 @@ static void rerun_row_finish(result_t *r)
 static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_act_t *w4a8_act,
                           const kernel_desc_t **kd, char *note, int cap, kr_error_t *err)
 {
-    const kernel_desc_t *w4a4 = kernel_find("w4a4.aiter");
+    const kernel_desc_t *w4a4 = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
     if (rc->c->route && !strcmp(rc->c->route, "w4a4")) {
         *kd = w4a4;
         snprintf(note, (size_t)cap, "judged as the W4A4 route (the case's route attribute)");
@@ -966,8 +967,8 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
 static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
 {
     const case_t *c = rc->c;
-    const kernel_desc_t *w4a8 = kernel_find("w4a8.perblock");
-    const kernel_desc_t *w4a4 = kernel_find("w4a4.aiter");
+    const kernel_desc_t *w4a8 = kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
+    const kernel_desc_t *w4a4 = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
     kernel_options_t kopt = rc->opt->kernel;
     int status = 0;
 
@@ -976,7 +977,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
          * MXFP4 weight -- on the W4A8 route (fp8 activations) or the W4A4
          * route (MXFP4 activations) -- else from a bf16 layer. */
         const int mxfp4 = rc->in.weight.packed != NULL;
-        const kernel_desc_t *kd = mxfp4 ? w4a8 : kernel_find("bf16.sequential");
+        const kernel_desc_t *kd = mxfp4 ? w4a8 : kernel_for_role(COMPARE_ROLE_BF16_LAYER);
         kernel_act_t act;
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_AUTO;

@@ -285,36 +285,6 @@ const policy_rule_t *policy_match(const policy_t *p, const char *kernel, const c
 
 /* ---- derived rules ---- */
 
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] && (hay[i] | 0x20) == (needle[i] | 0x20))
-            i++;
-        if (i == n)
-            return 1;
-    }
-    return 0;
-}
-
-int policy_format_mantissa(const char *text)
-{
-    if (!text)
-        return -1;
-    static const struct {
-        const char *word;
-        int mant;
-    } formats[] = {
-        {"e2m1", 1}, {"mxfp4", 1}, {"e4m3", 3}, {"e5m2", 2},     {"bf16", 7},
-        {"bfloat16", 7}, {"fp16", 10}, {"float16", 10}, {"fp32", 23}, {"float32", 23},
-    };
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-        if (contains_ci(text, formats[i].word))
-            return formats[i].mant;
-    return -1;
-}
-
 static double unit_roundoff(int mant)
 {
     return ldexp(1.0, -(mant + 1));
@@ -332,14 +302,9 @@ enum { OUT_MANT_BF16 = 7, ACC_MANT_FP32 = 23 };
 
 static int act_mantissa(const kernel_desc_t *k)
 {
-    int m = policy_format_mantissa(k->act_format);
-    if (m >= 0)
-        return m;
-    if (k->family && !strcmp(k->family, "w4a4"))
-        return 1;
-    if (k->family && !strcmp(k->family, "w4a8"))
-        return 3;
-    return 7; /* bf16 activations: the unquantized kernels */
+    if (k->act.elem != ELEM_NONE && k->act.mantissa_bits >= 0)
+        return k->act.mantissa_bits;
+    return 7; /* no declared format: bf16 activations, as the unquantized kernels take */
 }
 
 int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K, policy_rule_t *rule)
@@ -392,9 +357,9 @@ int policy_rule_for(const policy_t *p, const char *kernel, const char *reference
         return -1;
     const kernel_desc_t *k = kernel_find(kernel);
     if (!k && !strcmp(kernel, "recorded.aiter"))
-        k = kernel_find("w4a4.aiter");
+        k = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
     else if (!k && !strncmp(kernel, "recorded.", 9))
-        k = kernel_find("w4a8.perblock");
+        k = kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
     if (!k || policy_derived_rule(k, reference, K, rule))
         return -1;
     kr_strlcpy(rule->kernel, kernel, sizeof rule->kernel);

@@ -105,11 +105,6 @@ void policy_free(policy_t *p);
 const policy_rule_t *policy_match(const policy_t *p, const char *kernel, const char *reference,
                                   const char *band);
 
-/* Explicit mantissa bits of a format named in free text (a kernel_desc_t's
- * act_format): e2m1 / mxfp4 1, e4m3 3, e5m2 2, bf16 7, fp16 10, fp32 23;
- * -1 when none is named.  e2m1/mxfp4 is looked for first, then fp8, then
- * bf16 ("x (bf16 or fp32) -> e2m1 codes" is e2m1). */
-int policy_format_mantissa(const char *text);
 /* u(out) + K u(acc) [+ u(act) when act_mant >= 0] with u(m) = 2^-(m+1). */
 double policy_derived_rel(int out_mant, int acc_mant, int act_mant, int64_t K);
 

@@ -129,6 +129,16 @@ static int skinny_splits(int64_t N, int64_t K, const kernel_options_t *opt, cons
     return 0;
 }
 
+/* kernel_desc_t.split_k: the dispatch's SK for the skinny kernel, one split
+ * for the sequential dot (the GPU twin runs both on the split-K kernel). */
+static int bf16_split_k(const kernel_desc_t *k, int64_t M, int64_t N, int64_t K,
+                        const kernel_options_t *opt, kr_error_t *err)
+{
+    (void)M;
+    const char *source = NULL;
+    return k->config == BF16_SKINNY ? skinny_splits(N, K, opt, &source, err) : 1;
+}
+
 /* The activations a bf16 kernel consumes: x rounded to bf16, held in
  * `dequant` (no codes, no scales).  Shared in spirit with ref_linear.c. */
 static int bf16_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
@@ -224,6 +234,8 @@ const kernel_desc_t kernel_bf16_skinny = {
     .act_format = "bf16 (x rounded to bf16)",
     .weight_format = "bf16 [N,K] (weight_bf16)",
     .weight_kind = WEIGHT_KIND_BF16,
+    .act = OPERAND_BF16,
+    .weight = OPERAND_BF16,
     .accumulation = "SK equal contiguous K ranges (SK 16 for 256x2048 from _CFG; 8 for 48x5120, "
                     "96x5120, 1280x5120, 256x5120 from _CFG_TAXED; else decode_splits): "
                     "partial[s] += x*w over k ascending in range s (exact products, fp32 adds); "
@@ -236,6 +248,8 @@ const kernel_desc_t kernel_bf16_skinny = {
     .rel_tol_source = 0.01,
     .op = KERNEL_OP_GEMM,
     .config = BF16_SKINNY,
+    .gpu_entry = KERNEL_GPU_BF16_SPLITK,
+    .split_k = bf16_split_k,
     .prepare_act = bf16_prepare_act,
     .run_cpu = bf16_run,
 };
@@ -247,6 +261,8 @@ const kernel_desc_t kernel_bf16_sequential = {
     .act_format = "bf16 (x rounded to bf16)",
     .weight_format = "bf16 [N,K] (weight_bf16)",
     .weight_kind = WEIGHT_KIND_BF16,
+    .act = OPERAND_BF16,
+    .weight = OPERAND_BF16,
     .accumulation = "acc += x*w over k = 0..K-1 ascending (exact products, fp32 adds); "
                     "out = bf16(acc)",
     .k_multiple = 32,
@@ -257,6 +273,9 @@ const kernel_desc_t kernel_bf16_sequential = {
     .rel_tol_source = 0.01,
     .op = KERNEL_OP_GEMM,
     .config = BF16_SEQUENTIAL,
+    .gpu_entry = KERNEL_GPU_BF16_SPLITK,
+    .compare_role = COMPARE_ROLE_BF16_LAYER,
+    .split_k = bf16_split_k,
     .prepare_act = bf16_prepare_act,
     .run_cpu = bf16_run,
 };

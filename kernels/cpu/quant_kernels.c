@@ -33,13 +33,15 @@ static int quant_mxfp4_prepare(const kernel_desc_t *k, const kernel_inputs_t *in
     return act_prepare_mxfp4(k, in, &o, act, err);
 }
 
-#define QUANT_FP8(sym, kname, variant, text)                                                  \
+#define QUANT_FP8(sym, kname, variant, gpu, text)                                             \
     const kernel_desc_t sym = {                                                               \
         .name = kname,                                                                        \
         .family = "quant",                                                                    \
         .summary = text,                                                                      \
         .act_format = "x (bf16 or fp32) -> e4m3fn codes + fp32 scale per row",                \
         .weight_format = "-",                                                                 \
+        .act = OPERAND_E4M3FN_PER_TOKEN,                                                      \
+        .weight = OPERAND_NONE,                                                               \
         .accumulation = "none: amax over the row, then each element independently",          \
         .k_multiple = 1,                                                                      \
         .m_min = 1,                                                                           \
@@ -48,15 +50,18 @@ static int quant_mxfp4_prepare(const kernel_desc_t *k, const kernel_inputs_t *in
         .op = KERNEL_OP_QUANT,                                                                \
         .config = variant,                                                                    \
         .prepare_act = quant_fp8_prepare,                                                     \
+        .gpu_entry = gpu,                                                                     \
     }
 
-#define QUANT_MXFP4(sym, kname, variant, text)                                                \
+#define QUANT_MXFP4(sym, kname, variant, gpu, text)                                           \
     const kernel_desc_t sym = {                                                               \
         .name = kname,                                                                        \
         .family = "quant",                                                                    \
         .summary = text,                                                                      \
         .act_format = "x (bf16 or fp32) -> e2m1 codes + e8m0 scale per 32-block",             \
         .weight_format = "-",                                                                 \
+        .act = OPERAND_MXFP4,                                                                 \
+        .weight = OPERAND_NONE,                                                               \
         .accumulation = "none: amax per 32-block, then each element independently",          \
         .k_multiple = 32,                                                                     \
         .m_min = 1,                                                                           \
@@ -65,17 +70,18 @@ static int quant_mxfp4_prepare(const kernel_desc_t *k, const kernel_inputs_t *in
         .op = KERNEL_OP_QUANT,                                                                \
         .config = variant,                                                                    \
         .prepare_act = quant_mxfp4_prepare,                                                   \
+        .gpu_entry = gpu,                                                                     \
     }
 
-QUANT_FP8(kernel_quant_fp8_token, "quant.fp8_token", FP8_TOKEN_VLLM,
+QUANT_FP8(kernel_quant_fp8_token, "quant.fp8_token", FP8_TOKEN_VLLM, KERNEL_GPU_QUANT_FP8_TOKEN,
           "vLLM per-token fp8 (NaN-ignoring amax, NaN -> +448, 1/(448*512) scale floor)");
-QUANT_FP8(kernel_quant_fp8_token_traced, "quant.fp8_token.traced", FP8_TOKEN_TRACED,
+QUANT_FP8(kernel_quant_fp8_token_traced, "quant.fp8_token.traced", FP8_TOKEN_TRACED, KERNEL_GPU_NONE,
           "the dispatch's traced torch quant (amax propagates NaN: one NaN poisons the row)");
-QUANT_FP8(kernel_quant_fp8_token_pure, "quant.fp8_token.pure", FP8_TOKEN_PURE,
+QUANT_FP8(kernel_quant_fp8_token_pure, "quant.fp8_token.pure", FP8_TOKEN_PURE, KERNEL_GPU_NONE,
           "RADIANCE_MXFP4_PUREQUANT (amax clamp 1e-12, no 1/(448*512) floor)");
-QUANT_MXFP4(kernel_quant_mxfp4, "quant.mxfp4", MXFP4_AITER_EVEN,
+QUANT_MXFP4(kernel_quant_mxfp4, "quant.mxfp4", MXFP4_AITER_EVEN, KERNEL_GPU_QUANT_MXFP4,
             "aiter dynamic MXFP4 (amax rounded up at 1.75, NaN lands on a finite code)");
-QUANT_MXFP4(kernel_quant_mxfp4_ocp, "quant.mxfp4.ocp", MXFP4_OCP,
+QUANT_MXFP4(kernel_quant_mxfp4_ocp, "quant.mxfp4.ocp", MXFP4_OCP, KERNEL_GPU_NONE,
             "OCP MX v1.0 scale rule (floor(log2 amax) - 2, RNE, saturate)");
-QUANT_MXFP4(kernel_quant_mxfp4_ceil, "quant.mxfp4.ceil", MXFP4_CEIL,
+QUANT_MXFP4(kernel_quant_mxfp4_ceil, "quant.mxfp4.ceil", MXFP4_CEIL, KERNEL_GPU_NONE,
             "newer aiter HIP rule (scale = ceil_pow2(amax / 6))");

@@ -94,6 +94,8 @@ const kernel_desc_t kernel_ref_linear = {
                "(torch's GPU order unknown)",
     .act_format = "bf16 (x rounded to bf16)",
     .weight_format = "mxfp4 dequantized to fp32: e2m1 * pow(2, E-127)",
+    .act = OPERAND_BF16,
+    .weight = OPERAND_MXFP4,
     .accumulation = "acc += x*w over k = 0..K-1 ascending, w = e2m1*2^(E-127) in fp32 (exact "
                     "products, fp32 adds); out = bf16(acc)",
     .k_multiple = 32,

@@ -53,6 +53,8 @@ const kernel_desc_t kernel_w4a4_aiter = {
     .summary = "MXFP4 x MXFP4 (aiter gemm_with_dynamic_quant), activations quantized aiter-even",
     .act_format = "mxfp4 per 32-block (e2m1 + e8m0), quantized from x",
     .weight_format = "mxfp4: e2m1 [N,K/2] + e8m0 per 32 along K",
+    .act = OPERAND_MXFP4,
+    .weight = OPERAND_MXFP4,
     .accumulation = "per 32-block: s += a*w over k ascending (exact); "
                     "acc += s * (2^(Ea-127) * 2^(Ew-127)) over blocks ascending; out = bf16(acc)",
     .k_multiple = 32,
@@ -63,4 +65,6 @@ const kernel_desc_t kernel_w4a4_aiter = {
     .rel_tol_source = 0.25,
     .prepare_act = act_prepare_mxfp4,
     .run_cpu = w4a4_aiter_run,
+    .gpu_entry = KERNEL_GPU_W4A4_AITER,
+    .compare_role = COMPARE_ROLE_W4A4_EMULATION,
 };

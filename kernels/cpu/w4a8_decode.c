@@ -53,6 +53,25 @@ static void decode_rows(void *ctx, const folded_tile_t *t, int64_t m0, int64_t m
     }
 }
 
+/* kernel_desc_t.split_k: SK of the dispatch's own decode kernel (its GPU
+ * twin reads it too): --decode-splits, else 4; r4d's from _r4d_cfg(M, K). */
+static int decode_split_k(const kernel_desc_t *k, int64_t M, int64_t N, int64_t K,
+                          const kernel_options_t *opt, kr_error_t *err)
+{
+    (void)N;
+    int sk, wv = 0, mb = 0, npw = 0;
+    if (k->config == DECODE_R4D) {
+        folded_r4d_cfg(M, K, &wv, &sk, &mb, &npw);
+        return sk;
+    }
+    sk = opt && opt->decode_splits ? opt->decode_splits : 4;
+    if (sk < 1) {
+        kr_fail(err, "decode split count %d must be positive", sk);
+        return 0;
+    }
+    return sk;
+}
+
 static int w4a8_decode_run(const kernel_desc_t *k, const kernel_inputs_t *in,
                            const kernel_act_t *act, const kernel_options_t *opt, uint16_t *out,
                            kernel_run_info_t *info, kr_error_t *err)
@@ -60,13 +79,11 @@ static int w4a8_decode_run(const kernel_desc_t *k, const kernel_inputs_t *in,
     if (act->kind != ACT_FP8_PER_TOKEN || act->M != in->M || act->K != in->K)
         return kr_fail(err, "%s needs fp8 per-token activations [M, K]", k->name);
     int sk, wv = 0, mb = 0, npw = 0;
-    if (k->config == DECODE_R4D) {
-        folded_r4d_cfg(in->dispatch_M > 0 ? in->dispatch_M : in->M, in->K, &wv, &sk, &mb, &npw);
-    } else {
-        sk = opt->decode_splits ? opt->decode_splits : 4;
-        if (sk < 1)
-            return kr_fail(err, "decode split count %d must be positive", sk);
-    }
+    const int64_t dispatch_M = in->dispatch_M > 0 ? in->dispatch_M : in->M;
+    if (k->config == DECODE_R4D)
+        folded_r4d_cfg(dispatch_M, in->K, &wv, &sk, &mb, &npw);
+    else if ((sk = decode_split_k(k, dispatch_M, in->N, in->K, opt, err)) == 0)
+        return -1;
     if (in->K % ((int64_t)sk * 32) != 0) {
         kr_fail(err, "%s: K=%lld is not a multiple of SK*32 = %d", k->name, (long long)in->K,
                 sk * 32);
@@ -110,6 +127,8 @@ const kernel_desc_t kernel_w4a8_decode = {
     .accumulation = "w8 = e4m3fn(e2m1 * 2^(E - ref[n])); partial[s] += x*w8 over k ascending "
                     "within each of SK equal K ranges (fp32); acc = partial[0], acc += partial[s] "
                     "for s = 1..SK-1; out = bf16(acc * (x_scale[m] * 2^(ref[n]-127)))",
+    .act = OPERAND_E4M3FN_PER_TOKEN,
+    .weight = OPERAND_MXFP4,
     .k_multiple = 64,
     .m_min = 1,
     .m_max = 64,
@@ -118,6 +137,8 @@ const kernel_desc_t kernel_w4a8_decode = {
     .rel_tol_source = 0.08,
     .op = KERNEL_OP_GEMM,
     .config = DECODE_OWN,
+    .gpu_entry = KERNEL_GPU_W4A8_DECODE,
+    .split_k = decode_split_k,
     .prepare_act = act_prepare_fp8_token,
     .run_cpu = w4a8_decode_run,
 };
@@ -133,6 +154,8 @@ const kernel_desc_t kernel_w4a8_r4d = {
                     "K % (SK*32); partial[s] += x*w8 over k ascending within each K range (fp32); "
                     "acc = partial[0], acc += partial[s] in split order; "
                     "out = bf16(acc * (x_scale[m] * 2^(ref[n]-127)))",
+    .act = OPERAND_E4M3FN_PER_TOKEN,
+    .weight = OPERAND_MXFP4,
     .k_multiple = 64,
     .m_min = 1,
     .m_max = 64,
@@ -141,6 +164,7 @@ const kernel_desc_t kernel_w4a8_r4d = {
     .rel_tol_source = 0.08,
     .op = KERNEL_OP_GEMM,
     .config = DECODE_R4D,
+    .split_k = decode_split_k,
     .prepare_act = act_prepare_fp8_token,
     .run_cpu = w4a8_decode_run,
 };

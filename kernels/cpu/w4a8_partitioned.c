@@ -106,6 +106,8 @@ const kernel_desc_t kernel_w4a8_partitioned = {
                "(bounds pb1, pb2) read activation copy p of 3",
     .act_format = "3 copies of e4m3fn per-token activations [3, M, K] + scales [3, M]",
     .weight_format = "mxfp4: e2m1 [N,K/2] + e8m0 per 32 along K, folded to e4m3 per row",
+    .act = OPERAND_E4M3FN_PER_TOKEN,
+    .weight = OPERAND_MXFP4,
     .accumulation = "as w4a8.folded on copy p = partition(n): acc += x_p*w8 over k ascending "
                     "(fp32); out = bf16(acc * (x_scale_p[m] * 2^(ref[n]-127)))",
     .k_multiple = 64,

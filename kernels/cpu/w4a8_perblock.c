@@ -45,6 +45,8 @@ const kernel_desc_t kernel_w4a8_perblock = {
     .summary = "MXFP4 weights x fp8 per-token activations, block scale applied per 32-block",
     .act_format = "e4m3fn per-token (fp32 scale per row)",
     .weight_format = "mxfp4: e2m1 [N,K/2] + e8m0 per 32 along K",
+    .act = OPERAND_E4M3FN_PER_TOKEN,
+    .weight = OPERAND_MXFP4,
     .accumulation = "per 32-block: s += x*w over k ascending (exact products, fp32 adds); "
                     "acc += s * 2^(E-127) over blocks ascending; out = bf16(acc * x_scale[m])",
     .k_multiple = 64,
@@ -55,4 +57,6 @@ const kernel_desc_t kernel_w4a8_perblock = {
     .rel_tol_source = 0.08,
     .prepare_act = act_prepare_fp8_token,
     .run_cpu = w4a8_perblock_run,
+    .gpu_entry = KERNEL_GPU_W4A8_PERBLOCK,
+    .compare_role = COMPARE_ROLE_W4A8_MODEL,
 };
