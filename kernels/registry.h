@@ -174,7 +174,7 @@ typedef struct {
 } kernel_run_info_t;
 
 typedef struct kernel_desc {
-    const char *name;           /* "w4a8.perblock": family.variant */
+    const char *name;           /* family.variant, e.g. w4a8.perblock */
     const char *family;         /* "w4a8", "w4a4", "bf16", "quant" */
     const char *summary;        /* one line */
     const char *act_format;     /* operand formats in words, for docs and `list kernels` only:
