@@ -7,6 +7,20 @@
 #include "registry.h"
 #include "shape_catalog.h"
 
+/* "e4m3fn (3 mantissa bits), per-token scale" from the typed format. */
+static void operand_text(const operand_format_t *f, char *buf, size_t cap)
+{
+    if (f->elem == ELEM_NONE) {
+        snprintf(buf, cap, "none");
+        return;
+    }
+    char block[32] = "";
+    if (f->block > 0)
+        snprintf(block, sizeof block, " per %d", f->block);
+    snprintf(buf, cap, "%s (%d mantissa bits), scale %s%s", elem_format_name(f->elem), f->mantissa_bits,
+             scale_kind_name(f->scale), block);
+}
+
 static void list_kernels(int verbose, const char *patterns)
 {
     if (!verbose)
@@ -30,6 +44,13 @@ static void list_kernels(int verbose, const char *patterns)
         printf("  summary:       %s\n", k->summary);
         printf("  activations:   %s\n", k->act_format);
         printf("  weights:       %s\n", k->weight_format);
+        char act[96], weight[96];
+        operand_text(&k->act, act, sizeof act);
+        operand_text(&k->weight, weight, sizeof weight);
+        printf("  operands:      activations %s; weight %s\n", act, weight);
+        printf("  GPU twin:      %s\n", k->gpu_entry == KERNEL_GPU_NONE ? "none"
+                                        : k->gpu_matrix                ? "yes, and on the matrix units"
+                                                                       : "yes");
         printf("  accumulation:  %s\n", k->accumulation);
         printf("  constraints:   K %% %d == 0; M in [%lld, %s]\n", k->k_multiple,
                (long long)k->m_min, k->m_max > 0 ? "" : "any");
