@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kr_string.h"
-#include "registry.h"
+#include "row_kernel.h"
 #include "verdict.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -93,8 +93,7 @@ static void stem_text(const char *s, char *out, size_t cap)
 
 static int is_gemm_row(const result_t *r)
 {
-    const kernel_desc_t *k = kernel_find(r->kernel);
-    return !k || k->op != KERNEL_OP_QUANT;
+    return !row_kernel_is_quantizer(r->kernel);
 }
 
 int plots_is_error_row(const result_t *r, const char *reference)
@@ -561,20 +560,18 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
 
 const char *plots_w4a4_kernel(void)
 {
-    const kernel_desc_t *k = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
-    return k ? k->name : NULL;
+    return row_kernel_w4a4();
 }
 
-static int is_kernel(const char *name, const kernel_desc_t *k)
+static int is_kernel(const char *name, const char *kernel)
 {
-    return k && !strcmp(name, k->name);
+    return kernel && !strcmp(name, kernel);
 }
 
 const char *plots_w4a8_kernel(const result_list_t *rows)
 {
-    const kernel_desc_t *a4 = kernel_for_role(COMPARE_ROLE_W4A4_EMULATION);
-    const kernel_desc_t *production = kernel_for_role(COMPARE_ROLE_W4A8_PRODUCTION);
-    const kernel_desc_t *model = kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
+    const char *a4 = row_kernel_w4a4(), *production = row_kernel_w4a8_production();
+    const char *model = row_kernel_w4a8_model();
     int have_a4 = 0, have_production = 0, have_model = 0;
     const char *first = NULL;
     for (int64_t i = 0; i < rows->count; i++) {
@@ -587,15 +584,15 @@ const char *plots_w4a8_kernel(const result_list_t *rows)
             have_production = 1;
         else if (is_kernel(r->kernel, model))
             have_model = 1;
-        else if (kernel_is_w4a8(kernel_find(r->kernel)) && (!first || strcmp(r->kernel, first) < 0))
+        else if (row_kernel_is_w4a8(r->kernel) && (!first || strcmp(r->kernel, first) < 0))
             first = r->kernel;
     }
     if (!have_a4)
         return NULL;
     if (have_production)
-        return production->name;
+        return production;
     if (have_model)
-        return model->name;
+        return model;
     return first;
 }
 
