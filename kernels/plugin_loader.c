@@ -141,6 +141,8 @@ static int adopt_operands_of(const struct kr_plugin *p, plugin_kernel_t *pk, kr_
     pk->operands_of = K;
     kernel_desc_t *d = &pk->desc;
     d->weight_kind = K->weight_kind;
+    d->act = K->act;
+    d->weight = K->weight;
     d->refs = K->refs;
     d->k_multiple = lcm_int(d->k_multiple, K->k_multiple > 0 ? K->k_multiple : 1);
     if (pk->entry->rel_tol_exact <= 0)
