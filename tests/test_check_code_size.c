@@ -42,7 +42,7 @@ static void fresh_tree(char *root, size_t cap, const char *name)
 
 static FILE *open_in(const char *root, const char *rel)
 {
-    char path[4096];
+    char path[8200];
     snprintf(path, sizeof path, "%s/%s", root, rel);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -83,7 +83,7 @@ static void test_long_function_brace_after_parameters(void **state)
     (void)state;
     char root[4096], *out;
     fresh_tree(root, sizeof root, "size-long-same");
-    char sub[4096];
+    char sub[4200];
     snprintf(sub, sizeof sub, "%s/sub", root);
     assert_int_equal(mkdir(sub, 0755), 0);
     FILE *f = open_in(root, "sub/long.cu");
@@ -96,7 +96,7 @@ static void test_long_function_brace_after_parameters(void **state)
     free(out);
 }
 
-/* Eight lines of logic written twice with other names, numbers and strings:
+/* Nine lines of logic written twice with other names, numbers and strings:
  * one pair, naming both functions; under budget 1 it passes, under 0 not. */
 static void test_planted_duplicate(void **state)
 {
@@ -109,7 +109,6 @@ static void test_planted_duplicate(void **state)
     fresh_tree(root, sizeof root, "size-dup");
     for (int c = 0; c < 2; c++) {
         FILE *f = open_in(root, c == 0 ? "a.c" : "b.c");
-        write_function(f, c == 0 ? "unrelated_a" : "unrelated_b", 12, 1);
         fprintf(f,
                 "int %s(float *%s, const float *%s, int n)\n{\n"
                 "    if (n <= %d)\n        return -1;\n"
@@ -154,9 +153,9 @@ static void test_data_tables_exempt(void **state)
     f = open_in(root, "statements.c");
     for (int t = 0; t < 2; t++) {
         fprintf(f, "void fill_%d(struct row *r)\n{\n", t);
-        for (int i = 0; i < 8; i++)
-            fprintf(f, "    r[%d].a = r[%d].b + %d * r[%d].%s;\n", i, i + 1, t, i, i % 2 ? "a" : "b");
-        fprintf(f, "}\n");
+        fprintf(f, "    int s = r[%d].a;\n    if (s > %d)\n        s -= r[1].b;\n", t, t + 4);
+        fprintf(f, "    r[2].a = s * %d;\n    while (r[3].b < s)\n        r[3].b <<= 1;\n", t + 2);
+        fprintf(f, "    r[0].name = r[%d].name;\n}\n", t + 1);
     }
     fclose(f);
     assert_int_equal(run_checker(root, "--max-pairs 0", &out), 1);
