@@ -247,16 +247,7 @@ void pt_close(pt_file_t *f)
 /* ---- zip records ---- */
 
 /* "<path>: <obj>: <problem>" */
-__attribute__((format(printf, 4, 5)))
-static int ffail(const pt_file_t *f, kr_error_t *err, const char *obj, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(err, "%s: %s: %s", f->path, obj, buf);
-}
+#define ffail(f, err, obj, ...) kr_fail_at(err, (f)->path, obj, __VA_ARGS__)
 
 /* Index of record PREFIX/<rel>, or -1. */
 static zip_int64_t record_locate(const pt_file_t *f, const char *rel)

@@ -22,6 +22,7 @@
 #include "blas_info.h"
 #include "result_fields.h"
 #include "results_table.h"
+#include "h5_names.h"
 
 /* ---------------------------------------------------------------- meta */
 
@@ -317,34 +318,7 @@ typedef struct {
     kr_error_t *err;
 } rd_t;
 
-__attribute__((format(printf, 3, 4)))
-static int rfail(rd_t *rd, const char *obj, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(rd->err, "%s: %s: %s", rd->path, obj, buf);
-}
-
-static const char *class_name(H5T_class_t c)
-{
-    switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ARRAY: return "array";
-    case H5T_ENUM: return "enum";
-    case H5T_VLEN: return "variable-length sequence";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_REFERENCE: return "reference";
-    case H5T_TIME: return "time";
-    default: return "unknown";
-    }
-}
+#define rfail(rd, obj, ...) kr_fail_at((rd)->err, (rd)->path, obj, __VA_ARGS__)
 
 static hid_t str_type(size_t size)
 {
@@ -378,7 +352,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_
     }
     if (H5Tget_class(ftype) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1) {
         rfail(rd, name, "root attribute is %s with %lld element(s); expected one string",
-              class_name(H5Tget_class(ftype)), (long long)H5Sget_simple_extent_npoints(space));
+              h5_class_name(H5Tget_class(ftype)), (long long)H5Sget_simple_extent_npoints(space));
         goto done;
     }
     if (H5Tis_variable_str(ftype) > 0) {
