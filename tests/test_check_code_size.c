@@ -61,42 +61,34 @@ static void write_function(FILE *f, const char *name, int lines, int brace_own_l
     fprintf(f, "    return s;\n}\n\n");
 }
 
-static void test_long_function_brace_on_own_line(void **state)
+/* Both brace styles in one tree: `{` on its own line (long.c) and `) {`
+ * (sub/long.cu); a function of exactly 150 lines is within the limit. */
+static void test_long_functions(void **state)
 {
     (void)state;
-    char root[4096], *out;
-    fresh_tree(root, sizeof root, "size-long-own");
-    FILE *f = open_in(root, "long.c");
-    fprintf(f, "/* a planted long function */\n#include <stdio.h>\n\n");
-    write_function(f, "short_one", 20, 1);
-    write_function(f, "planted_long", 200, 1);
-    fclose(f);
+    char root[4096], sub[4200], *out;
+    fresh_tree(root, sizeof root, "size-long");
+    snprintf(sub, sizeof sub, "%s/sub", root);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    FILE *own_line = open_in(root, "long.c"), *same_line = open_in(root, "sub/long.cu");
+    write_function(same_line, "planted_long_cu", 200, 0);
+    write_function(same_line, "at_limit", 150, 0);
+    fclose(same_line);
+    fprintf(own_line, "/* a planted long function */\n#include <stdio.h>\n\n");
+    write_function(own_line, "short_one", 20, 1);
+    write_function(own_line, "planted_long", 200, 1);
+    fclose(own_line);
     assert_int_equal(run_checker(root, "", &out), 1);
     /* short_one is lines 4-23 and a blank line, so planted_long starts at 25. */
     assert_non_null(strstr(out, "long.c:25:planted_long: function of 200 lines (limit 150)"));
+    assert_non_null(strstr(out, "sub/long.cu:1:planted_long_cu: function of 200 lines"));
     assert_null(strstr(out, "short_one"));
-    free(out);
-}
-
-static void test_long_function_brace_after_parameters(void **state)
-{
-    (void)state;
-    char root[4096], *out;
-    fresh_tree(root, sizeof root, "size-long-same");
-    char sub[4200];
-    snprintf(sub, sizeof sub, "%s/sub", root);
-    assert_int_equal(mkdir(sub, 0755), 0);
-    FILE *f = open_in(root, "sub/long.cu");
-    write_function(f, "planted_long", 200, 0);
-    write_function(f, "at_limit", 150, 0);
-    fclose(f);
-    assert_int_equal(run_checker(root, "", &out), 1);
-    assert_non_null(strstr(out, "sub/long.cu:1:planted_long: function of 200 lines"));
     assert_null(strstr(out, "at_limit"));
     free(out);
-    /* Excused by name, it is still reported, and no longer fails. */
-    assert_int_equal(run_checker(root, "--allow-long sub/long.cu:planted_long", &out), 0);
-    assert_non_null(strstr(out, "planted_long: function of 200 lines (limit 150) (allowed for now"));
+    /* Excused by name, each is still reported, and no longer fails. */
+    assert_int_equal(run_checker(root, "--allow-long sub/long.cu:planted_long_cu --allow-long long.c:planted_long",
+                                 &out), 0);
+    assert_non_null(strstr(out, "planted_long_cu: function of 200 lines (limit 150) (allowed for now"));
     free(out);
 }
 
@@ -183,8 +175,7 @@ int main(void)
         return TEST_SKIPPED;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_long_function_brace_on_own_line),
-        cmocka_unit_test(test_long_function_brace_after_parameters),
+        cmocka_unit_test(test_long_functions),
         cmocka_unit_test(test_planted_duplicate),
         cmocka_unit_test(test_data_tables_exempt),
         cmocka_unit_test(test_repository_within_limits),
