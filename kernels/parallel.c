@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "ref_parallel.h"
+
 /* One process-wide pool of worker threads, created on first use and kept.
  * Creating and joining threads on every call cost more than a small model
  * run itself; parked workers cost nothing: they sleep on a condition
@@ -143,19 +145,10 @@ static void pool_grow(int want)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-static int default_threads(void)
-{
-    const char *env = getenv("KREPLAY_THREADS");
-    if (env && atoi(env) > 0)
-        return atoi(env);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 int parallel_thread_count(int threads)
 {
     if (threads <= 0)
-        threads = default_threads();
+        threads = ref_default_threads();     /* KREPLAY_THREADS or the CPUs */
     return threads > POOL_MAX_THREADS ? POOL_MAX_THREADS : threads;
 }
 

@@ -104,7 +104,8 @@ void blas_info_get(blas_info_t *b)
     kr_strlcpy(b->best_core, blas_core_for_isa(b->cpu_isa), sizeof b->best_core);
     const char *env = getenv("OPENBLAS_CORETYPE");
     b->core_from_env = env && *env;
-    b->core_from_restart = b->core_from_env && getenv(BLAS_RESTART_MARK) != NULL;
+    b->restart_marked = getenv(BLAS_RESTART_MARK) != NULL;
+    b->core_from_restart = b->core_from_env && b->restart_marked;
 }
 
 int blas_info_core_mismatch(const blas_info_t *b)
@@ -119,7 +120,7 @@ void blas_info_fix_core(char **argv, int quiet)
     blas_info_get(&b);
     if (!blas_info_core_mismatch(&b))
         return;
-    const char *restarted = getenv(BLAS_RESTART_MARK);
+    const int restarted = b.restart_marked;
     /* KREPLAY_BLAS_CORE_AS_DETECTED: tests take an OPENBLAS_CORETYPE they set
      * for the core OpenBLAS detected, to reach the restart on any CPU. */
     if (b.core_from_env && !restarted && !getenv("KREPLAY_BLAS_CORE_AS_DETECTED"))

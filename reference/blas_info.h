@@ -30,6 +30,7 @@ typedef struct {
     char best_core[32];    /* the OPENBLAS_CORETYPE value for cpu_isa, "" when none is known */
     int core_from_env;     /* OPENBLAS_CORETYPE is set (by the user, or by the restart) */
     int core_from_restart; /* kreplay restarted itself to set it (blas_info_fix_core) */
+    int restart_marked;    /* this process is that restart (BLAS_RESTART_MARK is set) */
 } blas_info_t;
 
 void blas_info_get(blas_info_t *b);

@@ -12,3 +12,15 @@ int kr_fail(kr_error_t *err, const char *fmt, ...)
     }
     return -1;
 }
+
+int kr_fail_at(kr_error_t *err, const char *where, const char *what, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    char problem[KR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof problem, fmt, ap);
+    va_end(ap);
+    return kr_fail(err, "%s: %s: %s", where, what, problem);
+}

@@ -19,4 +19,9 @@ typedef struct {
 int kr_fail(kr_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The same with the message "<where>: <what>: <problem>" (a file and the
+ * dataset, key or record in it), the form every reader's errors take. */
+int kr_fail_at(kr_error_t *err, const char *where, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

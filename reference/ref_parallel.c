@@ -1,18 +1,23 @@
 #include "ref_parallel.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-int ref_thread_count(void)
+int ref_default_threads(void)
 {
     const char *env = getenv("KREPLAY_THREADS");
     long n = env ? strtol(env, NULL, 10) : 0;
-    if (n <= 0)
+    if (n <= 0 || n > INT_MAX)
         n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        n = 1;
-    return n > REF_PARALLEL_MAX_THREADS ? REF_PARALLEL_MAX_THREADS : (int)n;
+    return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+}
+
+int ref_thread_count(void)
+{
+    const int n = ref_default_threads();
+    return n > REF_PARALLEL_MAX_THREADS ? REF_PARALLEL_MAX_THREADS : n;
 }
 
 typedef struct {

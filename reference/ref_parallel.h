@@ -1,7 +1,7 @@
 /* Splitting a range of work over plain pthreads, for the reference's own
  * bulk loops (the weight dequantization).  reference/ depends on nothing
- * else in the project, so it does not share kernels/parallel.c; it follows
- * the same thread-count rule. */
+ * else in the project, so it does not share kernels/parallel.c; the
+ * thread-count rule is defined here and kernels/parallel.c uses it. */
 #ifndef KR_REF_PARALLEL_H
 #define KR_REF_PARALLEL_H
 
@@ -10,7 +10,11 @@
 #define REF_PARALLEL_MAX_THREADS 64
 
 /* KREPLAY_THREADS when set to a positive number, otherwise the online CPU
- * count; at least 1, at most REF_PARALLEL_MAX_THREADS. */
+ * count; at least 1.  The one place that variable is read: kernels/parallel.c
+ * takes its default from here too, with its own cap. */
+int ref_default_threads(void);
+
+/* ref_default_threads(), at most REF_PARALLEL_MAX_THREADS. */
 int ref_thread_count(void);
 
 typedef void (*ref_range_fn)(void *arg, int64_t begin, int64_t end);

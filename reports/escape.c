@@ -49,6 +49,24 @@ static int is_control(unsigned char c)
     return c < 0x20 || c == 0x7F;
 }
 
+/* Writes the character at p and returns the bytes it took: a control byte
+ * as `control` (NULL: as itself), a byte that starts no valid UTF-8
+ * sequence as `invalid`, anything else as it is. */
+static int put_char(FILE *fp, const unsigned char *p, const char *control, const char *invalid)
+{
+    if (control && is_control(*p)) {
+        fputs(control, fp);
+        return 1;
+    }
+    int n = esc_utf8_len(p);
+    if (n == 0) {
+        fputs(invalid, fp);
+        return 1;
+    }
+    fwrite(p, 1, (size_t)n, fp);
+    return n;
+}
+
 void esc_markdown(FILE *fp, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -65,19 +83,7 @@ void esc_markdown(FILE *fp, const char *s)
         case '&': fputs("&amp;", fp); p++; continue;
         default: break;
         }
-        if (is_control(c)) {
-            fputc(' ', fp);
-            p++;
-            continue;
-        }
-        int n = esc_utf8_len(p);
-        if (n == 0) {
-            fputs("\xEF\xBF\xBD", fp);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, fp);
-        p += n;
+        p += put_char(fp, p, " ", "\xEF\xBF\xBD");
     }
 }
 
@@ -98,21 +104,8 @@ void esc_markdown_code(FILE *fp, const char *s)
         fputc('`', fp);
     if (pad)
         fputc(' ', fp);
-    while (*p) {
-        if (is_control(*p)) {
-            fputc(' ', fp);
-            p++;
-            continue;
-        }
-        int n = esc_utf8_len(p);
-        if (n == 0) {
-            fputs("\xEF\xBF\xBD", fp);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, fp);
-        p += n;
-    }
+    while (*p)
+        p += put_char(fp, p, " ", "\xEF\xBF\xBD");
     if (pad)
         fputc(' ', fp);
     for (size_t i = 0; i <= longest; i++)
@@ -132,19 +125,7 @@ void esc_html(FILE *fp, const char *s)
         case '\'': fputs("&#39;", fp); p++; continue;
         default: break;
         }
-        if (is_control(c) && c != '\n' && c != '\t') {
-            fputs("&#xFFFD;", fp);
-            p++;
-            continue;
-        }
-        int n = esc_utf8_len(p);
-        if (n == 0) {
-            fputs("&#xFFFD;", fp);
-            p++;
-            continue;
-        }
-        fwrite(p, 1, (size_t)n, fp);
-        p += n;
+        p += put_char(fp, p, c == '\n' || c == '\t' ? NULL : "&#xFFFD;", "&#xFFFD;");
     }
 }
 

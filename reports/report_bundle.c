@@ -241,7 +241,10 @@ static void md_row_brief(FILE *fp, const result_t *r)
 static const char *MD_BRIEF_HEAD = "| case | M | N | K | band | kernel | reference | rel_fro | threshold | verdict | note |\n"
                                    "|---|---:|---:|---:|---|---|---|---:|---:|---|---|\n";
 
-static void markdown_full(FILE *fp, const report_doc_t *d)
+static void md_provenance(FILE *fp, const report_doc_t *d);
+
+/* The title and the run's one-paragraph summary. */
+static void md_summary(FILE *fp, const report_doc_t *d)
 {
     const result_list_t *rows = d->rows;
     int64_t counts[VERDICT_COUNT] = {0}, failing = 0;
@@ -281,6 +284,11 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         fputs(")\n", fp);
     }
     free(cells);
+    md_provenance(fp, d);
+}
+
+static void md_provenance(FILE *fp, const report_doc_t *d)
+{
     if (d->meta) {
         fputs("- kreplay ", fp);
         md(fp, d->meta->version);
@@ -303,7 +311,11 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         fputc('\n', fp);
     }
     fputc('\n', fp);
+}
 
+/* Regressions, then the other failing rows (the first 100 of each). */
+static void md_failing(FILE *fp, const result_list_t *rows)
+{
     for (int pass = 0; pass < 2; pass++) {
         int64_t n = 0;
         for (int64_t i = 0; i < rows->count; i++) {
@@ -322,6 +334,11 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         if (n)
             fputc('\n', fp);
     }
+}
+
+static void md_worst_and_plots(FILE *fp, const report_doc_t *d)
+{
+    const result_list_t *rows = d->rows;
     int64_t idx[10];
     int n_off = report_worst_offenders(rows, idx, 10);
     if (n_off) {
@@ -345,6 +362,10 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         }
     }
 
+}
+
+static void md_groups(FILE *fp, const result_list_t *rows)
+{
     report_group_t *g = NULL;
     int ng = report_groups(rows, &g);
     if (ng > 0) {
@@ -373,7 +394,10 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         fputc('\n', fp);
     }
     free(g);
+}
 
+static void md_nfmaps(FILE *fp, const report_doc_t *d)
+{
     if (d->n_nfmaps) {
         fputs("## Non-finite inputs\n\n", fp);
         for (int m = 0; m < d->n_nfmaps; m++) {
@@ -393,6 +417,10 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
             }
         }
     }
+}
+
+static void md_history(FILE *fp, const report_doc_t *d)
+{
     if (d->n_runs >= 2) {
         fputs("## Run history\n\n| run | time (UTC) | commit | rows | failing | regressed |\n"
               "|---|---|---|---:|---:|---:|\n",
@@ -410,6 +438,16 @@ static void markdown_full(FILE *fp, const report_doc_t *d)
         }
         fputc('\n', fp);
     }
+}
+
+static void markdown_full(FILE *fp, const report_doc_t *d)
+{
+    md_summary(fp, d);
+    md_failing(fp, d->rows);
+    md_worst_and_plots(fp, d);
+    md_groups(fp, d->rows);
+    md_nfmaps(fp, d);
+    md_history(fp, d);
 }
 
 /* ---------------------------------------------------------------- history */
@@ -483,6 +521,325 @@ int report_history_paths(const char *dir_or_file, char ***paths, kr_error_t *err
 
 /* ------------------------------------------------------------------- main */
 
+/* One report's working state, shared by the steps of report_generate. */
+typedef struct {
+    const report_options_t *o;
+    const result_list_t *rows;
+    hist_run_t *hist;                   /* earlier runs, oldest first */
+    int n_hist, keep_from;
+    hist_run_t base;
+    int have_base;
+    plot_run_t *pruns;
+    report_run_t *truns;
+    int n_runs;                         /* baseline + kept history + this run */
+    plot_list_t pl;
+    nfmap_item_t *maps;
+    int n_maps;
+    report_plot_t *refs;
+    char **svgs;
+    int *written;
+    char (*pngs)[128];
+    char note[512];
+    report_outcome_t outcome;
+} report_build_t;
+
+static int write_tables(const char *out_dir, const result_list_t *rows, const report_options_t *o,
+                        kr_error_t *err)
+{
+    run_info_t info;
+    const results_meta_t *m = o->meta;
+    run_info_fill(&info, m ? m->command : "", m && m->version[0] ? m->version : "unknown",
+                  m && m->git_commit[0] ? m->git_commit : "unknown");
+    if (m && m->host[0])
+        kr_strlcpy(info.host, m->host, sizeof info.host);
+    if (m && m->time_utc[0])
+        kr_strlcpy(info.time_utc, m->time_utc, sizeof info.time_utc);
+    return report_write_dir(out_dir, rows, &info, err);
+}
+
+/* The history: earlier runs, oldest first, the last history_last of them;
+ * and the baseline, when one is named and readable. */
+static int load_history(report_build_t *b, const char **history_paths, int n_history, kr_error_t *err)
+{
+    const report_options_t *o = b->o;
+    b->hist = calloc((size_t)(n_history + 1), sizeof *b->hist);
+    if (!b->hist)
+        return kr_fail(err, "report: out of memory");
+    for (int i = 0; i < n_history; i++) {
+        kr_error_t e = {{0}};
+        hist_run_t *h = &b->hist[b->n_hist];
+        if (results_store_read(history_paths[i], &h->rows, &h->meta, &e)) {
+            warn(o, "history run skipped: %s%s", e.msg, "");
+            continue;
+        }
+        if (same_run(o->meta, &h->meta, b->rows->count, h->rows.count)) {
+            result_list_free(&h->rows);
+            continue;
+        }
+        kr_strlcpy(h->path, history_paths[i], sizeof h->path);
+        b->n_hist++;
+    }
+    if (b->n_hist > 1)
+        qsort(b->hist, (size_t)b->n_hist, sizeof *b->hist, hist_cmp);
+    b->keep_from = o->history_last > 0 && b->n_hist > o->history_last ? b->n_hist - o->history_last : 0;
+    if (o->baseline_path) {
+        kr_error_t e = {{0}};
+        if (results_store_read(o->baseline_path, &b->base.rows, &b->base.meta, &e))
+            warn(o, "baseline not in the trend: %s%s", e.msg, "");
+        else {
+            b->have_base = 1;
+            kr_strlcpy(b->base.path, o->baseline_path, sizeof b->base.path);
+        }
+    }
+    return 0;
+}
+
+/* An earlier run (or the baseline) as a trend point. */
+static void trend_run(plot_run_t *pr, report_run_t *tr, const hist_run_t *h)
+{
+    pr->rows = &h->rows;
+    kr_strlcpy(tr->path, h->path, sizeof tr->path);
+    kr_strlcpy(tr->time_utc, h->meta.time_utc, sizeof tr->time_utc);
+    kr_strlcpy(tr->git_commit, h->meta.git_commit, sizeof tr->git_commit);
+    run_counts(&h->rows, tr);
+}
+
+/* The runs of the trend: the baseline, the kept history, this run. */
+static int fill_runs(report_build_t *b, kr_error_t *err)
+{
+    b->n_runs = b->have_base + (b->n_hist - b->keep_from) + 1;
+    b->pruns = calloc((size_t)b->n_runs, sizeof *b->pruns);
+    b->truns = calloc((size_t)b->n_runs, sizeof *b->truns);
+    b->maps = calloc(MAX_NFMAPS, sizeof *b->maps);
+    if (!b->pruns || !b->truns || !b->maps)
+        return kr_fail(err, "report: out of memory");
+    int k = 0;
+    if (b->have_base) {
+        trend_run(&b->pruns[k], &b->truns[k], &b->base);
+        kr_strlcpy(b->truns[k].label, "baseline", sizeof b->truns[k].label);
+        k++;
+    }
+    for (int i = b->keep_from; i < b->n_hist; i++, k++) {
+        trend_run(&b->pruns[k], &b->truns[k], &b->hist[i]);
+        run_label(&b->hist[i].meta, "run", b->truns[k].label, sizeof b->truns[k].label);
+    }
+    b->pruns[k].rows = b->rows;
+    kr_strlcpy(b->truns[k].label, "this run", sizeof b->truns[k].label);
+    if (b->o->meta) {
+        kr_strlcpy(b->truns[k].time_utc, b->o->meta->time_utc, sizeof b->truns[k].time_utc);
+        kr_strlcpy(b->truns[k].git_commit, b->o->meta->git_commit, sizeof b->truns[k].git_commit);
+    }
+    run_counts(b->rows, &b->truns[k]);
+    for (int i = 0; i < b->n_runs; i++)
+        b->pruns[i].label = b->truns[i].label;
+    return 0;
+}
+
+/* The cases whose non-finite inputs get a map: those named (--case), then,
+ * with find_cases, those of rows with non-finite inputs still readable. */
+static int list_nfmap_cases(const report_build_t *b, char listed[MAX_NFMAPS][512])
+{
+    const report_options_t *o = b->o;
+    const result_list_t *rows = b->rows;
+    int n_listed = 0;
+    for (int i = 0; i < o->n_case_paths && n_listed < MAX_NFMAPS; i++)
+        if (!path_listed(listed, n_listed, o->case_paths[i]))
+            kr_strlcpy(listed[n_listed++], o->case_paths[i], 512);
+    int explicit_n = n_listed;
+    for (int64_t i = 0; o->find_cases && i < rows->count && n_listed < MAX_NFMAPS; i++) {
+        const result_t *r = &rows->rows[i];
+        if (nonfinite_total(&r->input_nf) == 0 || path_listed(listed, n_listed, r->case_path) ||
+            access(r->case_path, R_OK) != 0)
+            continue;
+        /* a --case naming the same file another way (./x.h5, an absolute path) */
+        int dup = 0;
+        char rn[128], ln[128];
+        case_short_name(r->case_path, rn, sizeof rn);
+        for (int j = 0; j < explicit_n && !dup; j++) {
+            case_short_name(listed[j], ln, sizeof ln);
+            dup = !strcmp(rn, ln);
+        }
+        if (!dup)
+            kr_strlcpy(listed[n_listed++], r->case_path, 512);
+    }
+    return n_listed;
+}
+
+/* The plots built from rows, then the trend, then the non-finite maps. */
+static int build_plots(report_build_t *b, kr_error_t *err)
+{
+    if (plots_from_rows(&b->pl, b->rows, err) ||
+        (b->n_runs >= 2 && plots_trend(&b->pl, b->pruns, b->n_runs, err)))
+        return -1;
+    char listed[MAX_NFMAPS][512];
+    int n_listed = list_nfmap_cases(b, listed);
+    for (int i = 0; i < n_listed; i++) {
+        int m = map_case(listed[i], b->rows, &b->pl, &b->maps[b->n_maps], b->o, err);
+        if (m < 0)
+            return -1;
+        if (m == 0)
+            b->n_maps++;
+    }
+    b->outcome.nfmaps = 0;
+    for (int i = 0; i < b->n_maps; i++)
+        b->outcome.nfmaps += b->maps[i].map.plot >= 0;
+    b->outcome.history_runs = b->n_runs >= 2 ? b->n_runs : 0;
+    return 0;
+}
+
+/* Plot i as SVG (kept in memory for the HTML) and PNG, under plots_dir.  A
+ * plot gnuplot cannot draw is a warning; a file that cannot be written is
+ * an error. */
+static int draw_one_plot(report_build_t *b, int i, const char *plots_dir, kr_error_t *err)
+{
+    const plot_t *p = &b->pl.items[i];
+    char path[4400];
+    size_t len = 0;
+    kr_error_t e = {{0}};
+    char *img = NULL;
+    if (gnuplot_render(p->script, GNUPLOT_SVG, p->width, p->height, &b->svgs[i], &len, &e)) {
+        warn(b->o, "plot %s not drawn: %s", p->name, e.msg);
+        b->outcome.plots_failed++;
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/%s.svg", plots_dir, p->name);
+    if (write_bytes(path, b->svgs[i], len, err))
+        return -1;
+    b->written[i] = 1;
+    b->outcome.plots_drawn++;
+    if (gnuplot_render(p->script, GNUPLOT_PNG, p->width, p->height, &img, &len, &e) == 0) {
+        snprintf(path, sizeof path, "%s/%s.png", plots_dir, p->name);
+        if (write_bytes(path, img, len, err)) {
+            free(img);
+            return -1;
+        }
+        snprintf(b->pngs[i], sizeof b->pngs[i], "plots/%.100s.png", p->name);
+    } else {
+        warn(b->o, "PNG of plot %s not drawn: %s", p->name, e.msg);
+    }
+    free(img);
+    return 0;
+}
+
+static int draw_plots(report_build_t *b, const char *plots_dir, kr_error_t *err)
+{
+    const report_options_t *o = b->o;
+    if (!o->plots) {
+        snprintf(b->note, sizeof b->note, "Plots not drawn (plots turned off).");
+        return 0;
+    }
+    if (!b->outcome.gnuplot_found) {
+        snprintf(b->note, sizeof b->note,
+                 "Plots not drawn: gnuplot was not found on PATH (install gnuplot-nox, then run kreplay report "
+                 "again).");
+        warn(o, "gnuplot not found on PATH: writing the report without plots%s%s", "", "");
+        return 0;
+    }
+    if (!b->pl.count)
+        return 0;
+    if (make_dirs(plots_dir, err))
+        return -1;
+    progress_t prog;
+    if (o->progress)
+        progress_start(&prog, "kreplay report: plots", b->pl.count);
+    else
+        progress_start_on(&prog, stderr, 0, "", b->pl.count);
+    for (int i = 0; i < b->pl.count; i++) {
+        if (draw_one_plot(b, i, plots_dir, err)) {
+            progress_finish(&prog);
+            return -1;
+        }
+        progress_update(&prog, i + 1);
+    }
+    progress_finish(&prog);
+    if (b->outcome.plots_failed)
+        snprintf(b->note, sizeof b->note, "%d of %d plots could not be drawn (gnuplot's message is on stderr).",
+                 b->outcome.plots_failed, b->pl.count);
+    return 0;
+}
+
+/* report.html, then report_full.md, from the drawn plots and maps. */
+static int write_documents(report_build_t *b, const char *out_dir, kr_error_t *err)
+{
+    for (int i = 0; i < b->pl.count; i++) {
+        b->refs[i].name = b->pl.items[i].name;
+        b->refs[i].title = b->pl.items[i].title;
+        b->refs[i].kind = b->pl.items[i].kind;
+        b->refs[i].case_path = b->pl.items[i].case_path;
+        b->refs[i].svg = b->svgs[i];
+        b->refs[i].png = b->pngs[i][0] ? b->pngs[i] : NULL;
+    }
+    report_nfmap_t *mv = calloc((size_t)(b->n_maps ? b->n_maps : 1), sizeof *mv);
+    if (!mv)
+        return kr_fail(err, "report: out of memory");
+    for (int i = 0; i < b->n_maps; i++)
+        mv[i] = b->maps[i].map;
+    report_doc_t doc = {
+        .rows = b->rows, .meta = b->o->meta, .plots = b->refs, .n_plots = b->pl.count, .nfmaps = mv,
+        .n_nfmaps = b->n_maps, .runs = b->truns, .n_runs = b->n_runs >= 2 ? b->n_runs : 0,
+        .plots_note = b->note[0] ? b->note : NULL, .title = b->o->title};
+    char path[4400];
+    atomic_file_t f;
+    int rc;
+    snprintf(path, sizeof path, "%s/report.html", out_dir);
+    if (atomic_file_open(&f, path, err) == 0) {
+        report_html_write(f.fp, &doc);
+        rc = atomic_file_commit(&f, err);
+    } else {
+        rc = -1;
+    }
+    snprintf(path, sizeof path, "%s/report_full.md", out_dir);
+    if (rc == 0 && atomic_file_open(&f, path, err) == 0) {
+        markdown_full(f.fp, &doc);
+        rc = atomic_file_commit(&f, err);
+    } else if (rc == 0) {
+        rc = -1;
+    }
+    free(mv);
+    return rc;
+}
+
+/* Draws the plots and writes the documents; the plots directory keeps only
+ * this report's plots. */
+static int draw_and_write(report_build_t *b, const char *out_dir, kr_error_t *err)
+{
+    size_t n = (size_t)(b->pl.count ? b->pl.count : 1);
+    b->refs = calloc(n, sizeof *b->refs);
+    b->svgs = calloc(n, sizeof *b->svgs);
+    b->written = calloc(n, sizeof *b->written);
+    b->pngs = calloc(n, sizeof *b->pngs);
+    if (!b->refs || !b->svgs || !b->written || !b->pngs)
+        return kr_fail(err, "report: out of memory");
+    char plots_dir[4200];
+    snprintf(plots_dir, sizeof plots_dir, "%s/plots", out_dir);
+    b->outcome.gnuplot_found = gnuplot_available();
+    if (draw_plots(b, plots_dir, err))
+        return -1;
+    remove_stale_plots(plots_dir, &b->pl, b->written);
+    return write_documents(b, out_dir, err);
+}
+
+static void report_build_free(report_build_t *b)
+{
+    for (int i = 0; i < b->pl.count && b->svgs; i++)
+        free(b->svgs[i]);
+    free(b->svgs);
+    free(b->written);
+    free(b->refs);
+    free(b->pngs);
+    for (int i = 0; i < b->n_maps; i++)
+        free(b->maps[i].describe);
+    free(b->maps);
+    plot_list_free(&b->pl);
+    free(b->pruns);
+    free(b->truns);
+    for (int i = 0; i < b->n_hist; i++)
+        result_list_free(&b->hist[i].rows);
+    free(b->hist);
+    if (b->have_base)
+        result_list_free(&b->base.rows);
+}
+
 int report_generate(const char *out_dir, const result_list_t *rows, const char **history_paths, int n_history,
                     const report_options_t *opt_in, kr_error_t *err)
 {
@@ -493,274 +850,17 @@ int report_generate(const char *out_dir, const result_list_t *rows, const char *
         return kr_fail(err, "report: no output directory");
     if (make_dirs(out_dir, err))
         return -1;
-    report_outcome_t outcome = {0};
-    int rc = 0;
-
-    if (o->write_tables) {
-        run_info_t info;
-        const results_meta_t *m = o->meta;
-        run_info_fill(&info, m ? m->command : "", m && m->version[0] ? m->version : "unknown",
-                      m && m->git_commit[0] ? m->git_commit : "unknown");
-        if (m && m->host[0])
-            kr_strlcpy(info.host, m->host, sizeof info.host);
-        if (m && m->time_utc[0])
-            kr_strlcpy(info.time_utc, m->time_utc, sizeof info.time_utc);
-        if (report_write_dir(out_dir, rows, &info, err))
-            return -1;
-    }
-
-    /* The history: earlier runs, oldest first, the last history_last of them. */
-    hist_run_t *hist = calloc((size_t)(n_history + 1), sizeof *hist);
-    hist_run_t base;
-    memset(&base, 0, sizeof base);
-    int n_hist = 0, have_base = 0;
-    if (!hist)
-        return kr_fail(err, "report: out of memory");
-    for (int i = 0; i < n_history; i++) {
-        kr_error_t e = {{0}};
-        hist_run_t *h = &hist[n_hist];
-        if (results_store_read(history_paths[i], &h->rows, &h->meta, &e)) {
-            warn(o, "history run skipped: %s%s", e.msg, "");
-            continue;
-        }
-        if (same_run(o->meta, &h->meta, rows->count, h->rows.count)) {
-            result_list_free(&h->rows);
-            continue;
-        }
-        kr_strlcpy(h->path, history_paths[i], sizeof h->path);
-        n_hist++;
-    }
-    if (n_hist > 1)
-        qsort(hist, (size_t)n_hist, sizeof *hist, hist_cmp);
-    int keep_from = o->history_last > 0 && n_hist > o->history_last ? n_hist - o->history_last : 0;
-    if (o->baseline_path) {
-        kr_error_t e = {{0}};
-        if (results_store_read(o->baseline_path, &base.rows, &base.meta, &e))
-            warn(o, "baseline not in the trend: %s%s", e.msg, "");
-        else {
-            have_base = 1;
-            kr_strlcpy(base.path, o->baseline_path, sizeof base.path);
-        }
-    }
-    int n_runs = have_base + (n_hist - keep_from) + 1;
-    plot_run_t *pruns = calloc((size_t)n_runs, sizeof *pruns);
-    report_run_t *truns = calloc((size_t)n_runs, sizeof *truns);
-    plot_list_t pl = {0};
-    nfmap_item_t *maps = calloc(MAX_NFMAPS, sizeof *maps);
-    report_plot_t *refs = NULL;
-    char **svgs = NULL;
-    int *written = NULL;
-    int n_maps = 0;
-    char note[512] = "";
-    if (!pruns || !truns || !maps) {
-        rc = kr_fail(err, "report: out of memory");
-        goto done;
-    }
-    {
-        int k = 0;
-        if (have_base) {
-            pruns[k].rows = &base.rows;
-            kr_strlcpy(truns[k].label, "baseline", sizeof truns[k].label);
-            kr_strlcpy(truns[k].path, base.path, sizeof truns[k].path);
-            kr_strlcpy(truns[k].time_utc, base.meta.time_utc, sizeof truns[k].time_utc);
-            kr_strlcpy(truns[k].git_commit, base.meta.git_commit, sizeof truns[k].git_commit);
-            run_counts(&base.rows, &truns[k]);
-            k++;
-        }
-        for (int i = keep_from; i < n_hist; i++, k++) {
-            pruns[k].rows = &hist[i].rows;
-            run_label(&hist[i].meta, "run", truns[k].label, sizeof truns[k].label);
-            kr_strlcpy(truns[k].path, hist[i].path, sizeof truns[k].path);
-            kr_strlcpy(truns[k].time_utc, hist[i].meta.time_utc, sizeof truns[k].time_utc);
-            kr_strlcpy(truns[k].git_commit, hist[i].meta.git_commit, sizeof truns[k].git_commit);
-            run_counts(&hist[i].rows, &truns[k]);
-        }
-        pruns[k].rows = rows;
-        kr_strlcpy(truns[k].label, "this run", sizeof truns[k].label);
-        if (o->meta) {
-            kr_strlcpy(truns[k].time_utc, o->meta->time_utc, sizeof truns[k].time_utc);
-            kr_strlcpy(truns[k].git_commit, o->meta->git_commit, sizeof truns[k].git_commit);
-        }
-        run_counts(rows, &truns[k]);
-        for (int i = 0; i < n_runs; i++)
-            pruns[i].label = truns[i].label;
-    }
-
-    /* The plots built from rows, then the trend, then the non-finite maps. */
-    if (plots_from_rows(&pl, rows, err) || (n_runs >= 2 && plots_trend(&pl, pruns, n_runs, err))) {
-        rc = -1;
-        goto done;
-    }
-    {
-        char listed[MAX_NFMAPS][512];
-        int n_listed = 0;
-        for (int i = 0; i < o->n_case_paths && n_listed < MAX_NFMAPS; i++)
-            if (!path_listed(listed, n_listed, o->case_paths[i]))
-                kr_strlcpy(listed[n_listed++], o->case_paths[i], 512);
-        int explicit_n = n_listed;
-        for (int64_t i = 0; o->find_cases && i < rows->count && n_listed < MAX_NFMAPS; i++) {
-            const result_t *r = &rows->rows[i];
-            if (nonfinite_total(&r->input_nf) == 0 || path_listed(listed, n_listed, r->case_path) ||
-                access(r->case_path, R_OK) != 0)
-                continue;
-            /* a --case naming the same file another way (./x.h5, an absolute path) */
-            int dup = 0;
-            char rn[128], ln[128];
-            case_short_name(r->case_path, rn, sizeof rn);
-            for (int j = 0; j < explicit_n && !dup; j++) {
-                case_short_name(listed[j], ln, sizeof ln);
-                dup = !strcmp(rn, ln);
-            }
-            if (!dup)
-                kr_strlcpy(listed[n_listed++], r->case_path, 512);
-        }
-        for (int i = 0; i < n_listed; i++) {
-            int m = map_case(listed[i], rows, &pl, &maps[n_maps], o, err);
-            if (m < 0) {
-                rc = -1;
-                goto done;
-            }
-            if (m == 0)
-                n_maps++;
-        }
-    }
-    outcome.nfmaps = 0;
-    for (int i = 0; i < n_maps; i++)
-        outcome.nfmaps += maps[i].map.plot >= 0;
-    outcome.history_runs = n_runs >= 2 ? n_runs : 0;
-
-    /* Draw. */
-    refs = calloc((size_t)(pl.count ? pl.count : 1), sizeof *refs);
-    svgs = calloc((size_t)(pl.count ? pl.count : 1), sizeof *svgs);
-    written = calloc((size_t)(pl.count ? pl.count : 1), sizeof *written);
-    char (*pngs)[128] = calloc((size_t)(pl.count ? pl.count : 1), sizeof *pngs);
-    if (!refs || !svgs || !written || !pngs) {
-        free(pngs);
-        rc = kr_fail(err, "report: out of memory");
-        goto done;
-    }
-    char plots_dir[4200];
-    snprintf(plots_dir, sizeof plots_dir, "%s/plots", out_dir);
-    outcome.gnuplot_found = gnuplot_available();
-    if (!o->plots) {
-        snprintf(note, sizeof note, "Plots not drawn (plots turned off).");
-    } else if (!outcome.gnuplot_found) {
-        snprintf(note, sizeof note,
-                 "Plots not drawn: gnuplot was not found on PATH (install gnuplot-nox, then run kreplay report "
-                 "again).");
-        warn(o, "gnuplot not found on PATH: writing the report without plots%s%s", "", "");
-    } else if (pl.count) {
-        if (make_dirs(plots_dir, err)) {
-            free(pngs);
-            rc = -1;
-            goto done;
-        }
-        progress_t prog;
-        if (o->progress)
-            progress_start(&prog, "kreplay report: plots", pl.count);
-        else
-            progress_start_on(&prog, stderr, 0, "", pl.count);
-        for (int i = 0; i < pl.count; i++) {
-            const plot_t *p = &pl.items[i];
-            char path[4400];
-            size_t len = 0;
-            kr_error_t e = {{0}};
-            char *img = NULL;
-            if (gnuplot_render(p->script, GNUPLOT_SVG, p->width, p->height, &svgs[i], &len, &e)) {
-                warn(o, "plot %s not drawn: %s", p->name, e.msg);
-                outcome.plots_failed++;
-                progress_update(&prog, i + 1);
-                continue;
-            }
-            snprintf(path, sizeof path, "%s/%s.svg", plots_dir, p->name);
-            if (write_bytes(path, svgs[i], len, err)) {
-                progress_finish(&prog);
-                free(pngs);
-                rc = -1;
-                goto done;
-            }
-            written[i] = 1;
-            outcome.plots_drawn++;
-            if (gnuplot_render(p->script, GNUPLOT_PNG, p->width, p->height, &img, &len, &e) == 0) {
-                snprintf(path, sizeof path, "%s/%s.png", plots_dir, p->name);
-                if (write_bytes(path, img, len, err)) {
-                    free(img);
-                    progress_finish(&prog);
-                    free(pngs);
-                    rc = -1;
-                    goto done;
-                }
-                snprintf(pngs[i], sizeof pngs[i], "plots/%.100s.png", p->name);
-            } else {
-                warn(o, "PNG of plot %s not drawn: %s", p->name, e.msg);
-            }
-            free(img);
-            progress_update(&prog, i + 1);
-        }
-        progress_finish(&prog);
-        if (outcome.plots_failed)
-            snprintf(note, sizeof note, "%d of %d plots could not be drawn (gnuplot's message is on stderr).",
-                     outcome.plots_failed, pl.count);
-    }
-    remove_stale_plots(plots_dir, &pl, written);
-    for (int i = 0; i < pl.count; i++) {
-        refs[i].name = pl.items[i].name;
-        refs[i].title = pl.items[i].title;
-        refs[i].kind = pl.items[i].kind;
-        refs[i].case_path = pl.items[i].case_path;
-        refs[i].svg = svgs[i];
-        refs[i].png = pngs[i][0] ? pngs[i] : NULL;
-    }
-    {
-        report_nfmap_t *mv = calloc((size_t)(n_maps ? n_maps : 1), sizeof *mv);
-        if (!mv) {
-            free(pngs);
-            rc = kr_fail(err, "report: out of memory");
-            goto done;
-        }
-        for (int i = 0; i < n_maps; i++)
-            mv[i] = maps[i].map;
-        report_doc_t doc = {
-            .rows = rows, .meta = o->meta, .plots = refs, .n_plots = pl.count, .nfmaps = mv, .n_nfmaps = n_maps,
-            .runs = truns, .n_runs = n_runs >= 2 ? n_runs : 0, .plots_note = note[0] ? note : NULL, .title = o->title};
-        char path[4400];
-        atomic_file_t f;
-        snprintf(path, sizeof path, "%s/report.html", out_dir);
-        if (atomic_file_open(&f, path, err) == 0) {
-            report_html_write(f.fp, &doc);
-            rc = atomic_file_commit(&f, err);
-        } else {
-            rc = -1;
-        }
-        snprintf(path, sizeof path, "%s/report_full.md", out_dir);
-        if (rc == 0 && atomic_file_open(&f, path, err) == 0) {
-            markdown_full(f.fp, &doc);
-            rc = atomic_file_commit(&f, err);
-        } else if (rc == 0) {
-            rc = -1;
-        }
-        free(mv);
-    }
-    free(pngs);
-
-done:
+    if (o->write_tables && write_tables(out_dir, rows, o, err))
+        return -1;
+    report_build_t b;
+    memset(&b, 0, sizeof b);
+    b.o = o;
+    b.rows = rows;
+    if (load_history(&b, history_paths, n_history, err))
+        return -1;
+    int rc = fill_runs(&b, err) || build_plots(&b, err) || draw_and_write(&b, out_dir, err) ? -1 : 0;
     if (o->outcome)
-        *o->outcome = outcome;
-    for (int i = 0; i < pl.count && svgs; i++)
-        free(svgs[i]);
-    free(svgs);
-    free(written);
-    free(refs);
-    for (int i = 0; i < n_maps; i++)
-        free(maps[i].describe);
-    free(maps);
-    plot_list_free(&pl);
-    free(pruns);
-    free(truns);
-    for (int i = 0; i < n_hist; i++)
-        result_list_free(&hist[i].rows);
-    free(hist);
-    if (have_base)
-        result_list_free(&base.rows);
+        *o->outcome = b.outcome;
+    report_build_free(&b);
     return rc;
 }

@@ -50,21 +50,7 @@ static int gate(const char *extra, char **out)
 }
 
 /* A whole text file, malloc'd; NULL if unreadable. */
-static char *slurp(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, fp) : 0;
-    fclose(fp);
-    if (buf)
-        buf[got] = '\0';
-    return buf;
-}
+#define slurp(path) test_read_file(path, NULL)
 
 static void read_rows(const char *path, result_list_t *rows)
 {

@@ -75,22 +75,7 @@ static int dir_entries(const char *dir, char *first, size_t cap)
     return n;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    if (len)
-        *len = got;
-    return buf;
-}
+#define read_all test_read_file
 
 static int count_substr(const char *s, const char *needle)
 {

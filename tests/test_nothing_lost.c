@@ -111,20 +111,7 @@ static int file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, fp);
-    b[got] = '\0';
-    fclose(fp);
-    return b;
-}
+#define slurp(path) test_read_file(path, NULL)
 
 /* Bytes of the regular files below path. */
 static long long tree_bytes(const char *path)

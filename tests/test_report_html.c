@@ -40,20 +40,7 @@
 static const char *EVIL_NOTE = "<script>alert(\"x\")</script> & 'q' | pipe \xff end";
 static const char *EVIL_CASE = "evil<case>&\"name\"";
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
+#define read_all(path) test_read_file(path, NULL)
 
 static int count_substr(const char *s, const char *needle)
 {

@@ -342,16 +342,7 @@ done:
 /* ------------------------------------------------------------ reading */
 
 /* "<what>: case image: <problem>" */
-__attribute__((format(printf, 3, 4)))
-static int image_fail(kr_error_t *err, const char *what, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(err, "%s: case image: %s", what, buf);
-}
+#define image_fail(err, what, ...) kr_fail_at(err, what, "case image", __VA_ARGS__)
 
 /* The header's own consistency and the scalars' ranges, and the case's
  * dimensions (c gets M, N, K and weight_ref_len). */

@@ -114,12 +114,17 @@ static void reader_shutdown(void)
     }
 }
 
+static pthread_once_t reader_shutdown_once = PTHREAD_ONCE_INIT;
+
+static void reader_register_shutdown(void)
+{
+    (void)atexit(reader_shutdown);
+}
+
 /* The worker and its image file, created on first use. */
 static int reader_ready(kr_error_t *err)
 {
-    static int shutdown_registered;
-    if (!shutdown_registered && atexit(reader_shutdown) == 0)
-        shutdown_registered = 1;
+    pthread_once(&reader_shutdown_once, reader_register_shutdown);
     if (g_reader.owner != getpid()) {
         /* Inherited from the process that forked this one: its worker
          * answers it, not us.  The descriptor is ours to close. */

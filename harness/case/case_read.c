@@ -42,16 +42,7 @@ typedef struct {
 } rd_t;
 
 /* "<path>: <obj>: <formatted problem>" */
-__attribute__((format(printf, 3, 4)))
-static int fail(rd_t *rd, const char *obj, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(rd->err, "%s: %s: %s", rd->path, obj, buf);
-}
+#define fail(rd, obj, ...) kr_fail_at((rd)->err, (rd)->path, obj, __VA_ARGS__)
 
 /* ---- describing what was found, for messages ---- */
 

@@ -6,6 +6,7 @@
  * the format bounds are the oldest that hold these objects, so the same case
  * gives the same bytes and old h5py versions read it. */
 #include "case_io.h"
+#include "h5_attr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,27 +25,10 @@ typedef struct {
 static int write_str_attr(wr_t *w, hid_t obj, const char *label, const char *name,
                           const char *value)
 {
-    /* Variable-length UTF-8: what h5py writes for a str, and reads back as str. */
-    hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR), attr = -1;
-    int rc = -1;
-    if (type < 0 || space < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 ||
-        H5Tset_cset(type, H5T_CSET_UTF8) < 0)
-        goto done;
-    attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, type, &value) < 0)
-        goto done;
-    rc = 0;
-done:
-    if (rc != 0)
-        kr_fail(w->err, "%s: %s: cannot write attribute %s; expected a writable file", w->path,
-                label, name);
-    if (attr >= 0)
-        H5Aclose(attr);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
-    return rc;
+    if (h5_write_str_attr(obj, name, value) == 0)
+        return 0;
+    return kr_fail(w->err, "%s: %s: cannot write attribute %s; expected a writable file", w->path, label,
+                   name);
 }
 
 static int write_i64_attr(wr_t *w, hid_t obj, const char *name, int64_t value)

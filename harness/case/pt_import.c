@@ -22,16 +22,7 @@ typedef struct {
     kr_error_t *err;
 } im_t;
 
-__attribute__((format(printf, 3, 4)))
-static int ifail(im_t *im, const char *key, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(im->err, "%s: %s: %s", im->path, key, buf);
-}
+#define ifail(im, key, ...) kr_fail_at((im)->err, (im)->path, key, __VA_ARGS__)
 
 #define DT(d) (1u << (d))
 

@@ -1,5 +1,6 @@
 #include "shape_catalog.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,16 +8,24 @@
 #include "data_path.h"
 #include "kr_string.h"
 
+/* The bundled catalogue's path: a pure function of where the binary is,
+ * computed once (pthread_once: callers may be on several threads). */
+static char bundled_path[4200];
+static pthread_once_t bundled_path_once = PTHREAD_ONCE_INIT;
+
+static void bundled_path_find(void)
+{
+    if (kr_data_path("cases/shapes.csv", bundled_path, sizeof bundled_path) != 0)
+        snprintf(bundled_path, sizeof bundled_path, "cases/shapes.csv");
+}
+
 const char *shape_catalog_default_path(void)
 {
     const char *env = getenv("KREPLAY_SHAPES");
     if (env && *env)
         return env;
-    /* Computed once: a pure function of where the binary is. */
-    static char path[4200];
-    if (!path[0] && kr_data_path("cases/shapes.csv", path, sizeof path) != 0)
-        snprintf(path, sizeof path, "cases/shapes.csv");
-    return path;
+    pthread_once(&bundled_path_once, bundled_path_find);
+    return bundled_path;
 }
 
 void shape_catalog_free(shape_catalog_t *cat)

@@ -247,16 +247,7 @@ void pt_close(pt_file_t *f)
 /* ---- zip records ---- */
 
 /* "<path>: <obj>: <problem>" */
-__attribute__((format(printf, 4, 5)))
-static int ffail(const pt_file_t *f, kr_error_t *err, const char *obj, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(err, "%s: %s: %s", f->path, obj, buf);
-}
+#define ffail(f, err, obj, ...) kr_fail_at(err, (f)->path, obj, __VA_ARGS__)
 
 /* Index of record PREFIX/<rel>, or -1. */
 static zip_int64_t record_locate(const pt_file_t *f, const char *rel)
@@ -1041,6 +1032,131 @@ static int unsupported_opcode(vm_t *vm, int op)
                  opcode_name(op), vm->op_pos);
 }
 
+/* PROTO (2 to 5) and FRAME (a length prefix only). */
+static int op_protocol(vm_t *vm, int op)
+{
+    int rc = 0;
+    switch (op) {
+    case 0x80: /* PROTO */
+        if (need(vm, 1))
+            return -1;
+        if (vm->p[vm->pos] < 2 || vm->p[vm->pos] > 5)
+            return vfail(vm, "pickle protocol %d at byte %zu is " SUBSET "; expected protocol "
+                             "2 (torch.save's default) to 5", vm->p[vm->pos], vm->op_pos);
+        vm->pos++;
+        break;
+    case 0x95: /* FRAME: a length prefix only */
+        if (need(vm, 8))
+            return -1;
+        if (rd_le(vm->p + vm->pos, 8) > vm->n - vm->pos - 8)
+            return corrupt(vm, "a FRAME runs past the end of the pickle");
+        vm->pos += 8;
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* BININT, BININT1, BININT2. */
+static int op_fixed_int(vm_t *vm, int op)
+{
+    int rc = 0;
+    switch (op) {
+    case 'J':
+        if (need(vm, 4))
+            return -1;
+        rc = push(vm, new_int(vm, PT_INT, (int32_t)(uint32_t)rd_le(vm->p + vm->pos, 4)));
+        vm->pos += 4;
+        break;
+    case 'K':
+        if (need(vm, 1))
+            return -1;
+        rc = push(vm, new_int(vm, PT_INT, vm->p[vm->pos]));
+        vm->pos += 1;
+        break;
+    case 'M':
+        if (need(vm, 2))
+            return -1;
+        rc = push(vm, new_int(vm, PT_INT, (int64_t)rd_le(vm->p + vm->pos, 2)));
+        vm->pos += 2;
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* SETITEM(S), APPEND(S) onto the dict or list below. */
+static int op_items(vm_t *vm, int op)
+{
+    int64_t base = 0;
+    int rc = 0;
+    switch (op) {
+    case 's':
+        if (avail(vm) < 2)
+            return corrupt(vm, "stack underflow");
+        rc = set_items(vm, vm->sp - 2);
+        break;
+    case 'u':
+        rc = pop_mark(vm, &base);
+        if (!rc)
+            rc = set_items(vm, base);
+        break;
+    case 'a':
+        if (avail(vm) < 1)
+            return corrupt(vm, "stack underflow");
+        rc = append_items(vm, vm->sp - 1);
+        break;
+    case 'e':
+        rc = pop_mark(vm, &base);
+        if (!rc)
+            rc = append_items(vm, base);
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* The memo: PUT, LONG_BINPUT, MEMOIZE, GET, LONG_BINGET. */
+static int op_memo(vm_t *vm, int op)
+{
+    int rc = 0;
+    switch (op) {
+    case 'q':
+        if (need(vm, 1))
+            return -1;
+        rc = memo_put(vm, vm->p[vm->pos]);
+        vm->pos += 1;
+        break;
+    case 'r':
+        if (need(vm, 4))
+            return -1;
+        rc = memo_put(vm, rd_le(vm->p + vm->pos, 4));
+        vm->pos += 4;
+        break;
+    case 0x94:
+        rc = memo_put(vm, (uint64_t)vm->memo_count);
+        break;
+    case 'h':
+        if (need(vm, 1))
+            return -1;
+        rc = memo_get(vm, vm->p[vm->pos]);
+        vm->pos += 1;
+        break;
+    case 'j':
+        if (need(vm, 4))
+            return -1;
+        rc = memo_get(vm, rd_le(vm->p + vm->pos, 4));
+        vm->pos += 4;
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
 static int run_vm(vm_t *vm, pt_value_t **result)
 {
     while (vm->pos < vm->n) {
@@ -1050,19 +1166,8 @@ static int run_vm(vm_t *vm, pt_value_t **result)
         int64_t base = 0;
         switch (op) {
         case 0x80: /* PROTO */
-            if (need(vm, 1))
-                return -1;
-            if (vm->p[vm->pos] < 2 || vm->p[vm->pos] > 5)
-                return vfail(vm, "pickle protocol %d at byte %zu is " SUBSET "; expected protocol "
-                                 "2 (torch.save's default) to 5", vm->p[vm->pos], vm->op_pos);
-            vm->pos++;
-            break;
-        case 0x95: /* FRAME: a length prefix only */
-            if (need(vm, 8))
-                return -1;
-            if (rd_le(vm->p + vm->pos, 8) > vm->n - vm->pos - 8)
-                return corrupt(vm, "a FRAME runs past the end of the pickle");
-            vm->pos += 8;
+        case 0x95: /* FRAME */
+            rc = op_protocol(vm, op);
             break;
         case '.': /* STOP */
             if (!(*result = pop(vm)))
@@ -1103,22 +1208,9 @@ static int run_vm(vm_t *vm, pt_value_t **result)
             rc = op_string(vm, 8);
             break;
         case 'J':
-            if (need(vm, 4))
-                return -1;
-            rc = push(vm, new_int(vm, PT_INT, (int32_t)(uint32_t)rd_le(vm->p + vm->pos, 4)));
-            vm->pos += 4;
-            break;
         case 'K':
-            if (need(vm, 1))
-                return -1;
-            rc = push(vm, new_int(vm, PT_INT, vm->p[vm->pos]));
-            vm->pos += 1;
-            break;
         case 'M':
-            if (need(vm, 2))
-                return -1;
-            rc = push(vm, new_int(vm, PT_INT, (int64_t)rd_le(vm->p + vm->pos, 2)));
-            vm->pos += 2;
+            rc = op_fixed_int(vm, op);
             break;
         case 0x8a:
             rc = op_long1(vm);
@@ -1149,51 +1241,17 @@ static int run_vm(vm_t *vm, pt_value_t **result)
             rc = op_build(vm);
             break;
         case 's':
-            if (avail(vm) < 2)
-                return corrupt(vm, "stack underflow");
-            rc = set_items(vm, vm->sp - 2);
-            break;
         case 'u':
-            rc = pop_mark(vm, &base);
-            if (!rc)
-                rc = set_items(vm, base);
-            break;
         case 'a':
-            if (avail(vm) < 1)
-                return corrupt(vm, "stack underflow");
-            rc = append_items(vm, vm->sp - 1);
-            break;
         case 'e':
-            rc = pop_mark(vm, &base);
-            if (!rc)
-                rc = append_items(vm, base);
+            rc = op_items(vm, op);
             break;
         case 'q':
-            if (need(vm, 1))
-                return -1;
-            rc = memo_put(vm, vm->p[vm->pos]);
-            vm->pos += 1;
-            break;
         case 'r':
-            if (need(vm, 4))
-                return -1;
-            rc = memo_put(vm, rd_le(vm->p + vm->pos, 4));
-            vm->pos += 4;
-            break;
         case 0x94:
-            rc = memo_put(vm, (uint64_t)vm->memo_count);
-            break;
         case 'h':
-            if (need(vm, 1))
-                return -1;
-            rc = memo_get(vm, vm->p[vm->pos]);
-            vm->pos += 1;
-            break;
         case 'j':
-            if (need(vm, 4))
-                return -1;
-            rc = memo_get(vm, rd_le(vm->p + vm->pos, 4));
-            vm->pos += 4;
+            rc = op_memo(vm, op);
             break;
         default:
             return unsupported_opcode(vm, op);

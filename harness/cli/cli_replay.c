@@ -106,282 +106,376 @@ static int parse_refs(const char *s, unsigned *refs)
     return *refs ? 0 : -1;
 }
 
-int cli_replay(int argc, char **argv)
-{
-    const cli_command_t *cmd = &cli_replay_command;
+/* What the command line asks of one replay, and the kernels it loaded. */
+typedef struct {
+    const cli_command_t *cmd;
     replay_options_t opt;
-    replay_options_default(&opt);
-    const char *out_dir = NULL, *save_path = NULL, *policy_path = NULL;
-    int json = 0;
+    const char *out_dir, *save_path, *policy_path;
+    int json;
     char inject_buf[256];
     kr_plugin_t *plugins[16];
-    int n_plugins = 0;
+    int n_plugins;
     const kernel_desc_t *extra[16 * 256];
-    int n_extra = 0;
+    int n_extra;
     const char *py_specs[PY_KERNELS_MAX];
-    int n_py = 0;
+    int n_py;
+} replay_cli_t;
+
+/* What an option step returns to go on with the next option; anything
+ * else is the command's exit code. */
+#define KEEP_PARSING (-1)
+
+/* A loaded plugin's kernels join the replay beside the registry's. */
+static void add_plugin(replay_cli_t *st, kr_plugin_t *plugin)
+{
+    st->plugins[st->n_plugins++] = plugin;
+    for (int i = 0; i < plugin_kernel_count(plugin); i++)
+        st->extra[st->n_extra++] = plugin_kernel_at(plugin, i);
+}
+
+static int apply_plugin_option(replay_cli_t *st, const char *path)
+{
+    kr_error_t perr = {{0}};
+    kr_plugin_t *plugin;
+    if (st->n_plugins == 16)
+        return cli_option_error(st->cmd, "plugin", "at most 16 plugins");
+    if (plugin_load(path, &plugin, &perr))
+        return cli_option_error(st->cmd, "plugin", "%s", perr.msg);
+    add_plugin(st, plugin);
+    return KEEP_PARSING;
+}
+
+/* --device gpu: asked in a child, since a parent that touched the GPU
+ * runtime could not fork isolated GPU runs. */
+static int apply_device_option(replay_cli_t *st, const char *device)
+{
+    if (!strcmp(device, "gpu")) {
+        char why[256];
+        if (!gpu_available_isolated(why, sizeof why))
+            return cli_option_error(st->cmd, "device", "gpu: %s", why);
+        st->opt.device_gpu = 1;
+    }
+    return KEEP_PARSING;
+}
+
+/* The options that take part in running the cases (not the numerics, which
+ * cli_apply_kernel_option handles).  Returns KEEP_PARSING or the exit code. */
+static int apply_run_option(replay_cli_t *st, int c, const cli_value_t *v)
+{
+    const char *optarg = v->arg;
+    replay_options_t *opt = &st->opt;
+    switch (c) {
+    case OPT_DEVICE:
+        return apply_device_option(st, optarg);
+    case OPT_RERUNS:
+        opt->gpu_reruns = opt->model_reruns = (int)v->i;
+        break;
+    case OPT_MATRIX:
+        opt->gpu_matrix = 1;
+        break;
+    case OPT_PLUGIN:
+        return apply_plugin_option(st, optarg);
+    case OPT_PY:
+        if (st->n_py == PY_KERNELS_MAX)
+            return cli_option_error(st->cmd, "py", "at most %d Python kernels", PY_KERNELS_MAX);
+        st->py_specs[st->n_py++] = optarg;
+        break;
+    case OPT_TIMEOUT:
+        opt->timeout_s = v->d;
+        break;
+    case OPT_ISOLATE:
+        opt->isolate_all = 1;
+        break;
+    case OPT_BLOCK:
+        if (v->d > 1e7)
+            return cli_option_error(st->cmd, "block-mb", "'%s' is not a size in MiB in (0, 1e7]", optarg);
+        opt->block_bytes = (int64_t)(v->d * 1048576.0);
+        break;
+    case OPT_NOISOLATE:
+        opt->no_isolate = 1;
+        break;
+    default:
+        break;
+    }
+    return KEEP_PARSING;
+}
+
+/* One option.  Returns KEEP_PARSING or the exit code. */
+static int apply_option(replay_cli_t *st, int c, const cli_value_t *v)
+{
+    const char *optarg = v->arg;
+    replay_options_t *opt = &st->opt;
+    switch (c) {
+    case OPT_KERNELS:
+        opt->kernel_patterns = optarg;
+        break;
+    case OPT_REFS:
+        if (parse_refs(optarg, &opt->refs))
+            return cli_option_error(st->cmd, "refs", "unknown reference in '%s' (exact, source)", optarg);
+        break;
+    case OPT_ACT:
+        opt->kernel.act_source = !strcmp(optarg, "recorded")   ? ACT_SOURCE_RECORDED
+                                 : !strcmp(optarg, "quantize") ? ACT_SOURCE_QUANTIZE
+                                                               : ACT_SOURCE_AUTO;
+        break;
+    case OPT_SPLITS:
+        opt->kernel.decode_splits = (int)v->i;
+        break;
+    case OPT_E8M0:
+        opt->weight_e8m0_mode = E8M0_ZERO_IS_ZERO;
+        break;
+    case OPT_NOREC:
+        opt->include_recorded = 0;
+        break;
+    case CLI_ID_JSON:
+        st->json = 1;
+        break;
+    case OPT_OUT:
+        st->out_dir = optarg;
+        break;
+    case OPT_SAVE:
+        st->save_path = optarg;
+        break;
+    case OPT_ORACLE:
+        opt->oracle = 1;
+        break;
+    case CLI_ID_INJECT: {
+        int rc = cli_parse_inject(st->cmd, optarg, st->inject_buf, sizeof st->inject_buf, &opt->fault,
+                                  &opt->fault_kernels);
+        if (rc != 0)    /* "help" printed the faults (exit 0), or a bad fault */
+            return rc > 0 ? 0 : EXIT_USAGE;
+        break;
+    }
+    case OPT_NODIAG:
+        opt->diagnose = 0;
+        break;
+    case OPT_POLICY:
+        st->policy_path = optarg;
+        break;
+    case OPT_VS:
+        if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
+            cli_kernel_typo(st->cmd, "vs", optarg, NULL, 0);
+            return EXIT_USAGE;
+        }
+        opt->vs_kernel = optarg;
+        break;
+    default:
+        return apply_run_option(st, c, v);
+    }
+    return KEEP_PARSING;
+}
+
+/* The cases' rows, and which inputs could not be read or stopped part-way. */
+typedef struct {
+    result_list_t rows;
+    const char **failed;
+    int n_failed;
+    int input_errors;
+    int replay_errors;      /* a case that stopped part-way: its outputs may be missing */
+} replay_run_t;
+
+static void replay_cases(char **cases, int n_cases, replay_options_t *opt, replay_run_t *run)
+{
+    kr_error_t err = {{0}};
+    run->failed = calloc((size_t)n_cases + 1, sizeof *run->failed);
+    progress_t prog;
+    progress_start(&prog, "kreplay replay", n_cases);
+    opt->progress = &prog;
+    for (int i = 0; i < n_cases; i++) {
+        progress_update(&prog, i);
+        case_t cs;
+        int loaded = case_load_safe(cases[i], &cs, NULL, 0, &err) == 0;
+        int replayed = loaded && replay_case(&cs, opt, &run->rows, &err) == 0;
+        if (!replayed) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            run->replay_errors += loaded;
+            if (run->failed)
+                run->failed[run->n_failed++] = strdup(cases[i]);
+            run->input_errors++;
+        }
+        if (loaded)
+            case_free(&cs);
+    }
+    progress_update(&prog, n_cases);
+    progress_finish(&prog);
+    opt->progress = NULL;
+}
+
+/* -o DIR: results.json/csv, report.md, results.h5 and the HTML report. */
+static int write_run_dir(const replay_cli_t *st, replay_run_t *run, const run_info_t *info, const char *cmdline,
+                         kr_error_t *err)
+{
+    results_meta_t meta;
+    results_meta_init(&meta);
+    kr_strlcpy(meta.command, cmdline, sizeof meta.command);
+    kr_strlcpy(meta.version, cli_version(), sizeof meta.version);
+    kr_strlcpy(meta.git_commit, cli_git_commit(), sizeof meta.git_commit);
+    kr_strlcpy(meta.device, st->opt.device_gpu ? "gpu" : "cpu", sizeof meta.device);
+    report_options_t ro;
+    report_options_init(&ro);
+    ro.meta = &meta;
+    char title[128];
+    if (run->n_failed > 0) {
+        snprintf(title, sizeof title, "kreplay report (INCOMPLETE: %d input(s) could not be read)", run->n_failed);
+        ro.title = title;
+    }
+    char rpath[4400];
+    snprintf(rpath, sizeof rpath, "%s/results.h5", st->out_dir);
+    /* The results file is sorted like every run's (results_store.h); the
+     * table and JSON on stdout kept the replay's own order. */
+    result_list_sort(&run->rows);
+    return report_write_dir(st->out_dir, &run->rows, info, err) ||
+                   results_store_write(rpath, &run->rows, &meta, err) ||
+                   report_generate(st->out_dir, &run->rows, NULL, 0, &ro, err)
+               ? -1
+               : 0;
+}
+
+/* stdout (table or JSON) and -o DIR.  Returns 0 or EXIT_USAGE. */
+static int report_run(const replay_cli_t *st, replay_run_t *run, int argc, char **argv)
+{
+    char *cmdline = cli_command_line(argc, argv);
+    run_info_t info;
+    run_info_fill(&info, cmdline, cli_version(), cli_git_commit());
+    info.failed_inputs = run->failed;
+    info.n_failed_inputs = run->n_failed;
+    if (st->json)
+        report_json_write(stdout, &run->rows, &info);
+    else if (run->rows.count > 0) {
+        report_table_print(stdout, &run->rows);
+        report_summary_line(stdout, &run->rows);
+    }
+    int status = 0;
+    kr_error_t err = {{0}};
+    if (st->out_dir) {
+        if (write_run_dir(st, run, &info, cmdline, &err)) {
+            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            status = EXIT_USAGE;
+        } else if (!st->json) {
+            printf("report: %s/report.html (report.md, results.h5, results.json, results.csv beside it)\n",
+                   st->out_dir);
+        }
+    }
+    free(cmdline);
+    return status;
+}
+
+/* The options, then the --py kernels (loaded once all are known).  Returns
+ * KEEP_PARSING with st filled and *first_operand set, or the exit code. */
+static int parse_command_line(replay_cli_t *st, int argc, char **argv, int *first_operand)
+{
     cli_parser_t parser;
-    if (cli_parser_init(&parser, cmd, argc, argv))
+    if (cli_parser_init(&parser, st->cmd, argc, argv))
         return EXIT_USAGE;
     cli_value_t v;
     int c;
     while ((c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        if (cli_apply_kernel_option(&v, &opt.kernel))
+        if (cli_apply_kernel_option(&v, &st->opt.kernel))
             continue;
-        switch (c) {
-        case OPT_KERNELS:
-            opt.kernel_patterns = optarg;
-            break;
-        case OPT_REFS:
-            if (parse_refs(optarg, &opt.refs)) {
-                return cli_option_error(cmd, "refs", "unknown reference in '%s' (exact, source)", optarg);
-            }
-            break;
-        case OPT_ACT:
-            opt.kernel.act_source = !strcmp(optarg, "recorded") ? ACT_SOURCE_RECORDED
-                                    : !strcmp(optarg, "quantize") ? ACT_SOURCE_QUANTIZE
-                                                                  : ACT_SOURCE_AUTO;
-            break;
-        case OPT_SPLITS:
-            opt.kernel.decode_splits = (int)v.i;
-            break;
-        case OPT_E8M0:
-            opt.weight_e8m0_mode = E8M0_ZERO_IS_ZERO;
-            break;
-        case OPT_NOREC:
-            opt.include_recorded = 0;
-            break;
-        case CLI_ID_JSON:
-            json = 1;
-            break;
-        case OPT_OUT:
-            out_dir = optarg;
-            break;
-        case OPT_SAVE:
-            save_path = optarg;
-            break;
-        case OPT_ORACLE:
-            opt.oracle = 1;
-            break;
-        case CLI_ID_INJECT:
-            if ((c = cli_parse_inject(cmd, optarg, inject_buf, sizeof inject_buf, &opt.fault,
-                                      &opt.fault_kernels)) != 0) {
-                return c > 0 ? 0 : EXIT_USAGE;
-            }
-            break;
-        case OPT_NODIAG:
-            opt.diagnose = 0;
-            break;
-        case OPT_DEVICE:
-            if (!strcmp(optarg, "gpu")) {
-                char why[256];
-                /* Asked in a child: a parent that touched the GPU runtime
-                 * could not fork isolated GPU runs. */
-                if (!gpu_available_isolated(why, sizeof why)) {
-                        return cli_option_error(cmd, "device", "gpu: %s", why);
-                }
-                opt.device_gpu = 1;
-            }
-            break;
-        case OPT_RERUNS:
-            opt.gpu_reruns = opt.model_reruns = (int)v.i;
-            break;
-        case OPT_MATRIX:
-            opt.gpu_matrix = 1;
-            break;
-        case OPT_PLUGIN: {
-            kr_error_t perr = {{0}};
-            if (n_plugins == 16) {
-                return cli_option_error(cmd, "plugin", "at most 16 plugins");
-            }
-            if (plugin_load(optarg, &plugins[n_plugins], &perr)) {
-                return cli_option_error(cmd, "plugin", "%s", perr.msg);
-            }
-            for (int i = 0; i < plugin_kernel_count(plugins[n_plugins]); i++)
-                extra[n_extra++] = plugin_kernel_at(plugins[n_plugins], i);
-            n_plugins++;
-            break;
-        }
-        case OPT_PY:
-            if (n_py == PY_KERNELS_MAX)
-                return cli_option_error(cmd, "py", "at most %d Python kernels", PY_KERNELS_MAX);
-            py_specs[n_py++] = optarg;
-            break;
-        case OPT_TIMEOUT:
-            opt.timeout_s = v.d;
-            break;
-        case OPT_ISOLATE:
-            opt.isolate_all = 1;
-            break;
-        case OPT_BLOCK:
-            if (v.d > 1e7) {
-                return cli_option_error(cmd, "block-mb", "'%s' is not a size in MiB in (0, 1e7]", optarg);
-            }
-            opt.block_bytes = (int64_t)(v.d * 1048576.0);
-            break;
-        case OPT_NOISOLATE:
-            opt.no_isolate = 1;
-            break;
-        case OPT_POLICY:
-            policy_path = optarg;
-            break;
-        case OPT_VS:
-            if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
-                cli_kernel_typo(cmd, "vs", optarg, NULL, 0);
-                return EXIT_USAGE;
-            }
-            opt.vs_kernel = optarg;
-            break;
-        default:
-            break;
-        }
+        int rc = apply_option(st, c, &v);
+        if (rc != KEEP_PARSING)
+            return rc;
     }
-    int first_operand = parser.optind;
+    *first_operand = parser.optind;
     if (c < 0)
         return cli_parse_exit(c);
-    if (first_operand >= argc) {
+    if (*first_operand >= argc) {
         fprintf(stderr, "kreplay replay: no case given\nRun 'kreplay help replay' for its options.\n");
         return EXIT_USAGE;
     }
-    optind = first_operand;
-    if (n_py) {
+    if (st->n_py) {
         kr_error_t perr = {{0}};
-        if (n_plugins == 16)
-            return cli_option_error(cmd, "py", "at most 16 plugins");
-        if (py_kernels_load(py_specs, n_py, &plugins[n_plugins], &perr))
-            return cli_option_error(cmd, "py", "%s", perr.msg);
-        for (int i = 0; i < plugin_kernel_count(plugins[n_plugins]); i++)
-            extra[n_extra++] = plugin_kernel_at(plugins[n_plugins], i);
-        n_plugins++;
+        kr_plugin_t *py;
+        if (st->n_plugins == 16)
+            return cli_option_error(st->cmd, "py", "at most 16 plugins");
+        if (py_kernels_load(st->py_specs, st->n_py, &py, &perr))
+            return cli_option_error(st->cmd, "py", "%s", perr.msg);
+        add_plugin(st, py);
     }
-    opt.extra_kernels = extra;
-    opt.n_extra_kernels = n_extra;
-    if (opt.kernel_patterns && cli_check_kernel_patterns(cmd, opt.kernel_patterns, extra, n_extra))
+    st->opt.extra_kernels = st->extra;
+    st->opt.n_extra_kernels = st->n_extra;
+    if (st->opt.kernel_patterns &&
+        cli_check_kernel_patterns(st->cmd, st->opt.kernel_patterns, st->extra, st->n_extra))
         return EXIT_USAGE;
+    return KEEP_PARSING;
+}
+
+/* The lock on -o DIR, the case list and the policy, in that order; on
+ * failure what was taken is given back.  Returns 0 or EXIT_USAGE. */
+static int prepare_run(replay_cli_t *st, int argc, char **argv, run_lock_t *lock, char ***cases, int *n_cases,
+                       policy_t *policy)
+{
     kr_error_t err = {{0}};
-    run_lock_t lock = {-1};
-    if (out_dir && run_lock_acquire(out_dir, &lock, &err)) {
+    if (st->out_dir && run_lock_acquire(st->out_dir, lock, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    /* Outputs go to a temporary file renamed into place at the end, so an
-     * interrupted run never leaves a file that looks complete. */
-    char save_tmp[4200] = "";
-    if (save_path) {
-        snprintf(save_tmp, sizeof save_tmp, "%s.tmp.%d", save_path, (int)getpid());
-        unlink(save_tmp);
-        opt.save_outputs_path = save_tmp;
-    }
-
-    int n_cases = 0;
-    char **cases = cli_expand_cases(argc - optind, argv + optind, &n_cases);
-    if (n_cases == 0) {
+    *cases = cli_expand_cases(argc, argv, n_cases);
+    if (*n_cases == 0) {
         fprintf(stderr, "kreplay replay: no case files (*.h5, *.pt) found in the arguments\n");
-        cli_free_strings(cases);
-        run_lock_release(&lock);
+        cli_free_strings(*cases);
+        run_lock_release(lock);
         return EXIT_USAGE;
     }
     /* One judgement: the thresholds come from a policy, the calibrated
      * default unless --policy names another. */
-    policy_t policy;
-    if (policy_path ? policy_load(policy_path, &policy, &err) : judge_default_policy(&policy, &err)) {
+    if (st->policy_path ? policy_load(st->policy_path, policy, &err) : judge_default_policy(policy, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        cli_free_strings(cases);
-        run_lock_release(&lock);
+        cli_free_strings(*cases);
+        run_lock_release(lock);
         return EXIT_USAGE;
     }
-    opt.policy = &policy;
-    int replay_errors = 0;   /* a case that stopped part-way: its outputs may be missing */
-    result_list_t rows = {0};
-    int input_errors = 0;
-    const char **failed = calloc((size_t)n_cases + 1, sizeof *failed);
-    int n_failed = 0;
-    progress_t prog;
-    progress_start(&prog, "kreplay replay", n_cases);
-    opt.progress = &prog;
-    for (int i = 0; i < n_cases; i++) {
-        progress_update(&prog, i);
-        case_t cs;
-        if (case_load_safe(cases[i], &cs, NULL, 0, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            if (failed)
-                failed[n_failed++] = strdup(cases[i]);
-            input_errors++;
-            continue;
-        }
-        if (replay_case(&cs, &opt, &rows, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            replay_errors++;
-            if (failed)
-                failed[n_failed++] = strdup(cases[i]);
-            input_errors++;
-        }
-        case_free(&cs);
+    st->opt.policy = policy;
+    return 0;
+}
+
+int cli_replay(int argc, char **argv)
+{
+    replay_cli_t st;
+    memset(&st, 0, sizeof st);
+    st.cmd = &cli_replay_command;
+    replay_options_default(&st.opt);
+    int first_operand = 0;
+    int rc = parse_command_line(&st, argc, argv, &first_operand);
+    if (rc != KEEP_PARSING)
+        return rc;
+    optind = first_operand;
+    run_lock_t lock = {-1};
+    char **cases = NULL;
+    int n_cases = 0;
+    policy_t policy;
+    /* Outputs go to a temporary file renamed into place at the end, so an
+     * interrupted run never leaves a file that looks complete. */
+    char save_tmp[4200] = "";
+    if (prepare_run(&st, argc - first_operand, argv + first_operand, &lock, &cases, &n_cases, &policy))
+        return EXIT_USAGE;
+    if (st.save_path) {
+        snprintf(save_tmp, sizeof save_tmp, "%s.tmp.%d", st.save_path, (int)getpid());
+        unlink(save_tmp);
+        st.opt.save_outputs_path = save_tmp;
     }
-    progress_update(&prog, n_cases);
-    progress_finish(&prog);
-    opt.progress = NULL;
-    char *cmdline = cli_command_line(argc, argv);
-    run_info_t info;
-    run_info_fill(&info, cmdline, cli_version(), cli_git_commit());
-    info.failed_inputs = failed;
-    info.n_failed_inputs = n_failed;
-    if (json)
-        report_json_write(stdout, &rows, &info);
-    else if (rows.count > 0) {
-        report_table_print(stdout, &rows);
-        report_summary_line(stdout, &rows);
-    }
-    int status = 0;
-    if (out_dir) {
-        results_meta_t meta;
-        results_meta_init(&meta);
-        kr_strlcpy(meta.command, cmdline, sizeof meta.command);
-        kr_strlcpy(meta.version, cli_version(), sizeof meta.version);
-        kr_strlcpy(meta.git_commit, cli_git_commit(), sizeof meta.git_commit);
-        kr_strlcpy(meta.device, opt.device_gpu ? "gpu" : "cpu", sizeof meta.device);
-        report_options_t ro;
-        report_options_init(&ro);
-        ro.meta = &meta;
-        char title[128];
-        if (n_failed > 0) {
-            snprintf(title, sizeof title, "kreplay report (INCOMPLETE: %d input(s) could not be read)", n_failed);
-            ro.title = title;
-        }
-        char rpath[4400];
-        snprintf(rpath, sizeof rpath, "%s/results.h5", out_dir);
-        /* The results file is sorted like every run's (results_store.h); the
-         * table and JSON above kept the replay's own order. */
-        result_list_sort(&rows);
-        if (report_write_dir(out_dir, &rows, &info, &err) ||
-            results_store_write(rpath, &rows, &meta, &err) ||
-            report_generate(out_dir, &rows, NULL, 0, &ro, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            status = EXIT_USAGE;
-        } else if (!json) {
-            printf("report: %s/report.html (report.md, results.h5, results.json, results.csv beside it)\n",
-                   out_dir);
-        }
-    }
-    if (save_path && output_store_commit(save_tmp, save_path, replay_errors > 0, &err)) {
+    replay_run_t run;
+    memset(&run, 0, sizeof run);
+    replay_cases(cases, n_cases, &st.opt, &run);
+    int status = report_run(&st, &run, argc, argv);
+    kr_error_t err = {{0}};
+    if (st.save_path && output_store_commit(save_tmp, st.save_path, run.replay_errors > 0, &err)) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
         status = EXIT_USAGE;
     }
     run_lock_release(&lock);
     int failing = 0;
-    for (int64_t i = 0; i < rows.count; i++)
-        failing += verdict_is_failure(rows.rows[i].verdict);
-    free(cmdline);
+    for (int64_t i = 0; i < run.rows.count; i++)
+        failing += verdict_is_failure(run.rows.rows[i].verdict);
     cli_free_strings(cases);
-    for (int i = 0; i < n_failed; i++)
-        free((char *)failed[i]);
-    free(failed);
-    result_list_free(&rows);
+    for (int i = 0; i < run.n_failed; i++)
+        free((char *)run.failed[i]);
+    free(run.failed);
+    result_list_free(&run.rows);
     policy_free(&policy);
-    for (int i = 0; i < n_plugins; i++)
-        plugin_unload(plugins[i]);
-    if (status || input_errors)
+    for (int i = 0; i < st.n_plugins; i++)
+        plugin_unload(st.plugins[i]);
+    if (status || run.input_errors)
         return EXIT_USAGE;
     return failing ? EXIT_VERDICT_FAILED : 0;
 }

@@ -88,6 +88,40 @@ static int add_history(paths_t *p, const char *arg)
     return rc;
 }
 
+/* The index of the first row whose key equals the one before it (rows
+ * sorted), or -1. */
+static int64_t first_repeated_row(const result_list_t *rows)
+{
+    for (int64_t j = 1; j < rows->count; j++)
+        if (result_key_cmp(&rows->rows[j - 1], &rows->rows[j]) == 0)
+            return j;
+    return -1;
+}
+
+static int any_time_twice(const paths_t *times)
+{
+    for (int a = 0; a < times->n; a++)
+        for (int b = a + 1; b < times->n; b++)
+            if (strcmp(times->v[a], times->v[b]) == 0)
+                return 1;
+    return 0;
+}
+
+static void print_outcome(const char *out_dir, int64_t n_rows, int n_files, const report_outcome_t *outcome)
+{
+    printf("report: %s/report.html, %s/report_full.md (%lld rows from %d file%s; %d plots", out_dir, out_dir,
+           (long long)n_rows, n_files, n_files == 1 ? "" : "s", outcome->plots_drawn);
+    if (outcome->plots_failed)
+        printf(", %d failed", outcome->plots_failed);
+    if (!outcome->gnuplot_found)
+        printf(": gnuplot not on PATH");
+    if (outcome->nfmaps)
+        printf("; %d non-finite map%s", outcome->nfmaps, outcome->nfmaps == 1 ? "" : "s");
+    if (outcome->history_runs)
+        printf("; trend over %d runs", outcome->history_runs);
+    printf(")\n");
+}
+
 int cli_report(int argc, char **argv)
 {
     report_options_t opt;
@@ -178,15 +212,9 @@ int cli_report(int argc, char **argv)
             fprintf(stderr, "kreplay: error: out of memory\n");
             status = EXIT_USAGE;
         }
-        int64_t overlap = -1;
-        for (int64_t j = 1; status == 0 && overlap < 0 && j < rows.count; j++)
-            if (result_key_cmp(&rows.rows[j - 1], &rows.rows[j]) == 0)
-                overlap = j;
+        int64_t overlap = status == 0 ? first_repeated_row(&rows) : -1;
         /* Files from one run (the same time) may only be its shards. */
-        int same_run = 0;
-        for (int a = 0; a < times.n; a++)
-            for (int b = a + 1; b < times.n; b++)
-                same_run |= strcmp(times.v[a], times.v[b]) == 0;
+        int same_run = any_time_twice(&times);
         if (overlap >= 0 && same_run) {
             fprintf(stderr,
                     "kreplay: error: the row (%s, %s, %s) is in two of the files: overlapping shards or the "
@@ -225,17 +253,7 @@ int cli_report(int argc, char **argv)
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             status = EXIT_USAGE;
         } else {
-            printf("report: %s/report.html, %s/report_full.md (%lld rows from %d file%s; %d plots",
-                   out_dir, out_dir, (long long)rows.count, n_files, n_files == 1 ? "" : "s", outcome.plots_drawn);
-            if (outcome.plots_failed)
-                printf(", %d failed", outcome.plots_failed);
-            if (!outcome.gnuplot_found)
-                printf(": gnuplot not on PATH");
-            if (outcome.nfmaps)
-                printf("; %d non-finite map%s", outcome.nfmaps, outcome.nfmaps == 1 ? "" : "s");
-            if (outcome.history_runs)
-                printf("; trend over %d runs", outcome.history_runs);
-            printf(")\n");
+            print_outcome(out_dir, rows.count, n_files, &outcome);
         }
     }
     result_list_free(&rows);

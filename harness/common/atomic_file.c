@@ -26,7 +26,7 @@ int atomic_file_open(atomic_file_t *f, const char *path, kr_error_t *err)
 
 /* fsync of the folder that holds path, so the rename itself is durable.
  * Best effort: some file systems refuse fsync on a directory. */
-static void sync_parent_dir(const char *path)
+void sync_parent_dir(const char *path)
 {
     char dir[4096];
     kr_strlcpy(dir, path, sizeof dir);

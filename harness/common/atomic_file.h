@@ -26,6 +26,10 @@ void atomic_file_abort(atomic_file_t *f);
 
 /* Creates a directory and its parents (mkdir -p). */
 int make_dirs(const char *path, kr_error_t *err);
+
+/* fsync of the folder that holds path, so a rename into it is durable.
+ * Best effort: some file systems refuse fsync on a directory. */
+void sync_parent_dir(const char *path);
 /* Creates the directories above a file path (mkdir -p of its dirname). */
 int make_parent_dirs(const char *path, kr_error_t *err);
 

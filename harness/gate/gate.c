@@ -224,302 +224,363 @@ static int remove_stale_outputs(const char *run_dir, kr_error_t *err)
     return 0;
 }
 
-int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *meta_out,
-             gate_summary_t *sum, kr_error_t *err)
-{
-    memset(sum, 0, sizeof *sum);
-    memset(rows_out, 0, sizeof *rows_out);
-    const double t0 = now_seconds();
+/* One gate run's state, shared by its steps. */
+typedef struct {
+    const gate_options_t *o;
     suite_t s;
-    kr_plugin_t *py = NULL;                 /* the suite's python: kernels, if any */
+    policy_t pol;
+    int have_policy;
+    const char *policy_path;
+    kr_plugin_t *py;                        /* the suite's python: kernels, if any */
     const kernel_desc_t *py_kernels[SUITE_MAX_PYTHON];
     char patterns[1024];
-    if (suite_load(o->suite_path, &s, err))
+    char inject[256];
+    replay_options_t ropt;
+    int64_t only_n, only_k;                 /* --only-shape; 0: every shape */
+    plan_item_t *plan;
+    int64_t n_plan;
+    char **done;                            /* keys of the resumed cases */
+    int n_done;
+    int baseline_missing;
+} gate_state_t;
+
+/* The suite, its policy (or the calibrated default, as replay uses) and
+ * --seeds.  On failure nothing is left to free. */
+static int gate_load_suite(gate_state_t *g, kr_error_t *err)
+{
+    const gate_options_t *o = g->o;
+    if (suite_load(o->suite_path, &g->s, err))
         return -1;
-    policy_t pol = {0};
-    const char *policy_path = o->policy_path ? o->policy_path : s.policy_path;
-    int have_policy = 0;
-    if (policy_path) {
-        if (policy_load(policy_path, &pol, err)) {
-            suite_free(&s);
-            return -1;
-        }
-        have_policy = 1;
-    } else if (judge_default_policy(&pol, err) == 0) {
-        have_policy = 1; /* no policy named: the calibrated default, as replay uses */
-    } else {
-        suite_free(&s);
+    g->policy_path = o->policy_path ? o->policy_path : g->s.policy_path;
+    if (g->policy_path ? policy_load(g->policy_path, &g->pol, err) : judge_default_policy(&g->pol, err)) {
+        suite_free(&g->s);
         return -1;
     }
+    g->have_policy = 1;
     if (o->seed_first > 0) {
         if (o->seed_last < o->seed_first || o->seed_last - o->seed_first >= SUITE_MAX_LIST) {
-            suite_free(&s);
-            if (have_policy)
-                policy_free(&pol);
+            suite_free(&g->s);
+            policy_free(&g->pol);
+            g->have_policy = 0;
             return kr_fail(err, "--seeds %lld-%lld: at most %d seeds, first <= last", o->seed_first,
                            o->seed_last, SUITE_MAX_LIST);
         }
-        for (int i = 0; i < s.n_synth; i++) {
-            s.synth[i].n_seeds = (int)(o->seed_last - o->seed_first + 1);
-            for (int j = 0; j < s.synth[i].n_seeds; j++)
-                s.synth[i].seeds[j] = o->seed_first + j;
+        for (int i = 0; i < g->s.n_synth; i++) {
+            g->s.synth[i].n_seeds = (int)(o->seed_last - o->seed_first + 1);
+            for (int j = 0; j < g->s.synth[i].n_seeds; j++)
+                g->s.synth[i].seeds[j] = o->seed_first + j;
         }
     }
-    plan_item_t *plan = NULL;
-    int64_t n_plan = 0;
-    results_meta_t meta;
-    memset(&meta, 0, sizeof meta);
-    result_list_t rows = {0};
-    char **done = NULL;
-    int n_done = 0;
-    int status = 0;
-    int baseline_missing = 0;
-    /* Everything the run needs is checked before its first case. */
-    if (suite_check_case_count(&s, err)) {
-        kr_error_t e = *err;
-        status = kr_fail(err, "%s: %s", s.path, e.msg);
-        goto out;
-    }
-    if (gate_preflight(o, &baseline_missing, err) || build_plan(&s, &plan, &n_plan, err)) {
-        status = -1;
-        goto out;
-    }
+    return 0;
+}
 
-    results_meta_init(&meta);
-    kr_strlcpy(meta.version, o->version ? o->version : "", sizeof meta.version);
-    kr_strlcpy(meta.git_commit, o->git_commit ? o->git_commit : "unknown", sizeof meta.git_commit);
-    kr_strlcpy(meta.device, s.device, sizeof meta.device);
-    snprintf(meta.kernel_build_id, sizeof meta.kernel_build_id, "cpu models, kreplay %s",
-             meta.git_commit);
-    kr_strlcpy(meta.suite_name, s.name, sizeof meta.suite_name);
-    snprintf(meta.suite_hash, sizeof meta.suite_hash, "%s%s%s", s.hash, have_policy ? "+" : "",
-             have_policy ? pol.hash : "");
-    kr_strlcpy(meta.command, o->command ? o->command : "", sizeof meta.command);
-    kr_strlcpy(meta.policy, have_policy ? policy_path : "", sizeof meta.policy);
+/* The provenance every partial and the results file carry. */
+static void gate_fill_meta(const gate_state_t *g, results_meta_t *meta)
+{
+    const gate_options_t *o = g->o;
+    results_meta_init(meta);
+    kr_strlcpy(meta->version, o->version ? o->version : "", sizeof meta->version);
+    kr_strlcpy(meta->git_commit, o->git_commit ? o->git_commit : "unknown", sizeof meta->git_commit);
+    kr_strlcpy(meta->device, g->s.device, sizeof meta->device);
+    snprintf(meta->kernel_build_id, sizeof meta->kernel_build_id, "cpu models, kreplay %s",
+             meta->git_commit);
+    kr_strlcpy(meta->suite_name, g->s.name, sizeof meta->suite_name);
+    snprintf(meta->suite_hash, sizeof meta->suite_hash, "%s%s%s", g->s.hash, g->have_policy ? "+" : "",
+             g->have_policy ? g->pol.hash : "");
+    kr_strlcpy(meta->command, o->command ? o->command : "", sizeof meta->command);
+    kr_strlcpy(meta->policy, g->have_policy ? g->policy_path : "", sizeof meta->policy);
     if (o->shard_count > 0)
-        snprintf(meta.shard, sizeof meta.shard, "%d/%d", o->shard_index, o->shard_count);
+        snprintf(meta->shard, sizeof meta->shard, "%d/%d", o->shard_index, o->shard_count);
+}
 
-    if (o->resume) {
-        /* Partials of another suite or build are refused; those judged by
-         * another policy are judged again below. */
-        resume_check_t rc;
-        if (resume_check_partials(o->run_dir, &meta, &rc, err) ||
-            results_store_load_partials(o->run_dir, &rows, &done, &n_done, err)) {
-            status = -1;
-            goto out;
-        }
-        if (rc.policy_changed) {
-            judge_rows(&s, have_policy ? &pol : NULL, rows.rows, rows.count);
-            sum->rejudged = rows.count;
-            fprintf(stderr, "kreplay gate: --resume: the policy changed since %s/partial was written "
-                            "(%s): %lld resumed rows judged again\n",
-                    o->run_dir, rc.old_suite_hash, (long long)rows.count);
-        }
+/* --resume: the earlier partials' rows and keys.  Partials of another suite
+ * or build are refused; those judged by another policy are judged again. */
+static int gate_resume(gate_state_t *g, const results_meta_t *meta, result_list_t *rows,
+                       gate_summary_t *sum, kr_error_t *err)
+{
+    resume_check_t rc;
+    if (resume_check_partials(g->o->run_dir, meta, &rc, err) ||
+        results_store_load_partials(g->o->run_dir, rows, &g->done, &g->n_done, err))
+        return -1;
+    if (rc.policy_changed) {
+        judge_rows(&g->s, g->have_policy ? &g->pol : NULL, rows->rows, rows->count);
+        sum->rejudged = rows->count;
+        fprintf(stderr, "kreplay gate: --resume: the policy changed since %s/partial was written "
+                        "(%s): %lld resumed rows judged again\n",
+                g->o->run_dir, rc.old_suite_hash, (long long)rows->count);
     }
+    return 0;
+}
 
-    replay_options_t ropt;
-    replay_options_default(&ropt);
-    ropt.kernel_patterns = o->kernels ? o->kernels : s.kernels[0] ? s.kernels : NULL;
-    if (s.n_python) {
-        const char *specs[SUITE_MAX_PYTHON];
-        for (int i = 0; i < s.n_python; i++)
-            specs[i] = s.python[i];
-        if (py_kernels_load(specs, s.n_python, &py, err)) {
-            status = -1;
-            goto out;
-        }
-        for (int i = 0; i < s.n_python; i++)
-            py_kernels[i] = plugin_kernel_at(py, i);
-        ropt.extra_kernels = py_kernels;
-        ropt.n_extra_kernels = s.n_python;
-        if (ropt.kernel_patterns) {     /* the kernels: globs select registry kernels */
-            snprintf(patterns, sizeof patterns, "%s,py.*", ropt.kernel_patterns);
-            ropt.kernel_patterns = patterns;
-        }
+/* The suite's python: kernels, added to the replay beside the registry's. */
+static int gate_load_python(gate_state_t *g, kr_error_t *err)
+{
+    const char *specs[SUITE_MAX_PYTHON];
+    for (int i = 0; i < g->s.n_python; i++)
+        specs[i] = g->s.python[i];
+    if (py_kernels_load(specs, g->s.n_python, &g->py, err))
+        return -1;
+    for (int i = 0; i < g->s.n_python; i++)
+        g->py_kernels[i] = plugin_kernel_at(g->py, i);
+    g->ropt.extra_kernels = g->py_kernels;
+    g->ropt.n_extra_kernels = g->s.n_python;
+    if (g->ropt.kernel_patterns) {     /* the kernels: globs select registry kernels */
+        snprintf(g->patterns, sizeof g->patterns, "%s,py.*", g->ropt.kernel_patterns);
+        g->ropt.kernel_patterns = g->patterns;
     }
-    ropt.refs = s.refs;
-    ropt.kernel.threads = o->threads;
-    ropt.gpu_reruns = s.reruns > 0 ? s.reruns : 3;
-    ropt.policy = &pol;
-    ropt.band_of = gate_band_of;
-    ropt.band_ctx = &s;
-    if (!strcmp(s.device, "gpu")) {
+    return 0;
+}
+
+/* --inject [KERNELS=]SPEC */
+static int gate_parse_inject(gate_state_t *g, kr_error_t *err)
+{
+    kr_strlcpy(g->inject, g->o->inject, sizeof g->inject);
+    char *spec = g->inject, *eq = strchr(g->inject, '=');
+    if (eq) {
+        *eq = '\0';
+        g->ropt.fault_kernels = g->inject;
+        spec = eq + 1;
+    }
+    return fault_parse(spec, &g->ropt.fault, err);
+}
+
+/* The replay options the suite and the command line ask for. */
+static int gate_replay_options(gate_state_t *g, kr_error_t *err)
+{
+    const gate_options_t *o = g->o;
+    replay_options_t *ropt = &g->ropt;
+    replay_options_default(ropt);
+    ropt->kernel_patterns = o->kernels ? o->kernels : g->s.kernels[0] ? g->s.kernels : NULL;
+    if (g->s.n_python && gate_load_python(g, err))
+        return -1;
+    ropt->refs = g->s.refs;
+    ropt->kernel.threads = o->threads;
+    ropt->gpu_reruns = g->s.reruns > 0 ? g->s.reruns : 3;
+    ropt->policy = &g->pol;
+    ropt->band_of = gate_band_of;
+    ropt->band_ctx = &g->s;
+    if (!strcmp(g->s.device, "gpu")) {
         char why[256];
-        if (!gpu_available_isolated(why, sizeof why)) {
-            status = kr_fail(err, "%s: device gpu: %s", s.path, why);
-            goto out;
-        }
-        ropt.device_gpu = 1;
+        if (!gpu_available_isolated(why, sizeof why))
+            return kr_fail(err, "%s: device gpu: %s", g->s.path, why);
+        ropt->device_gpu = 1;
     }
-    char inject[256] = "";
-    if (o->inject) {
-        kr_strlcpy(inject, o->inject, sizeof inject);
-        char *spec = inject, *eq = strchr(inject, '=');
-        if (eq) {
-            *eq = '\0';
-            ropt.fault_kernels = inject;
-            spec = eq + 1;
-        }
-        if (fault_parse(spec, &ropt.fault, err)) {
-            status = -1;
-            goto out;
-        }
-    }
+    if (o->inject && gate_parse_inject(g, err))
+        return -1;
+    if (o->only_shape && sscanf(o->only_shape, "%lldx%lld", (long long *)&g->only_n,
+                                (long long *)&g->only_k) != 2)
+        return kr_fail(err, "--only-shape: expected NxK, got '%s'", o->only_shape);
+    return 0;
+}
 
-    int64_t only_n = 0, only_k = 0;
-    if (o->only_shape && sscanf(o->only_shape, "%lldx%lld", (long long *)&only_n, (long long *)&only_k) != 2) {
-        status = kr_fail(err, "--only-shape: expected NxK, got '%s'", o->only_shape);
-        goto out;
-    }
-    /* The plan in this shard; file cases are filtered by shape after reading. */
-    int64_t todo = 0;
-    for (int64_t i = 0; i < n_plan; i++) {
-        if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
-            continue;
-        if (only_n && plan[i].N && (plan[i].N != only_n || plan[i].K != only_k))
-            continue;
-        if (o->only_band && plan[i].N && strcmp(suite_band_of(&s, plan[i].M), o->only_band))
-            continue;
-        if (!plan_item_named(&plan[i], o->only_case))
-            continue;
-        todo++;
-    }
+/* Is plan item i this run's: in its shard, of the shape and band asked for
+ * (file cases are filtered by shape after reading), the case named? */
+static int gate_plan_selected(const gate_state_t *g, int64_t i)
+{
+    const gate_options_t *o = g->o;
+    const plan_item_t *it = &g->plan[i];
+    if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
+        return 0;
+    if (g->only_n && it->N && (it->N != g->only_n || it->K != g->only_k))
+        return 0;
+    if (o->only_band && it->N && strcmp(suite_band_of(&g->s, it->M), o->only_band))
+        return 0;
+    return plan_item_named(it, o->only_case);
+}
+
+/* A file case read only now turns out to be of another shape or band. */
+static int gate_case_filtered_out(const gate_state_t *g, const case_t *c)
+{
+    return (g->only_n && (c->N != g->only_n || c->K != g->only_k)) ||
+           (g->o->only_band && strcmp(suite_band_of(&g->s, c->M), g->o->only_band));
+}
+
+static void gate_note_input_error(gate_summary_t *sum, const plan_item_t *it, const kr_error_t *cerr)
+{
+    fprintf(stderr, "kreplay: error: %s\n", cerr->msg);
+    if (sum->n_failed_keys < 16)
+        kr_strlcpy(sum->failed_keys[sum->n_failed_keys++], it->key, sizeof sum->failed_keys[0]);
+    sum->input_errors++;
+}
+
+/* Replays every selected case not resumed, appending each case's rows to
+ * its partial as soon as it is done. */
+static int gate_run_cases(gate_state_t *g, const results_meta_t *meta, result_list_t *rows,
+                          gate_summary_t *sum, kr_error_t *err)
+{
+    int64_t todo = 0, done_count = 0;
+    for (int64_t i = 0; i < g->n_plan; i++)
+        todo += gate_plan_selected(g, i);
     sum->cases_planned = todo;
     /* Every input is good: only now is the earlier run's work discarded. */
-    if (!o->resume)
-        clear_partials(o->run_dir);
-    if (remove_stale_outputs(o->run_dir, err)) {
-        status = -1;
-        goto out;
-    }
-    int64_t done_count = 0;
+    if (!g->o->resume)
+        clear_partials(g->o->run_dir);
+    if (remove_stale_outputs(g->o->run_dir, err))
+        return -1;
     progress_t prog;
     progress_start(&prog, "kreplay gate", todo);
-    ropt.progress = &prog;
-    for (int64_t i = 0; i < n_plan; i++) {
-        const plan_item_t *it = &plan[i];
-        if (o->shard_count > 0 && i % o->shard_count != o->shard_index - 1)
+    g->ropt.progress = &prog;
+    int status = 0;
+    for (int64_t i = 0; i < g->n_plan && status == 0; i++) {
+        const plan_item_t *it = &g->plan[i];
+        if (!gate_plan_selected(g, i))
             continue;
-        if (only_n && it->N && (it->N != only_n || it->K != only_k))
-            continue;
-        if (o->only_band && it->N && strcmp(suite_band_of(&s, it->M), o->only_band))
-            continue;
-        if (!plan_item_named(it, o->only_case))
-            continue;
-        if (key_done(done, n_done, it->key)) {
+        if (key_done(g->done, g->n_done, it->key)) {
             sum->cases_resumed++;
             progress_update(&prog, ++done_count);
             continue;
         }
         case_t c;
         kr_error_t cerr = {{0}};
-        if (load_plan_case(&s, it, &c, &cerr)) {
-            fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
-            if (sum->n_failed_keys < 16)
-                kr_strlcpy(sum->failed_keys[sum->n_failed_keys++], it->key, sizeof sum->failed_keys[0]);
-            sum->input_errors++;
+        if (load_plan_case(&g->s, it, &c, &cerr)) {
+            gate_note_input_error(sum, it, &cerr);
             progress_update(&prog, ++done_count);
             continue;
         }
-        if ((only_n && (c.N != only_n || c.K != only_k)) ||
-            (o->only_band && strcmp(suite_band_of(&s, c.M), o->only_band))) {
+        if (gate_case_filtered_out(g, &c)) {
             case_free(&c);
             sum->cases_planned--;
-            todo--;
-            prog.total = todo;
+            prog.total = --todo;
             continue;
         }
-        int64_t first = rows.count;
-        if (replay_case(&c, &ropt, &rows, &cerr)) {
+        int64_t first = rows->count;
+        if (replay_case(&c, &g->ropt, rows, &cerr)) {
             fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
             sum->input_errors++;
+        } else if (results_store_append_case(g->o->run_dir, it->key, rows->rows + first,
+                                             rows->count - first, meta, err)) {
+            status = -1;
         } else {
-            if (results_store_append_case(o->run_dir, it->key, rows.rows + first, rows.count - first,
-                                          &meta, err)) {
-                case_free(&c);
-                status = -1;
-                goto out;
-            }
             sum->cases_run++;
         }
         case_free(&c);
-        progress_update(&prog, ++done_count);
+        if (status == 0)
+            progress_update(&prog, ++done_count);
     }
-    progress_finish(&prog);
-    result_list_sort(&rows);
+    if (status == 0)
+        progress_finish(&prog);
+    g->ropt.progress = NULL;
+    return status;
+}
 
-    if (o->baseline_path && !baseline_missing) {
-        result_list_t base = {0};
-        if (results_store_read(o->baseline_path, &base, NULL, err) ||
-            baseline_check_identity(&base, o->baseline_path, err)) {
-            result_list_free(&base);
-            status = -1;
-            goto out;
-        }
-        if (only_n) /* a one-shape run is compared with that shape's baseline rows */
-            keep_shape(&base, only_n, only_k);
-        baseline_report_t rep;
-        if (baseline_compare(&rows, &base, NULL, &rep) == 0) {
-            sum->regressed = rep.n[BASELINE_REGRESSED];
-            sum->improved = rep.n[BASELINE_IMPROVED];
-            sum->new_rows = rep.n[BASELINE_NEW];
-            sum->missing = rep.n[BASELINE_MISSING];
-            sum->baseline_failed = baseline_gate_failed(&rep, o->allow_missing);
-            for (int64_t i = 0; i < rep.count; i++) {
-                const baseline_entry_t *e = &rep.entries[i];
-                result_t *m;
-                if (e->cls == BASELINE_MISSING && (m = result_list_add(&sum->missing_rows)))
-                    *m = base.rows[e->base_index];
-                else if (e->cls == BASELINE_NEW && (m = result_list_add(&sum->added_rows)))
-                    *m = rows.rows[e->run_index];
-            }
-            baseline_report_free(&rep);
-        }
+/* The run's rows against --baseline: the counts and the missing and new
+ * rows go into the summary. */
+static int gate_compare_baseline(const gate_state_t *g, result_list_t *rows, gate_summary_t *sum,
+                                 kr_error_t *err)
+{
+    const gate_options_t *o = g->o;
+    result_list_t base = {0};
+    if (results_store_read(o->baseline_path, &base, NULL, err) ||
+        baseline_check_identity(&base, o->baseline_path, err)) {
         result_list_free(&base);
+        return -1;
     }
+    if (g->only_n) /* a one-shape run is compared with that shape's baseline rows */
+        keep_shape(&base, g->only_n, g->only_k);
+    baseline_report_t rep;
+    if (baseline_compare(rows, &base, NULL, &rep) == 0) {
+        sum->regressed = rep.n[BASELINE_REGRESSED];
+        sum->improved = rep.n[BASELINE_IMPROVED];
+        sum->new_rows = rep.n[BASELINE_NEW];
+        sum->missing = rep.n[BASELINE_MISSING];
+        sum->baseline_failed = baseline_gate_failed(&rep, o->allow_missing);
+        for (int64_t i = 0; i < rep.count; i++) {
+            const baseline_entry_t *e = &rep.entries[i];
+            result_t *m;
+            if (e->cls == BASELINE_MISSING && (m = result_list_add(&sum->missing_rows)))
+                *m = base.rows[e->base_index];
+            else if (e->cls == BASELINE_NEW && (m = result_list_add(&sum->added_rows)))
+                *m = rows->rows[e->run_index];
+        }
+        baseline_report_free(&rep);
+    }
+    result_list_free(&base);
+    return 0;
+}
 
+/* results.h5, its copy into --history, and the baseline a first run makes. */
+static int gate_write_outputs(const gate_state_t *g, const result_list_t *rows, const results_meta_t *meta,
+                              gate_summary_t *sum, kr_error_t *err)
+{
+    const gate_options_t *o = g->o;
     char path[4400];
     snprintf(path, sizeof path, "%s/results.h5", o->run_dir);
-    if (results_store_write(path, &rows, &meta, err)) {
-        status = -1;
-        goto out;
-    }
+    if (results_store_write(path, rows, meta, err))
+        return -1;
     if (o->history_dir) {
         char hist[4400];
-        if (make_dirs(o->history_dir, err)) {
-            status = -1;
-            goto out;
-        }
-        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, meta.time_utc, meta.git_commit);
-        if (copy_file_atomic(path, hist, err)) {
-            status = -1;
-            goto out;
-        }
+        if (make_dirs(o->history_dir, err))
+            return -1;
+        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, meta->time_utc, meta->git_commit);
+        if (copy_file_atomic(path, hist, err))
+            return -1;
     }
-    if (baseline_missing && sum->input_errors == 0) {
-        if (make_parent_dirs(o->baseline_path, err) || copy_file_atomic(path, o->baseline_path, err)) {
-            status = -1;
-            goto out;
-        }
+    if (g->baseline_missing && sum->input_errors == 0) {
+        if (make_parent_dirs(o->baseline_path, err) || copy_file_atomic(path, o->baseline_path, err))
+            return -1;
         sum->baseline_created = 1;
     }
-    sum->rows = rows.count;
-    for (int64_t i = 0; i < rows.count; i++)
-        sum->failing += verdict_is_failure(rows.rows[i].verdict);
-    sum->seconds = now_seconds() - t0;
-out:
+    return 0;
+}
+
+/* Everything after the suite is loaded, in order; stops at the first step
+ * that fails. */
+static int gate_steps(gate_state_t *g, results_meta_t *meta, result_list_t *rows, gate_summary_t *sum,
+                      kr_error_t *err)
+{
+    const gate_options_t *o = g->o;
+    /* Everything the run needs is checked before its first case. */
+    if (suite_check_case_count(&g->s, err)) {
+        kr_error_t e = *err;
+        return kr_fail(err, "%s: %s", g->s.path, e.msg);
+    }
+    if (gate_preflight(o, &g->baseline_missing, err) || build_plan(&g->s, &g->plan, &g->n_plan, err))
+        return -1;
+    gate_fill_meta(g, meta);
+    if (o->resume && gate_resume(g, meta, rows, sum, err))
+        return -1;
+    if (gate_replay_options(g, err) || gate_run_cases(g, meta, rows, sum, err))
+        return -1;
+    result_list_sort(rows);
+    if (o->baseline_path && !g->baseline_missing && gate_compare_baseline(g, rows, sum, err))
+        return -1;
+    if (gate_write_outputs(g, rows, meta, sum, err))
+        return -1;
+    sum->rows = rows->count;
+    for (int64_t i = 0; i < rows->count; i++)
+        sum->failing += verdict_is_failure(rows->rows[i].verdict);
+    return 0;
+}
+
+int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *meta_out,
+             gate_summary_t *sum, kr_error_t *err)
+{
+    memset(sum, 0, sizeof *sum);
+    memset(rows_out, 0, sizeof *rows_out);
+    const double t0 = now_seconds();
+    gate_state_t g;
+    memset(&g, 0, sizeof g);
+    g.o = o;
+    if (gate_load_suite(&g, err))
+        return -1;
+    results_meta_t meta;
+    memset(&meta, 0, sizeof meta);
+    result_list_t rows = {0};
+    int status = gate_steps(&g, &meta, &rows, sum, err);
+    if (status == 0)
+        sum->seconds = now_seconds() - t0;
     if (status == 0 && sum->input_errors)
         status = kr_fail(err, "%lld case(s) could not be read (see the errors above)",
                          (long long)sum->input_errors);
-    results_store_free_keys(done, n_done);
+    results_store_free_keys(g.done, g.n_done);
     *rows_out = rows;
     *meta_out = meta;
-    free(plan);
-    if (have_policy)
-        policy_free(&pol);
-    suite_free(&s);
-    if (py)
-        plugin_unload(py);
+    free(g.plan);
+    if (g.have_policy)
+        policy_free(&g.pol);
+    suite_free(&g.s);
+    if (g.py)
+        plugin_unload(g.py);
     return status;
 }
 

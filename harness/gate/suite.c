@@ -297,17 +297,49 @@ static int get_number_in(loader_t *L, yaml_node_t *v, const char *key, double lo
     return 0;
 }
 
-static int parse_synth(loader_t *L, yaml_node_t *map, const char *key, int line, suite_synth_t *ss,
-                       kr_error_t *err)
+/* One entry of a synth item's shapes: a catalogue name, NxK or
+ * "production", appended to ss->shape_list.  Returns how many shapes it
+ * named, or -1. */
+static int resolve_shape_spec(loader_t *L, yaml_node_t *it, const char *ikey, const char *spec, suite_synth_t *ss,
+                              kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
-    if (kr_yaml_check_map(y, map, key, synth_keys, err))
-        return -1;
-    synth_params_default(&ss->base);
-    ss->line = line;
-    char k[128];
+    char names[512] = "";
+    size_t o = 0;
+    for (int c = 0; c < L->cat.count && o < sizeof names; c++) {
+        int w = snprintf(names + o, sizeof names - o, "%s%s", c ? ", " : "", L->cat.shapes[c].name);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+    kr_error_t e = {{0}};
+    int got = -1;
+    if (spec[0] && !strchr(spec, ','))
+        got = shape_catalog_resolve(&L->cat, spec, ss->shape_list + ss->n_shapes,
+                                    SUITE_MAX_LIST - ss->n_shapes, &e);
+    if (got < 0) {
+        if (strstr(e.msg, "too many"))
+            return kr_yaml_fail(y, it, 0, err, "%s: more than %d shapes in one synth item; expected fewer",
+                                ikey, SUITE_MAX_LIST);
+        return kr_yaml_fail(y, it, 0, err,
+                            "%s: unknown shape '%s'; expected a catalogue name (%s), NxK or production",
+                            ikey, spec, names);
+    }
+    for (int j = ss->n_shapes; j < ss->n_shapes + got; j++) {
+        const shape_t *sh = &ss->shape_list[j];
+        if (sh->K % 64 != 0 || sh->N > (1 << 20) || sh->K > (1 << 20))
+            return kr_yaml_fail(y, it, 0, err,
+                                "%s: shape %s (N=%lld, K=%lld) cannot be synthesized; expected K a multiple of 64 and N, K <= 1048576",
+                                ikey, sh->name, (long long)sh->N, (long long)sh->K);
+    }
+    return got;
+}
 
-    /* shapes (required) */
+/* shapes (required): the shape list of a synth item. */
+static int parse_synth_shapes(loader_t *L, yaml_node_t *map, const char *key, suite_synth_t *ss, kr_error_t *err)
+{
+    kr_yaml_t *y = &L->y;
+    char k[128];
     yaml_node_t *shapes = kr_yaml_get(y, map, "shapes", NULL);
     snprintf(k, sizeof k, "%s.shapes", key);
     if (!shapes)
@@ -330,39 +362,57 @@ static int parse_synth(loader_t *L, yaml_node_t *map, const char *key, int line,
         snprintf(ikey, sizeof ikey, "%s[%d]", k, i);
         if (kr_yaml_get_str(y, it, ikey, spec, sizeof spec, err))
             return -1;
-        char names[512] = "";
-        size_t o = 0;
-        for (int c = 0; c < L->cat.count && o < sizeof names; c++) {
-            int w = snprintf(names + o, sizeof names - o, "%s%s", c ? ", " : "", L->cat.shapes[c].name);
-            if (w < 0)
-                break;
-            o += (size_t)w;
-        }
-        kr_error_t e = {{0}};
-        int got = -1;
-        if (spec[0] && !strchr(spec, ','))
-            got = shape_catalog_resolve(&L->cat, spec, ss->shape_list + ss->n_shapes,
-                                        SUITE_MAX_LIST - ss->n_shapes, &e);
-        if (got < 0) {
-            if (strstr(e.msg, "too many"))
-                return kr_yaml_fail(y, it, 0, err, "%s: more than %d shapes in one synth item; expected fewer",
-                                    ikey, SUITE_MAX_LIST);
-            return kr_yaml_fail(y, it, 0, err,
-                                "%s: unknown shape '%s'; expected a catalogue name (%s), NxK or production",
-                                ikey, spec, names);
-        }
-        for (int j = ss->n_shapes; j < ss->n_shapes + got; j++) {
-            const shape_t *sh = &ss->shape_list[j];
-            if (sh->K % 64 != 0 || sh->N > (1 << 20) || sh->K > (1 << 20))
-                return kr_yaml_fail(y, it, 0, err,
-                                    "%s: shape %s (N=%lld, K=%lld) cannot be synthesized; expected K a multiple of 64 and N, K <= 1048576",
-                                    ikey, sh->name, (long long)sh->N, (long long)sh->K);
-        }
+        int got = resolve_shape_spec(L, it, ikey, spec, ss, err);
+        if (got < 0)
+            return -1;
         ss->n_shapes += got;
         if (append_csv(ss->shapes, sizeof ss->shapes, spec))
             return kr_yaml_fail(y, it, 0, err, "%s: the shape list is too long; expected under %zu characters",
                                 ikey, sizeof ss->shapes);
     }
+    return 0;
+}
+
+/* nan_block: "RxC@C0", R rows and C columns from column C0, inside every
+ * shape's K. */
+static int parse_nan_block(loader_t *L, yaml_node_t *v, const char *k, suite_synth_t *ss, kr_error_t *err)
+{
+    kr_yaml_t *y = &L->y;
+    synth_params_t *p = &ss->base;
+    char txt[64];
+    if (kr_yaml_get_str(y, v, k, txt, sizeof txt, err))
+        return -1;
+    long long r = 0, c = 0, c0 = 0;
+    int used = -1, used2 = -1;
+    int ok = sscanf(txt, "%lldx%lld%n@%lld%n", &r, &c, &used, &c0, &used2);
+    int full = (ok == 2 && used >= 0 && txt[used] == 0) || (ok == 3 && used2 >= 0 && txt[used2] == 0);
+    if (!full || r <= 0 || c <= 0 || c0 < 0 || r > (1 << 20) || c > (1 << 20) || c0 > (1 << 20) ||
+        strchr(txt, ' ') || strchr(txt, '+') || strchr(txt, '-'))
+        return kr_yaml_fail(y, v, 0, err, "%s: expected \"RxC@C0\" (R rows, C columns from column C0), got '%s'",
+                            k, txt);
+    for (int j = 0; j < ss->n_shapes; j++)
+        if (c0 + c > ss->shape_list[j].K)
+            return kr_yaml_fail(y, v, 0, err,
+                                "%s: columns [%lld, %lld) lie outside K=%lld of shape %s; expected C0 + C <= K",
+                                k, c0, c0 + c, (long long)ss->shape_list[j].K, ss->shape_list[j].name);
+    p->nan_rows = r;
+    p->nan_cols = c;
+    p->nan_col0 = c0;
+    return 0;
+}
+
+static int parse_synth(loader_t *L, yaml_node_t *map, const char *key, int line, suite_synth_t *ss,
+                       kr_error_t *err)
+{
+    kr_yaml_t *y = &L->y;
+    if (kr_yaml_check_map(y, map, key, synth_keys, err))
+        return -1;
+    synth_params_default(&ss->base);
+    ss->line = line;
+    char k[128];
+
+    if (parse_synth_shapes(L, map, key, ss, err))
+        return -1;
 
     /* m (required), seeds */
     yaml_node_t *m = kr_yaml_get(y, map, "m", NULL);
@@ -409,25 +459,8 @@ static int parse_synth(loader_t *L, yaml_node_t *map, const char *key, int line,
         p->weight_exp_spread = dv;
     }
     if (OPT("nan_block")) {
-        char txt[64];
-        if (kr_yaml_get_str(y, v, k, txt, sizeof txt, err))
+        if (parse_nan_block(L, v, k, ss, err))
             return -1;
-        long long r = 0, c = 0, c0 = 0;
-        int used = -1, used2 = -1;
-        int ok = sscanf(txt, "%lldx%lld%n@%lld%n", &r, &c, &used, &c0, &used2);
-        int full = (ok == 2 && used >= 0 && txt[used] == 0) || (ok == 3 && used2 >= 0 && txt[used2] == 0);
-        if (!full || r <= 0 || c <= 0 || c0 < 0 || r > (1 << 20) || c > (1 << 20) || c0 > (1 << 20) ||
-            strchr(txt, ' ') || strchr(txt, '+') || strchr(txt, '-'))
-            return kr_yaml_fail(y, v, 0, err, "%s: expected \"RxC@C0\" (R rows, C columns from column C0), got '%s'",
-                                k, txt);
-        for (int j = 0; j < ss->n_shapes; j++)
-            if (c0 + c > ss->shape_list[j].K)
-                return kr_yaml_fail(y, v, 0, err,
-                                    "%s: columns [%lld, %lld) lie outside K=%lld of shape %s; expected C0 + C <= K",
-                                    k, c0, c0 + c, (long long)ss->shape_list[j].K, ss->shape_list[j].name);
-        p->nan_rows = r;
-        p->nan_cols = c;
-        p->nan_col0 = c0;
     }
     if (OPT("zero_rows")) {
         if (kr_yaml_get_int(y, v, k, 0, 1 << 20, &iv, err))

@@ -8,6 +8,7 @@
 #include "kr_error.h"
 #include "kr_string.h"
 #include "results_store.h"
+#include "result_order.h"
 
 void baseline_tol_default(baseline_tol_t *t)
 {
@@ -201,37 +202,6 @@ int baseline_check_identity(const result_list_t *base, const char *path, kr_erro
     return 0;
 }
 
-/* Stable index sort by identity (merge sort; no global state). */
-static int64_t *key_order(const result_t *rows, int64_t n)
-{
-    int64_t *a = malloc((size_t)(n ? n : 1) * sizeof *a);
-    int64_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return NULL;
-    }
-    for (int64_t i = 0; i < n; i++)
-        a[i] = i;
-    for (int64_t w = 1; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                b[k++] = identity_cmp(&rows[a[j]], &rows[a[i]]) < 0 ? a[j++] : a[i++];
-            while (i < mid)
-                b[k++] = a[i++];
-            while (j < hi)
-                b[k++] = a[j++];
-        }
-        int64_t *t = a;
-        a = b;
-        b = t;
-    }
-    free(b);
-    return a;
-}
-
 /* dst = a + b + c, cut at cap (the note is a display string). */
 static void join3(char *dst, size_t cap, const char *a, const char *b, const char *c)
 {
@@ -267,7 +237,8 @@ int baseline_compare(result_list_t *run, const result_list_t *base, const baseli
         baseline_tol_default(&t);
 
     int64_t nr = run ? run->count : 0, nb = base ? base->count : 0;
-    int64_t *ro = key_order(nr ? run->rows : NULL, nr), *bo = key_order(nb ? base->rows : NULL, nb);
+    int64_t *ro = result_order(nr ? run->rows : NULL, nr, identity_cmp),
+            *bo = result_order(nb ? base->rows : NULL, nb, identity_cmp);
     int64_t *match = malloc((size_t)(nr ? nr : 1) * sizeof *match);
     char *bmatched = calloc((size_t)(nb ? nb : 1), 1);
     rep->entries = calloc((size_t)(nr + nb ? nr + nb : 1), sizeof *rep->entries);

@@ -22,6 +22,9 @@
 #include "blas_info.h"
 #include "result_fields.h"
 #include "results_table.h"
+#include "h5_names.h"
+#include "result_order.h"
+#include "h5_attr.h"
 
 /* ---------------------------------------------------------------- meta */
 
@@ -70,44 +73,12 @@ int result_key_cmp(const result_t *a, const result_t *b)
     return strncmp(a->reference, b->reference, sizeof a->reference);
 }
 
-/* Stable bottom-up merge sort of an index permutation by row key. */
-static int sort_perm(const result_t *rows, int64_t n, int64_t **out)
-{
-    int64_t *a = malloc((size_t)(n ? n : 1) * sizeof *a);
-    int64_t *b = malloc((size_t)(n ? n : 1) * sizeof *b);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return -1;
-    }
-    for (int64_t i = 0; i < n; i++)
-        a[i] = i;
-    for (int64_t w = 1; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                b[k++] = result_key_cmp(&rows[a[j]], &rows[a[i]]) < 0 ? a[j++] : a[i++];
-            while (i < mid)
-                b[k++] = a[i++];
-            while (j < hi)
-                b[k++] = a[j++];
-        }
-        int64_t *t = a;
-        a = b;
-        b = t;
-    }
-    free(b);
-    *out = a;
-    return 0;
-}
-
 int result_list_sort(result_list_t *l)
 {
     if (l->count < 2)
         return 0;
     int64_t *perm;
-    if (sort_perm(l->rows, l->count, &perm) != 0)
+    if ((perm = result_order(l->rows, l->count, result_key_cmp)) == NULL)
         return -1;
     result_t *sorted = malloc((size_t)l->count * sizeof *sorted);
     if (!sorted) {
@@ -162,44 +133,6 @@ static int sync_path(const char *p, int dir)
     return r;
 }
 
-/* fsync of the folder that holds path, so the rename itself is durable.
- * Best effort: some file systems refuse fsync on a directory. */
-static void sync_parent(const char *path)
-{
-    char dir[4096];
-    kr_strlcpy(dir, path, sizeof dir);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        kr_strlcpy(dir, ".", sizeof dir);
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    (void)sync_path(dir, 1);
-}
-
-static int write_str_attr(hid_t obj, const char *name, const char *value)
-{
-    /* Variable-length UTF-8: what h5py writes for a str, and reads back as str. */
-    hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR), attr = -1;
-    int rc = -1;
-    if (type < 0 || space < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 ||
-        H5Tset_cset(type, H5T_CSET_UTF8) < 0)
-        goto done;
-    attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, type, &value) < 0)
-        goto done;
-    rc = 0;
-done:
-    if (attr >= 0)
-        H5Aclose(attr);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- write */
 
 static int write_file(const char *path, const result_t *rows, int64_t n, const results_meta_t *meta,
@@ -236,7 +169,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
     }
     errno = 0;   /* from here a set errno is the failed write's */
     stage = "writing the root attributes (disk full?)";
-    if (write_str_attr(file, "schema", RESULTS_SCHEMA_V2) != 0)
+    if (h5_write_str_attr(file, "schema", RESULTS_SCHEMA_V2) != 0)
         goto fail;
     for (int i = 0; i < N_META_ATTRS; i++) {
         char v[4096];
@@ -244,10 +177,10 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         if (meta)
             kr_strlcpy(v, (const char *)meta + meta_attrs[i].offset,
                        meta_attrs[i].size < sizeof v ? meta_attrs[i].size : sizeof v);
-        if (write_str_attr(file, meta_attrs[i].name, v) != 0)
+        if (h5_write_str_attr(file, meta_attrs[i].name, v) != 0)
             goto fail;
     }
-    if (case_key && write_str_attr(file, "case_key", case_key) != 0)
+    if (case_key && h5_write_str_attr(file, "case_key", case_key) != 0)
         goto fail;
 
     if (results_table_write(file, dcpl, path, rows, n, err) != 0)
@@ -278,7 +211,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
                 path, tmp, strerror(errno));
         goto done;
     }
-    sync_parent(path);
+    sync_parent_dir(path);
     rc = 0;
     goto done;
 fail:
@@ -317,34 +250,7 @@ typedef struct {
     kr_error_t *err;
 } rd_t;
 
-__attribute__((format(printf, 3, 4)))
-static int rfail(rd_t *rd, const char *obj, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(rd->err, "%s: %s: %s", rd->path, obj, buf);
-}
-
-static const char *class_name(H5T_class_t c)
-{
-    switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ARRAY: return "array";
-    case H5T_ENUM: return "enum";
-    case H5T_VLEN: return "variable-length sequence";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_REFERENCE: return "reference";
-    case H5T_TIME: return "time";
-    default: return "unknown";
-    }
-}
+#define rfail(rd, obj, ...) kr_fail_at((rd)->err, (rd)->path, obj, __VA_ARGS__)
 
 static hid_t str_type(size_t size)
 {
@@ -378,7 +284,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_
     }
     if (H5Tget_class(ftype) != H5T_STRING || H5Sget_simple_extent_npoints(space) != 1) {
         rfail(rd, name, "root attribute is %s with %lld element(s); expected one string",
-              class_name(H5Tget_class(ftype)), (long long)H5Sget_simple_extent_npoints(space));
+              h5_class_name(H5Tget_class(ftype)), (long long)H5Sget_simple_extent_npoints(space));
         goto done;
     }
     if (H5Tis_variable_str(ftype) > 0) {
@@ -594,7 +500,7 @@ int results_store_merge(const char **paths, int n, const char *out_path, kr_erro
         }
         result_list_free(&part);
     }
-    if (sort_perm(all.rows, all.count, &perm) != 0) {
+    if ((perm = result_order(all.rows, all.count, result_key_cmp)) == NULL) {
         kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
         goto done;
     }

@@ -17,6 +17,7 @@
 
 #include "kr_string.h"
 #include "result_fields.h"
+#include "h5_names.h"
 
 #define RT_MAX_COLUMNS 256
 
@@ -289,34 +290,7 @@ typedef struct {
     kr_error_t *err;
 } rd_t;
 
-__attribute__((format(printf, 3, 4)))
-static int rfail(rd_t *rd, const char *obj, const char *fmt, ...)
-{
-    char buf[KR_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return kr_fail(rd->err, "%s: %s: %s", rd->path, obj, buf);
-}
-
-static const char *class_name(H5T_class_t c)
-{
-    switch (c) {
-    case H5T_INTEGER: return "integer";
-    case H5T_FLOAT: return "float";
-    case H5T_STRING: return "string";
-    case H5T_COMPOUND: return "compound";
-    case H5T_ARRAY: return "array";
-    case H5T_ENUM: return "enum";
-    case H5T_VLEN: return "variable-length sequence";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_REFERENCE: return "reference";
-    case H5T_TIME: return "time";
-    default: return "unknown";
-    }
-}
+#define rfail(rd, obj, ...) kr_fail_at((rd)->err, (rd)->path, obj, __VA_ARGS__)
 
 /* The mode column c is read in, from the file's member type mt. */
 static int column_mode(rd_t *rd, const rt_col_t *c, const char *name, hid_t mt, rt_mode_t *mode)
@@ -337,7 +311,7 @@ static int column_mode(rd_t *rd, const rt_col_t *c, const char *name, hid_t mt, 
         *mode = cl == H5T_FLOAT || f->type == RF_F64 ? RT_FLOAT : RT_INT;
         return 0;
     }
-    return rfail(rd, obj, "is %s (%zu bytes); expected %s", class_name(cl), H5Tget_size(mt),
+    return rfail(rd, obj, "is %s (%zu bytes); expected %s", h5_class_name(cl), H5Tget_size(mt),
                  f->type == RF_I64_ARRAY ? "a number" : rf_type_name(f->type));
 }
 
@@ -367,7 +341,7 @@ static int legacy_array(rd_t *rd, hid_t ftype, const result_field_t *f)
     H5Tclose(mt);
     if (!ok)
         return rfail(rd, obj, "is %s (%zu bytes); expected an int64 array or one column per "
-                              "element", class_name(cl), sz);
+                              "element", h5_class_name(cl), sz);
     if (d != (hsize_t)f->count)
         return rfail(rd, obj, "is an array of %llu elements; expected %d",
                      (unsigned long long)d, f->count);
@@ -587,7 +561,7 @@ int results_table_read(hid_t file, const char *path, int64_t file_size, result_l
     }
     if (H5Tget_class(ftype) != H5T_COMPOUND) {
         rfail(rd, "/rows", "is a %s dataset; expected a compound dataset, one element per row",
-              class_name(H5Tget_class(ftype)));
+              h5_class_name(H5Tget_class(ftype)));
         goto done;
     }
     int rank = H5Sget_simple_extent_ndims(space);

@@ -170,29 +170,12 @@ static inline int64_t weight_byte_index(const folded_plan_t *p, int64_t n, int64
     return (((n / 16 * (p->K / 16) + kb / 8) * 2 + (kb % 8) / 4) * 16 + n % 16) * 4 + kb % 4;
 }
 
-int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, folded_tile_t *t)
+/* Per column and block, the row of the shift table its codes read (the
+ * zero row for a block that is 0 by the weight's own format), and the
+ * block counts. */
+static void tile_table_rows(const folded_plan_t *p, folded_tile_t *t, int32_t *table_row, folded_stats_t *st)
 {
     const int64_t N = p->N, K = p->K, nblocks = K / 32;
-    memset(t, 0, sizeof *t);
-    t->n0 = tile_index * TILE_N;
-    t->width = (N - t->n0) < TILE_N ? (N - t->n0) : TILE_N;
-    const size_t bytes = (size_t)K * TILE_N * sizeof(float);
-    t->w = scratch_get(&t->buffer, bytes);
-    if (!t->w)
-        return -1;
-#ifndef BYTE_TILE_VECTOR
-    if (t->width < TILE_N)          /* the scalar loop below writes no padding column */
-        memset(t->w, 0, bytes);
-#endif
-    folded_stats_t st = {0};
-    /* Per column and block, the row of the shift table its codes read (the
-     * zero row for a block that is 0 by the weight's own format), and the
-     * block counts. */
-    int32_t *table_row = scratch_get(&t->rows_buffer, (size_t)nblocks * TILE_N * sizeof(int32_t));
-    if (!table_row) {
-        folded_tile_free(t);
-        return -1;
-    }
     for (int64_t j = 0; j < TILE_N; j++) {
         if (j >= t->width) {
             for (int64_t b = 0; b < nblocks; b++)
@@ -205,26 +188,30 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, fol
         for (int64_t b = 0; b < nblocks; b++) {
             const int e = mxfp4_scale_at(p->scales, p->scale_layout, N, K, n, b);
             const int s = ref - e;
-            st.blocks++;
+            st->blocks++;
             if (p->e8m0_mode == E8M0_ZERO_IS_ZERO && e == 0) {
                 table_row[b * TILE_N + j] = FOLDED_ZERO_ROW;
             } else {
                 table_row[b * TILE_N + j] = s + 255;
-                st.blocks_under += s > 8;
-                st.blocks_over += s < 0;
+                st->blocks_under += s > 8;
+                st->blocks_over += s < 0;
             }
         }
     }
+}
+
+#ifdef BYTE_TILE_VECTOR
+static void tile_decode_vector(const folded_plan_t *p, folded_tile_t *t, const int32_t *table_row,
+                               folded_stats_t *st)
+{
+    const int64_t K = p->K, nblocks = K / 32;
     const float *value = &p->value[0][0];
     const int32_t *changed = &p->changed[0][0];
-    int64_t b_done = 0;
-#ifdef BYTE_TILE_VECTOR
     /* 16 columns x one block (16 bytes of each row) at a time: the codes of
      * each k for the 16 columns come out of a byte transpose (checkpoint
      * order) or straight out of 4-byte groups (fragment order keeps each k's
      * 16 rows together), and every lane looks its value up in its own row of
      * the shift table (a gather). */
-    b_done = nblocks;
     for (int64_t h = 0; h < TILE_N / 16; h++) {
         if (16 * h >= t->width) {           /* all padding: zeros */
             for (int64_t k = 0; k < K; k++)
@@ -313,12 +300,19 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, fol
             }
         }
         for (int r = 0; r < 16; r++) {
-            st.nonzero += nonzero[r];
-            st.changed += lost[r];
+            st->nonzero += nonzero[r];
+            st->changed += lost[r];
         }
     }
+}
 #endif
-    for (int64_t b = b_done; b < nblocks; b++) {
+
+/* Blocks from b_from on, one column and one 4-byte group at a time. */
+static void tile_decode_scalar(const folded_plan_t *p, folded_tile_t *t, const int32_t *table_row, int64_t b_from,
+                               folded_stats_t *st)
+{
+    const int64_t nblocks = p->K / 32;
+    for (int64_t b = b_from; b < nblocks; b++) {
         for (int64_t j = 0; j < t->width; j++) {
             const int32_t tr = table_row[b * TILE_N + j];
             for (int64_t g = 0; g < 4; g++) {
@@ -330,13 +324,42 @@ int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, fol
                     dst[(2 * i) * TILE_N] = p->value[tr][lo];
                     dst[(2 * i + 1) * TILE_N] = p->value[tr][hi];
                     if (tr != FOLDED_ZERO_ROW) {
-                        st.nonzero += ((lo & 7) != 0) + ((hi & 7) != 0);
-                        st.changed += p->changed[tr][lo] + p->changed[tr][hi];
+                        st->nonzero += ((lo & 7) != 0) + ((hi & 7) != 0);
+                        st->changed += p->changed[tr][lo] + p->changed[tr][hi];
                     }
                 }
             }
         }
     }
+}
+
+int folded_tile_load(folded_plan_t *p, int64_t tile_index, int record_stats, folded_tile_t *t)
+{
+    const int64_t N = p->N, K = p->K, nblocks = K / 32;
+    memset(t, 0, sizeof *t);
+    t->n0 = tile_index * TILE_N;
+    t->width = (N - t->n0) < TILE_N ? (N - t->n0) : TILE_N;
+    const size_t bytes = (size_t)K * TILE_N * sizeof(float);
+    t->w = scratch_get(&t->buffer, bytes);
+    if (!t->w)
+        return -1;
+#ifndef BYTE_TILE_VECTOR
+    if (t->width < TILE_N)          /* the scalar loop below writes no padding column */
+        memset(t->w, 0, bytes);
+#endif
+    folded_stats_t st = {0};
+    int32_t *table_row = scratch_get(&t->rows_buffer, (size_t)nblocks * TILE_N * sizeof(int32_t));
+    if (!table_row) {
+        folded_tile_free(t);
+        return -1;
+    }
+    tile_table_rows(p, t, table_row, &st);
+    int64_t b_done = 0;
+#ifdef BYTE_TILE_VECTOR
+    tile_decode_vector(p, t, table_row, &st);
+    b_done = nblocks;
+#endif
+    tile_decode_scalar(p, t, table_row, b_done, &st);
     scratch_put(&t->rows_buffer);
     if (record_stats)
         p->tile_stats[tile_index] = st;

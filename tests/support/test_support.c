@@ -34,6 +34,24 @@ void test_tmp_path(char *buf, size_t cap, const char *name)
     snprintf(buf, cap, "%s/%s-%d-%d", KREPLAY_TEST_TMP, name, (int)getpid(), counter++);
 }
 
+char *test_read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    size_t got = buf ? fread(buf, 1, (size_t)n, fp) : 0;
+    fclose(fp);
+    if (buf)
+        buf[got] = '\0';
+    if (len)
+        *len = got;
+    return buf;
+}
+
 int test_run_kreplay(const char *args, char **output)
 {
     size_t cmdlen = strlen(KREPLAY_BINARY) + strlen(args) + 32;

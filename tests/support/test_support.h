@@ -20,6 +20,10 @@ double   test_rng_normal(test_rng_t *r);       /* standard normal */
 /* A fresh path under the build tree's tests/tmp: "<tmp>/<name>-<pid>-<n>". */
 void test_tmp_path(char *buf, size_t cap, const char *name);
 
+/* The whole file, NUL-terminated, malloc'd (caller frees); its length in
+ * *len when len is not NULL.  NULL when it cannot be read. */
+char *test_read_file(const char *path, size_t *len);
+
 /* Runs `kreplay <args>` through /bin/sh, stdout+stderr captured into a
  * malloc'd string (*output, caller frees).  Returns the exit status (or -1). */
 int test_run_kreplay(const char *args, char **output);
