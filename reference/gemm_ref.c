@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "blas_threads.h"
 #include "mxfp4_dequant.h"
 #include "ref_alloc.h"
 
@@ -109,6 +110,7 @@ struct gemm_ref_ctx {
     float *buffer;           /* [buffer_rows, K] */
     int whole_filled;        /* the whole W is held and dequantized */
     int64_t held_n0, held_n1; /* chunk the buffer holds from an earlier call (n0 == n1: none) */
+    int park_blas;           /* park OpenBLAS' workers before each chunk's dequant */
 };
 
 int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t budget_bytes,
@@ -152,6 +154,8 @@ static void ctx_chunk(gemm_ref_ctx_t *c, int64_t n0, int64_t n1, const float *A,
 {
     if (c->held_n0 != n0 || c->held_n1 != n1) {
         c->held_n0 = c->held_n1 = 0; /* a half-written buffer holds nothing */
+        if (c->park_blas)
+            blas_threads_park(); /* the dequant's threads need the cores */
         dequant_into(c, n0, n1, c->buffer);
         c->held_n0 = n0;
         c->held_n1 = n1;
@@ -194,6 +198,12 @@ void gemm_ref_ctx_set_panel_rows(gemm_ref_ctx_t *ctx, int64_t rows)
 {
     if (ctx)
         ctx->panel_rows = rows > 0 ? rows : GEMM_REF_PANEL_ROWS;
+}
+
+void gemm_ref_ctx_set_park_blas(gemm_ref_ctx_t *ctx, int park)
+{
+    if (ctx)
+        ctx->park_blas = park != 0;
 }
 
 int64_t gemm_ref_ctx_panel_rows(const gemm_ref_ctx_t *ctx)

@@ -94,6 +94,12 @@ int gemm_ref_ctx_f32(gemm_ref_ctx_t *ctx, const float *A, int64_t M, float *C, k
 void gemm_ref_ctx_set_panel_rows(gemm_ref_ctx_t *ctx, int64_t rows);
 int64_t gemm_ref_ctx_panel_rows(const gemm_ref_ctx_t *ctx);
 
+/* park != 0: before dequantizing a chunk the context parks OpenBLAS' idle
+ * workers (blas_threads.h), which otherwise spin on the cores the dequant's
+ * threads need.  Only for a caller in whose process no other thread is
+ * inside BLAS meanwhile (the replay).  Changes no bit. */
+void gemm_ref_ctx_set_park_blas(gemm_ref_ctx_t *ctx, int park);
+
 /* Whether the context keeps the whole dequantized W (filled by its first
  * call) rather than dequantizing chunk by chunk; the bytes of its buffer. */
 int gemm_ref_ctx_holds_whole_weight(const gemm_ref_ctx_t *ctx);

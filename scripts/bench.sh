@@ -1,7 +1,8 @@
 #!/bin/sh
 # The CPU benchmark: builds Release (build-bench/) and measures, in this one
 # run, every ratio; prints ONE table last.  See tests/bench/README.md.
-#   scripts/bench.sh            all items (about 2-3 minutes on 2 cores)
+#   scripts/bench.sh                all items (about 10 minutes on 2 idle cores)
+#   scripts/bench.sh --replay-only  items 5 and 6 only
 # Needs: cmake, OpenBLAS/HDF5 dev (scripts/setup.sh), python3 with numpy and
 # h5py (KR_BENCH_PYTHON names another).  OpenBLAS threads: default.
 set -eu
@@ -42,6 +43,63 @@ peak_rss_kb() { "$PY" -c '
 import resource, subprocess, sys
 subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"; }
+
+# wallrss CMD...: runs CMD (stdout, stderr dropped), prints "<wall s> <peak RSS KiB>"
+# (one interpreter per command, so the RSS is that command's alone).
+wallrss() { "$PY" -c '
+import resource, subprocess, sys, time
+t = time.perf_counter()
+subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print("%.6f %d" % (time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))' "$@"; }
+# best N CMD...: the fastest of N runs of wallrss.
+best() { n=$1; shift; b=; for i in $(seq "$n"); do r=$(wallrss "$@")
+         if [ -z "$b" ] || [ "$(pf "${r% *} < ${b% *}")" = PASS ]; then b=$r; fi; done; echo "$b"; }
+
+# Items 5 and 6: whole replays on the largest shape against the bare sgemm
+# of the same size, measured in this run, and against the numpy script.
+replay_items() {
+    echo "== replay / sgemm lower bound (item 5), numpy (item 6)" >&2
+    mkdir -p "$TMP/r5"
+    for M in 1 64 512 1024 4096; do
+        rm -f "$TMP"/r5/*.h5
+        "$KR" synth --shape 17408x5120 --m "$M" --seed 1 --out "$TMP/r5" >/dev/null
+        case5=$(ls "$TMP"/r5/*.h5)
+        reps=1; [ "$M" -le 64 ] && reps=3
+        sg=$("$BUILD/tests/bench/kr_bench" --sgemm "$M" 17408 5120 "$reps" | awk '/^SGEMM/{print $2}')
+        for k in w4a8.perblock w4a8.folded w4a4.aiter; do
+            set -- $(best "$reps" "$KR" replay --kernels "$k" --no-recorded "$case5")
+            # model + R_exact + R_source: three GEMMs of M x 17408 x 5120
+            r=$(calc "$1 / (3 * $sg)")
+            tgt="<= 1.3"; res=$(pf "$r <= 1.3"); [ "$M" -lt 512 ] && { tgt=info; res=-; }
+            printf 'ROW|5 replay/sgemm M=%s|%s: %.3f s, sgemm %.3f s x 3 GEMMs, RSS %.0f MiB|%.2fx|%s|%s\n' \
+                "$M" "$k" "$1" "$sg" "$(calc "$2 / 1024")" "$r" "$tgt" "$res" >>"$ROWS"
+        done
+        if [ "$M" = 64 ]; then
+            set -- $(best 3 "$KR" replay --kernels w4a8.perblock --no-recorded "$case5")
+            kr_t=$1 kr_rss=$2
+            set -- $(best 3 "$PY" scripts/bench_numpy_refs.py --dispatch "$case5")
+            np_t=$1 np_rss=$2
+            r=$(calc "$np_t / $kr_t")
+            printf 'ROW|6 numpy/kreplay M=64|numpy --dispatch %.3f s / kreplay w4a8.perblock %.3f s|%.2fx|>= 3x|%s\n' \
+                "$np_t" "$kr_t" "$r" "$(pf "$r >= 3")" >>"$ROWS"
+            printf 'ROW|6 peak RSS M=64|kreplay %.0f MiB vs numpy %.0f MiB|%.2fx|< 1.00x|%s\n' \
+                "$(calc "$kr_rss / 1024")" "$(calc "$np_rss / 1024")" "$(calc "$kr_rss / $np_rss")" \
+                "$(pf "$kr_rss < $np_rss")" >>"$ROWS"
+        fi
+    done
+    # bf16 on its skinny shape: model + R_source, two GEMMs.
+    rm -f "$TMP"/r5/*.h5
+    "$KR" synth --shape drafter_kernel_proj --m 64 --seed 1 --out "$TMP/r5" >/dev/null
+    case5=$(ls "$TMP"/r5/*.h5)
+    sg=$("$BUILD/tests/bench/kr_bench" --sgemm 64 1280 5120 5 | awk '/^SGEMM/{print $2}')
+    set -- $(best 3 "$KR" replay --kernels bf16.skinny --no-recorded "$case5")
+    printf 'ROW|5 replay/sgemm M=64|bf16.skinny 1280x5120: %.3f s, sgemm %.4f s x 2 GEMMs, RSS %.0f MiB|%.2fx|info|-\n' \
+        "$1" "$sg" "$(calc "$2 / 1024")" "$(calc "$1 / (2 * $sg)")" >>"$ROWS"
+}
+if [ "${1:-}" = "--replay-only" ]; then
+    : >"$ROWS"
+    replay_items
+else
 
 # Items 1 and 2 (kr_bench prints ROW| and INFO| lines).
 echo "== kr_bench (items 1, 2)" >&2
@@ -105,7 +163,11 @@ printf 'ROW|4 peak RSS|17408x5120 M=%s: %.0f MiB vs 1.5 x %.0f MiB operands + %.
     "$M4" "$(calc "$rss_kb / 1024")" "$(calc "$opbytes / 1048576")" \
     "$(calc "2048 * 5120 * 4 / 1048576")" "$(calc "$bound / 1048576")" "$r4" "$(pf "$r4 <= 1")" >>"$ROWS"
 
+replay_items
+fi
+
 echo
+echo "== load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== kreplay CPU benchmark ($(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
 awk -F'|' 'BEGIN { printf "%-22s %-62s %-14s %-9s %s\n", "item", "what", "measured", "target", "result" }
            { printf "%-22s %-62s %-14s %-9s %s\n", $2, $3, $4, $5, $6 }' "$ROWS"

@@ -16,7 +16,15 @@ compared with the rel_fro kreplay reported in its --json results, to 3
 significant digits.
 
 usage: bench_numpy_refs.py SAVED_OUTPUTS.h5 RESULTS.json CASE.h5...
-prints: "NUMPY_SECONDS <t>", "AGREE <n_agree> <n_compared>", and any disagreement."""
+prints: "NUMPY_SECONDS <t>", "AGREE <n_agree> <n_compared>", and any disagreement.
+
+usage: bench_numpy_refs.py --dispatch CASE.h5
+  the whole of what the dispatch's _exact_ref does for one W4A8 case, nothing
+  read from kreplay: vLLM per-token fp8 quant of x (amax / 448 with the
+  1/(448*512) floor, x / s rounded to e4m3fn, RNE, saturating), then R_exact
+  on the dequantized operands and R_source on x (fancy-index dequant, 2048-row
+  chunks, fp32 matmul).  prints "NUMPY_SECONDS <t>" (all of it, the read
+  included)."""
 import json
 import os
 import sys
@@ -119,7 +127,35 @@ def same3(a, b):
     return float("%.3g" % a) == float("%.3g" % b)
 
 
+def e4m3fn_rne(v):
+    """v (fp32, |v| <= 448 or NaN) rounded to the nearest e4m3fn value, ties to even."""
+    a = np.abs(v)
+    e = np.floor(np.log2(np.maximum(a, np.float32(2.0 ** -6))))
+    quantum = np.power(np.float32(2.0), e - 3).astype(np.float32)   # subnormals: 2^-9
+    return np.copysign(np.minimum(np.round(a / quantum) * quantum, np.float32(448.0)),
+                       v).astype(np.float32)
+
+
+def dispatch(path):
+    t0 = time.perf_counter()
+    with h5py.File(path, "r") as f:
+        w, s = load_weight(f)
+        x = load_x(f)
+    amax = np.max(np.abs(x), axis=1, keepdims=True)
+    scale = np.maximum(amax / np.float32(448.0), np.float32(1.0 / (448.0 * 512.0)))
+    q = e4m3fn_rne(np.clip(x / scale, -448.0, 448.0).astype(np.float32))
+    a = (q * scale).astype(np.float32)
+    r_exact = ref_matmul(a, w, s)
+    r_source = ref_matmul(x, w, s)
+    t = time.perf_counter() - t0
+    assert np.isfinite(r_exact).any() and np.isfinite(r_source).any()
+    print(f"NUMPY_SECONDS {t:.4f}")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--dispatch":
+        dispatch(sys.argv[2])
+        return
     saved, results, cases = sys.argv[1], sys.argv[2], sys.argv[3:]
     with open(results) as fp:
         rows = json.load(fp)["results"]

@@ -72,7 +72,8 @@ static const cli_option_t replay_options[] = {
      "also compute every reference in fp64 and report the fp32\nreference's own error (column ref_f32_vs_f64)"},
     {OPT_BLOCK, "block-mb", 0, "MB", CLI_POS_NUMBER, NULL,
      "memory for a case's outputs and references at once\n"
-     "(default 16): a larger case is replayed in blocks of rows,\n"
+     "(default: a quarter of the available memory, 16 to 4096):\n"
+     "a larger case is replayed in blocks of rows,\n"
      "with the same outputs and merged metrics"},
     {OPT_POLICY, "policy", 0, "FILE", CLI_STRING, NULL,
      "judge by this policy (default: the calibrated\ncases/policies/default.yaml)"},

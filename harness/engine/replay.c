@@ -14,10 +14,12 @@
 #include "gpu_isolated.h"
 #include "gpu_run.h"
 #include "formats.h"
+#include "blas_threads.h"
 #include "gemm_ref.h"
 #include "gpu_ref.h"
 #include "input_health.h"
 #include "isolate_kernel.h"
+#include "mem_budget.h"
 #include "plugin_loader.h"
 #include "metrics.h"
 #include "row_blocks.h"
@@ -362,8 +364,11 @@ static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t
                               rc->blocks ? REPLAY_REF_CHUNK_BYTES : 0, err))
             return -1;
         gemm_ref_ctx_set_panel_rows(rc->ref_ctx, rc->opt->ref_panel_rows);
+        gemm_ref_ctx_set_park_blas(rc->ref_ctx, 1); /* one thread of the replay calls BLAS */
     }
-    return gemm_ref_ctx_f32(rc->ref_ctx, A, rc->c->M, C, err);
+    const int st = gemm_ref_ctx_f32(rc->ref_ctx, A, rc->c->M, C, err);
+    blas_threads_park(); /* the models run next, on their own threads */
+    return st;
 }
 
 /* R_exact for a set of activations: fp32 reference on their dequantized
@@ -1091,6 +1096,7 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
     if (rc->opt->device_gpu && gpu_ref_built())
         return gpu_ref_dense_f32(A, c->M, wf, c->N, c->K, C, rc->opt->timeout_s, err);
     gemm_dense_f32_panels(A, wf, c->M, c->N, c->K, rc->opt->ref_panel_rows, C);
+    blas_threads_park();
     return 0;
 }
 
@@ -1252,7 +1258,7 @@ int64_t replay_block_rows(const case_t *c, const replay_options_t *opt)
 {
     if (opt->device_gpu || opt->oracle || opt->save_outputs_path || opt->fault.kind != FAULT_NONE)
         return c->M; /* these need the whole output at once (see replay.h) */
-    int64_t budget = opt->block_bytes > 0 ? opt->block_bytes : REPLAY_DEFAULT_BLOCK_BYTES;
+    int64_t budget = opt->block_bytes > 0 ? opt->block_bytes : mem_budget_default();
     int64_t rows = budget / replay_bytes_per_row(c);
     if (rows >= c->M)
         return c->M;

@@ -45,8 +45,9 @@ typedef struct {
     int no_isolate;
     double timeout_s;
     /* Memory for a case's outputs and references at once (--block-mb);
-     * <= 0: REPLAY_DEFAULT_BLOCK_BYTES.  A case whose rows need more is
-     * replayed in blocks of rows (replay_block_rows). */
+     * <= 0: mem_budget_default() (mem_budget.h: a quarter of MemAvailable,
+     * 16 MiB to 4 GiB).  A case whose rows need more is replayed in blocks
+     * of rows (replay_block_rows). */
     int64_t block_bytes;
     /* Rows per sgemm call of the fp32 references (<= 0: GEMM_REF_PANEL_ROWS,
      * reference/gemm_ref.h).  Row blocks are whole panels, so a case gives
@@ -60,6 +61,7 @@ typedef struct {
     const void *band_ctx;
 } replay_options_t;
 
+/* The smallest default budget (mem_budget.h: MEM_BUDGET_MIN_BYTES). */
 #define REPLAY_DEFAULT_BLOCK_BYTES (16ll << 20)
 
 void replay_options_default(replay_options_t *o);

@@ -6,7 +6,7 @@
 
 /* Rows whose accumulators a task keeps at once (a task with more rows walks
  * K again for the next ones, refilling the weight). */
-#define TILE_GEMM_MC 128
+#define TILE_GEMM_MC 512
 /* A row range is cut no finer than this. */
 #define TILE_GEMM_MIN_ROWS 8
 

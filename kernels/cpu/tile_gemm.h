@@ -5,9 +5,10 @@
  *
  * Work is cut into tasks of (column tile, row range); a task walks K in
  * chunks of TILE_GEMM_KC, filling the chunk's weight into a k-major buffer
- * on its own stack (the model's fill callback) and running every row of its
- * range over it before the next chunk, so the weight is decoded once per
- * task and stays in the L1/L2 cache while it is used.  The accumulators of
+ * on its own stack (the model's fill callback) and running up to 512 rows of
+ * its range over it before the next chunk, so the weight is decoded once per
+ * 512 rows of a task and stays in the L1/L2 cache while it is used (at 128
+ * rows the decode was a quarter of a prefill replay's model time).  The accumulators of
  * the range's rows live between chunks in another stack buffer.  Small
  * shapes get enough tasks to keep every thread busy: narrow outputs use
  * half-width tiles, and few tiles are cut by rows as well.  None of this

@@ -26,7 +26,8 @@
  *
  * Output: one line per measurement, "ROW|<item>|<what>|<measured>|<target>|PASS/MISS",
  * plus "INFO|..." lines; scripts/bench.sh collects them into its table.
- * Usage: kr_bench [--quick]   (--quick: decode shapes only, for a smoke run) */
+ * Usage: kr_bench [--quick]   (--quick: decode shapes only, for a smoke run)
+ *        kr_bench --sgemm M N K REPS   (one bare sgemm size, best of REPS) */
 #include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -272,8 +273,36 @@ static void item2(const weight_t *W, int64_t M, int band, int reps)
     free(out);
 }
 
+/* --sgemm M N K REPS: the best of REPS bare cblas_sgemm calls C[M, N] =
+ * A[M, K] @ B[N, K]^T (random fp32, default OpenBLAS threads), printed as
+ * "SGEMM <seconds>": scripts/bench.sh's lower bound for a replay. */
+static int sgemm_only(int64_t M, int64_t N, int64_t K, int reps)
+{
+    float *A = xmalloc((size_t)(M * K) * sizeof(float));
+    float *B = xmalloc((size_t)(N * K) * sizeof(float));
+    float *C = xmalloc((size_t)(M * N) * sizeof(float));
+    for (int64_t i = 0; i < M * K; i++)
+        A[i] = frand();
+    for (int64_t i = 0; i < N * K; i++)
+        B[i] = frand();
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, A,
+                    (int)K, B, (int)K, 0.0f, C, (int)N);
+        best = min2(best, now_s() - t0);
+    }
+    printf("SGEMM %.6f\n", best);
+    free(A);
+    free(B);
+    free(C);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "--sgemm"))
+        return sgemm_only(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoi(argv[5]));
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const int64_t shapes[2][2] = {{17408, 5120}, {5120, 8704}};
     const int64_t Ms[2] = {64, 512};

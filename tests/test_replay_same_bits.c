@@ -1,0 +1,175 @@
+/* ctest-labels: blas-bits */
+/* The replay's outputs, metrics and verdicts are those of the code before
+ * the reference and model paths were made faster (main at 461f6ee): the
+ * fixture tests/fixtures/same_bits/rows_<core>.txt holds, for the bundled
+ * samples and a synthetic prefill case (1100 x 256 x 2048, replayed in
+ * three 512-row blocks under a 16 MiB budget, the old default), every row's
+ * verdict, output digest, metrics (as hex floats), ULP histogram, note and
+ * diagnosis as that code wrote them, in-process with the default options.
+ * The references are OpenBLAS sgemm, whose bits depend on the core: a
+ * fixture is kept per core, and a core without one skips.
+ *
+ * KREPLAY_WRITE_SAME_BITS=PATH writes the fixture instead (how it was made:
+ * this file, built at 461f6ee). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_info.h"
+#include "case_io.h"
+#include "case_load.h"
+#include "replay.h"
+#include "synth.h"
+#include "test_support.h"
+
+static const char *const SAMPLES[] = {
+    "gdn_in_proj_ba_N48_K5120_M17.h5",
+    "gdn_in_proj_ba_N96_K5120_M64.h5",
+    "gdn_out_proj_slice_N512_K3072_M17_nanhead.h5",
+    "moe_gate_N256_K2048_M8.h5",
+    "prefill_N256_K2048_M300_kn_wperm.h5",
+};
+
+/* One row as a line: everything a replay decides, no timing, no path. */
+static void format_row(const result_t *r, char *buf, size_t cap)
+{
+    const metrics_t *m = &r->metrics;
+    const ulp_stats_t *u = &r->ulp;
+    int n = snprintf(buf, cap,
+                     "%s|%s|%s|%s|%s|%lld|%lld|%a|%a|%a|%lld|%a|%lld|%a|%a|%lld|%lld|%lld|%llu|",
+                     r->case_name, r->kernel, r->reference, verdict_name(r->verdict),
+                     r->out_digest, (long long)m->count, (long long)m->finite_count, m->rel_fro,
+                     m->nmse, m->max_abs, (long long)m->max_abs_index, m->worst_row_rel,
+                     (long long)m->worst_row, m->cosine, m->mag_ratio,
+                     (long long)(m->out_nf.nan + m->out_nf.pos_inf + m->out_nf.neg_inf),
+                     (long long)u->count, (long long)u->identical, (unsigned long long)u->max_ulp);
+    for (int b = 0; b < ULP_BIN_COUNT && n > 0 && (size_t)n < cap; b++)
+        n += snprintf(buf + n, cap - (size_t)n, "%lld,", (long long)u->bins[b]);
+    if (n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, "|%s|%s", r->note, r->diagnosis);
+}
+
+static void replay_into(const case_t *c, int64_t block_bytes, FILE *out)
+{
+    replay_options_t opt;
+    replay_options_default(&opt);
+    opt.block_bytes = block_bytes;
+    result_list_t rows = {0};
+    kr_error_t err = {{0}};
+    if (replay_case(c, &opt, &rows, &err)) {
+        print_error("replay %s: %s\n", c->path ? c->path : "synth", err.msg);
+        fail();
+    }
+    char line[4096];
+    for (int64_t i = 0; i < rows.count; i++) {
+        format_row(&rows.rows[i], line, sizeof line);
+        fprintf(out, "%s\n", line);
+    }
+    result_list_free(&rows);
+}
+
+/* Every row of the set, one line each, into out. */
+static void replay_set(FILE *out)
+{
+    kr_error_t err = {{0}};
+    for (size_t i = 0; i < sizeof SAMPLES / sizeof SAMPLES[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/cases/samples/%s", KREPLAY_SOURCE_DIR, SAMPLES[i]);
+        case_t c;
+        if (case_load(path, &c, NULL, &err)) {
+            print_error("%s\n", err.msg);
+            fail();
+        }
+        replay_into(&c, 0, out);
+        case_free(&c);
+    }
+    synth_params_t p;
+    synth_params_default(&p);
+    p.M = 1100;
+    p.N = 256;
+    p.K = 2048;
+    p.seed = 7;
+    p.nan_rows = 3;
+    p.nan_cols = 64;
+    p.nan_col0 = 128;
+    case_t c;
+    assert_int_equal(synth_case(&p, &c, &err), 0);
+    /* The old default budget, so the blocks are the fixture's: merged
+     * norms are associated by block (equal to fp64 rounding only, which
+     * test_replay_blocks checks); everything else is exact either way. */
+    replay_into(&c, (int64_t)16 << 20, out);
+    case_free(&c);
+}
+
+static char *slurp(FILE *f)
+{
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    return s;
+}
+
+static void test_same_rows_as_before(void **state)
+{
+    (void)state;
+    blas_info_t b;
+    blas_info_get(&b);
+    const char *write = getenv("KREPLAY_WRITE_SAME_BITS");
+    if (write && write[0]) {
+        FILE *f = fopen(write, "w");
+        assert_non_null(f);
+        replay_set(f);
+        fclose(f);
+        return;
+    }
+    char fixture[1024];
+    snprintf(fixture, sizeof fixture, "%s/tests/fixtures/same_bits/rows_%s.txt", KREPLAY_SOURCE_DIR,
+             b.core);
+    FILE *f = fopen(fixture, "r");
+    if (!f) {
+        print_message("no fixture for OpenBLAS core %s (%s): skipped\n", b.core, fixture);
+        skip();
+    }
+    char *want = slurp(f);
+    fclose(f);
+    FILE *g = tmpfile();
+    assert_non_null(g);
+    replay_set(g);
+    char *got = slurp(g);
+    fclose(g);
+    /* Line by line, so a failure names the row. */
+    const char *w = want, *h = got;
+    int line = 1, bad = 0;
+    while (*w || *h) {
+        const size_t lw = strcspn(w, "\n"), lh = strcspn(h, "\n");
+        if (lw != lh || strncmp(w, h, lw) != 0) {
+            print_error("row %d differs:\n  before: %.*s\n  now:    %.*s\n", line, (int)lw, w,
+                        (int)lh, h);
+            bad++;
+        }
+        w += lw + (w[lw] == '\n');
+        h += lh + (h[lh] == '\n');
+        line++;
+    }
+    assert_true(line > 100); /* the set has well over a hundred rows */
+    free(want);
+    free(got);
+    assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_rows_as_before),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
