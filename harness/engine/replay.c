@@ -10,6 +10,7 @@
 #include "case_identity.h"
 #include "case_name.h"
 #include "diagnose.h"
+#include "diagnosis/acc_fit.h"
 #include "external_launch.h"
 #include "gpu_isolated.h"
 #include "gpu_run.h"
@@ -274,6 +275,12 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     metrics_compute_apart(out_f32, out_f32 ? NULL : out_bits, ref, rc->c->M, rc->c->N, apart, &r->metrics,
                           &sums);
     ulp_stats_bf16_vs_f32_apart(out_bits, ref, rc->c->M, rc->c->N, apart, &r->ulp);
+    /* How the kernel accumulates, from the operands R_exact was built from (judged). */
+    if (!strcmp(reference, "R_exact") &&
+        acc_fit_measure(&rc->in, act, out_bits, out_f32, apart, &r->acc_fit, err)) {
+        free(apart);
+        return -1;
+    }
     free(apart);
     r->seconds = seconds;
     judge_in_replay(rc->opt, rc->policy, rc->poison, r, threshold);

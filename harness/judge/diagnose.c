@@ -34,6 +34,7 @@ static const char *const hypothesis_names[DIAG_COUNT] = {
     [DIAG_TILES] = "tiles",
     [DIAG_K_BLOCKS] = "k-blocks",
     [DIAG_MISREAD] = "misread",
+    [DIAG_ACC_PRECISION] = "acc-precision",
 };
 
 const char *diag_hypothesis_name(diag_hypothesis_t h)
@@ -321,9 +322,9 @@ static int try_rows_poisoned(dctx_t *x)
                      "rows %s: %s input, finite output (the quantizer mapped it to finite "
                      "codes); on the finite rows: ",
                      rows, in_kind);
-        } else if (act && act->kind == ACT_FP8_PER_TOKEN && act->token_scale &&
-                   handed_nonfinite_scale(x, in_bad)) {
-            /* The kernel was given the poison (a NaN x_scale) and made it finite. */
+        } else if (!x->is_source && act) {
+            /* The reference is built from the kernel's own operands: they give
+             * the poison, and the kernel wrote finite values in its place. */
             char content[160];
             int64_t r0 = 0;
             while (r0 < M && !in_bad[r0])
@@ -334,22 +335,21 @@ static int try_rows_poisoned(dctx_t *x)
             diag_region_content(x, r0, r1, 0, N - 1, content, sizeof content);
             if (strncmp(content, "rel ", 4) == 0)
                 snprintf(content, sizeof content, "finite");
+            const int scale_bad = act->kind == ACT_FP8_PER_TOKEN && act->token_scale &&
+                                  handed_nonfinite_scale(x, in_bad);
             result = diag_matched(x, DIAG_REF_ROWS_POISONED, rel,
-                                  "the kernel was handed non-finite x_scale on rows %s and wrote "
-                                  "finite values there (%s), where %s is non-finite: it masks the "
-                                  "poison instead of propagating it%s",
-                                  rows, content, diag_ref_name(x), rest);
+                                  "rows %s%s: the operands give %s (%s: %s), the kernel wrote finite "
+                                  "values there (%s) where %s is non-finite: poison masked%s",
+                                  rows, where, in_kind, act->origin,
+                                  scale_bad ? "non-finite x_scale" : "non-finite operands", content,
+                                  diag_ref_name(x), rest);
         } else {
-            const char *how = "";
-            if (act && act->kind == ACT_FP8_PER_TOKEN)
-                how = " (per-token fp8 vllm: NaN -> +448)";
-            else if (act && act->kind == ACT_MXFP4_PER_BLOCK)
-                how = " (MXFP4 aiter-even: NaN -> a finite code)";
             result = diag_matched(x, DIAG_REF_ROWS_POISONED, rel,
                              "%s is non-finite on rows %s, exactly the rows with %s input (the fp32 "
                              "GEMM propagates it), while the output is finite there: the kernel's "
-                             "quantizer mapped them to finite codes%s%s",
-                             diag_ref_name(x), rows, in_kind, how, rest);
+                             "quantizer (%s) mapped them to finite codes%s",
+                             diag_ref_name(x), rows, in_kind,
+                             act ? act->origin : "not recorded", rest);
         }
     }
     if (result == 0 && n_in > 0 && n_in < M && !x->prefix[0]) {
@@ -606,6 +606,14 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
             return -1;
         if (r->matched)
             return 0;
+        /* Under the threshold, a reduced-precision accumulation still fails
+         * the row (judge.h): it is named, not called clean. */
+        if (diag_try_acc_precision(&x) < 0)
+            return -1;
+        if (r->matched) {
+            r->verdict_hint = diag_verdict_hint(r);
+            return 0;
+        }
         r->hypothesis = DIAG_CLEAN;
         snprintf(r->line, sizeof r->line, "no hypothesis needed: rel %.3g <= %.3g against %s",
                  x.base.rel, x.thr, diag_ref_name(&x));
@@ -631,7 +639,8 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
      * When only the poisoned rows disagree, only the hypotheses about what
      * was done to the poisoned input are left. */
     int (*const order[])(dctx_t *) = {
-        diag_try_magnitude, diag_try_localise, diag_try_k_blocks, try_wperm, try_scale_layout,
+        diag_try_magnitude, diag_try_acc_precision, diag_try_localise, diag_try_k_blocks, try_wperm,
+        try_scale_layout,
         diag_try_misreads, try_sanitize, try_quant_variants, diag_try_localise_any,
     };
     int (*const poisoned_order[])(dctx_t *) = {try_wperm, try_scale_layout, try_sanitize,
@@ -704,7 +713,7 @@ verdict_t diag_verdict_hint(const diag_result_t *r)
         return VERDICT_MAGNITUDE;
     if (r->hypothesis == DIAG_MISREAD || r->hypothesis == DIAG_K_BLOCKS ||
         r->hypothesis == DIAG_WPERM_UNDONE || r->hypothesis == DIAG_WPERM_APPLIED ||
-        r->hypothesis == DIAG_SCALE_LAYOUT)
+        r->hypothesis == DIAG_SCALE_LAYOUT || r->hypothesis == DIAG_ACC_PRECISION)
         return VERDICT_WRONG;
     return VERDICT_COUNT;
 }

@@ -34,6 +34,10 @@
  *   misread         the table of operand misreads (diagnosis/misread_table.c), each
  *                   re-evaluated on a sample of rows and columns, ranked by residual,
  *                   the best confirmed on a larger sample; the runner-up named when close
+ *   acc-precision   out = the kernel's operands summed with partial sums rounded to bf16
+ *                   or fp16 (every element, every 32/64/128-K block, split-K partials),
+ *                   on a sample, against fp32 accumulation (diagnosis/acc_fit.c); also
+ *                   tried on a row whose rel passes (the judgement fails such a fit)
  *   sanitized       out = R(Q(nan_to_num(x)), W)          (1 GEMM; x non-finite)
  *   unsanitized     out = R(Q(x), W) where the reference's A differs from Q(x) (1 GEMM)
  *   quant-variant   out = R(Q_v(x), W) for each other quantizer variant v
@@ -83,6 +87,7 @@ typedef enum {
     DIAG_TILES,
     DIAG_K_BLOCKS,
     DIAG_MISREAD,
+    DIAG_ACC_PRECISION,
     DIAG_COUNT
 } diag_hypothesis_t;
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "diagnosis/acc_fit.h"
 #include "input_health.h"
 #include "kr_string.h"
 #include "verdict.h"
@@ -197,6 +198,12 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
                  (long long)row->ulp.bins[ULP_BIN_NONFINITE], origin);
         return VERDICT_WRONG;
     }
+    if (!strcmp(row->reference, "R_exact") && acc_fit_reduced(&row->acc_fit)) {
+        char fit[320];
+        acc_fit_describe(&row->acc_fit, fit, sizeof fit);
+        snprintf(note, (size_t)cap, "reduced-precision accumulation: %s (%s)", fit, origin);
+        return VERDICT_WRONG;
+    }
     if (biased(rule, row, note, cap))
         return VERDICT_WRONG;
     if (rule->max_ulp >= 0 && row->ulp.max_ulp > (uint64_t)rule->max_ulp) {
@@ -244,6 +251,21 @@ static void describe_apart(const result_t *row, const judge_poison_t *poison, ch
 #undef JUDGE_APPEND
 }
 
+/* Rows judged apart against a reference built from the kernel's own operands
+ * (R_exact, model:): where those operands give NaN/Inf the reference is
+ * non-finite, and a kernel that writes finite values there masks the poison
+ * instead of propagating it.  A reference on other operands (R_source,
+ * R_sanitized) is finite there by construction and says nothing.  Returns
+ * the elements masked (at least: counts, not positions), 0 when none. */
+static int64_t poison_masked(const result_t *row)
+{
+    if (strcmp(row->reference, "R_exact") && strncmp(row->reference, "model:", 6))
+        return 0;
+    const int64_t masked =
+        nonfinite_total(&row->metrics.ref_nf_apart) - nonfinite_total(&row->metrics.out_nf_apart);
+    return masked > 0 ? masked : 0;
+}
+
 verdict_t judge_row(const policy_rule_t *rule, const result_t *row, const judge_poison_t *poison,
                     char *note, int cap)
 {
@@ -266,6 +288,23 @@ verdict_t judge_row(const policy_rule_t *rule, const result_t *row, const judge_
         describe_apart(row, poison, apart, sizeof apart);
     char part[384];
     const verdict_t v = judge_finite_part(rule, row, part, sizeof part);
+    const int64_t masked = poison_masked(row);
+    if (masked > 0) {
+        /* The poisoned part fails on its own: the kernel hid the poison. */
+        char hid[256];
+        snprintf(hid, sizeof hid,
+                 "poison masked: the kernel's operands give %lld non-finite %s values in the rows judged "
+                 "apart, the output %lld (%lld written finite)",
+                 (long long)nonfinite_total(&m->ref_nf_apart), row->reference,
+                 (long long)nonfinite_total(&m->out_nf_apart), (long long)masked);
+        if (verdict_is_failure(v) && m->finite_count > 0) {
+            snprintf(note, (size_t)cap, "on the rows with finite inputs: %s; %s; %s", part, hid, apart);
+            return v;
+        }
+        snprintf(note, (size_t)cap, "%s; %s; %s", hid, apart,
+                 m->finite_count > 0 ? part : "no row with finite inputs");
+        return VERDICT_WRONG;
+    }
     if (m->finite_count == 0 && m->rows_apart > 0 && v != VERDICT_NONFINITE_OUT) {
         snprintf(note, (size_t)cap, "no row with finite inputs left to judge: %s", apart);
         return VERDICT_POISONED_INPUT;

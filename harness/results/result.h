@@ -34,6 +34,17 @@ int verdict_is_failure(verdict_t v);
 /* M bands of the production dispatch. */
 const char *m_band_name(int64_t M);   /* "decode" 1-64, "mid" 65-255, "prefill" 256-2047, "tiled" >= 2048 */
 
+/* The accumulation-precision fit of an R_exact row (diagnosis/acc_fit.h):
+ * the output against the fp32-accumulation model and against the best and
+ * second-best models that round their partial sums to bf16 or fp16, on a
+ * sample of outputs. */
+typedef struct {
+    char model[24];            /* the best such model ("bf16-k32"); "" = not measured */
+    char runner_up[24];
+    double resid_fp32, resid_best, resid_runner_up;
+    int64_t sampled;           /* outputs compared; 0 = not measured */
+} acc_fit_t;
+
 typedef struct {
     char case_path[512];
     char case_name[128];
@@ -54,6 +65,7 @@ typedef struct {
     double ref_f32_vs_f64;    /* --oracle: rel_fro of the fp32 reference against the fp64
                                  oracle on the same operands; NaN when not computed */
     char diagnosis[384];      /* for WRONG / MAGNITUDE: the hypothesis the output matches */
+    acc_fit_t acc_fit;        /* R_exact rows: how the kernel accumulates (judged) */
     char device[48];          /* "cpu", or the GPU that ran the kernel */
     int reruns;               /* GPU: runs compared bitwise (0 on the CPU) */
     int64_t rerun_diff;       /* GPU: elements that differed between reruns */

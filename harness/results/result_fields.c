@@ -96,6 +96,13 @@ const result_field_t result_fields[] = {
     RF_LINE(metrics.ref_nf_apart.neg_inf, int64_t, RF_I64, 1, NULL, 1, 1),
     RF_LINE(ulp.round_decided, int64_t, RF_I64, 1, NULL, 1, 1),
     RF_LINE(ulp.round_match, int64_t *, RF_I64_ARRAY, ROUND_MODE_COUNT, round_mode_label, 1, 1),
+    /* The accumulation-precision fit (diagnosis/acc_fit.h), judged like the rest. */
+    RF_LINE(acc_fit.model, char *, RF_STR, 1, NULL, 1, 0),
+    RF_LINE(acc_fit.runner_up, char *, RF_STR, 1, NULL, 1, 0),
+    RF_LINE(acc_fit.resid_fp32, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.resid_best, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.resid_runner_up, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.sampled, int64_t, RF_I64, 1, NULL, 1, 1),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 

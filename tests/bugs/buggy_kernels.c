@@ -80,13 +80,28 @@ static uint16_t bf16_round(float v)
 #endif
 }
 
-#ifdef BUG_acc_bf16
+#if defined(BUG_acc_bf16) || defined(BUG_splitk_bf16)
 static float bf16_value(uint16_t h)
 {
     const uint32_t u = (uint32_t)h << 16;
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+}
+#endif
+
+#ifdef BUG_acc_fp16
+/* v rounded to the nearest half (ties to even): what a __half holds. */
+static float half_value(float v)
+{
+    if (!isfinite(v) || v == 0.0f)
+        return v;
+    if (fabsf(v) >= 65520.0f)
+        return v > 0 ? INFINITY : -INFINITY;
+    int e;
+    frexpf(fabsf(v), &e);
+    const int lsb = (e - 1 < -14 ? -14 : e - 1) - 10;
+    return ldexpf(rintf(ldexpf(v, -lsb)), lsb);
 }
 #endif
 
@@ -108,17 +123,15 @@ static uint8_t scale_byte(const uint8_t *es, int64_t N, int64_t K, int64_t n, in
 #endif
 }
 
-/* One output element. */
-static float dot_row(const float *xrow, const float *wrow, const float *brow, int64_t K)
+/* One output element over the 32-blocks [b_begin, b_end). */
+static float dot_blocks(const float *xrow, const float *wrow, const float *brow, int64_t b_begin,
+                        int64_t b_end)
 {
-    const int64_t nb = K / 32;
     float acc = 0.0f;
 #ifdef BUG_drop_last_kblock
-    const int64_t b_end = nb - 1;   /* BUG: the K loop stops one block early */
-#else
-    const int64_t b_end = nb;
+    b_end = b_end - 1;              /* BUG: the K loop stops one block early */
 #endif
-    for (int64_t b = 0; b < b_end; b++) {
+    for (int64_t b = b_begin; b < b_end; b++) {
         float s = 0.0f;
         for (int64_t k = 32 * b; k < 32 * b + 32; k++)
             s += xrow[k] * wrow[k];
@@ -133,6 +146,9 @@ static float dot_row(const float *xrow, const float *wrow, const float *brow, in
 #endif
 #ifdef BUG_acc_bf16
         acc = bf16_value(bf16_round(acc));  /* BUG: the running sum kept in bf16 */
+#endif
+#ifdef BUG_acc_fp16
+        acc = half_value(acc);              /* BUG: the running sum kept in a __half */
 #endif
     }
     return acc;
@@ -195,7 +211,16 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
         for (int64_t b = 0; b < nb; b++)
             brow[b] = e8m0_value(scale_byte(es, N, K, n, b));
         for (int64_t m = 0; m < M; m++) {
-            acc[m * N + n] = dot_row(xrows + m * K, wrow, brow, K);
+#ifdef BUG_splitk_bf16
+            /* BUG: split-K in two; each split's epilogue applies x_scale and
+             * stores its partial to a workspace of the output type (bf16),
+             * and the reduction adds the two stored partials. */
+            acc[m * N + n] =
+                bf16_value(bf16_round(dot_blocks(xrows + m * K, wrow, brow, 0, nb / 2) * x_scale[m])) +
+                bf16_value(bf16_round(dot_blocks(xrows + m * K, wrow, brow, nb / 2, nb) * x_scale[m]));
+#else
+            acc[m * N + n] = dot_blocks(xrows + m * K, wrow, brow, 0, nb);
+#endif
         }
     }
 #ifdef BUG_race_lost_update
@@ -238,7 +263,9 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
                 mm = m - 1;         /* BUG: the tile's last row stored from the row before */
 #endif
             float v = acc[mm * N + nn];
-#ifdef BUG_xscale_divided
+#if defined(BUG_splitk_bf16)
+            (void)mm;               /* the split epilogues applied x_scale already */
+#elif defined(BUG_xscale_divided)
             v = v / x_scale[m];     /* BUG: dequantized by dividing */
 #elif defined(BUG_xscale_by_column)
             v = v * x_scale[n % M]; /* BUG: the per-token scale indexed by the column */

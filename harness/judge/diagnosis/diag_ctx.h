@@ -81,5 +81,6 @@ int diag_try_localise(dctx_t *x);       /* only places whose content tells (NaN,
 int diag_try_localise_any(dctx_t *x);
 int diag_try_k_blocks(dctx_t *x);
 int diag_try_misreads(dctx_t *x);
+int diag_try_acc_precision(dctx_t *x);  /* acc_fit.c: partial sums rounded to bf16 / fp16 */
 
 #endif

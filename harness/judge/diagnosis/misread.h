@@ -46,11 +46,6 @@ typedef enum {
     MR_XS_TWICE,            /* applied twice */
 } mr_xscale_t;
 
-typedef enum {
-    MR_ACC_AS_IS = 0,
-    MR_ACC_BF16_BLOCKS,     /* the running sum rounded to bf16 after every 32-block */
-} mr_acc_t;
-
 typedef struct {
     const char *name;       /* "nibble-order" */
     const char *meaning;    /* the fault, in the kernel author's words */
@@ -59,7 +54,6 @@ typedef struct {
     mr_scale_value_t sv;
     mr_act_t xa;
     mr_xscale_t xs;
-    mr_acc_t acc;
 } misread_t;
 
 /* The table, and its length. */

@@ -33,8 +33,6 @@ const misread_t misread_table[] = {
      .xs = MR_XS_BY_COLUMN},
     {"x_scale-missing", "x_scale is never applied", .xs = MR_XS_MISSING},
     {"x_scale-twice", "x_scale is applied twice", .xs = MR_XS_TWICE},
-    {"acc-bf16", "the running sum is rounded to bf16 after every 32-block (accumulation in "
-                 "bf16, not fp32)", .acc = MR_ACC_BF16_BLOCKS},
 };
 
 const int misread_count = (int)(sizeof misread_table / sizeof misread_table[0]);

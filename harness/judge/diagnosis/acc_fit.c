@@ -1,0 +1,315 @@
+/* The accumulation-precision test (acc_fit.h): the output against models
+ * that round partial sums, on a sample of the kernel's own operands. */
+#include "acc_fit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag_ctx.h"
+#include "formats.h"
+#include "kr_string.h"
+#include "mxfp4_weight.h"
+
+typedef enum { ACC_BF16 = 0, ACC_FP16 } acc_format_t;
+
+/* One way a kernel can keep its sums in reduced precision.  every: the
+ * running sum is rounded after this many K elements (1 = every element; a
+ * multiple of 32 = after each K block, the block's own partial summed in
+ * fp32); splits > 0 instead: K cut into that many equal parts, each part's
+ * fp32 partial scaled by x_scale and stored rounded (a split-K workspace of
+ * the output type), the stored partials added in fp32. */
+typedef struct {
+    const char *name;
+    acc_format_t format;
+    int every;
+    int splits;
+    const char *meaning;
+} acc_model_t;
+
+static const acc_model_t acc_models[] = {
+    {"bf16-elem", ACC_BF16, 1, 0, "running sum rounded to bf16 after every element"},
+    {"bf16-k32", ACC_BF16, 32, 0, "running sum rounded to bf16 every 32-K block"},
+    {"bf16-k64", ACC_BF16, 64, 0, "running sum rounded to bf16 every 64-K block"},
+    {"bf16-k128", ACC_BF16, 128, 0, "running sum rounded to bf16 every 128-K block"},
+    {"fp16-elem", ACC_FP16, 1, 0, "running sum rounded to fp16 after every element"},
+    {"fp16-k32", ACC_FP16, 32, 0, "running sum rounded to fp16 every 32-K block"},
+    {"fp16-k64", ACC_FP16, 64, 0, "running sum rounded to fp16 every 64-K block"},
+    {"fp16-k128", ACC_FP16, 128, 0, "running sum rounded to fp16 every 128-K block"},
+    {"bf16-splitk2", ACC_BF16, 0, 2, "split-K in 2 parts, each partial stored as bf16 before the "
+                                     "reduction"},
+    {"bf16-splitk4", ACC_BF16, 0, 4, "split-K in 4 parts, each partial stored as bf16 before the "
+                                     "reduction"},
+    {"fp16-splitk2", ACC_FP16, 0, 2, "split-K in 2 parts, each partial stored as fp16 before the "
+                                     "reduction"},
+    {"fp16-splitk4", ACC_FP16, 0, 4, "split-K in 4 parts, each partial stored as fp16 before the "
+                                     "reduction"},
+};
+#define ACC_MODEL_COUNT ((int)(sizeof acc_models / sizeof acc_models[0]))
+
+/* The sample: up to this many rows x columns. */
+#define ACC_SAMPLE_ROWS 16
+#define ACC_SAMPLE_COLS 64
+
+/* x rounded to the nearest fp16 value (ties to even), overflow to +-Inf. */
+static float fp16_round(float x)
+{
+    if (!isfinite(x) || x == 0.0f)
+        return x;
+    const float a = fabsf(x);
+    if (a >= 65520.0f)
+        return x > 0 ? INFINITY : -INFINITY;
+    int e;
+    frexpf(a, &e);                      /* a = f * 2^e, f in [0.5, 1): binade 2^(e-1) */
+    const int lsb = (e - 1 < -14 ? -14 : e - 1) - 10;
+    return ldexpf(rintf(ldexpf(x, -lsb)), lsb);
+}
+
+static float round_to(acc_format_t f, float x)
+{
+    return f == ACC_BF16 ? bf16_decode(bf16_encode(x)) : fp16_round(x);
+}
+
+/* One sampled output's operands: the 32-block partials of its dot product
+ * (fp32, k ascending, times the block's scales), the products themselves
+ * for the per-element models, and the row's x_scale. */
+typedef struct {
+    int64_t K, nb;
+    float *prod;        /* [K] a_k * w_k * block scale (exact: few significand bits, 2^e scales) */
+    float *part;        /* [K/32] fp32 sum of the block's prod */
+    double exact;       /* sum of prod in fp64 */
+    double xs;
+} acc_elem_t;
+
+static double model_value(const acc_model_t *md, const acc_elem_t *e)
+{
+    const acc_format_t f = md->format;
+    if (md->splits > 0) {
+        const int64_t per = e->nb / md->splits;
+        float total = 0.0f;
+        for (int s = 0; s < md->splits; s++) {
+            float p = 0.0f;
+            for (int64_t b = s * per; b < (s + 1) * per; b++)
+                p += e->part[b];
+            total += round_to(f, (float)(p * e->xs));
+        }
+        return total;
+    }
+    float acc = 0.0f;
+    if (md->every == 1) {
+        for (int64_t k = 0; k < e->K; k++)
+            acc = round_to(f, acc + e->prod[k]);
+    } else {
+        const int64_t per = md->every / 32;
+        for (int64_t b = 0; b < e->nb; b += per) {
+            float t = 0.0f;
+            for (int64_t j = b; j < b + per && j < e->nb; j++)
+                t += e->part[j];
+            acc = round_to(f, acc + t);
+        }
+    }
+    return (double)acc * e->xs;
+}
+
+static int applicable(const acc_model_t *md, int64_t nb)
+{
+    if (md->splits > 0)
+        return nb % md->splits == 0 && nb / md->splits >= 1 && md->splits < nb;
+    return md->every == 1 || md->every / 32 < nb;
+}
+
+typedef struct {
+    double num, den;
+    int64_t finite, mismatch;
+} acc_sum_t;
+
+static void acc_add(acc_sum_t *s, double model, double o, int bits)
+{
+    const double m = bits ? (double)bf16_decode(bf16_encode((float)model)) : model;
+    if (isfinite(m) != isfinite(o)) {
+        s->mismatch++;
+    } else if (isfinite(m)) {
+        s->finite++;
+        s->num += (o - m) * (o - m);
+        s->den += m * m;
+    }
+}
+
+static double acc_rel(const acc_sum_t *s)
+{
+    return s->den > 0 ? sqrt(s->num / s->den) : (s->num > 0 ? INFINITY : 0.0);
+}
+
+/* The activation operand (m, k) and its per-block scale, as the kernel reads
+ * them; 0 when act is not one this test models. */
+static int act_usable(const kernel_act_t *act)
+{
+    if (!act || !act->codes)
+        return 0;
+    return (act->kind == ACT_FP8_PER_TOKEN && act->token_scale) ||
+           (act->kind == ACT_MXFP4_PER_BLOCK && act->block_scale);
+}
+
+static float act_code_value(const kernel_act_t *act, uint8_t code)
+{
+    if (act->kind == ACT_MXFP4_PER_BLOCK)
+        return e2m1_decode(code);
+    return act->fp8_format == FP8_E4M3FNUZ ? e4m3fnuz_decode(code) : e4m3fn_decode(code);
+}
+
+/* Fills e for output (m, n); 0 when the operands do not give the kernel's
+ * dequantized activations back (then the codes are not what R_exact used). */
+static int elem_fill(const kernel_inputs_t *in, const kernel_act_t *act, int64_t m, int64_t n,
+                     acc_elem_t *e)
+{
+    const mxfp4_weight_t *w = &in->weight;
+    const int64_t K = e->K, N = in->N;
+    const int fp8 = act->kind == ACT_FP8_PER_TOKEN;
+    e->xs = fp8 ? act->token_scale[m] : 1.0;
+    e->exact = 0;
+    for (int64_t b = 0; b < e->nb; b++) {
+        const float ws = e8m0_decode(mxfp4_scale_at(w->scales, w->layout, N, K, n, b), w->e8m0_mode);
+        const float as = fp8 ? 1.0f : e8m0_decode(act->block_scale[m * e->nb + b], E8M0_SPEC);
+        float s = 0.0f;
+        for (int64_t k = 32 * b; k < 32 * b + 32; k++) {
+            const float a = act_code_value(act, act->codes[m * K + k]);
+            if (act->dequant) {
+                const float back = fp8 ? (float)(a * act->token_scale[m]) : a * as;
+                if (!(back == act->dequant[m * K + k]) && !(isnan(back) && isnan(act->dequant[m * K + k])))
+                    return 0;
+            }
+            const float p = a * e2m1_decode(mxfp4_code_at(w->packed, K, n, k)) * ws * as;
+            e->prod[k] = p;
+            s += a * e2m1_decode(mxfp4_code_at(w->packed, K, n, k));
+            e->exact += (double)p;
+        }
+        e->part[b] = s * ws * as;
+    }
+    return 1;
+}
+
+int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const uint16_t *out_bits,
+                    const float *out_f32, const unsigned char *skip_rows, acc_fit_t *fit,
+                    kr_error_t *err)
+{
+    memset(fit, 0, sizeof *fit);
+    if (!in || !act_usable(act) || !in->weight.packed || !in->weight.scales || in->K % 32 ||
+        in->K < 64 || (!out_bits && !out_f32))
+        return 0;
+    const int64_t M = in->M, N = in->N, K = in->K;
+    int64_t *rows = malloc((size_t)M * sizeof(int64_t)), *cols = malloc((size_t)N * sizeof(int64_t));
+    acc_elem_t e = {.K = K, .nb = K / 32};
+    e.prod = malloc((size_t)K * sizeof(float));
+    e.part = malloc((size_t)e.nb * sizeof(float));
+    acc_sum_t sums[ACC_MODEL_COUNT + 1];
+    memset(sums, 0, sizeof sums);
+    int status = 0;
+    if (!rows || !cols || !e.prod || !e.part) {
+        status = kr_fail(err, "out of memory in the accumulation-precision test");
+        goto done;
+    }
+    const int64_t sm = diag_sample(M, ACC_SAMPLE_ROWS, skip_rows, rows);
+    const int64_t sn = diag_sample(N, ACC_SAMPLE_COLS, NULL, cols);
+    /* The models are rounded to bf16 like the output, unless the output holds
+     * values bf16 cannot (an fp32 output). */
+    int bits = 1;
+    for (int64_t i = 0; i < sm && out_f32 && bits; i++)
+        for (int64_t j = 0; j < sn && bits; j++) {
+            const float v = out_f32[rows[i] * N + cols[j]];
+            bits = isnan(v) || bf16_decode(bf16_encode(v)) == v;
+        }
+    int64_t used = 0;
+    for (int64_t i = 0; i < sm; i++) {
+        for (int64_t j = 0; j < sn; j++) {
+            const int64_t m = rows[i], n = cols[j];
+            if (!elem_fill(in, act, m, n, &e))
+                goto done;      /* not the operands R_exact was built from: nothing to say */
+            const double o = out_f32 ? (double)out_f32[m * N + n] : (double)bf16_decode(out_bits[m * N + n]);
+            acc_add(&sums[ACC_MODEL_COUNT], e.exact * e.xs, o, bits);
+            for (int h = 0; h < ACC_MODEL_COUNT; h++)
+                if (applicable(&acc_models[h], e.nb))
+                    acc_add(&sums[h], model_value(&acc_models[h], &e), o, bits);
+            used++;
+        }
+    }
+    if (used == 0)
+        goto done;
+    /* Rank: fewer non-finite mismatches first, then the smaller residual. */
+    int best = -1, second = -1;
+    for (int h = 0; h < ACC_MODEL_COUNT; h++) {
+        if (!applicable(&acc_models[h], e.nb))
+            continue;
+        const int beats_best = best < 0 || sums[h].mismatch < sums[best].mismatch ||
+                               (sums[h].mismatch == sums[best].mismatch && acc_rel(&sums[h]) < acc_rel(&sums[best]));
+        if (beats_best) {
+            second = best;
+            best = h;
+        } else if (second < 0 || sums[h].mismatch < sums[second].mismatch ||
+                   (sums[h].mismatch == sums[second].mismatch && acc_rel(&sums[h]) < acc_rel(&sums[second]))) {
+            second = h;
+        }
+    }
+    if (best < 0)
+        goto done;
+    fit->sampled = used;
+    /* A model that disagrees on which outputs are finite cannot be the kernel's. */
+    fit->resid_fp32 = sums[ACC_MODEL_COUNT].mismatch ? INFINITY : acc_rel(&sums[ACC_MODEL_COUNT]);
+    kr_strlcpy(fit->model, acc_models[best].name, sizeof fit->model);
+    fit->resid_best = sums[best].mismatch > sums[ACC_MODEL_COUNT].mismatch ? INFINITY : acc_rel(&sums[best]);
+    if (second >= 0) {
+        kr_strlcpy(fit->runner_up, acc_models[second].name, sizeof fit->runner_up);
+        fit->resid_runner_up = sums[second].mismatch > sums[ACC_MODEL_COUNT].mismatch
+                                   ? INFINITY : acc_rel(&sums[second]);
+    }
+done:
+    free(rows);
+    free(cols);
+    free(e.prod);
+    free(e.part);
+    return status;
+}
+
+int acc_fit_reduced(const acc_fit_t *fit)
+{
+    return fit->sampled > 0 && fit->model[0] && isfinite(fit->resid_best) &&
+           fit->resid_fp32 > ACC_FIT_FLOOR && fit->resid_best * ACC_FIT_RATIO <= fit->resid_fp32;
+}
+
+static const acc_model_t *model_named(const char *name)
+{
+    for (int h = 0; h < ACC_MODEL_COUNT; h++)
+        if (!strcmp(acc_models[h].name, name))
+            return &acc_models[h];
+    return NULL;
+}
+
+void acc_fit_describe(const acc_fit_t *fit, char *buf, int cap)
+{
+    const acc_model_t *best = model_named(fit->model), *second = model_named(fit->runner_up);
+    int len = snprintf(buf, (size_t)cap,
+                       "%s: residual %.3g vs fp32 accumulation %.3g (%lld sampled outputs, fit when "
+                       "%g x smaller and fp32 over %g)",
+                       best ? best->meaning : fit->model, fit->resid_best, fit->resid_fp32,
+                       (long long)fit->sampled, ACC_FIT_RATIO, ACC_FIT_FLOOR);
+    /* The runner-up is named when it is close: the data does not tell them apart. */
+    if (second && len > 0 && len < cap && isfinite(fit->resid_runner_up) &&
+        fit->resid_runner_up <= 2 * fit->resid_best + 1e-12)
+        snprintf(buf + len, (size_t)(cap - len), "; runner-up %s (residual %.3g)", second->meaning,
+                 fit->resid_runner_up);
+}
+
+int diag_try_acc_precision(dctx_t *x)
+{
+    acc_fit_t fit;
+    if (acc_fit_measure(x->d->in, x->d->act, NULL, x->d->out, x->poisoned_rows, &fit, x->err))
+        return -1;
+    if (fit.sampled == 0)
+        return 0;
+    diag_tried(x, diag_hypothesis_name(DIAG_ACC_PRECISION));
+    if (!acc_fit_reduced(&fit))
+        return 0;
+    char line[320];
+    acc_fit_describe(&fit, line, sizeof line);
+    return diag_matched(x, DIAG_ACC_PRECISION, fit.resid_best, "reduced-precision accumulation: %s", line);
+}
