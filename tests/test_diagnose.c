@@ -422,7 +422,9 @@ static void test_reference_rows_poisoned(void **state)
     diag_result_t r;
     scenario_diagnose(&s, NULL, &r);
     expect(&r, DIAG_REF_ROWS_POISONED, "R_source is non-finite on rows 0-2");
-    assert_non_null(strstr(r.line, "NaN -> +448"));
+    /* the quantizer actually used is named, not a fixed one */
+    if (!strstr(r.line, "the kernel's activations (recorded x_fp8/x_scale) hold finite codes on those rows"))
+        fail_msg("%s", r.line);
     scenario_free(&s);
 }
 

@@ -207,6 +207,8 @@ static void assert_row_equal(const result_t *a, const result_t *b, int64_t row)
     EQ_D(threshold); EQ_I(verdict); EQ_S(note); EQ_D(seconds); EQ_D(ref_f32_vs_f64);
     EQ_S(diagnosis); EQ_S(device); EQ_I(reruns); EQ_I(rerun_diff); EQ_I(canary_ok);
     EQ_D(time_ms); EQ_D(tflops); EQ_D(gbps);
+    EQ_S(acc_fit.model); EQ_S(acc_fit.runner_up); EQ_D(acc_fit.resid_fp32); EQ_D(acc_fit.resid_best);
+    EQ_D(acc_fit.resid_runner_up); EQ_I(acc_fit.sampled);
 }
 
 static void assert_lists_equal(const result_list_t *a, const result_list_t *b)
@@ -316,7 +318,7 @@ static void test_field_table_covers_result_t(void **state)
     assert_int_equal(bins->count, ULP_BIN_COUNT);
     assert_int_equal(bins->offset, offsetof(result_t, ulp.bins));
     assert_int_equal(result_field_find("note")->size, sizeof(((result_t *)0)->note));
-    assert_int_equal(result_field_count, 61); /* 48 + the judgement's 13 */
+    assert_int_equal(result_field_count, 67); /* 48 + the judgement's 13 + the accumulation fit's 6 */
 }
 
 static void test_field_table_csv_json(void **state)
@@ -798,11 +800,11 @@ typedef struct {
  * which the reader still takes. */
 static void raw_write(const char *path, const result_list_t *l, const raw_opts_t *o)
 {
-    size_t off[64], total = 0;
+    size_t off[96], total = 0;
     int n = result_field_count;
-    assert_true(n <= 62);
-    hid_t types[64];
-    int order[64], k = 0;
+    assert_true(n <= 94);
+    hid_t types[96];
+    int order[96], k = 0;
     if (o->extra) {
         for (int i = n - 1; i >= 0; i--)
             order[k++] = i;

@@ -347,7 +347,7 @@ static int try_rows_poisoned(dctx_t *x)
             result = diag_matched(x, DIAG_REF_ROWS_POISONED, rel,
                              "%s is non-finite on rows %s, exactly the rows with %s input (the fp32 "
                              "GEMM propagates it), while the output is finite there: the kernel's "
-                             "quantizer (%s) mapped them to finite codes%s",
+                             "activations (%s) hold finite codes on those rows%s",
                              diag_ref_name(x), rows, in_kind,
                              act ? act->origin : "not recorded", rest);
         }

@@ -253,8 +253,10 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
     if (best < 0)
         goto done;
     fit->sampled = used;
-    /* A model that disagrees on which outputs are finite cannot be the kernel's. */
-    fit->resid_fp32 = sums[ACC_MODEL_COUNT].mismatch ? INFINITY : acc_rel(&sums[ACC_MODEL_COUNT]);
+    /* Residuals over the outputs finite on both sides (a non-finite tile is
+     * another fault, the localisation's); a model that disagrees on more of
+     * them than fp32 does cannot be the kernel's. */
+    fit->resid_fp32 = acc_rel(&sums[ACC_MODEL_COUNT]);
     kr_strlcpy(fit->model, acc_models[best].name, sizeof fit->model);
     fit->resid_best = sums[best].mismatch > sums[ACC_MODEL_COUNT].mismatch ? INFINITY : acc_rel(&sums[best]);
     if (second >= 0) {
