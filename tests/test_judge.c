@@ -31,7 +31,16 @@
 #include "synth.h"
 #include "test_support.h"
 
-enum { OUT_RNE, OUT_TRUNCATE, OUT_LAST_ROWS_UNWRITTEN, OUT_NAN_TILE, OUT_CONSTANT, OUT_BF16_PARTIALS };
+enum {
+    OUT_RNE,
+    OUT_TRUNCATE,
+    OUT_LAST_ROWS_UNWRITTEN,
+    OUT_NAN_TILE,
+    OUT_CONSTANT,
+    OUT_BF16_PARTIALS,
+    OUT_FP16_PARTIALS,
+    OUT_NAN_TO_ZERO,
+};
 
 /* Round to nearest even, written here from the definition (not bf16_encode). */
 static uint16_t rne_bits(float f)
@@ -44,10 +53,18 @@ static uint16_t rne_bits(float f)
     return (uint16_t)hi;
 }
 
-/* A running sum kept in bf16: the exact partial product of each 32-block of
- * K (the fp64 product of the operands with every other block zeroed) added
- * to it and rounded to bf16 after every block. */
-static int bf16_partials_run(const kernel_inputs_t *in, const kernel_act_t *act, uint16_t *out, kr_error_t *err)
+/* v rounded to fp16 by the compiler's own conversion (an oracle apart from
+ * the harness's rounding). */
+static float fp16_value(float v)
+{
+    return (float)(_Float16)v;
+}
+
+/* A running sum kept in bf16 (or fp16): the exact partial product of each
+ * 32-block of K (the fp64 product of the operands with every other block
+ * zeroed) added to it and rounded after every block. */
+static int partials_run(const kernel_inputs_t *in, const kernel_act_t *act, int fp16, uint16_t *out,
+                        kr_error_t *err)
 {
     const int64_t M = in->M, N = in->N, K = in->K;
     double *part = malloc((size_t)(M * N) * sizeof(double));
@@ -59,8 +76,12 @@ static int bf16_partials_run(const kernel_inputs_t *in, const kernel_act_t *act,
             a[i] = (i % K) / 32 == b ? act->dequant[i] : 0.0f;
         st = gemm_ref_f64(a, M, &in->weight, 0, part, err);
         for (int64_t i = 0; st == 0 && i < M * N; i++) {
-            const uint32_t u = (uint32_t)rne_bits((float)((double)acc[i] + part[i])) << 16;
-            memcpy(&acc[i], &u, sizeof u);
+            const float sum = (float)((double)acc[i] + part[i]);
+            const uint32_t u = (uint32_t)rne_bits(sum) << 16;
+            if (fp16)
+                acc[i] = fp16_value(sum);
+            else
+                memcpy(&acc[i], &u, sizeof u);
         }
     }
     for (int64_t i = 0; st == 0 && i < M * N; i++)
@@ -76,8 +97,8 @@ static int broken_run(const kernel_desc_t *k, const kernel_inputs_t *in, const k
 {
     (void)opt;
     (void)info;
-    if (k->config == OUT_BF16_PARTIALS)
-        return bf16_partials_run(in, act, out, err);
+    if (k->config == OUT_BF16_PARTIALS || k->config == OUT_FP16_PARTIALS)
+        return partials_run(in, act, k->config == OUT_FP16_PARTIALS, out, err);
     const int64_t M = in->M, N = in->N;
     double *r = malloc((size_t)(M * N) * sizeof(double));
     if (!r || gemm_ref_f64(act->dequant, M, &in->weight, 0, r, err)) {
@@ -101,6 +122,9 @@ static int broken_run(const kernel_desc_t *k, const kernel_inputs_t *in, const k
             break;
         case OUT_CONSTANT:
             out[i] = 0x3F80; /* 1.0 */
+            break;
+        case OUT_NAN_TO_ZERO:
+            out[i] = isnan(f) ? 0 : rne_bits(f);
             break;
         default:
             out[i] = rne_bits(f);
@@ -148,6 +172,39 @@ static void replay_or_fail(const case_t *c, const replay_options_t *o, result_li
     kr_error_t err = {{0}};
     if (replay_case(c, o, rows, &err))
         fail_msg("replay_case: %s", err.msg);
+}
+
+/* Replays c through the kernels matching `patterns`, the broken models kd[0..n)
+ * among them, without the recorded output; refs 0 = the default references,
+ * vs: the --vs model or NULL; fp8: the quantizer, traced or not. */
+typedef struct {
+    const char *patterns;
+    const kernel_desc_t *kd;
+    int n;
+    unsigned refs;
+    const char *vs;
+    int traced;
+} replay_with_t;
+
+static void replay_with(const case_t *c, const replay_with_t *w, result_list_t *rows)
+{
+    const kernel_desc_t *extra[4];
+    for (int i = 0; i < w->n && i < 4; i++)
+        extra[i] = &w->kd[i];
+    replay_options_t o;
+    replay_options_default(&o);
+    o.kernel_patterns = w->patterns;
+    o.include_recorded = 0;
+    o.extra_kernels = extra;
+    o.n_extra_kernels = w->n;
+    if (w->refs)
+        o.refs = w->refs;
+    o.vs_kernel = w->vs;
+    if (w->traced) {
+        o.kernel.fp8_variant = FP8_TOKEN_TRACED;
+        o.kernel.act_source = ACT_SOURCE_QUANTIZE;
+    }
+    replay_or_fail(c, &o, rows);
 }
 
 #define NANHEAD KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5"
@@ -292,16 +349,8 @@ static void test_truncation_is_biased(void **state)
     synth_or_fail(64, 512, 2048, 11, &c);
     const kernel_desc_t kd[2] = {broken_kernel("test.truncate", OUT_TRUNCATE),
                                  broken_kernel("test.correct", OUT_RNE)};
-    const kernel_desc_t *extra[2] = {&kd[0], &kd[1]};
-    replay_options_t o;
-    replay_options_default(&o);
-    o.kernel_patterns = "test.*";
-    o.include_recorded = 0;
-    o.extra_kernels = extra;
-    o.n_extra_kernels = 2;
-    o.vs_kernel = "w4a8.perblock";
     result_list_t rows = {0};
-    replay_or_fail(&c, &o, &rows);
+    replay_with(&c, &(replay_with_t){"test.*", kd, 2, 0, "w4a8.perblock", 0}, &rows);
 
     const result_t *t = find_row(&rows, "test.truncate", "R_exact");
     assert_true(t->metrics.rel_fro < t->threshold); /* the norm alone passes it */
@@ -319,30 +368,79 @@ static void test_truncation_is_biased(void **state)
     case_free(&c);
 }
 
-/* Accumulation precision: a kernel that keeps its running sum in bf16
- * (rounded after every 32-block) fails at K=2048 against R_exact, and a
- * correctly rounding one on the same case passes. */
-static void test_bf16_running_sum_fails(void **state)
+/* Accumulation precision: kernels that keep their running sum in bf16 or
+ * fp16 (rounded after every 32-block, from exact fp64 block products) fail
+ * at K=2048 against R_exact with a line naming the rounding -- the fp16 one
+ * and the bf16 one on a short K under the rel_fro threshold, where only the
+ * fit sees them -- and the correctly rounding kernel passes with its fit
+ * measured and not reduced. */
+#define XS_EACH "x_scale applied to each product: residual" /* the models sum act->dequant */
+static void test_reduced_running_sum_fails(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t K;
+        int mode;
+        const char *line;
+    } table[] = {
+        {2048, OUT_BF16_PARTIALS, "running sum rounded to bf16 every 32-K block, " XS_EACH},
+        {256, OUT_BF16_PARTIALS, "running sum rounded to bf16 every 32-K block, " XS_EACH},
+        {2048, OUT_FP16_PARTIALS, "running sum rounded to fp16 every 32-K block, " XS_EACH},
+    };
+    for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
+        case_t c;
+        synth_or_fail(16, 128, table[t].K, 21, &c);
+        const kernel_desc_t kd[2] = {broken_kernel("test.reduced", table[t].mode),
+                                     broken_kernel("test.correct", OUT_RNE)};
+        result_list_t rows = {0};
+        replay_with(&c, &(replay_with_t){"test.*", kd, 2, REF_EXACT, NULL, 0}, &rows);
+        const result_t *b = find_row(&rows, "test.reduced", "R_exact");
+        print_message("K=%lld: rel_fro %.4g (threshold %.4g), fit %s %.3g vs fp32 %.3g on %lld; %s\n",
+                      (long long)table[t].K, b->metrics.rel_fro, b->threshold, b->acc_fit.model,
+                      b->acc_fit.resid_best, b->acc_fit.resid_fp32, (long long)b->acc_fit.sampled,
+                      b->note);
+        assert_int_equal(b->verdict, VERDICT_WRONG);
+        if (!strstr(b->diagnosis, table[t].line))
+            fail_msg("K=%lld diagnosis: %s", (long long)table[t].K, b->diagnosis);
+        if (table[t].mode == OUT_FP16_PARTIALS || table[t].K == 256) {
+            assert_true(b->metrics.rel_fro <= b->threshold); /* the norm alone passes it */
+            assert_non_null(strstr(b->note, table[t].line));
+        }
+        const result_t *g = find_row(&rows, "test.correct", "R_exact");
+        assert_int_equal(g->verdict, VERDICT_PASS);
+        assert_true(g->acc_fit.sampled > 0);
+        assert_true(g->acc_fit.resid_fp32 < g->acc_fit.resid_best);
+        result_list_free(&rows);
+        case_free(&c);
+    }
+}
+
+/* Poison masked: handed NaN x_scale by the 'traced' quantizer (the NaN-head
+ * sample: every one of its 17 rows), a kernel that writes 0 where its
+ * product is NaN fails, with the block and the quantizer named; the kernel
+ * that propagates the NaN is POISONED_INPUT. */
+static void test_poison_masked_fails(void **state)
 {
     (void)state;
     case_t c;
-    synth_or_fail(16, 128, 2048, 21, &c);
-    const kernel_desc_t kd[2] = {broken_kernel("test.bf16_partials", OUT_BF16_PARTIALS),
+    kr_error_t err = {{0}};
+    assert_int_equal(case_read(NANHEAD, &c, &err), 0);
+    const kernel_desc_t kd[2] = {broken_kernel("test.nan_to_zero", OUT_NAN_TO_ZERO),
                                  broken_kernel("test.correct", OUT_RNE)};
-    const kernel_desc_t *extra[2] = {&kd[0], &kd[1]};
-    replay_options_t o;
-    replay_options_default(&o);
-    o.kernel_patterns = "test.*";
-    o.include_recorded = 0;
-    o.refs = REF_EXACT;
-    o.extra_kernels = extra;
-    o.n_extra_kernels = 2;
     result_list_t rows = {0};
-    replay_or_fail(&c, &o, &rows);
-    const result_t *b = find_row(&rows, "test.bf16_partials", "R_exact");
-    print_message("bf16 running sum: rel_fro %.4g (threshold %.4g), %s\n", b->metrics.rel_fro, b->threshold, b->note);
-    assert_true(verdict_is_failure(b->verdict));
-    assert_int_equal(find_row(&rows, "test.correct", "R_exact")->verdict, VERDICT_PASS);
+    replay_with(&c, &(replay_with_t){"test.*", kd, 2, REF_EXACT, NULL, 1}, &rows);
+    const result_t *z = find_row(&rows, "test.nan_to_zero", "R_exact");
+    assert_int_equal(z->verdict, VERDICT_WRONG);
+    assert_non_null(strstr(z->note, "poison masked"));
+    if (!strstr(z->diagnosis, "rows 0-16 (x: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN)): "
+                              "the operands give NaN (x quantized per token (traced): non-finite "
+                              "x_scale), the kernel wrote finite values there (all zero"))
+        fail_msg("diagnosis: %s", z->diagnosis);
+    const result_t *g = find_row(&rows, "test.correct", "R_exact");
+    assert_int_equal(g->verdict, VERDICT_POISONED_INPUT);
+    assert_non_null(strstr(g->note, "no row with finite inputs left to judge"));
+    assert_non_null(strstr(g->note, "x quantized per token (traced)"));
+    assert_string_equal(g->diagnosis, "");
     result_list_free(&rows);
     case_free(&c);
 }
@@ -354,16 +452,8 @@ static void test_vs_nan_disagreement_fails(void **state)
     case_t c;
     synth_or_fail(17, 256, 2048, 3, &c);
     const kernel_desc_t kd = broken_kernel("test.nan_tile", OUT_NAN_TILE);
-    const kernel_desc_t *extra[1] = {&kd};
-    replay_options_t o;
-    replay_options_default(&o);
-    o.kernel_patterns = "test.*";
-    o.include_recorded = 0;
-    o.extra_kernels = extra;
-    o.n_extra_kernels = 1;
-    o.vs_kernel = "w4a8.perblock";
     result_list_t rows = {0};
-    replay_or_fail(&c, &o, &rows);
+    replay_with(&c, &(replay_with_t){"test.*", &kd, 1, 0, "w4a8.perblock", 0}, &rows);
     const result_t *v = find_row(&rows, "test.nan_tile", "model:w4a8.perblock");
     assert_true(verdict_is_failure(v->verdict));
     assert_non_null(strstr(v->note, "non-finite on one side: 272)"));
@@ -399,15 +489,8 @@ static void test_zero_reference(void **state)
     for (int64_t i = 0; i < c.M * c.K; i++)
         assert_true(c.x[i] == 0.0f);
     const kernel_desc_t kd = broken_kernel("test.constant", OUT_CONSTANT);
-    const kernel_desc_t *extra[1] = {&kd};
-    replay_options_t o;
-    replay_options_default(&o);
-    o.kernel_patterns = "w4a8.folded,test.*";
-    o.include_recorded = 0;
-    o.extra_kernels = extra;
-    o.n_extra_kernels = 1;
     result_list_t rows = {0};
-    replay_or_fail(&c, &o, &rows);
+    replay_with(&c, &(replay_with_t){"w4a8.folded,test.*", &kd, 1, 0, NULL, 0}, &rows);
     const result_t *z = find_row(&rows, "w4a8.folded", "R_exact");
     assert_int_equal(z->verdict, VERDICT_PASS);
     assert_non_null(strstr(z->note, "the reference is exactly zero and so is the output"));
@@ -710,7 +793,8 @@ int main(void)
         cmocka_unit_test(test_replay_uses_the_policy),
         cmocka_unit_test(test_poison_does_not_hide_a_bug),
         cmocka_unit_test(test_truncation_is_biased),
-        cmocka_unit_test(test_bf16_running_sum_fails),
+        cmocka_unit_test(test_reduced_running_sum_fails),
+        cmocka_unit_test(test_poison_masked_fails),
         cmocka_unit_test(test_vs_nan_disagreement_fails),
         cmocka_unit_test(test_zero_reference),
         cmocka_unit_test(test_recorded_route),

@@ -19,32 +19,44 @@ typedef enum { ACC_BF16 = 0, ACC_FP16 } acc_format_t;
  * multiple of 32 = after each K block, the block's own partial summed in
  * fp32); splits > 0 instead: K cut into that many equal parts, each part's
  * fp32 partial scaled by x_scale and stored rounded (a split-K workspace of
- * the output type), the stored partials added in fp32. */
+ * the output type), the stored partials added in fp32.  xs_inside: the
+ * running sum is of products already scaled by x_scale (activations
+ * dequantized before the GEMM), not scaled once at the end. */
 typedef struct {
     const char *name;
     acc_format_t format;
     int every;
     int splits;
+    int xs_inside;
     const char *meaning;
 } acc_model_t;
 
+#define XS_IN ", x_scale applied to each product"
 static const acc_model_t acc_models[] = {
-    {"bf16-elem", ACC_BF16, 1, 0, "running sum rounded to bf16 after every element"},
-    {"bf16-k32", ACC_BF16, 32, 0, "running sum rounded to bf16 every 32-K block"},
-    {"bf16-k64", ACC_BF16, 64, 0, "running sum rounded to bf16 every 64-K block"},
-    {"bf16-k128", ACC_BF16, 128, 0, "running sum rounded to bf16 every 128-K block"},
-    {"fp16-elem", ACC_FP16, 1, 0, "running sum rounded to fp16 after every element"},
-    {"fp16-k32", ACC_FP16, 32, 0, "running sum rounded to fp16 every 32-K block"},
-    {"fp16-k64", ACC_FP16, 64, 0, "running sum rounded to fp16 every 64-K block"},
-    {"fp16-k128", ACC_FP16, 128, 0, "running sum rounded to fp16 every 128-K block"},
-    {"bf16-splitk2", ACC_BF16, 0, 2, "split-K in 2 parts, each partial stored as bf16 before the "
-                                     "reduction"},
-    {"bf16-splitk4", ACC_BF16, 0, 4, "split-K in 4 parts, each partial stored as bf16 before the "
-                                     "reduction"},
-    {"fp16-splitk2", ACC_FP16, 0, 2, "split-K in 2 parts, each partial stored as fp16 before the "
-                                     "reduction"},
-    {"fp16-splitk4", ACC_FP16, 0, 4, "split-K in 4 parts, each partial stored as fp16 before the "
-                                     "reduction"},
+    {"bf16-elem", ACC_BF16, 1, 0, 0, "running sum rounded to bf16 after every element"},
+    {"bf16-k32", ACC_BF16, 32, 0, 0, "running sum rounded to bf16 every 32-K block"},
+    {"bf16-k64", ACC_BF16, 64, 0, 0, "running sum rounded to bf16 every 64-K block"},
+    {"bf16-k128", ACC_BF16, 128, 0, 0, "running sum rounded to bf16 every 128-K block"},
+    {"fp16-elem", ACC_FP16, 1, 0, 0, "running sum rounded to fp16 after every element"},
+    {"fp16-k32", ACC_FP16, 32, 0, 0, "running sum rounded to fp16 every 32-K block"},
+    {"fp16-k64", ACC_FP16, 64, 0, 0, "running sum rounded to fp16 every 64-K block"},
+    {"fp16-k128", ACC_FP16, 128, 0, 0, "running sum rounded to fp16 every 128-K block"},
+    {"bf16-elem-xs", ACC_BF16, 1, 0, 1, "running sum rounded to bf16 after every element" XS_IN},
+    {"bf16-k32-xs", ACC_BF16, 32, 0, 1, "running sum rounded to bf16 every 32-K block" XS_IN},
+    {"bf16-k64-xs", ACC_BF16, 64, 0, 1, "running sum rounded to bf16 every 64-K block" XS_IN},
+    {"bf16-k128-xs", ACC_BF16, 128, 0, 1, "running sum rounded to bf16 every 128-K block" XS_IN},
+    {"fp16-elem-xs", ACC_FP16, 1, 0, 1, "running sum rounded to fp16 after every element" XS_IN},
+    {"fp16-k32-xs", ACC_FP16, 32, 0, 1, "running sum rounded to fp16 every 32-K block" XS_IN},
+    {"fp16-k64-xs", ACC_FP16, 64, 0, 1, "running sum rounded to fp16 every 64-K block" XS_IN},
+    {"fp16-k128-xs", ACC_FP16, 128, 0, 1, "running sum rounded to fp16 every 128-K block" XS_IN},
+    {"bf16-splitk2", ACC_BF16, 0, 2, 1, "split-K in 2 parts, each partial stored as bf16 before "
+                                        "the reduction"},
+    {"bf16-splitk4", ACC_BF16, 0, 4, 1, "split-K in 4 parts, each partial stored as bf16 before "
+                                        "the reduction"},
+    {"fp16-splitk2", ACC_FP16, 0, 2, 1, "split-K in 2 parts, each partial stored as fp16 before "
+                                        "the reduction"},
+    {"fp16-splitk4", ACC_FP16, 0, 4, 1, "split-K in 4 parts, each partial stored as fp16 before "
+                                        "the reduction"},
 };
 #define ACC_MODEL_COUNT ((int)(sizeof acc_models / sizeof acc_models[0]))
 
@@ -96,20 +108,22 @@ static double model_value(const acc_model_t *md, const acc_elem_t *e)
         }
         return total;
     }
+    /* x_scale inside: every term scaled (in fp32) before it joins the sum. */
+    const float in = md->xs_inside ? (float)e->xs : 1.0f;
     float acc = 0.0f;
     if (md->every == 1) {
         for (int64_t k = 0; k < e->K; k++)
-            acc = round_to(f, acc + e->prod[k]);
+            acc = round_to(f, acc + e->prod[k] * in);
     } else {
         const int64_t per = md->every / 32;
         for (int64_t b = 0; b < e->nb; b += per) {
             float t = 0.0f;
             for (int64_t j = b; j < b + per && j < e->nb; j++)
-                t += e->part[j];
+                t += e->part[j] * in;
             acc = round_to(f, acc + t);
         }
     }
-    return (double)acc * e->xs;
+    return md->xs_inside ? (double)acc : (double)acc * e->xs;
 }
 
 static int applicable(const acc_model_t *md, int64_t nb)
