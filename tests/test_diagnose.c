@@ -58,6 +58,21 @@ static void setup_defaults(setup_t *s, const char *kernel)
     s->K = 256;
 }
 
+static setup_t setup_for(const char *kernel)
+{
+    setup_t s;
+    setup_defaults(&s, kernel);
+    return s;
+}
+
+/* A NaN block: rows 0..rows-1 x columns col0..col0+cols-1 of x. */
+static void setup_nan(setup_t *s, int64_t rows, int64_t cols, int64_t col0)
+{
+    s->nan_rows = rows;
+    s->nan_cols = cols;
+    s->nan_col0 = col0;
+}
+
 static void scenario_build(scenario_t *s, const setup_t *p)
 {
     memset(s, 0, sizeof *s);
@@ -123,6 +138,13 @@ static void scenario_run(scenario_t *s, const char *spec)
         s->out[i] = bf16_decode(s->bits[i]);
 }
 
+/* The scenario of p, run with `spec`. */
+static void scenario_start(scenario_t *s, const setup_t *p, const char *spec)
+{
+    scenario_build(s, p);
+    scenario_run(s, spec);
+}
+
 static void scenario_diagnose(scenario_t *s, const char *kernel_name, diag_result_t *r)
 {
     diag_input_t d = {
@@ -132,6 +154,13 @@ static void scenario_diagnose(scenario_t *s, const char *kernel_name, diag_resul
     };
     kr_error_t err = {{0}};
     assert_int_equal(diagnose(&d, r, &err), 0);
+}
+
+/* The scenario of p run with `spec`, and its output diagnosed as it is. */
+static void diagnosed(scenario_t *s, const setup_t *p, const char *spec, diag_result_t *r)
+{
+    scenario_start(s, p, spec);
+    scenario_diagnose(s, NULL, r);
 }
 
 static void scenario_free(scenario_t *s)
@@ -160,8 +189,7 @@ static void expect(const diag_result_t *r, diag_hypothesis_t h, const char *phra
 static void prove(const setup_t *p, const char *spec, diag_hypothesis_t h, const char *phrase)
 {
     scenario_t s;
-    scenario_build(&s, p);
-    scenario_run(&s, spec);
+    scenario_start(&s, p, spec);
     diag_result_t r;
     scenario_diagnose(&s, NULL, &r);
     expect(&r, h, phrase);
@@ -181,19 +209,14 @@ static void test_clean_gets_no_diagnosis(void **state)
             for (int nan = 0; nan < 2; nan++) {
                 if (source && nan)
                     continue;   /* R_source of NaN input is non-finite: covered below */
-                setup_t p;
-                setup_defaults(&p, kernels[i]);
+                setup_t p = setup_for(kernels[i]);
                 p.source = source;
                 if (nan) {
-                    p.nan_rows = 3;
-                    p.nan_cols = 32;
-                    p.nan_col0 = 64;
+                    setup_nan(&p, 3, 32, 64);
                 }
                 scenario_t s;
-                scenario_build(&s, &p);
-                scenario_run(&s, "none");
                 diag_result_t r;
-                scenario_diagnose(&s, NULL, &r);
+                diagnosed(&s, &p, "none", &r);
                 if (r.matched || r.hypothesis != DIAG_CLEAN ||
                     !strstr(r.line, "no hypothesis needed")) {
                     print_error("%s source=%d nan=%d: %s\n", kernels[i], source, nan, r.line);
@@ -206,27 +229,96 @@ static void test_clean_gets_no_diagnosis(void **state)
     }
 }
 
-/* ---- a: weight order ---- */
+/* ---- every injected fault named: one line per proof ---- */
 
-static void test_wperm_read(void **state)
+/* A fault injected into a registry model on a small case, and what the
+ * diagnosis must say.  M, N 0: the default 8 x 64; nan_rows > 0: a NaN block
+ * rows 0..nan_rows-1 x columns nan_col0..+nan_cols. */
+typedef struct {
+    const char *kernel;
+    int64_t M, N, nan_rows, nan_cols, nan_col0;
+    scale_layout_t layout;
+    int source;
+    const char *spec;
+    diag_hypothesis_t h;
+    const char *phrase;
+} proof_t;
+
+static const proof_t proofs[] = {
+    /* a: weight order (against R_source too, with its looser threshold) */
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "wperm", DIAG_WPERM_UNDONE,
+     "the kernel read checkpoint-order weights as fragment order (WPERM flag mismatch)"},
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 1, "wperm", DIAG_WPERM_UNDONE,
+     "matches R_source on unpermute_w(W)"},
+    {"w4a4.aiter", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "wperm-inverse", DIAG_WPERM_APPLIED,
+     "the kernel read fragment-order weights as checkpoint order"},
+    /* b: scale layout, either way */
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-layout", DIAG_SCALE_LAYOUT,
+     "the scales read as [K/32, N] instead of [N, K/32]"},
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_KN, 0, "scale-layout", DIAG_SCALE_LAYOUT,
+     "the scales read as [N, K/32] instead of [K/32, N]"},
+    /* c, d: scale factors; a power of two is not a "constant factor" */
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-pow2:3", DIAG_SCALE_POW2,
+     "a scale off by 2^3: x_scale or block exponent bias"},
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-pow2:-2", DIAG_SCALE_POW2,
+     "out = 2^-2 x R_exact"},
+    {"w4a4.aiter", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-pow2:1", DIAG_SCALE_POW2, "off by 2^1"},
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-const:0.02857142857",
+     DIAG_SCALE_CONST, "|out| is 1/35.0 of R_exact"},
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-const:3", DIAG_SCALE_CONST,
+     "a scale off by a constant factor"},
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "scale-const:0.25", DIAG_SCALE_POW2,
+     "off by 2^-2"},
+    /* e: sanitized input */
+    {"w4a8.perblock", 0, 0, 3, 32, 64, SCALE_LAYOUT_NK, 0, "sanitize", DIAG_SANITIZED,
+     "matches R_exact on sanitized x: the kernel zeroed non-finite inputs"},
+    /* f: another quantizer; fp8 variants differ by a code on ties, except on
+     * NaN input, where 'traced' makes the whole row NaN: the rows hypothesis
+     * names both */
+    {"w4a4.aiter", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "quant-variant:ocp", DIAG_QUANT_VARIANT,
+     "activations were quantized with 'ocp', not 'aiter-even'"},
+    {"w4a4.aiter", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "quant-variant:ceil", DIAG_QUANT_VARIANT,
+     "activations were quantized with 'ceil', not 'aiter-even'"},
+    {"w4a8.perblock", 0, 0, 3, 32, 64, SCALE_LAYOUT_NK, 0, "quant-variant:traced",
+     DIAG_ROWS_POISONED, "consistent with 'traced' quantization (NaN-propagating amax), not the "
+                         "recorded x_fp8/x_scale"},
+    {"w4a8.perblock", 0, 0, 3, 32, 64, SCALE_LAYOUT_NK, 0, "quant-variant:traced",
+     DIAG_ROWS_POISONED, "NaN rows 0-2 of the output are exactly the rows with NaN input"},
+    /* g: poisoned rows; the 17 x 128 GDN head makes every row NaN */
+    {"w4a8.perblock", 17, 0, 17, 128, 128, SCALE_LAYOUT_NK, 0, "rows-nan", DIAG_ROWS_POISONED,
+     "NaN rows 0-16 of the output are exactly the rows with NaN input: poisoned input, "
+     "propagated by per-token fp8 (one NaN makes the row's scale NaN)"},
+    {"w4a8.perblock", 0, 0, 3, 128, 128, SCALE_LAYOUT_NK, 0, "rows-nan", DIAG_ROWS_POISONED,
+     "NaN rows 0-2 of the output"},
+    /* rows 0..r-1 poisoned with finite input: not the input's fault, a block of rows */
+    {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "rows-nan:2", DIAG_ROWS,
+     "rows 0-1 are wrong (all NaN"},
+    /* h: tiles */
+    {"w4a8.perblock", 0, 48, 0, 0, 0, SCALE_LAYOUT_NK, 0, "tile-unwritten", DIAG_COLUMNS,
+     "columns 32-47 (the partial N tile: N=48 is not a multiple of 64) are wrong (all NaN"},
+    {"w4a8.perblock", 0, 64, 0, 0, 0, SCALE_LAYOUT_NK, 0, "tile-zeros:16", DIAG_COLUMNS,
+     "columns 48-63 (the last N tile) are wrong"},
+    {"w4a8.perblock", 0, 64, 0, 0, 0, SCALE_LAYOUT_NK, 0, "tile-zeros:16", DIAG_COLUMNS, "all zero"},
+};
+
+static void test_each_fault_is_named(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    prove(&p, "wperm", DIAG_WPERM_UNDONE,
-          "the kernel read checkpoint-order weights as fragment order (WPERM flag mismatch)");
-    p.source = 1;   /* the same against R_source, with its looser threshold */
-    prove(&p, "wperm", DIAG_WPERM_UNDONE, "matches R_source on unpermute_w(W)");
+    for (size_t i = 0; i < sizeof proofs / sizeof proofs[0]; i++) {
+        const proof_t *f = &proofs[i];
+        setup_t p = setup_for(f->kernel);
+        p.M = f->M ? f->M : p.M;
+        p.N = f->N ? f->N : p.N;
+        p.nan_rows = f->nan_rows;
+        p.nan_cols = f->nan_cols;
+        p.nan_col0 = f->nan_col0;
+        p.layout = f->layout;
+        p.source = f->source;
+        prove(&p, f->spec, f->h, f->phrase);
+    }
 }
 
-static void test_wperm_inverse(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a4.aiter");
-    prove(&p, "wperm-inverse", DIAG_WPERM_APPLIED,
-          "the kernel read fragment-order weights as checkpoint order");
-}
+/* ---- a: weight order, the case's side ---- */
 
 /* The reverse scenario: the case stores the weight in fragment order but
  * says checkpoint.  Production's kernel read the bytes as fragment order
@@ -234,8 +326,7 @@ static void test_wperm_inverse(void **state)
 static void test_case_weight_fragment_but_unmarked(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     p.order = WEIGHT_ORDER_FRAGMENT;
     scenario_t truth;   /* the case as it really is: its output is production's */
     scenario_build(&truth, &p);
@@ -261,63 +352,17 @@ static void test_case_weight_fragment_but_unmarked(void **state)
     scenario_free(&truth);
 }
 
-/* ---- b: scale layout ---- */
-
-static void test_scale_layout(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    prove(&p, "scale-layout", DIAG_SCALE_LAYOUT,
-          "the scales read as [K/32, N] instead of [N, K/32]");
-    p.layout = SCALE_LAYOUT_KN;
-    prove(&p, "scale-layout", DIAG_SCALE_LAYOUT,
-          "the scales read as [N, K/32] instead of [K/32, N]");
-}
-
-/* ---- c, d: scale factors ---- */
-
-static void test_scale_pow2(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    prove(&p, "scale-pow2:3", DIAG_SCALE_POW2, "a scale off by 2^3: x_scale or block exponent bias");
-    prove(&p, "scale-pow2:-2", DIAG_SCALE_POW2, "out = 2^-2 x R_exact");
-    setup_defaults(&p, "w4a4.aiter");
-    prove(&p, "scale-pow2:1", DIAG_SCALE_POW2, "off by 2^1");
-}
-
-static void test_scale_const(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    prove(&p, "scale-const:0.02857142857", DIAG_SCALE_CONST,
-          "|out| is 1/35.0 of R_exact");
-    prove(&p, "scale-const:3", DIAG_SCALE_CONST, "a scale off by a constant factor");
-    /* A power of two is not a "constant factor": it is c's hypothesis. */
-    prove(&p, "scale-const:0.25", DIAG_SCALE_POW2, "off by 2^-2");
-}
-
 /* ---- e: sanitized input ---- */
 
 static void test_sanitize(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.nan_rows = 3;
-    p.nan_cols = 32;
-    p.nan_col0 = 64;
-    prove(&p, "sanitize", DIAG_SANITIZED,
-          "matches R_exact on sanitized x: the kernel zeroed non-finite inputs");
+    setup_t p = setup_for("w4a8.perblock");
+    setup_nan(&p, 3, 32, 64);
     p.source = 1;
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "sanitize");
     diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
+    diagnosed(&s, &p, "sanitize", &r);
     /* R_source of NaN rows is NaN: the row is explained by the reference's poisoned rows, or by
      * sanitizing; either names the NaN rows' cause, never a weight or scale fault. */
     assert_true(r.matched);
@@ -329,14 +374,10 @@ static void test_sanitize(void **state)
 static void test_unsanitized(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.nan_rows = 2;
-    p.nan_cols = 16;
-    p.nan_col0 = 8;
+    setup_t p = setup_for("w4a8.perblock");
+    setup_nan(&p, 2, 16, 8);
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "none");   /* the kernel on the recorded (unsanitized) x_fp8 */
+    scenario_start(&s, &p, "none");   /* the kernel on the recorded (unsanitized) x_fp8 */
     /* The harness's act from sanitized x, and R_exact from it. */
     float *clean = malloc((size_t)(p.M * p.K) * sizeof(float));
     for (int64_t i = 0; i < p.M * p.K; i++)
@@ -356,71 +397,18 @@ static void test_unsanitized(void **state)
     scenario_free(&s);
 }
 
-/* ---- f: another quantizer ---- */
-
-static void test_quant_variant_mxfp4(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a4.aiter");
-    prove(&p, "quant-variant:ocp", DIAG_QUANT_VARIANT,
-          "activations were quantized with 'ocp', not 'aiter-even'");
-    prove(&p, "quant-variant:ceil", DIAG_QUANT_VARIANT,
-          "activations were quantized with 'ceil', not 'aiter-even'");
-}
-
-/* fp8 variants differ by a code on ties, except on NaN input, where 'traced'
- * makes the whole row NaN: the rows hypothesis names both. */
-static void test_quant_variant_traced(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.nan_rows = 3;
-    p.nan_cols = 32;
-    p.nan_col0 = 64;
-    prove(&p, "quant-variant:traced", DIAG_ROWS_POISONED,
-          "consistent with 'traced' quantization (NaN-propagating amax), not the recorded "
-          "x_fp8/x_scale");
-    prove(&p, "quant-variant:traced", DIAG_ROWS_POISONED,
-          "NaN rows 0-2 of the output are exactly the rows with NaN input");
-}
-
 /* ---- g: poisoned rows ---- */
-
-static void test_rows_nan(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.M = 17;
-    p.nan_rows = 17;
-    p.nan_cols = 128;
-    p.nan_col0 = 128;
-    /* The 17 x 128 GDN head: every row NaN. */
-    prove(&p, "rows-nan", DIAG_ROWS_POISONED,
-          "NaN rows 0-16 of the output are exactly the rows with NaN input: poisoned input, "
-          "propagated by per-token fp8 (one NaN makes the row's scale NaN)");
-    p.M = 8;
-    p.nan_rows = 3;
-    prove(&p, "rows-nan", DIAG_ROWS_POISONED, "NaN rows 0-2 of the output");
-}
 
 /* R_source of a NaN row is NaN while vLLM's quantizer made the kernel's row finite. */
 static void test_reference_rows_poisoned(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.nan_rows = 3;
-    p.nan_cols = 32;
-    p.nan_col0 = 64;
+    setup_t p = setup_for("w4a8.perblock");
+    setup_nan(&p, 3, 32, 64);
     p.source = 1;
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "none");
     diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
+    diagnosed(&s, &p, "none", &r);
     expect(&r, DIAG_REF_ROWS_POISONED, "R_source is non-finite on rows 0-2");
     /* the quantizer actually used is named, not a fixed one */
     if (!strstr(r.line, "the kernel's activations (recorded x_fp8/x_scale) hold finite codes on those rows"))
@@ -428,40 +416,14 @@ static void test_reference_rows_poisoned(void **state)
     scenario_free(&s);
 }
 
-/* ---- h: tiles ---- */
-
-static void test_tile_unwritten(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.N = 48;
-    prove(&p, "tile-unwritten", DIAG_COLUMNS,
-          "columns 32-47 (the partial N tile: N=48 is not a multiple of 64) are wrong (all NaN");
-    p.N = 64;
-    prove(&p, "tile-zeros:16", DIAG_COLUMNS, "columns 48-63 (the last N tile) are wrong");
-    prove(&p, "tile-zeros:16", DIAG_COLUMNS, "all zero");
-}
-
-/* Rows 0..r-1 poisoned with finite input: not the input's fault, a block of rows. */
-static void test_rows_block(void **state)
-{
-    (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    prove(&p, "rows-nan:2", DIAG_ROWS, "rows 0-1 are wrong (all NaN");
-}
-
 /* ---- nothing matches; budget ---- */
 
 static void test_unrelated_corruption_matches_nothing(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "none");
+    scenario_start(&s, &p, "none");
     test_rng_t rng = {42};
     for (int64_t i = 0; i < p.M * p.N; i++)
         s.out[i] = (float)test_rng_normal(&rng) * fabsf(s.ref[i] + 1e-3f);
@@ -488,14 +450,10 @@ static void test_unrelated_corruption_matches_nothing(void **state)
 static void test_gemm_budget(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
-    p.nan_rows = 3;
-    p.nan_cols = 32;
-    p.nan_col0 = 64;
+    setup_t p = setup_for("w4a8.perblock");
+    setup_nan(&p, 3, 32, 64);
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "sanitize");
+    scenario_start(&s, &p, "sanitize");
     diag_input_t d = {.c = &s.c, .in = &s.in, .act = &s.act, .kernel = s.k->name, .out = s.out,
                       .ref = s.ref, .ref_name = s.ref_name, .threshold = s.threshold,
                       .kopt = &s.kopt, .max_gemms = 2};
@@ -520,11 +478,9 @@ static void test_gemm_budget(void **state)
 static void test_pow2_through_rounding_noise(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "none");
+    scenario_start(&s, &p, "none");
     const double tilt[2] = {0.9996, 1.0002};
     for (int t = 0; t < 2; t++) {
         double oo = 0, rr = 0;
@@ -551,8 +507,7 @@ static void test_pow2_through_rounding_noise(void **state)
 static void test_k_block_missing(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     p.M = 16;
     scenario_t s;
     scenario_build(&s, &p);
@@ -580,12 +535,10 @@ static void test_k_block_missing(void **state)
 static void test_parity_rows_with_near_miss(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     p.M = 12;
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "none");
+    scenario_start(&s, &p, "none");
     for (int64_t m = 1; m < p.M; m += 2)
         for (int64_t n = 0; n < p.N; n++)
             s.out[m * p.N + n] = -s.out[m * p.N + n];
@@ -601,8 +554,7 @@ static void test_parity_rows_with_near_miss(void **state)
 static void test_misread_sign_by_hand(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     scenario_t s;
     scenario_build(&s, &p);
     const int64_t K = p.K, N = p.N;
@@ -629,15 +581,11 @@ static void test_misread_sign_by_hand(void **state)
 static void test_finite_part_of_poisoned_case(void **state)
 {
     (void)state;
-    setup_t p;
-    setup_defaults(&p, "w4a8.perblock");
+    setup_t p = setup_for("w4a8.perblock");
     p.M = 12;
-    p.nan_rows = 4;
-    p.nan_cols = 32;
-    p.nan_col0 = 64;
+    setup_nan(&p, 4, 32, 64);
     scenario_t s;
-    scenario_build(&s, &p);
-    scenario_run(&s, "none");
+    scenario_start(&s, &p, "none");
     for (int64_t m = 4; m < p.M; m++)
         for (int64_t n = 0; n < p.N; n++)
             s.out[m * p.N + n] = bf16_decode(bf16_encode(0.25f * s.ref[m * p.N + n]));
@@ -693,20 +641,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean_gets_no_diagnosis),
-        cmocka_unit_test(test_wperm_read),
-        cmocka_unit_test(test_wperm_inverse),
+        cmocka_unit_test(test_each_fault_is_named),
         cmocka_unit_test(test_case_weight_fragment_but_unmarked),
-        cmocka_unit_test(test_scale_layout),
-        cmocka_unit_test(test_scale_pow2),
-        cmocka_unit_test(test_scale_const),
         cmocka_unit_test(test_sanitize),
         cmocka_unit_test(test_unsanitized),
-        cmocka_unit_test(test_quant_variant_mxfp4),
-        cmocka_unit_test(test_quant_variant_traced),
-        cmocka_unit_test(test_rows_nan),
         cmocka_unit_test(test_reference_rows_poisoned),
-        cmocka_unit_test(test_tile_unwritten),
-        cmocka_unit_test(test_rows_block),
         cmocka_unit_test(test_unrelated_corruption_matches_nothing),
         cmocka_unit_test(test_gemm_budget),
         cmocka_unit_test(test_fault_parse),
