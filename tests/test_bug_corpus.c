@@ -95,7 +95,11 @@ static const entry_t corpus[] = {
      "zero", "poison masked: the kernel's operands give 8704 non-finite R_exact values"},
     /* the 'vllm' quantizer sanitizes (NaN -> +448 codes): R_exact is finite there, and the
      * kernel that zeroes NaN outputs never sees one */
-    {"nan_masked_zero", "nan", "", "PASS", NULL, NULL},
+    {"nan_masked_zero", "nan", "--fp8-quant vllm --act-source quantize", "PASS", NULL,
+     "the kernel's activations (x quantized per token (vllm)) are finite there, so every row is "
+     "judged"},
+    {"correct", "nan", "--fp8-quant vllm --act-source quantize", "PASS", NULL,
+     "the kernel's activations (x quantized per token (vllm)) are finite there"},
     /* races and crashes */
     {"race_lost_update", "main", "", "NONDETERMINISTIC", "reruns differ", NULL},
     {"crash_n_tail", "n48", "", "CRASHED", "SIGSEGV", NULL},
