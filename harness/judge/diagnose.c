@@ -412,35 +412,22 @@ static int try_wperm(dctx_t *x)
         cmp_t cm = diag_compare(x->d->out, x->alt, x->M, x->N, 1.0f, NULL, NULL);
         if (!diag_explains(x, cm))
             continue;
-        if (pass == 0) {
-            const int case_side =
-                recorded || (c && c->weight_order == WEIGHT_ORDER_CHECKPOINT &&
-                             env_has(c, "RADIANCE_MXFP4_WPERM=1"));
-            if (case_side)
-                result = diag_matched(x, h, cm.rel,
-                                 "matches %s with WPERM undone: the case's weight is in fragment "
-                                 "order but not marked so; the reference read permuted weights "
-                                 "(rel %.3g)",
-                                 diag_ref_name(x), cm.rel);
-            else
-                result = diag_matched(x, h, cm.rel,
-                                 "matches %s on unpermute_w(W): the kernel read checkpoint-order "
-                                 "weights as fragment order (WPERM flag mismatch) (rel %.3g)",
-                                 diag_ref_name(x), cm.rel);
-        } else {
-            const int case_side = recorded || (c && c->weight_order == WEIGHT_ORDER_FRAGMENT);
-            if (case_side)
-                result = diag_matched(x, h, cm.rel,
-                                 "matches %s on permute_w(W): the case's weight is marked fragment "
-                                 "order but is in checkpoint order; the reference unpermuted a "
-                                 "weight that was never permuted (rel %.3g)",
-                                 diag_ref_name(x), cm.rel);
-            else
-                result = diag_matched(x, h, cm.rel,
-                                 "matches %s on permute_w(W): the kernel read fragment-order "
-                                 "weights as checkpoint order (WPERM flag mismatch) (rel %.3g)",
-                                 diag_ref_name(x), cm.rel);
-        }
+        /* [pass][case_side]: the kernel misread its weight, or the case is mislabelled. */
+        static const char *const what[2][2] = {
+            {"with WPERM undone", "on unpermute_w(W)"}, {"on permute_w(W)", "on permute_w(W)"}};
+        static const char *const why[2][2] = {
+            {"the kernel read checkpoint-order weights as fragment order (WPERM flag mismatch)",
+             "the case's weight is in fragment order but not marked so; the reference read "
+             "permuted weights"},
+            {"the kernel read fragment-order weights as checkpoint order (WPERM flag mismatch)",
+             "the case's weight is marked fragment order but is in checkpoint order; the "
+             "reference unpermuted a weight that was never permuted"}};
+        const int case_side =
+            recorded || (pass == 0 ? c && c->weight_order == WEIGHT_ORDER_CHECKPOINT &&
+                                         env_has(c, "RADIANCE_MXFP4_WPERM=1")
+                                   : c && c->weight_order == WEIGHT_ORDER_FRAGMENT);
+        result = diag_matched(x, h, cm.rel, "matches %s %s: %s (rel %.3g)", diag_ref_name(x),
+                              what[pass][case_side ? 0 : 1], why[pass][case_side], cm.rel);
     }
     free(perm);
     return result;

@@ -12,7 +12,7 @@
 #include "kr_string.h"
 #include "mxfp4_weight.h"
 
-typedef enum { ACC_BF16 = 0, ACC_FP16 } acc_format_t;
+typedef enum { ACC_BF16 = 0, ACC_FP16, ACC_FP32 } acc_format_t;
 
 /* One way a kernel can keep its sums in reduced precision.  every: the
  * running sum is rounded after this many K elements (1 = every element; a
@@ -80,6 +80,8 @@ static float fp16_round(float x)
 
 static float round_to(acc_format_t f, float x)
 {
+    if (f == ACC_FP32)
+        return x;
     return f == ACC_BF16 ? bf16_decode(bf16_encode(x)) : fp16_round(x);
 }
 
@@ -94,9 +96,11 @@ typedef struct {
     double xs;
 } acc_elem_t;
 
-static double model_value(const acc_model_t *md, const acc_elem_t *e)
+/* The value of model md for e; fp32: the same structure (order, where
+ * x_scale applies, split-K) with no rounding beyond fp32's. */
+static double model_value(const acc_model_t *md, const acc_elem_t *e, int fp32)
 {
-    const acc_format_t f = md->format;
+    const acc_format_t f = fp32 ? ACC_FP32 : md->format;
     if (md->splits > 0) {
         const int64_t per = e->nb / md->splits;
         float total = 0.0f;
@@ -216,8 +220,9 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
     acc_elem_t e = {.K = K, .nb = K / 32};
     e.prod = malloc((size_t)K * sizeof(float));
     e.part = malloc((size_t)e.nb * sizeof(float));
-    acc_sum_t sums[ACC_MODEL_COUNT + 1];
+    acc_sum_t sums[ACC_MODEL_COUNT + 1], plain[ACC_MODEL_COUNT];
     memset(sums, 0, sizeof sums);
+    memset(plain, 0, sizeof plain);
     int status = 0;
     if (!rows || !cols || !e.prod || !e.part) {
         status = kr_fail(err, "out of memory in the accumulation-precision test");
@@ -242,8 +247,10 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
             const double o = out_f32 ? (double)out_f32[m * N + n] : (double)bf16_decode(out_bits[m * N + n]);
             acc_add(&sums[ACC_MODEL_COUNT], e.exact * e.xs, o, bits);
             for (int h = 0; h < ACC_MODEL_COUNT; h++)
-                if (applicable(&acc_models[h], e.nb))
-                    acc_add(&sums[h], model_value(&acc_models[h], &e), o, bits);
+                if (applicable(&acc_models[h], e.nb)) {
+                    acc_add(&sums[h], model_value(&acc_models[h], &e, 0), o, bits);
+                    acc_add(&plain[h], model_value(&acc_models[h], &e, 1), o, bits);
+                }
             used++;
         }
     }
@@ -270,7 +277,15 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
     /* Residuals over the outputs finite on both sides (a non-finite tile is
      * another fault, the localisation's); a model that disagrees on more of
      * them than fp32 does cannot be the kernel's. */
+    /* fp32 accumulation is the exact sum or any of the models' structures
+     * kept in fp32 (x_scale applied per product or per split, partials
+     * added in another order): a correct kernel's own order is among them,
+     * so only the rounding of partial sums can make a model fit better. */
     fit->resid_fp32 = acc_rel(&sums[ACC_MODEL_COUNT]);
+    for (int h = 0; h < ACC_MODEL_COUNT; h++)
+        if (applicable(&acc_models[h], e.nb) && plain[h].mismatch <= sums[ACC_MODEL_COUNT].mismatch &&
+            acc_rel(&plain[h]) < fit->resid_fp32)
+            fit->resid_fp32 = acc_rel(&plain[h]);
     kr_strlcpy(fit->model, acc_models[best].name, sizeof fit->model);
     fit->resid_best = sums[best].mismatch > sums[ACC_MODEL_COUNT].mismatch ? INFINITY : acc_rel(&sums[best]);
     if (second >= 0) {
