@@ -303,7 +303,7 @@ done:
 
 int acc_fit_reduced(const acc_fit_t *fit)
 {
-    return fit->sampled > 0 && fit->model[0] && isfinite(fit->resid_best) &&
+    return fit->sampled >= ACC_FIT_MIN_SAMPLES && fit->model[0] && isfinite(fit->resid_best) &&
            fit->resid_fp32 > ACC_FIT_FLOOR && fit->resid_best * ACC_FIT_RATIO <= fit->resid_fp32;
 }
 
