@@ -368,6 +368,54 @@ static void test_truncation_is_biased(void **state)
     case_free(&c);
 }
 
+/* Significant but immaterial: a real triton dot_scaled on an H200 (M=4096,
+ * N=5120, K=8704) rounded to nearest even, and its 1592 outputs that
+ * differed from R_exact leaned 1078:514 toward zero (z 14): the matrix
+ * unit's internal sums.  That passes; the same lean over 1% of the outputs,
+ * or a tiny lean whose outputs fit truncation, fails. */
+static void test_immaterial_lean_passes(void **state)
+{
+    (void)state;
+    case_t c;
+    synth_or_fail(64, 512, 2048, 11, &c);
+    const kernel_desc_t kd = broken_kernel("test.correct", OUT_RNE);
+    result_list_t rows = {0};
+    replay_with(&c, &(replay_with_t){"test.*", &kd, 1, 0, NULL, 0}, &rows);
+    result_t row = *find_row(&rows, "test.correct", "R_exact");
+    assert_int_equal(row.verdict, VERDICT_PASS);
+    policy_rule_t rule;
+    judge_rule_for(NULL, &kd, &row, 0.01, &rule);
+    char note[512];
+
+    row.ulp.count = 20971520;                 /* the device row's figures */
+    row.ulp.toward_zero = 1078;
+    row.ulp.away_zero = 514;
+    row.ulp.round_decided = 11126122;
+    memset(row.ulp.round_match, 0, sizeof row.ulp.round_match);
+    row.ulp.round_match[ROUND_NEAREST_EVEN] = 11124766;
+    row.ulp.round_match[ROUND_TOWARD_ZERO] = 5562000;
+    assert_int_equal(judge_row(&rule, &row, NULL, note, sizeof note), VERDICT_PASS);
+
+    /* The same lean over 1% of the outputs: a bias that moves results. */
+    row.ulp.count = 100000;
+    row.ulp.toward_zero = 2000;
+    row.ulp.away_zero = 950;
+    assert_int_equal(judge_row(&rule, &row, NULL, note, sizeof note), VERDICT_WRONG);
+    assert_non_null(strstr(note, "biased rounding: 2000 of 2950"));
+    assert_non_null(strstr(note, "net 0.0105 of the outputs"));
+
+    /* A tiny lean, but the deciding outputs fit truncation: a rounding bug. */
+    row.ulp.count = 20971520;
+    row.ulp.toward_zero = 1078;
+    row.ulp.away_zero = 514;
+    row.ulp.round_match[ROUND_NEAREST_EVEN] = 5562000;
+    row.ulp.round_match[ROUND_TOWARD_ZERO] = 11124766;
+    assert_int_equal(judge_row(&rule, &row, NULL, note, sizeof note), VERDICT_WRONG);
+    assert_non_null(strstr(note, "fit truncation rounding"));
+    result_list_free(&rows);
+    case_free(&c);
+}
+
 /* Accumulation precision: kernels that keep their running sum in bf16 or
  * fp16 (rounded after every 32-block, from exact fp64 block products) fail
  * at K=2048 against R_exact with a line naming the rounding -- the fp16 one
@@ -793,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_replay_uses_the_policy),
         cmocka_unit_test(test_poison_does_not_hide_a_bug),
         cmocka_unit_test(test_truncation_is_biased),
+        cmocka_unit_test(test_immaterial_lean_passes),
         cmocka_unit_test(test_reduced_running_sum_fails),
         cmocka_unit_test(test_poison_masked_fails),
         cmocka_unit_test(test_vs_nan_disagreement_fails),

@@ -197,6 +197,7 @@ static policy_rule_t full_rule(void)
     rule.nonfinite = POLICY_NONFINITE_FORBID;
     rule.bias_z = POLICY_BIAS_Z_DEFAULT;
     rule.bias_frac = POLICY_BIAS_FRAC_DEFAULT;
+    rule.bias_share = POLICY_BIAS_SHARE_DEFAULT;
     rule.line = 7;
     snprintf(rule.origin, sizeof rule.origin, "test.yaml:7");
     return rule;

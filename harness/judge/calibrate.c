@@ -163,7 +163,8 @@ void calibration_write_policy(FILE *fp, const calibration_t *cal, double margin,
     fprintf(fp, "policy: %s\nmargin: %.3g\n", name, margin);
     /* The rounding-bias limits are a-priori (a fair split of the differing
      * elements is binomial), written so the policy states every threshold. */
-    fprintf(fp, "bias_z: %g\nbias_frac: %g\nrules:\n", POLICY_BIAS_Z_DEFAULT, POLICY_BIAS_FRAC_DEFAULT);
+    fprintf(fp, "bias_z: %g\nbias_frac: %g\nbias_share: %g\nrules:\n", POLICY_BIAS_Z_DEFAULT,
+            POLICY_BIAS_FRAC_DEFAULT, POLICY_BIAS_SHARE_DEFAULT);
     for (int i = 0; i < cal->count; i++) {
         const calib_group_t *g = &cal->groups[i];
         double rmax = quantile(g->rel, g->n, 1.0), wmax = quantile(g->worst, g->n, 1.0);

@@ -13,10 +13,10 @@
 #define POLICY_MAX_RULES 1024
 
 static const char *const root_keys[] = {"policy", "description", "margin", "rules",
-                                        "bias_z", "bias_frac", NULL};
+                                        "bias_z", "bias_frac", "bias_share", NULL};
 static const char *const rule_keys[] = {"kernel",        "reference", "band",          "rel_fro",
                                         "worst_row_rel", "max_ulp",   "identical_min", "nonfinite",
-                                        "bias_z",        "bias_frac", NULL};
+                                        "bias_z",        "bias_frac", "bias_share", NULL};
 static const char *const recorded_names[] = {"recorded.out", "recorded.out_rerun", "recorded.aiter", NULL};
 static const char *const reference_names[] = {"R_exact", "R_source", "R_sanitized", "out_rerun", "x",
                                               NULL};
@@ -107,6 +107,7 @@ static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, 
     r->nonfinite = POLICY_NONFINITE_FORBID;
     r->bias_z = NAN;
     r->bias_frac = NAN;
+    r->bias_share = NAN;
     r->line = kr_yaml_line(node);
     snprintf(r->origin, sizeof r->origin, "%.120s:%d", y->path, r->line);
     if (get_glob(y, node, "kernel", key, r->kernel, sizeof r->kernel, err) ||
@@ -144,6 +145,11 @@ static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, 
     if ((v = kr_yaml_get(y, node, "bias_frac", NULL)) && !kr_yaml_is_null(v)) {
         snprintf(k, sizeof k, "%s.bias_frac", key);
         if (get_threshold(y, v, k, 0, 1, &r->bias_frac, err))
+            return -1;
+    }
+    if ((v = kr_yaml_get(y, node, "bias_share", NULL)) && !kr_yaml_is_null(v)) {
+        snprintf(k, sizeof k, "%s.bias_share", key);
+        if (get_threshold(y, v, k, 0, 1, &r->bias_share, err))
             return -1;
     }
     if ((v = kr_yaml_get(y, node, "nonfinite", NULL)) && !kr_yaml_is_null(v)) {
@@ -199,6 +205,9 @@ static int parse_policy(kr_yaml_t *y, policy_t *p, kr_error_t *err)
     if ((v = kr_yaml_get(y, root, "bias_frac", NULL)) && !kr_yaml_is_null(v) &&
         get_threshold(y, v, "bias_frac", 0, 1, &p->bias_frac, err))
         return -1;
+    if ((v = kr_yaml_get(y, root, "bias_share", NULL)) && !kr_yaml_is_null(v) &&
+        get_threshold(y, v, "bias_share", 0, 1, &p->bias_share, err))
+        return -1;
     int line = 0;
     v = kr_yaml_get(y, root, "rules", &line);
     if (!v)
@@ -220,6 +229,8 @@ static int parse_policy(kr_yaml_t *y, policy_t *p, kr_error_t *err)
             p->rules[i].bias_z = p->bias_z;
         if (isnan(p->rules[i].bias_frac))
             p->rules[i].bias_frac = p->bias_frac;
+        if (isnan(p->rules[i].bias_share))
+            p->rules[i].bias_share = p->bias_share;
         p->n_rules++;
     }
     return 0;
@@ -230,6 +241,7 @@ static int load_common(kr_yaml_t *y, const char *name, policy_t *p, kr_error_t *
     p->margin = 2.0;
     p->bias_z = POLICY_BIAS_Z_DEFAULT;
     p->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
+    p->bias_share = POLICY_BIAS_SHARE_DEFAULT;
     p->path = strdup(name);
     kr_strlcpy(p->hash, y->hash, sizeof p->hash);
     int rc = p->path ? parse_policy(y, p, err) : kr_fail(err, "%s: out of memory", name);
@@ -321,6 +333,7 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
     rule->nonfinite = POLICY_NONFINITE_FORBID;
     rule->bias_z = POLICY_BIAS_Z_DEFAULT;
     rule->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
+    rule->bias_share = POLICY_BIAS_SHARE_DEFAULT;
     rule->line = 0;
     const int act = act_mantissa(k);
     if (!strcmp(reference, "R_exact") || !strncmp(reference, "model:", 6)) {

@@ -14,7 +14,8 @@
  *         identical_min: 0.97    # optional: min bit-identical fraction
  *         nonfinite: forbid  # forbid (default) | allow: non-finite outputs from finite inputs
  *         bias_z: 8          # optional: rounding-bias limits (see policy_rule_t; root-level
- *         bias_frac: 0.25    #   bias_z / bias_frac set the defaults of every rule)
+ *         bias_frac: 0.25    #   bias_z / bias_frac / bias_share set the defaults of every rule)
+ *         bias_share: 0.001
  *
  * A (kernel, reference) that no rule matches falls back to a DERIVED rule
  * (policy_derived_rule), in the spirit of composable_kernel's check_err,
@@ -56,6 +57,12 @@
  * (cases/policies/default-calibration.md) measures the clean models' largest. */
 #define POLICY_BIAS_Z_DEFAULT 8.0
 #define POLICY_BIAS_FRAC_DEFAULT 0.25
+/* ... and the lean must matter: the net count pushed to one side over more
+ * than bias_share of all compared outputs, unless the outputs fit a rounding
+ * other than nearest-even.  Hopper's matrix units round a few internal sums
+ * toward zero (a real triton dot_scaled leaned 1078:514 over 21 million
+ * outputs, 2.7e-5 of them): statistically certain, of no consequence. */
+#define POLICY_BIAS_SHARE_DEFAULT 0.001
 
 typedef enum {
     POLICY_NONFINITE_FORBID = 0,
@@ -74,9 +81,12 @@ typedef struct {
     /* Rounding bias (R_exact and model: rows): the row fails when the
      * elements that differ from the reference lean to one side by more than
      * bias_z standard deviations AND by more than bias_frac of them
-     * (|toward - away| / (toward + away)).  NaN = the policy's default. */
+     * (|toward - away| / (toward + away)), AND the net lean is over bias_share
+     * of all compared outputs or the outputs fit a rounding other than
+     * nearest-even.  NaN = the policy's default. */
     double bias_z;
     double bias_frac;
+    double bias_share;
     int line;                   /* 1-based line of the rule in its file; 0 = derived */
     char origin[160];           /* "PATH:LINE", or "derived: <formula with numbers>" */
 } policy_rule_t;
@@ -88,6 +98,7 @@ typedef struct {
     double margin;
     double bias_z;              /* defaults for rules without their own (POLICY_BIAS_*) */
     double bias_frac;
+    double bias_share;
     policy_rule_t *rules;
     int n_rules;
     char hash[17];              /* 64-bit FNV-1a of the file bytes, hex */
