@@ -4,8 +4,10 @@
  * fixture tests/fixtures/same_bits/rows_<core>.txt holds, for the bundled
  * samples and a synthetic prefill case (1100 x 256 x 2048, replayed in
  * three 512-row blocks under a 16 MiB budget, the old default), every row's
- * verdict, output digest, metrics (as hex floats), ULP histogram, note and
- * diagnosis as that code wrote them, in-process with the default options.
+ * verdict, output digest, metrics (as hex floats) and ULP histogram as that
+ * code wrote them, in-process with the default options.  Notes and diagnoses
+ * are left out: their wording, and the policy file's path and line numbers
+ * in them, change with the judgement, not with the bits.
  * The references are OpenBLAS sgemm, whose bits depend on the core: a
  * fixture is kept per core, and a core without one skips.
  *
@@ -50,8 +52,6 @@ static void format_row(const result_t *r, char *buf, size_t cap)
                      (long long)u->count, (long long)u->identical, (unsigned long long)u->max_ulp);
     for (int b = 0; b < ULP_BIN_COUNT && n > 0 && (size_t)n < cap; b++)
         n += snprintf(buf + n, cap - (size_t)n, "%lld,", (long long)u->bins[b]);
-    if (n > 0 && (size_t)n < cap)
-        snprintf(buf + n, cap - (size_t)n, "|%s|%s", r->note, r->diagnosis);
 }
 
 static void replay_into(const case_t *c, int64_t block_bytes, FILE *out)
