@@ -11,40 +11,41 @@
 
 /* ---- vocabulary ---- */
 
-const char *case_weight_order_attr(weight_order_t o)
+/* Index of s in names[0..n), -1 for NULL or an unknown name. */
+static int name_index(const char *s, const char *const *names, int n)
 {
-    return o == WEIGHT_ORDER_FRAGMENT ? "fragment" : "checkpoint";
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
 }
 
-int case_weight_order_from_attr(const char *s, weight_order_t *out)
+static const char *const WEIGHT_ORDER_NAMES[] = {"checkpoint", "fragment"};
+static const char *const FP8_FORMAT_NAMES[] = {"e4m3fn", "e4m3fnuz"};
+
+const char *case_weight_order_attr(weight_order_t o)
 {
-    if (s && strcmp(s, "checkpoint") == 0) {
-        *out = WEIGHT_ORDER_CHECKPOINT;
-        return 0;
-    }
-    if (s && strcmp(s, "fragment") == 0) {
-        *out = WEIGHT_ORDER_FRAGMENT;
-        return 0;
-    }
-    return -1;
+    return WEIGHT_ORDER_NAMES[o == WEIGHT_ORDER_FRAGMENT];
 }
 
 const char *case_fp8_format_attr(fp8_format_t f)
 {
-    return f == FP8_E4M3FNUZ ? "e4m3fnuz" : "e4m3fn";
+    return FP8_FORMAT_NAMES[f == FP8_E4M3FNUZ];
+}
+
+/* On an unknown name *out is left as it was. */
+int case_weight_order_from_attr(const char *s, weight_order_t *out)
+{
+    int i = name_index(s, WEIGHT_ORDER_NAMES, 2);
+    *out = i == 1 ? WEIGHT_ORDER_FRAGMENT : i == 0 ? WEIGHT_ORDER_CHECKPOINT : *out;
+    return i < 0 ? -1 : 0;
 }
 
 int case_fp8_format_from_attr(const char *s, fp8_format_t *out)
 {
-    if (s && strcmp(s, "e4m3fn") == 0) {
-        *out = FP8_E4M3FN;
-        return 0;
-    }
-    if (s && strcmp(s, "e4m3fnuz") == 0) {
-        *out = FP8_E4M3FNUZ;
-        return 0;
-    }
-    return -1;
+    int i = name_index(s, FP8_FORMAT_NAMES, 2);
+    *out = i == 1 ? FP8_E4M3FNUZ : i == 0 ? FP8_E4M3FN : *out;
+    return i < 0 ? -1 : 0;
 }
 
 /* ---- dimensions ---- */
