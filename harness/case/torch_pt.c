@@ -433,6 +433,16 @@ static uint64_t rd_le(const uint8_t *p, int k)
     return v;
 }
 
+/* A k-byte little-endian opcode argument, consumed. */
+static int take_le(vm_t *vm, int k, uint64_t *v)
+{
+    if (need(vm, (size_t)k))
+        return -1;
+    *v = rd_le(vm->p + vm->pos, k);
+    vm->pos += (size_t)k;
+    return 0;
+}
+
 static int push(vm_t *vm, pt_value_t *v)
 {
     if (!v)
@@ -1035,126 +1045,61 @@ static int unsupported_opcode(vm_t *vm, int op)
 /* PROTO (2 to 5) and FRAME (a length prefix only). */
 static int op_protocol(vm_t *vm, int op)
 {
-    int rc = 0;
-    switch (op) {
-    case 0x80: /* PROTO */
-        if (need(vm, 1))
+    uint64_t v;
+    if (op == 0x80) { /* PROTO */
+        if (take_le(vm, 1, &v))
             return -1;
-        if (vm->p[vm->pos] < 2 || vm->p[vm->pos] > 5)
+        if (v < 2 || v > 5)
             return vfail(vm, "pickle protocol %d at byte %zu is " SUBSET "; expected protocol "
-                             "2 (torch.save's default) to 5", vm->p[vm->pos], vm->op_pos);
-        vm->pos++;
-        break;
-    case 0x95: /* FRAME: a length prefix only */
-        if (need(vm, 8))
-            return -1;
-        if (rd_le(vm->p + vm->pos, 8) > vm->n - vm->pos - 8)
-            return corrupt(vm, "a FRAME runs past the end of the pickle");
-        vm->pos += 8;
-        break;
-    default:
-        break;
+                             "2 (torch.save's default) to 5", (int)v, vm->op_pos);
+        return 0;
     }
-    return rc;
+    /* FRAME: a length prefix only */
+    if (take_le(vm, 8, &v))
+        return -1;
+    if (v > vm->n - vm->pos)
+        return corrupt(vm, "a FRAME runs past the end of the pickle");
+    return 0;
 }
 
-/* BININT, BININT1, BININT2. */
+/* BININT (int32), BININT1 (uint8), BININT2 (uint16). */
 static int op_fixed_int(vm_t *vm, int op)
 {
-    int rc = 0;
-    switch (op) {
-    case 'J':
-        if (need(vm, 4))
-            return -1;
-        rc = push(vm, new_int(vm, PT_INT, (int32_t)(uint32_t)rd_le(vm->p + vm->pos, 4)));
-        vm->pos += 4;
-        break;
-    case 'K':
-        if (need(vm, 1))
-            return -1;
-        rc = push(vm, new_int(vm, PT_INT, vm->p[vm->pos]));
-        vm->pos += 1;
-        break;
-    case 'M':
-        if (need(vm, 2))
-            return -1;
-        rc = push(vm, new_int(vm, PT_INT, (int64_t)rd_le(vm->p + vm->pos, 2)));
-        vm->pos += 2;
-        break;
-    default:
-        break;
-    }
-    return rc;
+    int k = op == 'J' ? 4 : op == 'K' ? 1 : 2;
+    uint64_t u;
+    if (take_le(vm, k, &u))
+        return -1;
+    int64_t v = k == 4 ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+    return push(vm, new_int(vm, PT_INT, v));
 }
 
-/* SETITEM(S), APPEND(S) onto the dict or list below. */
+/* SETITEM(S), APPEND(S) onto the dict or list below: the singular forms
+ * take the top one (value) or two (key, value) entries, the plural ones
+ * everything above the last MARK. */
 static int op_items(vm_t *vm, int op)
 {
     int64_t base = 0;
-    int rc = 0;
-    switch (op) {
-    case 's':
-        if (avail(vm) < 2)
+    if (op == 's' || op == 'a') {
+        int64_t k = op == 's' ? 2 : 1;
+        if (avail(vm) < k)
             return corrupt(vm, "stack underflow");
-        rc = set_items(vm, vm->sp - 2);
-        break;
-    case 'u':
-        rc = pop_mark(vm, &base);
-        if (!rc)
-            rc = set_items(vm, base);
-        break;
-    case 'a':
-        if (avail(vm) < 1)
-            return corrupt(vm, "stack underflow");
-        rc = append_items(vm, vm->sp - 1);
-        break;
-    case 'e':
-        rc = pop_mark(vm, &base);
-        if (!rc)
-            rc = append_items(vm, base);
-        break;
-    default:
-        break;
+        base = vm->sp - k;
+    } else if (pop_mark(vm, &base)) {
+        return -1;
     }
-    return rc;
+    return op == 's' || op == 'u' ? set_items(vm, base) : append_items(vm, base);
 }
 
-/* The memo: PUT, LONG_BINPUT, MEMOIZE, GET, LONG_BINGET. */
+/* The memo: PUT (1-byte index), LONG_BINPUT (4), MEMOIZE (the next free
+ * index), GET (1), LONG_BINGET (4). */
 static int op_memo(vm_t *vm, int op)
 {
-    int rc = 0;
-    switch (op) {
-    case 'q':
-        if (need(vm, 1))
-            return -1;
-        rc = memo_put(vm, vm->p[vm->pos]);
-        vm->pos += 1;
-        break;
-    case 'r':
-        if (need(vm, 4))
-            return -1;
-        rc = memo_put(vm, rd_le(vm->p + vm->pos, 4));
-        vm->pos += 4;
-        break;
-    case 0x94:
-        rc = memo_put(vm, (uint64_t)vm->memo_count);
-        break;
-    case 'h':
-        if (need(vm, 1))
-            return -1;
-        rc = memo_get(vm, vm->p[vm->pos]);
-        vm->pos += 1;
-        break;
-    case 'j':
-        if (need(vm, 4))
-            return -1;
-        rc = memo_get(vm, rd_le(vm->p + vm->pos, 4));
-        vm->pos += 4;
-        break;
-    default:
-        break;
-    }
-    return rc;
+    if (op == 0x94)
+        return memo_put(vm, (uint64_t)vm->memo_count);
+    uint64_t idx;
+    if (take_le(vm, op == 'q' || op == 'h' ? 1 : 4, &idx))
+        return -1;
+    return op == 'q' || op == 'r' ? memo_put(vm, idx) : memo_get(vm, idx);
 }
 
 static int run_vm(vm_t *vm, pt_value_t **result)
