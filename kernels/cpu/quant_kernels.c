@@ -15,63 +15,51 @@
 #include "act_prepare.h"
 #include "registry.h"
 
-static int quant_fp8_prepare(const kernel_desc_t *k, const kernel_inputs_t *in,
-                             const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
+/* The quantizer is the descriptor's act operand; config is its variant. */
+static int quant_prepare(const kernel_desc_t *k, const kernel_inputs_t *in,
+                         const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
 {
     kernel_options_t o = *opt;
     o.act_source = ACT_SOURCE_QUANTIZE;
+    if (k->act.scale == SCALE_E8M0_PER_BLOCK) {
+        o.mxfp4_variant = (mxfp4_variant_t)k->config;
+        return act_prepare_mxfp4(k, in, &o, act, err);
+    }
     o.fp8_variant = (fp8_token_variant_t)k->config;
     return act_prepare_fp8_token(k, in, &o, act, err);
 }
 
-static int quant_mxfp4_prepare(const kernel_desc_t *k, const kernel_inputs_t *in,
-                               const kernel_options_t *opt, kernel_act_t *act, kr_error_t *err)
-{
-    kernel_options_t o = *opt;
-    o.act_source = ACT_SOURCE_QUANTIZE;
-    o.mxfp4_variant = (mxfp4_variant_t)k->config;
-    return act_prepare_mxfp4(k, in, &o, act, err);
-}
+/* What one quantizer family's descriptors share. */
+#define QUANT_KERNEL(sym, kname, variant, gpu, text, act_text, act_operand, accum, kmul, tol)   \
+    const kernel_desc_t sym = {                                                               \
+        .name = kname,                                                                        \
+        .family = "quant",                                                                    \
+        .summary = text,                                                                      \
+        .act_format = act_text,                                                               \
+        .weight_format = "-",                                                                 \
+        .act = act_operand,                                                                   \
+        .weight = OPERAND_NONE,                                                               \
+        .accumulation = accum,                                                                \
+        .k_multiple = kmul,                                                                   \
+        .m_min = 1,                                                                           \
+        .refs = 0,                                                                            \
+        .rel_tol_source = tol,                                                                \
+        .op = KERNEL_OP_QUANT,                                                                \
+        .config = variant,                                                                    \
+        .prepare_act = quant_prepare,                                                         \
+        .gpu_entry = gpu,                                                                     \
+    }
 
 #define QUANT_FP8(sym, kname, variant, gpu, text)                                             \
-    const kernel_desc_t sym = {                                                               \
-        .name = kname,                                                                        \
-        .family = "quant",                                                                    \
-        .summary = text,                                                                      \
-        .act_format = "x (bf16 or fp32) -> e4m3fn codes + fp32 scale per row",                \
-        .weight_format = "-",                                                                 \
-        .act = OPERAND_E4M3FN_PER_TOKEN,                                                      \
-        .weight = OPERAND_NONE,                                                               \
-        .accumulation = "none: amax over the row, then each element independently",          \
-        .k_multiple = 1,                                                                      \
-        .m_min = 1,                                                                           \
-        .refs = 0,                                                                            \
-        .rel_tol_source = 0.06,                                                               \
-        .op = KERNEL_OP_QUANT,                                                                \
-        .config = variant,                                                                    \
-        .prepare_act = quant_fp8_prepare,                                                     \
-        .gpu_entry = gpu,                                                                     \
-    }
+    QUANT_KERNEL(sym, kname, variant, gpu, text,                                              \
+                 "x (bf16 or fp32) -> e4m3fn codes + fp32 scale per row",                     \
+                 OPERAND_E4M3FN_PER_TOKEN,                                                    \
+                 "none: amax over the row, then each element independently", 1, 0.06)
 
 #define QUANT_MXFP4(sym, kname, variant, gpu, text)                                           \
-    const kernel_desc_t sym = {                                                               \
-        .name = kname,                                                                        \
-        .family = "quant",                                                                    \
-        .summary = text,                                                                      \
-        .act_format = "x (bf16 or fp32) -> e2m1 codes + e8m0 scale per 32-block",             \
-        .weight_format = "-",                                                                 \
-        .act = OPERAND_MXFP4,                                                                 \
-        .weight = OPERAND_NONE,                                                               \
-        .accumulation = "none: amax per 32-block, then each element independently",          \
-        .k_multiple = 32,                                                                     \
-        .m_min = 1,                                                                           \
-        .refs = 0,                                                                            \
-        .rel_tol_source = 0.3,                                                                \
-        .op = KERNEL_OP_QUANT,                                                                \
-        .config = variant,                                                                    \
-        .prepare_act = quant_mxfp4_prepare,                                                   \
-        .gpu_entry = gpu,                                                                     \
-    }
+    QUANT_KERNEL(sym, kname, variant, gpu, text,                                              \
+                 "x (bf16 or fp32) -> e2m1 codes + e8m0 scale per 32-block", OPERAND_MXFP4,   \
+                 "none: amax per 32-block, then each element independently", 32, 0.3)
 
 QUANT_FP8(kernel_quant_fp8_token, "quant.fp8_token", FP8_TOKEN_VLLM, KERNEL_GPU_QUANT_FP8_TOKEN,
           "vLLM per-token fp8 (NaN-ignoring amax, NaN -> +448, 1/(448*512) scale floor)");

@@ -86,6 +86,19 @@ static inline void td_store(float *p, td_vec v)
     memcpy(p, &v, sizeof v);
 }
 
+/* One k of the in-order sums: ACC[i][v] += x[i][k] * w[k][v], MB rows. */
+#define TD_RANK1(MB, NV, ACC, K)                                                              \
+    do {                                                                                      \
+        td_vec wv[NV];                                                                        \
+        for (int v = 0; v < NV; v++)                                                          \
+            wv[v] = td_load(w + (K) * TILE_N + v * TD_VW);                                    \
+        for (int i = 0; i < MB; i++) {                                                        \
+            const float xv = x[i * ldx + (K)];                                                \
+            for (int v = 0; v < NV; v++)                                                      \
+                (ACC)[i][v] += xv * wv[v];                                                    \
+        }                                                                                     \
+    } while (0)
+
 /* BB blocks in flight, starting at block b, for MB rows and NV vectors. */
 #define TD_BLOCKS_STEP(MB, NV, BB)                                                            \
     do {                                                                                      \
@@ -97,14 +110,7 @@ static inline void td_store(float *p, td_vec v)
         for (int kk = 0; kk < 32; kk++)                                                       \
             for (int bb = 0; bb < BB; bb++) {                                                 \
                 const int64_t k = (b + bb) * 32 + kk;                                         \
-                td_vec wv[NV];                                                                \
-                for (int v = 0; v < NV; v++)                                                  \
-                    wv[v] = td_load(w + k * TILE_N + v * TD_VW);                              \
-                for (int i = 0; i < MB; i++) {                                                \
-                    const float xv = x[i * ldx + k];                                          \
-                    for (int v = 0; v < NV; v++)                                              \
-                        s[bb][i][v] += xv * wv[v];                                            \
-                }                                                                             \
+                TD_RANK1(MB, NV, s[bb], k);                                                   \
             }                                                                                 \
         for (int bb = 0; bb < BB; bb++)                                                       \
             for (int v = 0; v < NV; v++) {                                                    \
@@ -150,25 +156,44 @@ static inline void td_store(float *p, td_vec v)
             for (int v = 0; v < NV; v++)                                                      \
                 p[i][v] = fresh ? (td_vec){0} : td_load(part[i] + v * TD_VW);                 \
         for (int64_t k = 0; k < len; k++) {                                                   \
-            td_vec wv[NV];                                                                    \
-            for (int v = 0; v < NV; v++)                                                      \
-                wv[v] = td_load(w + k * TILE_N + v * TD_VW);                                  \
-            for (int i = 0; i < MB; i++) {                                                    \
-                const float xv = x[i * ldx + k];                                              \
-                for (int v = 0; v < NV; v++)                                                  \
-                    p[i][v] += xv * wv[v];                                                    \
-            }                                                                                 \
+            TD_RANK1(MB, NV, p, k);                                                           \
         }                                                                                     \
         for (int i = 0; i < MB; i++)                                                          \
             for (int v = 0; v < NV; v++)                                                      \
                 td_store(part[i] + v * TD_VW, p[i][v]);                                       \
     }
 
+/* One call of either helper, so a single switch picks the row count. */
+typedef struct {
+    const float *w, *x;
+    int64_t ldx;
+    int mb, half, segment;
+    int64_t nblk, ldxs;         /* blocks */
+    const float *bs, *xs;
+    float (*acc)[TILE_N];
+    int64_t len;                /* segment */
+    int fresh;
+    float (*part)[TILE_N];
+} td_call_t;
+
 #define TD_DEFINE(MB)                                                                         \
     TD_BLOCKS_FN(tile_dot_blocks_full_##MB, MB, TD_NV)                                        \
     TD_BLOCKS_FN(tile_dot_blocks_half_##MB, MB, TD_NV_HALF)                                   \
     TD_SEGMENT_FN(tile_dot_segment_full_##MB, MB, TD_NV)                                      \
-    TD_SEGMENT_FN(tile_dot_segment_half_##MB, MB, TD_NV_HALF)
+    TD_SEGMENT_FN(tile_dot_segment_half_##MB, MB, TD_NV_HALF)                                 \
+    static inline void tile_dot_run_##MB(const td_call_t *c)                                  \
+    {                                                                                         \
+        if (c->segment && c->half)                                                            \
+            tile_dot_segment_half_##MB(c->w, c->x, c->ldx, c->len, c->fresh, c->part);        \
+        else if (c->segment)                                                                  \
+            tile_dot_segment_full_##MB(c->w, c->x, c->ldx, c->len, c->fresh, c->part);        \
+        else if (c->half)                                                                     \
+            tile_dot_blocks_half_##MB(c->w, c->x, c->ldx, c->nblk, c->bs, c->xs, c->ldxs,     \
+                                      c->acc);                                                \
+        else                                                                                  \
+            tile_dot_blocks_full_##MB(c->w, c->x, c->ldx, c->nblk, c->bs, c->xs, c->ldxs,     \
+                                      c->acc);                                                \
+    }
 
 TD_DEFINE(1)
 #if TILE_DOT_MB >= 2
@@ -196,21 +221,41 @@ TD_DEFINE(8)
 #error "TILE_DOT_MB is at most 8"
 #endif
 
-#define TD_CASE_BLOCKS(MB)                                                                    \
+#define TD_CASE(MB)                                                                           \
     case MB:                                                                                  \
-        if (half)                                                                             \
-            tile_dot_blocks_half_##MB(w, x, ldx, nblk, bs, xs, ldxs, acc);                    \
-        else                                                                                  \
-            tile_dot_blocks_full_##MB(w, x, ldx, nblk, bs, xs, ldxs, acc);                    \
+        tile_dot_run_##MB(c);                                                                 \
         break;
 
-#define TD_CASE_SEGMENT(MB)                                                                   \
-    case MB:                                                                                  \
-        if (half)                                                                             \
-            tile_dot_segment_half_##MB(w, x, ldx, len, fresh, part);                          \
-        else                                                                                  \
-            tile_dot_segment_full_##MB(w, x, ldx, len, fresh, part);                          \
+/* c->mb rows, 1 <= mb <= TILE_DOT_MB; anything else runs one row. */
+static inline void tile_dot_run(const td_call_t *c)
+{
+    switch (c->mb) {
+#if TILE_DOT_MB >= 8
+        TD_CASE(8)
+#endif
+#if TILE_DOT_MB >= 7
+        TD_CASE(7)
+#endif
+#if TILE_DOT_MB >= 6
+        TD_CASE(6)
+#endif
+#if TILE_DOT_MB >= 5
+        TD_CASE(5)
+#endif
+#if TILE_DOT_MB >= 4
+        TD_CASE(4)
+#endif
+#if TILE_DOT_MB >= 3
+        TD_CASE(3)
+#endif
+#if TILE_DOT_MB >= 2
+        TD_CASE(2)
+#endif
+    default:
+        tile_dot_run_1(c);
         break;
+    }
+}
 
 /* Rows x .. x + (mb - 1) * ldx, 1 <= mb <= TILE_DOT_MB, into acc[0 .. mb);
  * half: only the first TILE_N / 2 columns. */
@@ -218,73 +263,20 @@ static inline void tile_dot_blocks(const float *w, const float *x, int64_t ldx, 
                                    int64_t nblk, const float *bs, const float *xs, int64_t ldxs,
                                    float acc[][TILE_N])
 {
-    switch (mb) {
-#if TILE_DOT_MB >= 8
-        TD_CASE_BLOCKS(8)
-#endif
-#if TILE_DOT_MB >= 7
-        TD_CASE_BLOCKS(7)
-#endif
-#if TILE_DOT_MB >= 6
-        TD_CASE_BLOCKS(6)
-#endif
-#if TILE_DOT_MB >= 5
-        TD_CASE_BLOCKS(5)
-#endif
-#if TILE_DOT_MB >= 4
-        TD_CASE_BLOCKS(4)
-#endif
-#if TILE_DOT_MB >= 3
-        TD_CASE_BLOCKS(3)
-#endif
-#if TILE_DOT_MB >= 2
-        TD_CASE_BLOCKS(2)
-#endif
-    default:
-        if (half)
-            tile_dot_blocks_half_1(w, x, ldx, nblk, bs, xs, ldxs, acc);
-        else
-            tile_dot_blocks_full_1(w, x, ldx, nblk, bs, xs, ldxs, acc);
-        break;
-    }
+    const td_call_t c = {.w = w, .x = x, .ldx = ldx, .mb = mb, .half = half, .segment = 0,
+                         .nblk = nblk, .bs = bs, .xs = xs, .ldxs = ldxs, .acc = acc};
+    tile_dot_run(&c);
 }
 
 static inline void tile_dot_segment(const float *w, const float *x, int64_t ldx, int mb, int half,
                                     int64_t len, int fresh, float part[][TILE_N])
 {
-    switch (mb) {
-#if TILE_DOT_MB >= 8
-        TD_CASE_SEGMENT(8)
-#endif
-#if TILE_DOT_MB >= 7
-        TD_CASE_SEGMENT(7)
-#endif
-#if TILE_DOT_MB >= 6
-        TD_CASE_SEGMENT(6)
-#endif
-#if TILE_DOT_MB >= 5
-        TD_CASE_SEGMENT(5)
-#endif
-#if TILE_DOT_MB >= 4
-        TD_CASE_SEGMENT(4)
-#endif
-#if TILE_DOT_MB >= 3
-        TD_CASE_SEGMENT(3)
-#endif
-#if TILE_DOT_MB >= 2
-        TD_CASE_SEGMENT(2)
-#endif
-    default:
-        if (half)
-            tile_dot_segment_half_1(w, x, ldx, len, fresh, part);
-        else
-            tile_dot_segment_full_1(w, x, ldx, len, fresh, part);
-        break;
-    }
+    const td_call_t c = {.w = w, .x = x, .ldx = ldx, .mb = mb, .half = half, .segment = 1,
+                         .len = len, .fresh = fresh, .part = part};
+    tile_dot_run(&c);
 }
 
-#undef TD_CASE_BLOCKS
-#undef TD_CASE_SEGMENT
+#undef TD_CASE
 #undef TD_DEFINE
 
 #endif

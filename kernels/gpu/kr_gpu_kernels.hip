@@ -745,6 +745,19 @@ static int kr_check_w(const kr_gpu_mxfp4_t *w, const char *who)
     return KR_GPU_OK;
 }
 
+// A weight and an M that fits the grid's y dimension (one block row per m).
+static int kr_check_w_rows(const kr_gpu_mxfp4_t *w, int64_t M, const char *who)
+{
+    int st = kr_check_w(w, who);
+    if (st)
+        return st;
+    if (M <= 0 || M > 65535) {
+        snprintf(kr_err, sizeof kr_err, "%s: M out of range", who);
+        return KR_GPU_ERR_ARG;
+    }
+    return KR_GPU_OK;
+}
+
 extern "C" int kr_gpu_quant_fp8_token(const float *x, int64_t M, int64_t K, uint8_t *q,
                                       float *scale, kr_gpu_stream_t stream)
 {
@@ -769,11 +782,9 @@ extern "C" int kr_gpu_quant_mxfp4(const float *x, int64_t M, int64_t K, uint8_t 
 extern "C" int kr_gpu_w4a8_perblock(const uint8_t *x, int x_fmt, const float *x_scale, int64_t M,
                                     const kr_gpu_mxfp4_t *w, uint16_t *out, kr_gpu_stream_t stream)
 {
-    int st = kr_check_w(w, "w4a8_perblock");
+    int st = kr_check_w_rows(w, M, "w4a8_perblock");
     if (st)
         return st;
-    if (M <= 0 || M > 65535)
-        return kr_fail_arg("w4a8_perblock: M out of range");
     dim3 grid(kr_blocks(w->N, 128), (unsigned)M);
     kr_k_w4a8_perblock<<<grid, 128, 0, kr_stream(stream)>>>(x, x_fmt, x_scale, M, w->packed,
                                                            w->scales, w->scale_layout,
@@ -810,11 +821,9 @@ static int kr_folded_launch(const uint8_t *x, int x_fmt, const float *x_scale, i
                             const kr_gpu_mxfp4_t *w, const uint8_t *ref, uint16_t *out,
                             int fault, kr_gpu_stream_t stream)
 {
-    int st = kr_check_w(w, "w4a8_folded");
+    int st = kr_check_w_rows(w, M, "w4a8_folded");
     if (st)
         return st;
-    if (M <= 0 || M > 65535)
-        return kr_fail_arg("w4a8_folded: M out of range");
     dim3 grid(kr_blocks(w->N, 128), (unsigned)M);
     kr_k_w4a8_folded<<<grid, 128, 0, kr_stream(stream)>>>(x, x_fmt, x_scale, M, w->packed,
                                                          w->scales, w->scale_layout,
@@ -928,11 +937,9 @@ extern "C" int kr_gpu_w4a8_decode(const uint8_t *x, int x_fmt, const float *x_sc
 extern "C" int kr_gpu_w4a4_aiter(const uint8_t *a_codes, const uint8_t *a_scales, int64_t M,
                                  const kr_gpu_mxfp4_t *w, uint16_t *out, kr_gpu_stream_t stream)
 {
-    int st = kr_check_w(w, "w4a4_aiter");
+    int st = kr_check_w_rows(w, M, "w4a4_aiter");
     if (st)
         return st;
-    if (M <= 0 || M > 65535)
-        return kr_fail_arg("w4a4_aiter: M out of range");
     dim3 grid(kr_blocks(w->N, 128), (unsigned)M);
     kr_k_w4a4_aiter<<<grid, 128, 0, kr_stream(stream)>>>(a_codes, a_scales, M, w->packed,
                                                         w->scales, w->scale_layout,
