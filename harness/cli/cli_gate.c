@@ -21,6 +21,16 @@
 #include "run_lock.h"
 #include "run_incomplete.h"
 
+/* The run directory's lock, or the error said once: 0 when held. */
+static int lock_run_dir(const char *dir, run_lock_t *lock)
+{
+    kr_error_t err = {{0}};
+    if (run_lock_acquire(dir, lock, &err) == 0)
+        return 0;
+    fprintf(stderr, "kreplay: error: %s\n", err.msg);
+    return -1;
+}
+
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
     OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT,
@@ -291,8 +301,7 @@ int cli_gate(int argc, char **argv)
     o.git_commit = cli_git_commit();
     o.progress = isatty(STDERR_FILENO);
     run_lock_t lock;
-    if (run_lock_acquire(o.run_dir, &lock, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+    if (lock_run_dir(o.run_dir, &lock)) {
         free(cmdline);
         return EXIT_USAGE;
     }
@@ -403,10 +412,8 @@ int cli_merge(int argc, char **argv)
         return EXIT_USAGE;
     }
     run_lock_t lock;
-    if (run_lock_acquire(out_dir, &lock, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+    if (lock_run_dir(out_dir, &lock))
         return EXIT_USAGE;
-    }
     char path[4400];
     snprintf(path, sizeof path, "%s/results.h5", out_dir);
     if (results_store_merge((const char **)(argv + optind), argc - optind, path, &err)) {
@@ -527,12 +534,9 @@ int cli_calibrate(int argc, char **argv)
         fprintf(stderr, "kreplay calibrate: need SUITE, --seeds FIRST-LAST, -o DIR and a margin >= 1\n");
         return EXIT_USAGE;
     }
-    kr_error_t lerr = {{0}};
     run_lock_t lock;
-    if (run_lock_acquire(dir, &lock, &lerr)) {
-        fprintf(stderr, "kreplay: error: %s\n", lerr.msg);
+    if (lock_run_dir(dir, &lock))
         return EXIT_USAGE;
-    }
     char run_dir[4400];
     snprintf(run_dir, sizeof run_dir, "%s/run", dir);
     o.suite_path = argv[optind];

@@ -62,16 +62,27 @@ static int cli_version_run(int argc, char **argv)
     return 0;
 }
 
-static int cli_completion(int argc, char **argv)
+/* The options of a command that takes none of its own (--help and the
+ * like): 1 when the command is done (--help, a usage error) with its exit
+ * status in *status, 0 when it goes on. */
+static int parse_common_options(const cli_command_t *cmd, int argc, char **argv, int *status)
 {
     cli_parser_t p;
     cli_value_t v;
     int c;
-    cli_parser_init(&p, &cli_completion_command, argc, argv);
+    cli_parser_init(&p, cmd, argc, argv);
     while ((c = cli_parser_next(&p, &v)) > 0)
         ;
     if (c < 0)
-        return cli_parse_exit(c);
+        *status = cli_parse_exit(c);
+    return c < 0;
+}
+
+static int cli_completion(int argc, char **argv)
+{
+    int status;
+    if (parse_common_options(&cli_completion_command, argc, argv, &status))
+        return status;
     if (optind != argc - 1 || strcmp(argv[optind], "bash") != 0) {
         fprintf(stderr, "kreplay completion: expected 'bash'\n");
         return EXIT_USAGE;
@@ -82,14 +93,9 @@ static int cli_completion(int argc, char **argv)
 
 static int cli_man(int argc, char **argv)
 {
-    cli_parser_t p;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&p, &cli_man_command, argc, argv);
-    while ((c = cli_parser_next(&p, &v)) > 0)
-        ;
-    if (c < 0)
-        return cli_parse_exit(c);
+    int status;
+    if (parse_common_options(&cli_man_command, argc, argv, &status))
+        return status;
     cli_write_man_page(stdout);
     return 0;
 }
