@@ -7,6 +7,7 @@
 
 #include "kr_string.h"
 #include "row_kernel.h"
+#include "shape_order.h"
 #include "verdict.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -238,11 +239,7 @@ typedef struct {
 static int shape_cmp(const void *a, const void *b)
 {
     const shape_key_t *x = a, *y = b;
-    if (x->N != y->N)
-        return x->N < y->N ? -1 : 1;
-    if (x->K != y->K)
-        return x->K < y->K ? -1 : 1;
-    return 0;
+    return shape_order_nk(x->N, x->K, y->N, y->K);
 }
 
 static int collect_shapes(const result_list_t *rows, shape_key_t **out, int *n)
@@ -499,13 +496,8 @@ static int plot_ulp(plot_list_t *pl, const result_list_t *rows, const strset_t *
 static int cell_cmp(const void *a, const void *b)
 {
     const plot_cell_t *x = a, *y = b;
-    if (x->N != y->N)
-        return x->N < y->N ? -1 : 1;
-    if (x->K != y->K)
-        return x->K < y->K ? -1 : 1;
-    if (x->band_order != y->band_order)
-        return x->band_order < y->band_order ? -1 : 1;
-    return strcmp(x->band, y->band);
+    return shape_order_band(x->N, x->K, x->band_order, x->band, y->N, y->K, y->band_order,
+                            y->band);
 }
 
 int plots_cells(const result_list_t *rows, plot_cell_t **cells)

@@ -6,6 +6,7 @@
 
 #include "escape.h"
 #include "plots.h"
+#include "shape_order.h"
 #include "verdict.h"
 
 /* ------------------------------------------------------------------ escaping */
@@ -98,13 +99,8 @@ int report_worst_offenders(const result_list_t *rows, int64_t *idx, int cap)
 static int group_cmp(const void *a, const void *b)
 {
     const report_group_t *x = a, *y = b;
-    if (x->N != y->N)
-        return x->N < y->N ? -1 : 1;
-    if (x->K != y->K)
-        return x->K < y->K ? -1 : 1;
-    if (x->band_order != y->band_order)
-        return x->band_order < y->band_order ? -1 : 1;
-    int c = strcmp(x->band, y->band);
+    int c = shape_order_band(x->N, x->K, x->band_order, x->band, y->N, y->K, y->band_order,
+                             y->band);
     if (c)
         return c;
     c = strcmp(x->kernel, y->kernel);
