@@ -1,11 +1,45 @@
 #include "h5_attr.h"
 
+/* A copy of the C string type with two properties set: its size, then
+ * padding or character set. */
+static hid_t str_type_with(herr_t (*set)(hid_t, size_t), size_t arg, herr_t (*set2)(hid_t, int),
+                           int arg2)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0)
+        return -1;
+    if (set(t, arg) < 0 || set2(t, arg2) < 0) {
+        H5Tclose(t);
+        return -1;
+    }
+    return t;
+}
+
+static herr_t set_strpad(hid_t t, int pad)
+{
+    return H5Tset_strpad(t, (H5T_str_t)pad);
+}
+
+static herr_t set_cset(hid_t t, int cset)
+{
+    return H5Tset_cset(t, (H5T_cset_t)cset);
+}
+
+hid_t h5_fixed_str_type(size_t size)
+{
+    return str_type_with(H5Tset_size, size, set_strpad, H5T_STR_NULLTERM);
+}
+
+hid_t h5_vlen_utf8_type(void)
+{
+    return str_type_with(H5Tset_size, H5T_VARIABLE, set_cset, H5T_CSET_UTF8);
+}
+
 int h5_write_str_attr(hid_t obj, const char *name, const char *value)
 {
-    hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR), attr = -1;
+    hid_t type = h5_vlen_utf8_type(), space = H5Screate(H5S_SCALAR), attr = -1;
     int rc = -1;
-    if (type < 0 || space < 0 || H5Tset_size(type, H5T_VARIABLE) < 0 ||
-        H5Tset_cset(type, H5T_CSET_UTF8) < 0)
+    if (type < 0 || space < 0)
         goto done;
     attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
     if (attr < 0 || H5Awrite(attr, type, &value) < 0)

@@ -252,18 +252,6 @@ typedef struct {
 
 #define rfail(rd, obj, ...) kr_fail_at((rd)->err, (rd)->path, obj, __VA_ARGS__)
 
-static hid_t str_type(size_t size)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return -1;
-    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) {
-        H5Tclose(t);
-        return -1;
-    }
-    return t;
-}
-
 /* A string attribute into buf.  Returns 1 read, 0 absent (buf = ""), -1 error. */
 static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_t cap)
 {
@@ -301,7 +289,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_
     } else {
         size_t sz = H5Tget_size(ftype);
         tmp = calloc(sz + 1, 1);
-        mtype = tmp ? str_type(sz + 1) : -1;
+        mtype = tmp ? h5_fixed_str_type(sz + 1) : -1;
         if (mtype < 0 || H5Tset_cset(mtype, H5Tget_cset(ftype)) < 0 ||
             H5Aread(attr, mtype, tmp) < 0) {
             rfail(rd, name, "cannot read the root attribute (corrupt file?); expected a string");

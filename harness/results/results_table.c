@@ -7,6 +7,7 @@
  * compound type over the staging record is built per file from what its
  * members are, so HDF5 does each conversion and only by name. */
 #include "results_table.h"
+#include "h5_attr.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -88,36 +89,12 @@ static int layout_build(rt_layout_t *L, kr_error_t *err)
     return 0;
 }
 
-static hid_t str_type(size_t size)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return -1;
-    if (H5Tset_size(t, size) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0) {
-        H5Tclose(t);
-        return -1;
-    }
-    return t;
-}
-
-static hid_t vlen_utf8_type(void)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return -1;
-    if (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
-        H5Tclose(t);
-        return -1;
-    }
-    return t;
-}
-
 /* The type of column c as written; file = 1: the on-disk (little-endian) type. */
 static hid_t write_type(const rt_col_t *c, int file)
 {
     const result_field_t *f = &result_fields[c->field];
     if (is_string(f))
-        return vlen_utf8_type();
+        return h5_vlen_utf8_type();
     if (stored_as_float(f))
         return H5Tcopy(file ? H5T_IEEE_F64LE : H5T_NATIVE_DOUBLE);
     switch (f->type) {
@@ -395,8 +372,8 @@ static hid_t read_type(const rt_col_t *c)
 {
     const result_field_t *f = &result_fields[c->field];
     switch (c->mode) {
-    case RT_VLEN_STR: return vlen_utf8_type();
-    case RT_FIXED_STR: return str_type(c->size);
+    case RT_VLEN_STR: return h5_vlen_utf8_type();
+    case RT_FIXED_STR: return h5_fixed_str_type(c->size);
     case RT_FLOAT: return H5Tcopy(H5T_NATIVE_DOUBLE);
     case RT_INT: return H5Tcopy(f->type == RF_U64 ? H5T_NATIVE_UINT64 : H5T_NATIVE_INT64);
     case RT_ABSENT: break;
