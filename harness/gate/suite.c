@@ -216,14 +216,26 @@ static int append_csv(char *dst, size_t cap, const char *item)
     return 0;
 }
 
-static int parse_files(loader_t *L, yaml_node_t *list, const char *key, kr_error_t *err)
+/* The length of the sequence `list` (the value of `key`), or -1 with the
+ * error said when it is not a sequence or is empty; `expect` says what
+ * belongs in it. */
+static int nonempty_seq(kr_yaml_t *y, yaml_node_t *list, const char *key, const char *expect,
+                        kr_error_t *err)
 {
-    kr_yaml_t *y = &L->y;
     if (kr_yaml_expect_seq(y, list, key, err))
         return -1;
     const int n = kr_yaml_seq_len(list);
     if (n == 0)
-        return kr_yaml_fail(y, list, 0, err, "%s: the list is empty; expected at least one glob", key);
+        return kr_yaml_fail(y, list, 0, err, "%s: the list is empty; expected %s", key, expect);
+    return n;
+}
+
+static int parse_files(loader_t *L, yaml_node_t *list, const char *key, kr_error_t *err)
+{
+    kr_yaml_t *y = &L->y;
+    const int n = nonempty_seq(y, list, key, "at least one glob", err);
+    if (n < 0)
+        return -1;
     for (int i = 0; i < n; i++) {
         yaml_node_t *it = kr_yaml_seq_item(y, list, i);
         char ikey[96], pat[1024], esc[SUITE_PATH_MAX], full[SUITE_PATH_MAX];
@@ -266,11 +278,9 @@ static int parse_int_list(loader_t *L, yaml_node_t *list, const char *key, long 
                           long long *out, int *n_out, kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
-    if (kr_yaml_expect_seq(y, list, key, err))
+    const int n = nonempty_seq(y, list, key, "at least one value", err);
+    if (n < 0)
         return -1;
-    const int n = kr_yaml_seq_len(list);
-    if (n == 0)
-        return kr_yaml_fail(y, list, 0, err, "%s: the list is empty; expected at least one value", key);
     if (n > SUITE_MAX_LIST)
         return kr_yaml_fail(y, list, 0, err, "%s: %d values; expected at most %d", key, n, SUITE_MAX_LIST);
     for (int i = 0; i < n; i++) {
@@ -346,11 +356,9 @@ static int parse_synth_shapes(loader_t *L, yaml_node_t *map, const char *key, su
         return kr_yaml_fail(y, map, 0, err,
                             "%s: missing required key 'shapes'; expected shapes: [catalogue names, NxK or production]",
                             key);
-    if (kr_yaml_expect_seq(y, shapes, k, err))
+    const int ns = nonempty_seq(y, shapes, k, "at least one shape", err);
+    if (ns < 0)
         return -1;
-    const int ns = kr_yaml_seq_len(shapes);
-    if (ns == 0)
-        return kr_yaml_fail(y, shapes, 0, err, "%s: the list is empty; expected at least one shape", k);
     if (load_catalogue(L, shapes, err))
         return -1;
     ss->shape_list = calloc(SUITE_MAX_LIST, sizeof *ss->shape_list);
@@ -510,11 +518,9 @@ static int parse_cases(loader_t *L, yaml_node_t *cases, kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
     suite_t *s = L->s;
-    if (kr_yaml_expect_seq(y, cases, "cases", err))
+    const int n = nonempty_seq(y, cases, "cases", "at least one files: or synth: item", err);
+    if (n < 0)
         return -1;
-    const int n = kr_yaml_seq_len(cases);
-    if (n == 0)
-        return kr_yaml_fail(y, cases, 0, err, "cases: the list is empty; expected at least one files: or synth: item");
     int n_synth = 0;
     for (int i = 0; i < n; i++) {
         yaml_node_t *it = kr_yaml_seq_item(y, cases, i);
@@ -598,11 +604,9 @@ static int parse_python(loader_t *L, yaml_node_t *list, kr_error_t *err)
 static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
-    if (kr_yaml_expect_seq(y, list, "kernels", err))
+    const int n = nonempty_seq(y, list, "kernels", "kernel globs, or no kernels: key for all", err);
+    if (n < 0)
         return -1;
-    const int n = kr_yaml_seq_len(list);
-    if (n == 0)
-        return kr_yaml_fail(y, list, 0, err, "kernels: the list is empty; expected kernel globs, or no kernels: key for all");
     char names[768] = "";
     size_t o = 0;
     for (int j = 0; j < kernel_count() && o < sizeof names; j++) {
@@ -634,11 +638,9 @@ static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
 static int parse_refs(loader_t *L, yaml_node_t *list, kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
-    if (kr_yaml_expect_seq(y, list, "references", err))
+    const int n = nonempty_seq(y, list, "references", "exact and/or source", err);
+    if (n < 0)
         return -1;
-    const int n = kr_yaml_seq_len(list);
-    if (n == 0)
-        return kr_yaml_fail(y, list, 0, err, "references: the list is empty; expected exact and/or source");
     L->s->refs = 0;
     for (int i = 0; i < n; i++) {
         yaml_node_t *it = kr_yaml_seq_item(y, list, i);
