@@ -15,7 +15,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +36,6 @@ static int have_chromium(void)
 
 #define read_all(path) test_read_file(path, NULL)
 
-static int count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t a = strlen(e->d_name), b = strlen(suffix);
-        n += a > b && !strcmp(e->d_name + a - b, suffix);
-    }
-    closedir(d);
-    return n;
-}
 
 /* Runs the browser check on DIR/report/report.html, keeping its output in DIR. */
 static void browser_check(const char *dir, int expected)
@@ -94,7 +79,7 @@ static void test_reports_in_chromium(void **state)
     /* 1. the default suite, clean */
     run_ok("gate '" SUITE "' -o '" BROWSER_DIR "/clean/run' > /dev/null", 0);
     run_ok("report '" BROWSER_DIR "/clean/run' -o '" BROWSER_DIR "/clean/report'", 0);
-    int clean = count_files(BROWSER_DIR "/clean/report/plots", ".svg");
+    int clean = test_count_files(BROWSER_DIR "/clean/report/plots", ".svg");
     if (gnuplot_available())
         assert_true(clean >= 9);   /* relerr per shape (4), ULP (3), W4A8 vs W4A4, heatmap, nfmap */
     browser_check(BROWSER_DIR "/clean", clean);
@@ -104,7 +89,7 @@ static void test_reports_in_chromium(void **state)
     run_ok("report '" BROWSER_DIR "/fault/run' -o '" BROWSER_DIR "/fault/report' --history '" BROWSER_DIR
            "/clean/run/results.h5'",
            0);
-    int fault = count_files(BROWSER_DIR "/fault/report/plots", ".svg");
+    int fault = test_count_files(BROWSER_DIR "/fault/report/plots", ".svg");
     if (gnuplot_available())
         assert_int_equal(fault, clean + 1);   /* + the trend */
     browser_check(BROWSER_DIR "/fault", fault);

@@ -19,13 +19,10 @@
 static void test_capture_hook(void **state)
 {
     (void)state;
-    char dir[1024], cmd[4096];
-    test_tmp_path(dir, sizeof dir, "capture");
-    mkdir(dir, 0777);
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 '%s/tests/python/capture_hook_test.py' --kreplay '%s' --tmp '%s'",
-             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, dir);
-    assert_int_equal(system(cmd), 0);
+    char dir[1024], args[4096];
+    test_tmp_dir(dir, sizeof dir, "capture");
+    snprintf(args, sizeof args, "--kreplay '%s' --tmp '%s'", KREPLAY_BINARY, dir);
+    assert_int_equal(test_run_python("capture_hook_test.py", args), 0);
 }
 
 /* The serve side: real torch.save dumps through the decorated stand-in entry points (vLLM's
@@ -37,13 +34,10 @@ static void test_capture_serve(void **state)
         fprintf(stderr, "torch is not available to /usr/bin/python3: serve test skipped\n");
         skip();
     }
-    char dir[1024], cmd[4096];
-    test_tmp_path(dir, sizeof dir, "capture-serve");
-    mkdir(dir, 0777);
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 '%s/tests/python/capture_serve_test.py' --kreplay '%s' --tmp '%s'",
-             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, dir);
-    assert_int_equal(system(cmd), 0);
+    char dir[1024], args[4096];
+    test_tmp_dir(dir, sizeof dir, "capture-serve");
+    snprintf(args, sizeof args, "--kreplay '%s' --tmp '%s'", KREPLAY_BINARY, dir);
+    assert_int_equal(test_run_python("capture_serve_test.py", args), 0);
 }
 
 int main(void)

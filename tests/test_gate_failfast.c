@@ -30,19 +30,12 @@
 static char dir[1024];
 static char suite[1200];
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    assert_int_equal(fclose(fp), 0);
-}
+#define write_text(path, text) assert_int_equal(test_write_text(path, text), 0)
 
 static int setup(void **state)
 {
     (void)state;
-    test_tmp_path(dir, sizeof dir, "failfast");
-    assert_int_equal(mkdir(dir, 0777), 0);
+    assert_int_equal(test_tmp_dir(dir, sizeof dir, "failfast"), 0);
     char text[2048];
     snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
     snprintf(text, sizeof text,

@@ -15,22 +15,7 @@
 
 #include "test_support.h"
 
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[got] = 0;
-    return buf;
-}
+#define read_all(path) test_read_file(path, NULL)
 
 static void test_graph_demo_on_cpu(void **state)
 {

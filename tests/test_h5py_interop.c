@@ -16,14 +16,11 @@
 static void test_h5py_interop(void **state)
 {
     (void)state;
-    char dir[1024], cmd[4096];
-    test_tmp_path(dir, sizeof dir, "h5py");
-    mkdir(dir, 0777);
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 '%s/tests/python/h5py_interop.py' '%s' "
-             "'%s/cases/samples/moe_gate_N256_K2048_M8.h5' '%s'",
-             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
-    assert_int_equal(system(cmd), 0);
+    char dir[1024], args[4096];
+    test_tmp_dir(dir, sizeof dir, "h5py");
+    snprintf(args, sizeof args, "'%s' '%s/cases/samples/moe_gate_N256_K2048_M8.h5' '%s'",
+             KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
+    assert_int_equal(test_run_python("h5py_interop.py", args), 0);
 }
 
 int main(void)

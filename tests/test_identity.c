@@ -22,34 +22,11 @@
 
 static char root[512];
 
-/* Runs a shell command line, output (stdout + stderr) into *out. */
-static int sh(const char *cmd, char **out)
-{
-    char full[8192];
-    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) {
-        *out = strdup("");
-        return -1;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 4096)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static void must(const char *cmd)
 {
     char *out;
-    int rc = sh(cmd, &out);
+    int rc = test_sh(cmd, &out);
     if (rc != 0)
         fail_msg("'%s' exited %d: %s", cmd, rc, out);
     free(out);
@@ -126,7 +103,7 @@ static void test_same_regressions_from_any_directory(void **state)
     char *first_out = NULL;
     for (int i = 0; i < 3; i++) {
         char *out;
-        assert_int_equal(sh(cmd[i], &out), 1);
+        assert_int_equal(test_sh(cmd[i], &out), 1);
         regressed[i] = count_of(out, "regressed");
         assert_int_equal(count_of(out, "missing"), 0);
         assert_int_equal(count_of(out, "new"), 0);
@@ -167,7 +144,7 @@ static void test_same_regressions_from_any_directory(void **state)
     char rerun[4096];
     snprintf(rerun, sizeof rerun, "%.*s", (int)(eol - line), line);
     char *out;
-    assert_int_equal(sh(rerun, &out), 1);
+    assert_int_equal(test_sh(rerun, &out), 1);
     assert_true(count_of(out, "regressed") >= 1);
     free(out);
     const char *name = strstr(rerun, "--only-case ") + strlen("--only-case ");
@@ -198,7 +175,7 @@ static void test_changed_content_is_missing_not_compared(void **state)
     must(cmd);
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' gate cases/suites/t.yaml -o runs/changed --baseline bl/main.h5",
              root, KREPLAY_BINARY);
-    assert_int_equal(sh(cmd, &out), 1);
+    assert_int_equal(test_sh(cmd, &out), 1);
     long missing = count_of(out, "missing"), added = count_of(out, "new");
     assert_true(missing > 0);
     assert_int_equal(added, missing);
@@ -209,7 +186,7 @@ static void test_changed_content_is_missing_not_compared(void **state)
     snprintf(cmd, sizeof cmd,
              "cd '%s' && '%s' gate cases/suites/t.yaml -o runs/changed2 --baseline bl/main.h5 --allow-missing", root,
              KREPLAY_BINARY);
-    assert_int_equal(sh(cmd, &out), 0);
+    assert_int_equal(test_sh(cmd, &out), 0);
     assert_non_null(strstr(out, "(allowed)"));
     free(out);
 }

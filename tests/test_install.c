@@ -31,20 +31,8 @@ static int sh(const char *fmt, const char *a, const char *b)
 /* stdout of a command line into a malloc'd string. */
 static char *capture(const char *cmd, int *rc)
 {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-    }
-    buf[len] = '\0';
-    *rc = pclose(p);
+    char *buf;
+    *rc = test_shell(cmd, &buf);
     return buf;
 }
 

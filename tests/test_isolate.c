@@ -483,16 +483,6 @@ static void test_worker_closes_inherited_descriptors(void **state)
 
 /* ------------------------------------------------------------ plugin kernels */
 
-static void plugin_file(char *buf, size_t cap, const char *name)
-{
-    const char *bin = KREPLAY_BINARY;
-    const char *slash = strrchr(bin, '/');
-    if (slash)
-        snprintf(buf, cap, "%.*s/plugins/libkr_plugin_%s.so", (int)(slash - bin), bin, name);
-    else
-        snprintf(buf, cap, "plugins/libkr_plugin_%s.so", name);
-}
-
 typedef struct {
     kr_plugin_t *example, *crash, *hang, *abrt;
     case_t c;
@@ -504,7 +494,7 @@ typedef struct {
 static kr_plugin_t *load(const char *name)
 {
     char path[1024];
-    plugin_file(path, sizeof path, name);
+    test_plugin_file(path, sizeof path, name);
     kr_plugin_t *p = NULL;
     kr_error_t err = {{0}};
     if (plugin_load(path, &p, &err))

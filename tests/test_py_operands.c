@@ -49,21 +49,7 @@ static int setup(void **state)
 static int replay_json(const char *args, const char *target, json_t **root, char *err_text,
                        size_t cap)
 {
-    char out[1024], errp[1024], cmd[8192];
-    test_tmp_path(out, sizeof out, "ops.json");
-    test_tmp_path(errp, sizeof errp, "ops.err");
-    snprintf(cmd, sizeof cmd,
-             "KREPLAY_PYTHON=/usr/bin/python3 '%s' replay --json %s '%s' >'%s' 2>'%s'",
-             KREPLAY_BINARY, args, target, out, errp);
-    int st = system(cmd);
-    json_error_t je;
-    *root = json_load_file(out, 0, &je);
-    FILE *fp = fopen(errp, "r");
-    size_t n = fp ? fread(err_text, 1, cap - 1, fp) : 0;
-    err_text[n] = 0;
-    if (fp)
-        fclose(fp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_replay_json_py(args, target, root, err_text, cap);
 }
 
 /* Rows of kernel k whose reference contains ref; each must have verdict v and, for

@@ -19,13 +19,10 @@
 static void test_python_package(void **state)
 {
     (void)state;
-    char dir[1024], cmd[4096];
-    test_tmp_path(dir, sizeof dir, "python-package");
-    mkdir(dir, 0777);
-    snprintf(cmd, sizeof cmd,
-             "/usr/bin/python3 '%s/tests/python/python_package_test.py' '%s' '%s' '%s'",
-             KREPLAY_SOURCE_DIR, KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
-    assert_int_equal(system(cmd), 0);
+    char dir[1024], args[4096];
+    test_tmp_dir(dir, sizeof dir, "python-package");
+    snprintf(args, sizeof args, "'%s' '%s' '%s'", KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
+    assert_int_equal(test_run_python("python_package_test.py", args), 0);
 }
 
 int main(void)

@@ -31,27 +31,6 @@
 static char scratch[512];
 static char build_dir[1024];
 
-static int sh(const char *cmd, char **out)
-{
-    char full[16384];
-    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p) {
-        *out = strdup("");
-        return -1;
-    }
-    size_t cap = 1 << 16, len = 0, n;
-    char *buf = malloc(cap);
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 4096)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* s with every occurrence of from replaced by to (malloc'd); whole words
  * only when word is set. */
@@ -225,7 +204,7 @@ static void test_readme_commands(void **state)
         readme_command_t *c = &cmds[i];
         prepare(c, i);
         snprintf(cmd, sizeof cmd, "cd '%s' && %s", scratch, c->cmd);
-        int rc = sh(cmd, &out);
+        int rc = test_sh(cmd, &out);
         int ok = c->expect == -2 ? (rc == 2 || (rc <= 1 && !strstr(out, "--device gpu:"))) : rc == c->expect;
         if (!ok)
             fail_msg("README command '%s' (run as '%s') exited %d, documented %d:\n%.3000s", c->written, c->cmd,

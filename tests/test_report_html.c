@@ -169,20 +169,6 @@ static void no_temp_files(const char *dir)
     closedir(d);
 }
 
-static int count_files(const char *dir, const char *suffix)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t a = strlen(e->d_name), b = strlen(suffix);
-        n += a > b && !strcmp(e->d_name + a - b, suffix);
-    }
-    closedir(d);
-    return n;
-}
 
 static void check_counts(const char *html, const int64_t *counts, int64_t total)
 {
@@ -327,8 +313,8 @@ static void test_report_known_rows(void **state)
     if (gp) {
         char plots[700];
         snprintf(plots, sizeof plots, "%s/plots", out);
-        assert_int_equal(count_files(plots, ".svg"), expected);
-        assert_int_equal(count_files(plots, ".png"), expected);
+        assert_int_equal(test_count_files(plots, ".svg"), expected);
+        assert_int_equal(test_count_files(plots, ".png"), expected);
         /* every referenced PNG exists */
         for (const char *p = md; (p = strstr(p, "](plots/")) != NULL; p++) {
             char rel[256];
