@@ -24,18 +24,10 @@
 #include "case_image.h"
 #include "case_io.h"
 #include "case_load.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------- helpers */
-
-static void *rand_bytes(test_rng_t *r, size_t n)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(1 + test_rng_u64(r) % 255);  /* never 0: zeros cannot pass */
-    return p;
-}
 
 static float *rand_floats(test_rng_t *r, size_t n)
 {
@@ -67,18 +59,18 @@ static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
     c->K = K;
     c->x = rand_floats(&r, (size_t)(M * K));
     c->x_storage = X_STORED_BF16;
-    c->x_fp8 = rand_bytes(&r, (size_t)(M * K));
+    c->x_fp8 = test_rand_bytes(&r, (size_t)(M * K));
     c->x_fp8_format = FP8_E4M3FNUZ;
     c->x_scale = rand_floats(&r, (size_t)M);
-    c->weight = rand_bytes(&r, (size_t)(N * K / 2));
+    c->weight = test_rand_bytes(&r, (size_t)(N * K / 2));
     c->weight_order = WEIGHT_ORDER_FRAGMENT;
-    c->weight_scale = rand_bytes(&r, (size_t)(N * K / 32));
+    c->weight_scale = test_rand_bytes(&r, (size_t)(N * K / 32));
     c->scale_layout = SCALE_LAYOUT_KN;
     c->weight_ref_len = N;
-    c->weight_ref = rand_bytes(&r, (size_t)N);
-    c->out = rand_bytes(&r, (size_t)(M * N) * 2);
-    c->out_rerun = rand_bytes(&r, (size_t)(M * N) * 2);
-    c->aiter = rand_bytes(&r, (size_t)(M * N) * 2);
+    c->weight_ref = test_rand_bytes(&r, (size_t)N);
+    c->out = test_rand_bytes(&r, (size_t)(M * N) * 2);
+    c->out_rerun = test_rand_bytes(&r, (size_t)(M * N) * 2);
+    c->aiter = test_rand_bytes(&r, (size_t)(M * N) * 2);
     c->kernel_path = xstrdup("radiance::mxfp4_linear");
     c->layer = xstrdup("model.layers.17.mlp.down_proj");
     c->model = xstrdup("Qwen3-Next-80B (é, UTF-8)");
@@ -90,7 +82,7 @@ static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
     c->gpu_arch = xstrdup("gfx1201");
     c->extension_path = xstrdup("/opt/radiance/radiance_mxfp4_fp8.so");
     c->capture_time_source = xstrdup("recorded");
-    c->weight_bf16 = rand_bytes(&r, (size_t)(N * K) * 2);
+    c->weight_bf16 = test_rand_bytes(&r, (size_t)(N * K) * 2);
     c->ref_recorded = rand_floats(&r, (size_t)(M * N));
 }
 
@@ -323,6 +315,17 @@ static void set_u64(uint8_t *b, size_t off, uint64_t v)
     memcpy(b + off, &v, sizeof v);
 }
 
+/* GOOD (n bytes) with the 64-bit word at OFF set to V must be refused, naming PHRASE. */
+static void expect_patch_refused(const uint8_t *good, size_t n, size_t off, uint64_t v, const char *phrase)
+{
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    memcpy(b, good, n);
+    set_u64(b, off, v);
+    expect_refused(b, n, phrase);
+    free(b);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_every_field_round_trips(void **state)
@@ -360,12 +363,12 @@ static void test_minimal_case_round_trips(void **state)
     c.M = 1;
     c.N = 3;
     c.K = 32;
-    c.x_fp8 = rand_bytes(&r, 32);
+    c.x_fp8 = test_rand_bytes(&r, 32);
     c.x_scale = rand_floats(&r, 1);
     c.x_fp8_format = FP8_E4M3FN;
-    c.weight_bf16 = rand_bytes(&r, 3 * 32 * 2);
+    c.weight_bf16 = test_rand_bytes(&r, 3 * 32 * 2);
     c.layer = xstrdup("");
-    c.weight_ref = rand_bytes(&r, 2);
+    c.weight_ref = test_rand_bytes(&r, 2);
     c.weight_ref_len = 2;
     kr_error_t err = {{0}};
     int fd = image_fd();
@@ -388,8 +391,8 @@ static void test_minimal_case_round_trips(void **state)
      * aligned offset past the end of what was written before it. */
     free(c.weight_bf16);
     c.weight_bf16 = NULL;
-    c.weight = rand_bytes(&r, 3 * 32 / 2);
-    c.weight_scale = rand_bytes(&r, 3 * 32 / 32);
+    c.weight = test_rand_bytes(&r, 3 * 32 / 2);
+    c.weight_scale = test_rand_bytes(&r, 3 * 32 / 32);
     c.env_flags = xstrdup("");
     c.x_scale[0] = 3.0f;            /* x_scale's 4 bytes leave the next offset unaligned */
     close(fd);
@@ -533,14 +536,8 @@ static void test_damaged_headers_are_refused(void **state)
         {H_SCALE_LAYOUT, (uint64_t)-1, "scale_layout"},
         {H_X_STORAGE, 0, "x: storage 0 is unknown"},   /* in range, but not with x present */
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint8_t *b = malloc(n);
-        assert_non_null(b);
-        memcpy(b, good, n);
-        set_u64(b, cases[i].offset, cases[i].value);
-        expect_refused(b, n, cases[i].phrase);
-        free(b);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_patch_refused(good, n, cases[i].offset, cases[i].value, cases[i].phrase);
     free(good);
 }
 
@@ -570,14 +567,8 @@ static void test_damaged_tables_are_refused(void **state)
         {entry_at(F_WEIGHT, BYTES), 0, "weight: 0 bytes"},
         {entry_at(F_OUT, PRESENT), 0, "out: absent but"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        uint8_t *b = malloc(n);
-        assert_non_null(b);
-        memcpy(b, good, n);
-        set_u64(b, cases[i].offset, cases[i].value);
-        expect_refused(b, n, cases[i].phrase);
-        free(b);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_patch_refused(good, n, cases[i].offset, cases[i].value, cases[i].phrase);
 
     /* A NUL inside a string. */
     uint8_t *b = malloc(n);

@@ -37,6 +37,7 @@
 #include "registry.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 /* The GPU ctest allotted this process (RESOURCE_GROUPS gpus:1, the id in
@@ -158,12 +159,7 @@ static void check_all_kernels(const char *label, const case_t *c, e8m0_mode_t mo
 static void synth_one(int64_t M, int64_t N, int64_t K, uint64_t seed, scale_layout_t layout,
                       int nan_rows, int zero_rows, e8m0_mode_t mode, int decode_splits)
 {
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = M;
-    p.N = N;
-    p.K = K;
-    p.seed = seed;
+    synth_params_t p = test_synth_params(M, N, K, seed);
     p.scale_layout = layout;
     p.weight_format = SYNTH_WEIGHT_BOTH;
     if (nan_rows) {
@@ -173,9 +169,7 @@ static void synth_one(int64_t M, int64_t N, int64_t K, uint64_t seed, scale_layo
     }
     p.zero_rows = zero_rows;
     case_t c;
-    kr_error_t err = {{0}};
-    if (synth_case(&p, &c, &err) != 0)
-        fail_msg("synth_case: %s", err.msg);
+    test_synth_or_fail(&p, &c);
     char label[128];
     snprintf(label, sizeof label, "synth M=%lld N=%lld K=%lld %s%s%s%s", (long long)M, (long long)N,
              (long long)K, layout == SCALE_LAYOUT_KN ? "kn" : "nk", nan_rows ? " nan" : "",
@@ -234,16 +228,10 @@ static void test_simt_samples(void **state)
 static void test_faults_caught(void **state)
 {
     (void)state;
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = 64;
-    p.N = 1000;
-    p.K = 4096;
-    p.seed = 99;
+    synth_params_t p = test_synth_params(64, 1000, 4096, 99);
     case_t c;
+    test_synth_or_fail(&p, &c);
     kr_error_t err = {{0}};
-    if (synth_case(&p, &c, &err) != 0)
-        fail_msg("synth_case: %s", err.msg);
     kernel_inputs_t in = inputs_of(&c, c.weight, E8M0_SPEC);
     const kernel_desc_t *k = kernel_find("w4a8.folded");
     assert_non_null(k);
@@ -407,16 +395,10 @@ static void test_matrix_units_measured(void **state)
                   "ident", "1", "2", "3-4", ">4", "max", "ident", "1", "2-4", "5-16", "17-256", ">256",
                   "mma f32", "model f32", "mma bf16");
     for (int64_t K = 256; K <= 8192; K *= 2) {
-        synth_params_t p;
-        synth_params_default(&p);
-        p.M = 128;
-        p.N = 512;
-        p.K = K;
-        p.seed = 1000 + (uint64_t)K;
+        synth_params_t p = test_synth_params(128, 512, K, 1000 + (uint64_t)K);
         case_t c;
+        test_synth_or_fail(&p, &c);
         kr_error_t err = {{0}};
-        if (synth_case(&p, &c, &err) != 0)
-            fail_msg("synth_case: %s", err.msg);
         /* synth's weight_ref is the row max, which mma_f32 computes on the device */
         kernel_inputs_t in = inputs_of(&c, c.weight, E8M0_SPEC);
         kernel_options_t kopt;

@@ -23,23 +23,14 @@
 #include "registry.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
-/* <build>/plugins/libkr_plugin_<name>.so, next to the kreplay binary. */
-static void plugin_file(char *buf, size_t cap, const char *name)
-{
-    const char *bin = KREPLAY_BINARY;
-    const char *slash = strrchr(bin, '/');
-    if (slash)
-        snprintf(buf, cap, "%.*s/plugins/libkr_plugin_%s.so", (int)(slash - bin), bin, name);
-    else
-        snprintf(buf, cap, "plugins/libkr_plugin_%s.so", name);
-}
 
 static kr_plugin_t *load_ok(const char *name)
 {
     char path[1024];
-    plugin_file(path, sizeof path, name);
+    test_plugin_file(path, sizeof path, name);
     kr_plugin_t *p = NULL;
     kr_error_t err = {{0}};
     int rc = plugin_load(path, &p, &err);
@@ -169,17 +160,12 @@ static void test_example_bit_identical_to_perblock_model(void **state)
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const shape_t *sh = &shapes[s];
-        synth_params_t sp;
-        synth_params_default(&sp);
-        sp.M = sh->M;
-        sp.N = sh->N;
-        sp.K = sh->K;
-        sp.seed = sh->seed;
+        synth_params_t sp = test_synth_params(sh->M, sh->N, sh->K, sh->seed);
         sp.scale_layout = sh->layout;
         sp.weight_order = sh->order;
         case_t c;
+        test_synth_or_fail(&sp, &c);
         kr_error_t err = {{0}};
-        assert_int_equal(synth_case(&sp, &c, &err), 0);
         uint8_t *owned = NULL;
         const uint8_t *w = case_weight_checkpoint(&c, &owned, &err);
         assert_non_null(w);
@@ -237,8 +223,8 @@ static void test_example_refuses_fnuz_and_missing_weight(void **state)
     sp.N = 16;
     sp.K = 64;
     case_t c;
+    test_synth_or_fail(&sp, &c);
     kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&sp, &c, &err), 0);
     kernel_inputs_t in;
     inputs_from_case(&c, c.weight, &in);
     kernel_options_t opt;
@@ -262,7 +248,7 @@ static void test_wrong_abi_version(void **state)
 {
     (void)state;
     char path[1024];
-    plugin_file(path, sizeof path, "wrong_abi");
+    test_plugin_file(path, sizeof path, "wrong_abi");
     kr_error_t err;
     load_fails(path, &err);
     char found[64], expected[64];
@@ -302,7 +288,7 @@ static void test_missing_symbol(void **state)
 {
     (void)state;
     char path[1024];
-    plugin_file(path, sizeof path, "no_symbol");
+    test_plugin_file(path, sizeof path, "no_symbol");
     kr_error_t err;
     load_fails(path, &err);
     assert_non_null(strstr(err.msg, "no symbol \"" KREPLAY_PLUGIN_SYMBOL "\""));

@@ -27,6 +27,7 @@
 #include "gemm_ref.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 enum { N = 256, K = 2048 };
@@ -179,21 +180,15 @@ static void replay_both_ways(case_t *c, const char *vs, int expect_nondet)
 static void test_blocks_match_whole(void **state)
 {
     (void)state;
-    synth_params_t p;
-    synth_params_default(&p);
     enum { M = 96 };
-    p.M = M;
-    p.N = N;
-    p.K = K;
-    p.seed = 11;
+    synth_params_t p = test_synth_params(M, N, K, 11);
     p.nan_rows = 13;  /* rows 0-12: the NaN head crosses the first block boundary */
     p.nan_cols = 64;
     p.nan_col0 = 128;
     p.zero_rows = 3;
     p.weight_format = SYNTH_WEIGHT_BOTH;
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, &c, &err), 0);
+    test_synth_or_fail(&p, &c);
     c.out = model_output(&c, "w4a8.perblock");
     c.out_rerun = malloc((size_t)(M * N) * sizeof(uint16_t));
     memcpy(c.out_rerun, c.out, (size_t)(M * N) * sizeof(uint16_t));
@@ -207,20 +202,14 @@ static void test_blocks_match_whole(void **state)
 static void test_blocks_fragment_order(void **state)
 {
     (void)state;
-    synth_params_t p;
-    synth_params_default(&p);
     enum { M = 96 };
-    p.M = M;
-    p.N = N;
-    p.K = K;
-    p.seed = 12;
+    synth_params_t p = test_synth_params(M, N, K, 12);
     p.nan_rows = 2;
     p.nan_cols = 32;
     p.scale_layout = SCALE_LAYOUT_KN;
     p.weight_order = WEIGHT_ORDER_FRAGMENT;
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, &c, &err), 0);
+    test_synth_or_fail(&p, &c);
     c.out = calloc((size_t)(M * N), sizeof(uint16_t));
     c.out_rerun = calloc((size_t)(M * N), sizeof(uint16_t));
     for (int64_t i = 0; i < M * N; i++)
@@ -238,17 +227,11 @@ static void test_blocks_fragment_order(void **state)
 static void test_blocks_decode_band(void **state)
 {
     (void)state;
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = 40;
-    p.N = N;
-    p.K = K;
-    p.seed = 13;
+    synth_params_t p = test_synth_params(40, N, K, 13);
     p.nan_rows = 1;
     p.nan_cols = 32;
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, &c, &err), 0);
+    test_synth_or_fail(&p, &c);
     replay_both_ways(&c, "w4a8.r4d", 0);
     case_free(&c);
 }
@@ -258,19 +241,13 @@ static void test_blocks_decode_band(void **state)
 static void test_blocks_default_panel(void **state)
 {
     (void)state;
-    synth_params_t p;
-    synth_params_default(&p);
     const int64_t M = GEMM_REF_PANEL_ROWS + GEMM_REF_PANEL_ROWS * 2 / 5;
-    p.M = M;
-    p.N = 48;
-    p.K = 128;
-    p.seed = 14;
+    synth_params_t p = test_synth_params(M, 48, 128, 14);
     p.nan_rows = 3;
     p.nan_cols = 32;
     p.weight_format = SYNTH_WEIGHT_BOTH;
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, &c, &err), 0);
+    test_synth_or_fail(&p, &c);
     replay_options_t tiny = {.block_bytes = 1};
     assert_int_equal(replay_block_rows(&c, &tiny), GEMM_REF_PANEL_ROWS);
     const int64_t N48 = 48;

@@ -27,6 +27,7 @@
 #include "case_load.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 static const char *const SAMPLES[] = {
@@ -88,12 +89,7 @@ static void replay_set(FILE *out)
         replay_into(&c, 0, out);
         case_free(&c);
     }
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = 1100;
-    p.N = 256;
-    p.K = 2048;
-    p.seed = 7;
+    synth_params_t p = test_synth_params(1100, 256, 2048, 7);
     p.nan_rows = 3;
     p.nan_cols = 64;
     p.nan_col0 = 128;

@@ -21,6 +21,7 @@
 #include "case_io.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 enum { M = 64, N = 256, K = 256 };
@@ -62,15 +63,9 @@ static int flaky_prepare(const kernel_desc_t *k, const kernel_inputs_t *in,
 
 static case_t make_case(void)
 {
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = M;
-    p.N = N;
-    p.K = K;
-    p.seed = 5;
+    synth_params_t p = test_synth_params(M, N, K, 5);
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, &c, &err), 0);
+    test_synth_or_fail(&p, &c);
     return c;
 }
 

@@ -14,20 +14,16 @@
 #include "case_io.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 static void test_shape_limit_is_unsupported(void **state)
 {
     (void)state;
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = 4;
-    p.N = 64;
-    p.K = 64;
-    p.seed = 21;
+    synth_params_t p = test_synth_params(4, 64, 64, 21);
     case_t c;
+    test_synth_or_fail(&p, &c);
     kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, &c, &err), 0);
     replay_options_t opt;
     replay_options_default(&opt);
     result_list_t rows = {0};

@@ -1,0 +1,36 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include "test_cases.h"
+
+synth_params_t test_synth_params(int64_t M, int64_t N, int64_t K, uint64_t seed)
+{
+    synth_params_t p;
+    synth_params_default(&p);
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.seed = seed;
+    return p;
+}
+
+void test_synth_or_fail(const synth_params_t *p, case_t *c)
+{
+    kr_error_t err = {{0}};
+    if (synth_case(p, c, &err) != 0)
+        fail_msg("synth_case %lldx%lldx%lld seed %llu: %s", (long long)p->M, (long long)p->N,
+                 (long long)p->K, (unsigned long long)p->seed, err.msg);
+}
+
+void *test_rand_bytes(test_rng_t *r, size_t n)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(1 + test_rng_u64(r) % 255);
+    return p;
+}
