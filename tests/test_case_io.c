@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "case_io.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -26,16 +27,6 @@ static char *xstrdup(const char *s)
 {
     char *p = strdup(s);
     assert_non_null(p);
-    return p;
-}
-
-/* Random bytes, never 0, so that "all zeros read back" cannot pass. */
-static void *rand_bytes(test_rng_t *r, size_t n)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    assert_non_null(p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(1 + test_rng_u64(r) % 255);
     return p;
 }
 
@@ -94,7 +85,7 @@ static void make_case(case_t *c, const case_spec_t *s, uint64_t seed)
         c->x_storage = s->x_storage;
     }
     if (s->with_fp8) {
-        c->x_fp8 = rand_bytes(&r, MK);
+        c->x_fp8 = test_rand_bytes(&r, MK);
         c->x_fp8_format = s->fp8_format;
         c->x_scale = malloc((size_t)s->M * sizeof *c->x_scale);
         assert_non_null(c->x_scale);
@@ -102,21 +93,21 @@ static void make_case(case_t *c, const case_spec_t *s, uint64_t seed)
             c->x_scale[m] = (float)(test_rng_uniform(&r) + 0.01) / 448.0f;
     }
     if (!s->no_mxfp4) {
-        c->weight = rand_bytes(&r, (size_t)(s->N * s->K / 2));
+        c->weight = test_rand_bytes(&r, (size_t)(s->N * s->K / 2));
         c->weight_order = s->order;
-        c->weight_scale = rand_bytes(&r, (size_t)(s->N * s->K / 32));
+        c->weight_scale = test_rand_bytes(&r, (size_t)(s->N * s->K / 32));
         c->scale_layout = s->layout;
     }
     if (s->with_bf16_weight)
-        c->weight_bf16 = rand_bytes(&r, (size_t)(s->N * s->K) * 2);
+        c->weight_bf16 = test_rand_bytes(&r, (size_t)(s->N * s->K) * 2);
     if (s->ref_len) {
-        c->weight_ref = rand_bytes(&r, (size_t)s->ref_len);
+        c->weight_ref = test_rand_bytes(&r, (size_t)s->ref_len);
         c->weight_ref_len = s->ref_len;
     }
     if (s->with_outputs) {
-        c->out = rand_bytes(&r, MN * 2);
-        c->out_rerun = rand_bytes(&r, MN * 2);
-        c->aiter = rand_bytes(&r, MN * 2);
+        c->out = test_rand_bytes(&r, MN * 2);
+        c->out_rerun = test_rand_bytes(&r, MN * 2);
+        c->aiter = test_rand_bytes(&r, MN * 2);
     }
     if (s->with_prov) {
         c->kernel_path = xstrdup("radiance::mxfp4_linear");
@@ -383,7 +374,7 @@ static void raw_write(const char *path, const raw_t *r, uint64_t seed)
         hid_t ds = H5Dcreate2(f, d->name, d->type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         assert_true(ds >= 0);
         size_t n = (size_t)H5Sget_simple_extent_npoints(sp) * H5Tget_size(d->type);
-        void *buf = d->data ? NULL : rand_bytes(&rng, n);
+        void *buf = d->data ? NULL : test_rand_bytes(&rng, n);
         /* Writing with the file type as memory type stores the bytes as given. */
         assert_true(H5Dwrite(ds, d->type, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                              d->data ? d->data : buf) >= 0);
@@ -411,6 +402,17 @@ static void raw_expect_fail(const raw_t *r, const char *tag, const char *n1, con
     raw_write(path, r, 77);
     expect_read_fail(path, n1, n2, n3);
     unlink(path);
+}
+
+/* The layout R written to a fresh file named after TAG (its path in
+ * path[512]) and read back into *c; fails the test when the reader refuses it. */
+static void raw_read_ok(const raw_t *r, const char *tag, uint64_t seed, char *path, case_t *c)
+{
+    test_tmp_path(path, 512, tag);
+    raw_write(path, r, seed);
+    kr_error_t err = {{0}};
+    if (case_read(path, c, &err) != 0)
+        fail_msg("%s: %s", path, err.msg);
 }
 
 /* ------------------------------------------------------------ round trips */
@@ -536,12 +538,8 @@ static void test_raw_template_is_valid(void **st)
     raw_t r;
     raw_default(&r, M0, N0, K0);
     char path[512];
-    test_tmp_path(path, sizeof path, "raw-ok");
-    raw_write(path, &r, 8);
     case_t c;
-    kr_error_t err;
-    if (case_read(path, &c, &err) != 0)
-        fail_msg("%s", err.msg);
+    raw_read_ok(&r, "raw-ok", 8, path, &c);
     assert_int_equal(c.M, M0);
     assert_int_equal(c.weight_ref_len, N0);
     assert_non_null(c.x);
@@ -588,12 +586,8 @@ static void test_reader_accepts_variants(void **st)
     raw_add(&r, "notes", H5T_STD_I32LE, 1, 3, 0);   /* unknown: ignored */
 
     char path[512];
-    test_tmp_path(path, sizeof path, "raw-variants");
-    raw_write(path, &r, 9);
     case_t c;
-    kr_error_t err;
-    if (case_read(path, &c, &err) != 0)
-        fail_msg("%s", err.msg);
+    raw_read_ok(&r, "raw-variants", 9, path, &c);
     assert_int_equal(c.M, 2);
     assert_int_equal(c.N, 32);
     assert_int_equal(c.K, 32);
@@ -628,12 +622,8 @@ static void test_reader_x_float32(void **st)
     x->attr[0][0] = NULL;
     x->data = xv;
     char path[512];
-    test_tmp_path(path, sizeof path, "raw-xf32");
-    raw_write(path, &r, 10);
     case_t c;
-    kr_error_t err;
-    if (case_read(path, &c, &err) != 0)
-        fail_msg("%s", err.msg);
+    raw_read_ok(&r, "raw-xf32", 10, path, &c);
     assert_int_equal(c.x_storage, X_STORED_F32);
     assert_memory_equal(c.x, xv, sizeof xv);
     case_free(&c);
@@ -894,16 +884,23 @@ static void test_bad_truncated(void **st)
     unlink(path);
 }
 
+/* A valid case written to a fresh file named after TAG (its path in
+ * path[512]); returns its bytes (malloc'd), their count in *len. */
+static char *valid_file_bytes(char *path, const char *tag, uint64_t seed, size_t *len)
+{
+    test_tmp_path(path, 512, tag);
+    write_valid(path, seed);
+    return slurp(path, len);
+}
+
 /* A file cut short whose superblock's end-of-file address was patched to
  * match: HDF5 opens it and would read the lost data as zeros. */
 static void test_bad_truncated_patched_eoa(void **st)
 {
     (void)st;
     char path[512];
-    test_tmp_path(path, sizeof path, "bad-trunc-eoa");
-    write_valid(path, 19);
     size_t len;
-    char *buf = slurp(path, &len);
+    char *buf = valid_file_bytes(path, "bad-trunc-eoa", 19, &len);
     /* Superblock v0 (what EARLIEST bounds give): 8-byte addresses, the
      * end-of-file address at byte 40. */
     assert_int_equal(buf[8], 0);
@@ -933,10 +930,8 @@ static void test_bad_corrupt_header(void **st)
 {
     (void)st;
     char path[512];
-    test_tmp_path(path, sizeof path, "bad-corrupt");
-    write_valid(path, 14);
     size_t len;
-    char *orig = slurp(path, &len);
+    char *orig = valid_file_bytes(path, "bad-corrupt", 14, &len);
     /* The root group's B-tree, symbol-table node and name heap: without
      * them no dataset can be found. */
     const char *sigs[] = {"TREE", "SNOD", "HEAP"};
@@ -1052,17 +1047,14 @@ static void test_reader_weight_bf16_only(void **st)
     d->type = H5T_STD_U16BE;
     d->data = be;
     char path[512];
-    test_tmp_path(path, sizeof path, "raw-bf16only");
-    raw_write(path, &r, 35);
     case_t c;
-    kr_error_t err = {{0}};
-    if (case_read(path, &c, &err) != 0)
-        fail_msg("case_read: %s", err.msg);
+    raw_read_ok(&r, "raw-bf16only", 35, path, &c);
     assert_null(c.weight);
     assert_null(c.weight_scale);
     assert_non_null(c.weight_bf16);
     assert_memory_equal(c.weight_bf16, want, sizeof want);
     assert_non_null(c.weight_ref);   /* accepted (ignored by bf16 kernels) */
+    kr_error_t err = {{0}};
     assert_int_equal(case_validate(&c, NULL, &err), 0);
     case_free(&c);
     unlink(path);

@@ -59,6 +59,14 @@ static void read_rows(const char *path, result_list_t *rows)
         fail_msg("%s", err.msg);
 }
 
+/* The rows of the run in <dir>/<run>. */
+static void read_run_rows(const char *run, result_list_t *rows)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s/results.h5", dir, run);
+    read_rows(path, rows);
+}
+
 /* Every stored field except wall-clock time must agree. */
 static void assert_same_rows(const result_list_t *a, const result_list_t *b)
 {
@@ -146,13 +154,12 @@ static void test_shards_merge_to_one_run(void **state)
              dir, dir, dir, dir);
     assert_int_equal(test_run_kreplay(args, &out), 0);
     free(out);
-    char a[1200], b[1200];
-    snprintf(a, sizeof a, "%s/whole/results.h5", dir);
-    snprintf(b, sizeof b, "%s/merged/results.h5", dir);
     result_list_t whole, merged;
-    read_rows(a, &whole);
-    read_rows(b, &merged);
+    read_run_rows("whole", &whole);
+    read_run_rows("merged", &merged);
     assert_same_rows(&whole, &merged);
+    char a[1200];
+    snprintf(a, sizeof a, "%s/whole/results.h5", dir);
 
     /* merge --baseline gates the merged run like gate does: against the whole
      * run nothing regresses; against a baseline whose one row was twice as
@@ -219,12 +226,9 @@ static void test_resume_after_kill(void **state)
     assert_non_null(strstr(out, "resumed)"));
     assert_null(strstr(out, "(0 resumed)"));
     free(out);
-    char a[1200], b[1200];
-    snprintf(a, sizeof a, "%s/whole/results.h5", dir);
-    snprintf(b, sizeof b, "%s/killed/results.h5", dir);
     result_list_t whole, resumed;
-    read_rows(a, &whole);
-    read_rows(b, &resumed);
+    read_run_rows("whole", &whole);
+    read_run_rows("killed", &resumed);
     assert_same_rows(&whole, &resumed);
     result_list_free(&whole);
     result_list_free(&resumed);

@@ -185,8 +185,8 @@ static void find_stray(scan_t *s, const char *rel, int lineno, const char *line)
     }
 }
 
-/* Scans root; returns the number of stray literals (s->found holds them). */
-static int scan_tree(scan_t *s, const char *root, const char *const *names, int n_names)
+/* A fresh scan of root for names: first the descriptor file owning each name. */
+static void scan_owners(scan_t *s, const char *root, const char *const *names, int n_names)
 {
     memset(s, 0, sizeof *s);
     s->root = root;
@@ -195,6 +195,12 @@ static int scan_tree(scan_t *s, const char *root, const char *const *names, int 
     s->owner = calloc((size_t)n_names, sizeof *s->owner);
     assert_non_null(s->owner);
     walk(s, "", find_owner);
+}
+
+/* Scans root; returns the number of stray literals (s->found holds them). */
+static int scan_tree(scan_t *s, const char *root, const char *const *names, int n_names)
+{
+    scan_owners(s, root, names, n_names);
     walk(s, "", find_stray);
     free(s->owner);
     s->owner = NULL;
@@ -277,13 +283,7 @@ static void test_no_kernel_literal_outside_its_descriptor(void **state)
         names[i] = kernel_at(i)->name;
     scan_t *s = malloc(sizeof *s);
     assert_non_null(s);
-    memset(s, 0, sizeof *s);
-    s->root = KREPLAY_SOURCE_DIR;
-    s->names = names;
-    s->n_names = n;
-    s->owner = calloc((size_t)n, sizeof *s->owner);
-    assert_non_null(s->owner);
-    walk(s, "", find_owner);
+    scan_owners(s, KREPLAY_SOURCE_DIR, names, n);
     /* every registered kernel has a descriptor file the scanner recognises */
     int missing = 0;
     for (int i = 0; i < n; i++)

@@ -36,19 +36,12 @@
 static char dir[1024];
 static char suite_a[1200], suite_b[1200];
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    assert_int_equal(fclose(fp), 0);
-}
+#define write_text(path, text) assert_int_equal(test_write_text(path, text), 0)
 
 static int setup(void **state)
 {
     (void)state;
-    test_tmp_path(dir, sizeof dir, "lost");
-    assert_int_equal(mkdir(dir, 0777), 0);
+    assert_int_equal(test_tmp_dir(dir, sizeof dir, "lost"), 0);
     char text[2048];
     snprintf(suite_a, sizeof suite_a, "%s/a.yaml", dir);
     snprintf(text, sizeof text,
@@ -87,22 +80,22 @@ static int run_env(const char *fault_dir, const char *err_name, long long after,
                              fault_dir, err_name, after, KR_FAULT_FS, KREPLAY_BINARY, args) > 0);
     else
         assert_true(asprintf(&cmd, "'%s' %s 2>&1", KREPLAY_BINARY, args) > 0);
-    FILE *p = popen(cmd, "r");
+    int st = test_shell(cmd, out);
     free(cmd);
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0, got;
-    char *buf = malloc(cap);
-    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += got;
-        if (cap - len < 2)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = '\0';
-    int st = pclose(p);
-    *out = buf;
+    assert_int_not_equal(st, -1);
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Suite a gated without faults into <dir>/<sub> (its path in run); it must pass. */
+static void gate_a_clean(const char *sub, char *run, size_t cap)
+{
+    char args[4096], *out;
+    snprintf(run, cap, "%s/%s", dir, sub);
+    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
+    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
+    free(out);
 }
 
 static int file_exists(const char *path)
@@ -184,10 +177,7 @@ static void test_full_disk_gate(void **state)
 {
     (void)state;
     char clean[1200], args[4096], *out;
-    snprintf(clean, sizeof clean, "%s/clean", dir);
-    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, clean);
-    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
-    free(out);
+    gate_a_clean("clean", clean, sizeof clean);
     char res[1400];
     snprintf(res, sizeof res, "%s/results.h5", clean);
     result_list_t rows;
@@ -370,10 +360,7 @@ static void test_resume_checks_provenance(void **state)
 {
     (void)state;
     char run[1200], args[4096], *out;
-    snprintf(run, sizeof run, "%s/resume", dir);
-    snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
-    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 0);
-    free(out);
+    gate_a_clean("resume", run, sizeof run);
 
     /* Another suite's partials. */
     snprintf(args, sizeof args, "gate '%s' -o '%s' --resume", suite_b, run);

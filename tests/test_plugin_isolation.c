@@ -48,17 +48,9 @@
 #include "plugin_loader.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
-static void plugin_file(char *buf, size_t cap, const char *name)
-{
-    const char *bin = KREPLAY_BINARY;
-    const char *slash = strrchr(bin, '/');
-    if (slash)
-        snprintf(buf, cap, "%.*s/plugins/libkr_plugin_%s.so", (int)(slash - bin), bin, name);
-    else
-        snprintf(buf, cap, "plugins/libkr_plugin_%s.so", name);
-}
 
 static char *slurp(const char *path)
 {
@@ -170,6 +162,17 @@ static int count_rows(json_t *root, const char *kernel, const char *verdict, int
     return n;
 }
 
+/* `kreplay replay --plugin <plugin NAME> OPTS CASE_PATH` under ENV; the
+ * plugin's path in lib[cap], for the messages that must name it. */
+static run_t replay_with_plugin(const char *env, const char *name, const char *opts,
+                                const char *case_path, char *lib, size_t cap)
+{
+    char args[4096];
+    test_plugin_file(lib, cap, name);
+    snprintf(args, sizeof args, "replay --plugin '%s' %s '%s'", lib, opts, case_path);
+    return run_kreplay(env, args);
+}
+
 static void dump_on_failure(const run_t *r)
 {
     fprintf(stderr, "exit %d\n--- stdout\n%.3000s\n--- stderr\n%.3000s\n", r->status, r->out, r->err);
@@ -180,13 +183,11 @@ static void dump_on_failure(const run_t *r)
 static void test_inject_runs_plugins_isolated(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048];
+    char c[512], lib[512];
     make_case(c, sizeof c, "256x256", 16, "inject");
 
-    plugin_file(lib, sizeof lib, "crash");
-    snprintf(args, sizeof args, "replay --plugin '%s' --kernels testplugin.crash --inject scale-const:2 '%s'",
-             lib, c);
-    run_t r = run_kreplay(NULL, args);
+    run_t r = replay_with_plugin(NULL, "crash", "--kernels testplugin.crash --inject scale-const:2",
+                                 c, lib, sizeof lib);
     if (r.status != 1 || !strstr(r.out, "CRASHED") || !strstr(r.out, "SIGSEGV"))
         dump_on_failure(&r);
     assert_int_equal(r.status, 1);      /* a failing verdict, not a dead kreplay (139) */
@@ -194,11 +195,8 @@ static void test_inject_runs_plugins_isolated(void **state)
     assert_non_null(strstr(r.out, "SIGSEGV"));
     run_free(&r);
 
-    plugin_file(lib, sizeof lib, "hang");
-    snprintf(args, sizeof args,
-             "replay --plugin '%s' --kernels testplugin.hang --timeout 2 --inject scale-const:2 '%s'",
-             lib, c);
-    r = run_kreplay(NULL, args);
+    r = replay_with_plugin(NULL, "hang", "--kernels testplugin.hang --timeout 2 --inject scale-const:2",
+                           c, lib, sizeof lib);
     if (r.status != 1 || !strstr(r.out, "TIMEOUT"))
         dump_on_failure(&r);
     assert_int_equal(r.status, 1);      /* not killed by the test's timeout (137) */
@@ -207,12 +205,9 @@ static void test_inject_runs_plugins_isolated(void **state)
     run_free(&r);
 
     /* The fault still reaches a plugin that runs in the child. */
-    plugin_file(lib, sizeof lib, "example_w4a8");
-    snprintf(args, sizeof args,
-             "replay --json --refs exact --plugin '%s' --kernels example.w4a8_perblock "
-             "--inject scale-const:4 '%s'",
-             lib, c);
-    r = run_kreplay(NULL, args);
+    r = replay_with_plugin(NULL, "example_w4a8",
+                           "--json --refs exact --kernels example.w4a8_perblock --inject scale-const:4",
+                           c, lib, sizeof lib);
     json_t *root = json_rows(&r);
     const char *note = NULL;
     int all = 0;
@@ -232,11 +227,9 @@ static void test_inject_runs_plugins_isolated(void **state)
 static void test_plugin_prints_do_not_corrupt_json(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048];
+    char c[512], lib[512];
     make_case(c, sizeof c, "128x256", 8, "chatty");
-    plugin_file(lib, sizeof lib, "stdout");
-    snprintf(args, sizeof args, "replay --json --plugin '%s' --kernels misbehave.stdout '%s'", lib, c);
-    run_t r = run_kreplay(NULL, args);
+    run_t r = replay_with_plugin(NULL, "stdout", "--json --kernels misbehave.stdout", c, lib, sizeof lib);
     json_t *root = json_rows(&r);
     int all = 0;
     const int pass = count_rows(root, "misbehave.stdout", "PASS", &all, NULL);
@@ -256,12 +249,10 @@ static void test_plugin_prints_do_not_corrupt_json(void **state)
 static void test_constructor_crash_and_exit_named(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048];
+    char c[512], lib[512];
     make_case(c, sizeof c, "128x256", 4, "ctor");
 
-    plugin_file(lib, sizeof lib, "ctor_crash");
-    snprintf(args, sizeof args, "replay --plugin '%s' '%s'", lib, c);
-    run_t r = run_kreplay(NULL, args);
+    run_t r = replay_with_plugin(NULL, "ctor_crash", "", c, lib, sizeof lib);
     if (r.status != 2 || !strstr(r.err, lib) || !strstr(r.err, "SIGSEGV"))
         dump_on_failure(&r);
     assert_int_equal(r.status, 2);
@@ -270,9 +261,7 @@ static void test_constructor_crash_and_exit_named(void **state)
     assert_int_equal(r.out[0], '\0');
     run_free(&r);
 
-    plugin_file(lib, sizeof lib, "ctor_exit");
-    snprintf(args, sizeof args, "replay --plugin '%s' '%s'", lib, c);
-    r = run_kreplay(NULL, args);
+    r = replay_with_plugin(NULL, "ctor_exit", "", c, lib, sizeof lib);
     if (r.status != 2 || !strstr(r.err, lib))
         dump_on_failure(&r);
     assert_int_equal(r.status, 2);      /* not a silent exit 0 */
@@ -298,13 +287,11 @@ static int process_gone(long pid)
 static void test_forked_helpers_die_with_the_launch(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048], pidfile[512], env[640];
+    char c[512], lib[512], pidfile[512], env[640];
     make_case(c, sizeof c, "128x256", 4, "forks");
     test_tmp_path(pidfile, sizeof pidfile, "helper-pids");
     snprintf(env, sizeof env, "KR_TEST_PIDFILE='%s'", pidfile);
-    plugin_file(lib, sizeof lib, "fork");
-    snprintf(args, sizeof args, "replay --plugin '%s' --kernels misbehave.fork '%s'", lib, c);
-    run_t r = run_kreplay(env, args);
+    run_t r = replay_with_plugin(env, "fork", "--kernels misbehave.fork", c, lib, sizeof lib);
     if (r.status != 0)
         dump_on_failure(&r);
     assert_int_equal(r.status, 0);
@@ -336,12 +323,10 @@ static void test_forked_helpers_die_with_the_launch(void **state)
 static void test_write_past_the_last_tile_is_out_of_bounds(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048];
+    char c[512], lib[512];
     make_case(c, sizeof c, "2560x256", 54, "overrun");
-    plugin_file(lib, sizeof lib, "tile_overrun");
-    snprintf(args, sizeof args, "replay --json --plugin '%s' --kernels misbehave.tile_overrun '%s'",
-             lib, c);
-    run_t r = run_kreplay(NULL, args);
+    run_t r = replay_with_plugin(NULL, "tile_overrun", "--json --kernels misbehave.tile_overrun",
+                                 c, lib, sizeof lib);
     json_t *root = json_rows(&r);
     const char *note = NULL;
     int all = 0;
@@ -368,19 +353,14 @@ static void test_plugin_launched_on_the_whole_m(void **state)
 {
     (void)state;
     char lib[512], log[512];
-    plugin_file(lib, sizeof lib, "mtail");
+    test_plugin_file(lib, sizeof lib, "mtail");
     kr_plugin_t *plugin = NULL;
     kr_error_t err = {{0}};
     if (plugin_load(lib, &plugin, &err))
         fail_msg("%s", err.msg);
     const kernel_desc_t *k = plugin_kernel_find(plugin, "misbehave.mtail");
     assert_non_null(k);
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = 64;
-    p.N = 256;
-    p.K = 256;
-    p.seed = 3;
+    synth_params_t p = test_synth_params(64, 256, 256, 3);
     case_t c;
     assert_int_equal(synth_case(&p, &c, &err), 0);
 
@@ -428,14 +408,11 @@ static void test_plugin_launched_on_the_whole_m(void **state)
 static void test_split_k_race_is_nondeterministic(void **state)
 {
     (void)state;
-    char c[512], lib[512], args[2048];
+    char c[512], lib[512];
     make_case(c, sizeof c, "256x1024", 32, "splitk");
     for (int attempt = 0; attempt < 3; attempt++) {
-        plugin_file(lib, sizeof lib, "race");
-        snprintf(args, sizeof args,
-                 "replay --json --refs exact --reruns 3 --plugin '%s' --kernels misbehave.race '%s'",
-                 lib, c);
-        run_t r = run_kreplay(NULL, args);
+        run_t r = replay_with_plugin(NULL, "race", "--json --refs exact --reruns 3 --kernels misbehave.race",
+                                     c, lib, sizeof lib);
         json_t *root = json_rows(&r);
         const char *note = NULL;
         int all = 0;
@@ -451,11 +428,9 @@ static void test_split_k_race_is_nondeterministic(void **state)
         json_decref(root);
         run_free(&r);
     }
-    plugin_file(lib, sizeof lib, "splitk_ok");
-    snprintf(args, sizeof args,
-             "replay --json --refs exact --reruns 3 --plugin '%s' --kernels misbehave.splitk_ok '%s'",
-             lib, c);
-    run_t r = run_kreplay(NULL, args);
+    run_t r = replay_with_plugin(NULL, "splitk_ok",
+                                 "--json --refs exact --reruns 3 --kernels misbehave.splitk_ok",
+                                 c, lib, sizeof lib);
     json_t *root = json_rows(&r);
     int all = 0;
     const int pass = count_rows(root, "misbehave.splitk_ok", "PASS", &all, NULL);

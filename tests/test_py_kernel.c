@@ -47,25 +47,23 @@ static int setup(void **state)
 static int replay_json_on(const char *args, const char *target, json_t **root, char *err_text,
                          size_t cap)
 {
-    char out[1024], errp[1024], cmd[8192];
-    test_tmp_path(out, sizeof out, "py.json");
-    test_tmp_path(errp, sizeof errp, "py.err");
-    snprintf(cmd, sizeof cmd, "KREPLAY_PYTHON=/usr/bin/python3 '%s' replay --json %s '%s' >'%s' 2>'%s'",
-             KREPLAY_BINARY, args, target, out, errp);
-    int st = system(cmd);
-    json_error_t je;
-    *root = json_load_file(out, 0, &je);
-    FILE *fp = fopen(errp, "r");
-    size_t n = fp ? fread(err_text, 1, cap - 1, fp) : 0;
-    err_text[n] = 0;
-    if (fp)
-        fclose(fp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return test_replay_json_py(args, target, root, err_text, cap);
 }
 
 static int replay_json(const char *args, json_t **root, char *err_text, size_t cap)
 {
     return replay_json_on(args, g_cases, root, err_text, cap);
+}
+
+/* The JSON of `kreplay replay --json ARGS g_cases`; fails the test when it printed none. */
+static json_t *replay_json_or_fail(const char *args, int *rc)
+{
+    json_t *root = NULL;
+    char err[8192];
+    *rc = replay_json(args, &root, err, sizeof err);
+    if (!root)
+        fail_msg("no JSON (exit %d): %s", *rc, err);
+    return root;
 }
 
 /* The rows of kernel k against reference ref (NULL: any), counted; each must have verdict v
@@ -97,12 +95,9 @@ static int rows_where(json_t *root, const char *k, const char *ref, const char *
 static void test_w4a8_example_bit_identical(void **state)
 {
     (void)state;
-    json_t *root = NULL;
-    char err[8192];
-    int rc = replay_json("--py " EX "/w4a8_perblock_torch.py:w4a8_perblock "
-                         "--kernels 'py.*,w4a8.perblock' --vs w4a8.perblock", &root, err, sizeof err);
-    if (!root)
-        fail_msg("no JSON (exit %d): %s", rc, err);
+    int rc;
+    json_t *root = replay_json_or_fail("--py " EX "/w4a8_perblock_torch.py:w4a8_perblock "
+                                       "--kernels 'py.*,w4a8.perblock' --vs w4a8.perblock", &rc);
     const char *k = "py.w4a8_perblock_torch.w4a8_perblock";
     assert_int_equal(rows_where(root, k, "R_exact", "PASS", NULL), 2);
     assert_int_equal(rows_where(root, k, "R_source", "PASS", NULL), 2);
@@ -133,12 +128,9 @@ static void test_w4a8_example_bit_identical(void **state)
 static void test_bf16_example_passes_source(void **state)
 {
     (void)state;
-    json_t *root = NULL;
-    char err[8192];
-    int rc = replay_json("--py " EX "/bf16_matmul_torch.py:bf16_matmul --kernels 'py.*' "
-                         "--refs source", &root, err, sizeof err);
-    if (!root)
-        fail_msg("no JSON (exit %d): %s", rc, err);
+    int rc;
+    json_t *root = replay_json_or_fail("--py " EX "/bf16_matmul_torch.py:bf16_matmul --kernels 'py.*' "
+                                       "--refs source", &rc);
     assert_int_equal(rows_where(root, "py.bf16_matmul_torch.bf16_matmul", "R_source", "PASS", NULL),
                      2);
     assert_int_equal(rc, 0);

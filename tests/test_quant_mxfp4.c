@@ -128,6 +128,17 @@ static void quant_block(const float *x, mxfp4_variant_t v, uint8_t codes[MX_BLOC
     mxfp4_quant_block(x, v, codes, scale);
 }
 
+/* quant_block of x under v gives scale byte WANT_S and, in its first n
+ * elements, the codes WANT. */
+static void expect_block(const float *x, mxfp4_variant_t v, uint8_t want_s, const uint8_t *want, int n)
+{
+    uint8_t codes[MX_BLOCK], s;
+    quant_block(x, v, codes, &s);
+    assert_int_equal(s, want_s);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(codes[i], want[i]);
+}
+
 /* ------------------------------------------------------------------ */
 /* Tests                                                               */
 /* ------------------------------------------------------------------ */
@@ -169,19 +180,10 @@ static void test_block_significand_175(void **state)
     (void)state;
     float x[MX_BLOCK] = {7.0f, 1.0f, -0.5f};
     uint8_t codes[MX_BLOCK], s;
-    quant_block(x, MXFP4_AITER_EVEN, codes, &s);
-    assert_int_equal(s, 128);
-    assert_int_equal(codes[0], 6);   /* 3.5 ties to 4 */
-    assert_int_equal(codes[1], 1);   /* 0.5 */
-    assert_int_equal(codes[2], 8);   /* -0.25 ties to -0 */
-    quant_block(x, MXFP4_OCP, codes, &s);
-    assert_int_equal(s, 127);
-    assert_int_equal(codes[0], 7);
-    assert_int_equal(codes[1], 2);
-    assert_int_equal(codes[2], 9);
-    quant_block(x, MXFP4_CEIL, codes, &s);
-    assert_int_equal(s, 128);
-    assert_int_equal(codes[0], 6);
+    /* 3.5 ties to 4, 0.5, -0.25 ties to -0 */
+    expect_block(x, MXFP4_AITER_EVEN, 128, (const uint8_t[]){6, 1, 8}, 3);
+    expect_block(x, MXFP4_OCP, 127, (const uint8_t[]){7, 2, 9}, 3);
+    expect_block(x, MXFP4_CEIL, 128, (const uint8_t[]){6}, 1);
 
     /* just below 1.75: no round-up, 6.9999995 saturates to 6 */
     x[0] = nextafterf(7.0f, 0.0f);
@@ -252,13 +254,8 @@ static void test_block_inf(void **state)
     (void)state;
     float x[MX_BLOCK] = {INFINITY, -1.0f, 2.0f, -INFINITY, 1e30f};
     uint8_t codes[MX_BLOCK], s;
-    quant_block(x, MXFP4_AITER_EVEN, codes, &s);
-    assert_int_equal(s, 254);
-    assert_int_equal(codes[0], 7);
-    assert_int_equal(codes[1], 8);   /* -2^-127: -0 */
-    assert_int_equal(codes[2], 0);
-    assert_int_equal(codes[3], 0xF);
-    assert_int_equal(codes[4], 0);   /* 1e30 * 2^-127 ~ 6e-9 */
+    /* -1 * 2^-127: -0; 1e30 * 2^-127 ~ 6e-9: 0 */
+    expect_block(x, MXFP4_AITER_EVEN, 254, (const uint8_t[]){7, 8, 0, 0xF, 0}, 5);
     for (int v = MXFP4_OCP; v <= MXFP4_CEIL; v++) {
         quant_block(x, (mxfp4_variant_t)v, codes, &s);
         assert_int_equal(s, 0xFF);

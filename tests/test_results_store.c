@@ -496,6 +496,17 @@ static void test_missing_values_everywhere(void **state)
 
 /* ---------------------------------------------------------------- round trips */
 
+/* IN (with META, may be NULL) stored at PATH and read back into *out, *got. */
+static void write_then_read(const char *path, const result_list_t *in, const results_meta_t *meta,
+                            result_list_t *out, results_meta_t *got)
+{
+    kr_error_t err = {{0}};
+    if (results_store_write(path, in, meta, &err) != 0)
+        fail_msg("%s", err.msg);
+    if (results_store_read(path, out, got, &err) != 0)
+        fail_msg("%s", err.msg);
+}
+
 static void test_round_trip_every_field(void **state)
 {
     (void)state;
@@ -514,11 +525,7 @@ static void test_round_trip_every_field(void **state)
     set_meta(&meta, "1", "sha256:4be1", "2/5");
     char path[512];
     tpath(path, sizeof path, "rt.h5");
-    kr_error_t err = {{0}};
-    if (results_store_write(path, &in, &meta, &err) != 0)
-        fail_msg("%s", err.msg);
-    if (results_store_read(path, &out, &got, &err) != 0)
-        fail_msg("%s", err.msg);
+    write_then_read(path, &in, &meta, &out, &got);
     assert_lists_equal(&expect, &out);
     assert_meta_equal(&meta, &got);
     assert_int_equal(strlen(out.rows[3].note), sizeof out.rows[3].note - 1);
@@ -531,11 +538,8 @@ static void test_round_trip_every_field(void **state)
     /* Rewriting replaces the file whole. */
     result_list_t small;
     make_rows(&small, 2, 7);
-    if (results_store_write(path, &small, NULL, &err) != 0)
-        fail_msg("%s", err.msg);
     result_list_free(&out);
-    if (results_store_read(path, &out, &got, &err) != 0)
-        fail_msg("%s", err.msg);
+    write_then_read(path, &small, NULL, &out, &got);
     assert_int_equal(out.count, 2);
     assert_string_equal(got.suite_hash, "");
     assert_string_equal(got.schema, RESULTS_SCHEMA_V2);
@@ -555,11 +559,7 @@ static void test_round_trip_empty(void **state)
     set_meta(&meta, "2", "h", "");
     char path[512];
     tpath(path, sizeof path, "empty.h5");
-    kr_error_t err = {{0}};
-    if (results_store_write(path, &in, &meta, &err) != 0)
-        fail_msg("%s", err.msg);
-    if (results_store_read(path, &out, &got, &err) != 0)
-        fail_msg("%s", err.msg);
+    write_then_read(path, &in, &meta, &out, &got);
     assert_int_equal(out.count, 0);
     assert_meta_equal(&meta, &got);
     result_list_free(&out);

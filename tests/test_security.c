@@ -108,6 +108,17 @@ static int run_kreplay_in(const char *cwd, const char *const *argv, char **out)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* ARGV run in CWD gives a verdict (exit 0 or 1), never an error; O names its
+ * output directory in the message. */
+static void expect_verdict_in(const char *cwd, const char *const *argv, const char *o)
+{
+    char *out = NULL;
+    int rc = run_kreplay_in(cwd, argv, &out);
+    if (rc != 0 && rc != 1)
+        fail_msg("%s%s%s: exit %d: %s", argv[1], o ? " -o " : "", o ? o : "", rc, out);
+    free(out);
+}
+
 /* The hostile files are meant to fail: no HDF5 error stack in the log. */
 static void h5_quiet(void)
 {
@@ -196,19 +207,13 @@ static void test_no_shell_from_paths(void **state)
         const char *o = HOSTILE_DIRS[h];
         char *out = NULL;
         const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", o, cs, NULL};
-        int rc = run_kreplay_in(dir, replay, &out);
-        if (rc != 0 && rc != 1)
-            fail_msg("replay -o %s: exit %d: %s", o, rc, out);
-        free(out);
+        expect_verdict_in(dir, replay, o);
         /* twice: the second run clears the first one's partials */
         for (int pass = 0; pass < 2; pass++) {
             char gdir[600];
             snprintf(gdir, sizeof gdir, "%s-gate", o);
             const char *gate[] = {"kreplay", "gate", "suite.yaml", "-o", gdir, NULL};
-            rc = run_kreplay_in(dir, gate, &out);
-            if (rc != 0 && rc != 1)
-                fail_msg("gate -o %s: exit %d: %s", gdir, rc, out);
-            free(out);
+            expect_verdict_in(dir, gate, gdir);
             assert_false(exists(owned));
         }
         char res[1200], rdir[600];
@@ -216,17 +221,14 @@ static void test_no_shell_from_paths(void **state)
         snprintf(rdir, sizeof rdir, "%s-report", o);
         /* plots only for the first name: test_no_gnuplot_injection_from_names covers gnuplot */
         const char *report[] = {"kreplay", "report", res, "-o", rdir, h ? "--no-plots" : NULL, NULL};
-        rc = run_kreplay_in(dir, report, &out);
+        int rc = run_kreplay_in(dir, report, &out);
         if (rc != 0)
             fail_msg("report -o %s: exit %d: %s", rdir, rc, out);
         free(out);
         char cdir[600];
         snprintf(cdir, sizeof cdir, "%s-compare", o);
         const char *compare[] = {"kreplay", "compare", "--synth", "64x64", "--m", "4", "-o", cdir, NULL};
-        rc = run_kreplay_in(dir, compare, &out);
-        if (rc != 0 && rc != 1)
-            fail_msg("compare -o %s: exit %d: %s", cdir, rc, out);
-        free(out);
+        expect_verdict_in(dir, compare, cdir);
         assert_false(exists(owned));
 
         /* the outputs are in the directories of those literal names */
@@ -264,14 +266,11 @@ static void test_no_gnuplot_injection_from_names(void **state)
     H5Fclose(f);
     snprintf(owned, sizeof owned, "%s/owned", dir);
     const char *replay[] = {"kreplay", "replay", "-o", "run", evil, NULL};
+    expect_verdict_in(dir, replay, NULL);
     char *out = NULL;
-    int rc = run_kreplay_in(dir, replay, &out);
-    if (rc != 0 && rc != 1)
-        fail_msg("replay: exit %d: %s", rc, out);
-    free(out);
     const char *report[] = {"kreplay", "report", "run/results.h5", "-o", "rep", "--case", evil,
                             "--title", "t\"; system(\"touch owned\"); print \"`touch owned`", NULL};
-    rc = run_kreplay_in(dir, report, &out);
+    int rc = run_kreplay_in(dir, report, &out);
     if (rc != 0)
         fail_msg("report: exit %d: %s", rc, out);
     free(out);
@@ -454,11 +453,8 @@ static void test_hdf5_results_and_outputs(void **state)
     char dir[1024], cs[1200];
     work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
     const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", "run", cs, NULL};
+    expect_verdict_in(dir, replay, NULL);
     char *out = NULL;
-    int rc = run_kreplay_in(dir, replay, &out);
-    if (rc != 0 && rc != 1)
-        fail_msg("replay: exit %d: %s", rc, out);
-    free(out);
     char good[1300], bad[1300], other[1300];
     snprintf(good, sizeof good, "%s/run/results.h5", dir);
     snprintf(other, sizeof other, "%s/other.h5", dir);

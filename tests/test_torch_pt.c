@@ -495,18 +495,8 @@ static json_t *replay_json(const char *path)
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s' replay --json '%s' 2>/dev/null", KREPLAY_BINARY, path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while ((r = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += r;
-        if (cap - len < 4096)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = 0;
-    pclose(p);
+    char *buf;
+    assert_int_not_equal(test_shell(cmd, &buf), -1);
     json_error_t je;
     json_t *j = json_loads(buf, 0, &je);
     if (!j)
@@ -715,6 +705,55 @@ static void test_more_dtypes_refused(void **state)
     expect_refused(FIX "/refused_uint16.pt", "float4_e2m1fn_x2", NULL);
 }
 
+/* One change to FIX/dump.pt that the importer must refuse, naming WANT and ALSO. */
+typedef struct {
+    const char *member;           /* record name suffix */
+    const char *from, *to;        /* from NULL: the whole record becomes TO */
+    size_t from_len, to_len;
+    const char *file;             /* the patched copy's name */
+    const char *want, *also;
+} pt_patch_t;
+
+static void expect_patch_refused(const pt_patch_t *p)
+{
+    zipset_t z;
+    char path[1024];
+    zs_load(FIX "/dump.pt", &z);
+    rec_t *r = zs_find(&z, p->member);
+    if (p->from)
+        zs_replace(r, p->from, p->from_len, p->to, p->to_len);
+    else
+        zs_set(r, p->to, p->to_len);
+    test_tmp_path(path, sizeof path, p->file);
+    zs_save(&z, path);
+    expect_refused(path, p->want, p->also);
+    zs_free(&z);
+    unlink(path);
+}
+
+static const pt_patch_t unsupported_patches[] = {
+    /* an unsupported dtype through _rebuild_tensor_v3 */
+    {"/data.pkl", "torch\nfloat8_e4m3fn\n", "torch\ncomplex128\n", 20, 17, "c128.pt", "torch.complex128", SUBSET},
+    /* an unsupported opcode: SHORT_BINBYTES in place of the "M" value */
+    {"/data.pkl", "X\x01\0\0\0Mq\x53K\x05", "X\x01\0\0\0MC\x01z", 10, 9, "bytes.pt", "SHORT_BINBYTES", SUBSET},
+    {"/data.pkl", "X\x01\0\0\0Mq\x53K\x05", "X\x01\0\0\0MC\x01z", 10, 9, "bytes.pt", "opcode 0x43", NULL},
+    /* a global that is not a tensor rebuild function */
+    {"/data.pkl", "collections\nOrderedDict\n", "os\nsystem\n", 24, 10, "os.pt", "os.system", SUBSET},
+    /* big-endian data */
+    {"/byteorder", NULL, "big", 0, 3, "big.pt", "byteorder", SUBSET},
+};
+
+static const pt_patch_t broken_patches[] = {
+    /* a storage key with no record, and one that is not a record name */
+    {"/data.pkl", "X\x01\0\0\0" "0", "X\x01\0\0\0" "9", 6, 6, "key9.pt", "storage key '9'", "dump/data/9"},
+    {"/data.pkl", "X\x01\0\0\0" "0", "X\x04\0\0\0" "../0", 6, 9, "keydots.pt", "storage key '../0'",
+     "not a record name"},
+    /* a record shorter than its storage declares */
+    {"/data/1", NULL, "abcd", 0, 4, "short.pt", "storage '1'", "holds 4 bytes"},
+    /* a tensor whose sizes exceed its storage: x_fp8 [6, 64] over 320 bytes */
+    {"/data.pkl", "K\x05K\x40\x86", "K\x06K\x40\x86", 5, 5, "big-view.pt", "reads past its storage '0'", "[6, 64]"},
+};
+
 /* ---- refusals ---- */
 
 static void test_unsupported_refused(void **state)
@@ -724,44 +763,8 @@ static void test_unsupported_refused(void **state)
     expect_refused(FIX "/unsupported_complex.pt", "complex64", NULL);
     expect_refused(FIX "/unsupported_set.pt", "__builtin__.set", SUBSET);
 
-    zipset_t z;
-    char path[1024];
-    /* an unsupported dtype through _rebuild_tensor_v3 */
-    zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "torch\nfloat8_e4m3fn\n", 20, "torch\ncomplex128\n", 17);
-    test_tmp_path(path, sizeof path, "c128.pt");
-    zs_save(&z, path);
-    expect_refused(path, "torch.complex128", SUBSET);
-    zs_free(&z);
-    unlink(path);
-
-    /* an unsupported opcode: SHORT_BINBYTES in place of the "M" value */
-    zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "X\x01\0\0\0Mq\x53K\x05", 10, "X\x01\0\0\0MC\x01z", 9);
-    test_tmp_path(path, sizeof path, "bytes.pt");
-    zs_save(&z, path);
-    expect_refused(path, "SHORT_BINBYTES", SUBSET);
-    expect_refused(path, "opcode 0x43", NULL);
-    zs_free(&z);
-    unlink(path);
-
-    /* a global that is not a tensor rebuild function */
-    zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "collections\nOrderedDict\n", 24, "os\nsystem\n", 10);
-    test_tmp_path(path, sizeof path, "os.pt");
-    zs_save(&z, path);
-    expect_refused(path, "os.system", SUBSET);
-    zs_free(&z);
-    unlink(path);
-
-    /* big-endian data */
-    zs_load(FIX "/dump.pt", &z);
-    zs_set(zs_find(&z, "/byteorder"), "big", 3);
-    test_tmp_path(path, sizeof path, "big.pt");
-    zs_save(&z, path);
-    expect_refused(path, "byteorder", SUBSET);
-    zs_free(&z);
-    unlink(path);
+    for (size_t i = 0; i < sizeof unsupported_patches / sizeof unsupported_patches[0]; i++)
+        expect_patch_refused(&unsupported_patches[i]);
 }
 
 static void test_broken_files(void **state)
@@ -805,39 +808,8 @@ static void test_broken_files(void **state)
     zs_free(&z);
     unlink(path);
 
-    /* a storage key with no record, and one that is not a record name */
-    zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "X\x01\0\0\0" "0", 6, "X\x01\0\0\0" "9", 6);
-    test_tmp_path(path, sizeof path, "key9.pt");
-    zs_save(&z, path);
-    expect_refused(path, "storage key '9'", "dump/data/9");
-    zs_free(&z);
-    unlink(path);
-    zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "X\x01\0\0\0" "0", 6, "X\x04\0\0\0" "../0", 9);
-    test_tmp_path(path, sizeof path, "keydots.pt");
-    zs_save(&z, path);
-    expect_refused(path, "storage key '../0'", "not a record name");
-    zs_free(&z);
-    unlink(path);
-
-    /* a record shorter than its storage declares */
-    zs_load(FIX "/dump.pt", &z);
-    zs_set(zs_find(&z, "/data/1"), "abcd", 4);
-    test_tmp_path(path, sizeof path, "short.pt");
-    zs_save(&z, path);
-    expect_refused(path, "storage '1'", "holds 4 bytes");
-    zs_free(&z);
-    unlink(path);
-
-    /* a tensor whose sizes exceed its storage: x_fp8 [6, 64] over 320 bytes */
-    zs_load(FIX "/dump.pt", &z);
-    zs_replace(zs_find(&z, "/data.pkl"), "K\x05K\x40\x86", 5, "K\x06K\x40\x86", 5);
-    test_tmp_path(path, sizeof path, "big-view.pt");
-    zs_save(&z, path);
-    expect_refused(path, "reads past its storage '0'", "[6, 64]");
-    zs_free(&z);
-    unlink(path);
+    for (size_t i = 0; i < sizeof broken_patches / sizeof broken_patches[0]; i++)
+        expect_patch_refused(&broken_patches[i]);
 
     /* sizes that contradict M, N, K: the importer names the key */
     zs_load(FIX "/dump.pt", &z);

@@ -115,29 +115,23 @@ static int open_common(const char *name, const char *path, int flags, mode_t mod
     return fd;
 }
 
-int open(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
+/* open and open64 are the same wrapper; the optional mode argument exists only
+ * when the flags create a file, so it can be read only in the variadic body. */
+#define FAULT_OPEN_WRAPPER(fn)                                                                     \
+    int fn(const char *path, int flags, ...)                                                       \
+    {                                                                                              \
+        mode_t mode = 0;                                                                           \
+        if (flags & (O_CREAT | O_TMPFILE)) {                                                       \
+            va_list ap;                                                                            \
+            va_start(ap, flags);                                                                   \
+            mode = (mode_t)va_arg(ap, int);                                                        \
+            va_end(ap);                                                                            \
+        }                                                                                          \
+        return open_common(#fn, path, flags, mode);                                                \
     }
-    return open_common("open", path, flags, mode);
-}
 
-int open64(const char *path, int flags, ...)
-{
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = (mode_t)va_arg(ap, int);
-        va_end(ap);
-    }
-    return open_common("open64", path, flags, mode);
-}
+FAULT_OPEN_WRAPPER(open)
+FAULT_OPEN_WRAPPER(open64)
 
 int creat(const char *path, mode_t mode)
 {
