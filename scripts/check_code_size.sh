@@ -5,4 +5,4 @@
 # measured on the tree, so it can only go down: lower it with each removal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python3 scripts/check_code_size.py --max-pairs 103 "$@"
+exec python3 scripts/check_code_size.py --max-pairs 102 "$@"

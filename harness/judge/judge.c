@@ -55,18 +55,8 @@ void judge_rule_for(const policy_t *p, const kernel_desc_t *k, const result_t *r
     }
     if (policy_rule_for(NULL, row->kernel, row->reference, row->band, row->K, rule) == 0)
         return;
-    memset(rule, 0, sizeof *rule);
-    kr_strlcpy(rule->kernel, row->kernel, sizeof rule->kernel);
-    kr_strlcpy(rule->reference, row->reference, sizeof rule->reference);
-    kr_strlcpy(rule->band, "*", sizeof rule->band);
+    policy_rule_init(rule, row->kernel, row->reference);
     rule->rel_fro = fallback_tol;
-    rule->worst_row_rel = NAN;
-    rule->identical_min = NAN;
-    rule->max_ulp = -1;
-    rule->nonfinite = POLICY_NONFINITE_FORBID;
-    rule->bias_z = POLICY_BIAS_Z_DEFAULT;
-    rule->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
-    rule->bias_share = POLICY_BIAS_SHARE_DEFAULT;
     snprintf(rule->origin, sizeof rule->origin, "the kernel descriptor's tolerance");
 }
 

@@ -22,6 +22,21 @@ static const char *const reference_names[] = {"R_exact", "R_source", "R_sanitize
                                               NULL};
 static const char *const band_names[] = {"decode", "mid", "prefill", "tiled", "none", NULL};
 
+void policy_rule_init(policy_rule_t *rule, const char *kernel, const char *reference)
+{
+    memset(rule, 0, sizeof *rule);
+    kr_strlcpy(rule->kernel, kernel, sizeof rule->kernel);
+    kr_strlcpy(rule->reference, reference, sizeof rule->reference);
+    kr_strlcpy(rule->band, "*", sizeof rule->band);
+    rule->worst_row_rel = NAN;
+    rule->identical_min = NAN;
+    rule->max_ulp = -1;
+    rule->nonfinite = POLICY_NONFINITE_FORBID;
+    rule->bias_z = POLICY_BIAS_Z_DEFAULT;
+    rule->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
+    rule->bias_share = POLICY_BIAS_SHARE_DEFAULT;
+}
+
 /* ---- loading ---- */
 
 static int glob_matches_any(const char *glob_, const char *const *names)
@@ -100,12 +115,8 @@ static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, 
     snprintf(key, sizeof key, "rules[%d]", i);
     if (kr_yaml_check_map(y, node, key, rule_keys, err))
         return -1;
-    memset(r, 0, sizeof *r);
-    r->worst_row_rel = NAN;
-    r->identical_min = NAN;
-    r->max_ulp = -1;
-    r->nonfinite = POLICY_NONFINITE_FORBID;
-    r->bias_z = NAN;
+    policy_rule_init(r, "", "");
+    r->bias_z = NAN;            /* unset: the policy's root-level limits apply */
     r->bias_frac = NAN;
     r->bias_share = NAN;
     r->line = kr_yaml_line(node);
@@ -323,17 +334,7 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
 {
     if (!k || !reference || K < 1)
         return -1;
-    memset(rule, 0, sizeof *rule);
-    kr_strlcpy(rule->kernel, k->name, sizeof rule->kernel);
-    kr_strlcpy(rule->reference, reference, sizeof rule->reference);
-    kr_strlcpy(rule->band, "*", sizeof rule->band);
-    rule->worst_row_rel = NAN;
-    rule->identical_min = NAN;
-    rule->max_ulp = -1;
-    rule->nonfinite = POLICY_NONFINITE_FORBID;
-    rule->bias_z = POLICY_BIAS_Z_DEFAULT;
-    rule->bias_frac = POLICY_BIAS_FRAC_DEFAULT;
-    rule->bias_share = POLICY_BIAS_SHARE_DEFAULT;
+    policy_rule_init(rule, k->name, reference);
     rule->line = 0;
     const int act = act_mantissa(k);
     if (!strcmp(reference, "R_exact") || !strncmp(reference, "model:", 6)) {

@@ -104,6 +104,11 @@ typedef struct {
     char hash[17];              /* 64-bit FNV-1a of the file bytes, hex */
 } policy_t;
 
+/* A rule for (kernel, reference) over every band that checks nothing but
+ * non-finite outputs and the a-priori rounding-bias limits: the start of every
+ * parsed, derived and fallback rule. */
+void policy_rule_init(policy_rule_t *rule, const char *kernel, const char *reference);
+
 /* Loads and validates a policy file.  Returns 0, or -1 with err in the form
  * "PATH:LINE: what is wrong; expected what" (unknown keys, wrong types, a
  * missing required key, a kernel / reference / band glob that matches
