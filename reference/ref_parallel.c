@@ -1,16 +1,32 @@
+#define _GNU_SOURCE             /* sched_getaffinity, CPU_COUNT */
 #include "ref_parallel.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* The CPUs this process may run on: under taskset, a Slurm allocation or a
+ * container's cpuset that is fewer than the machine has online, and one
+ * thread per online CPU would oversubscribe them (OpenBLAS counts the same
+ * way). */
+static long usable_cpus(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+#endif
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
 
 int ref_default_threads(void)
 {
     const char *env = getenv("KREPLAY_THREADS");
     long n = env ? strtol(env, NULL, 10) : 0;
     if (n <= 0 || n > INT_MAX)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
+        n = usable_cpus();
     return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
 }
 

@@ -3,6 +3,8 @@
 # run, every ratio; prints ONE table last.  See tests/bench/README.md.
 #   scripts/bench.sh                all items (about 10 minutes on 2 idle cores)
 #   scripts/bench.sh --replay-only  items 5 and 6 only
+#   KR_BENCH_ROWS=FILE              also keeps each row in FILE as it is measured
+#                                   (a run cut short still leaves what it measured)
 # Needs: cmake, OpenBLAS/HDF5 dev (scripts/setup.sh), python3 with numpy and
 # h5py (KR_BENCH_PYTHON names another).  OpenBLAS threads: default.
 set -eu
@@ -20,7 +22,7 @@ fi
 [ -n "$PY" ] || { echo "bench.sh: no python3 with numpy and h5py (set KR_BENCH_PYTHON)" >&2; exit 2; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-ROWS=$TMP/rows
+ROWS=${KR_BENCH_ROWS:-$TMP/rows}
 
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" --target kreplay kr_bench >/dev/null
