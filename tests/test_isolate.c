@@ -597,36 +597,34 @@ static void test_registry_kernel_isolated(void **state)
     assert_normal_run_ok(f);
 }
 
-static void test_segfaulting_plugin(void **state)
+/* A plugin killed by `signo` (named `signame`) is CRASHED with that signal
+ * named, its child reaped, and the next isolated run unaffected. */
+static void assert_plugin_killed_by(fixture_t *f, const kernel_desc_t *k, int signo,
+                                    const char *signame)
 {
-    fixture_t *f = *state;
     isolate_result_t res;
     uint16_t *out;
-    run_isolated(f, plugin_kernel_at(f->crash, 0), 10.0, &res, &out);
-    fprintf(stderr, "  crash: %s: %s\n", isolate_status_name(res.status), res.message);
+    run_isolated(f, k, 10.0, &res, &out);
+    fprintf(stderr, "  %s: %s: %s\n", signame, isolate_status_name(res.status), res.message);
     assert_int_equal(res.status, ISOLATE_CRASHED);
-    assert_int_equal(res.signal, SIGSEGV);
-    assert_non_null(strstr(res.message, "SIGSEGV"));
+    assert_int_equal(res.signal, signo);
+    assert_non_null(strstr(res.message, signame));
     assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
     assert_child_gone(res.pid);
     free(out);
     assert_normal_run_ok(f);
 }
 
+static void test_segfaulting_plugin(void **state)
+{
+    fixture_t *f = *state;
+    assert_plugin_killed_by(f, plugin_kernel_at(f->crash, 0), SIGSEGV, "SIGSEGV");
+}
+
 static void test_aborting_plugin(void **state)
 {
     fixture_t *f = *state;
-    isolate_result_t res;
-    uint16_t *out;
-    run_isolated(f, plugin_kernel_at(f->abrt, 0), 10.0, &res, &out);
-    fprintf(stderr, "  abort: %s: %s\n", isolate_status_name(res.status), res.message);
-    assert_int_equal(res.status, ISOLATE_CRASHED);
-    assert_int_equal(res.signal, SIGABRT);
-    assert_non_null(strstr(res.message, "SIGABRT"));
-    assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
-    assert_child_gone(res.pid);
-    free(out);
-    assert_normal_run_ok(f);
+    assert_plugin_killed_by(f, plugin_kernel_at(f->abrt, 0), SIGABRT, "SIGABRT");
 }
 
 static void test_hanging_plugin_times_out(void **state)
