@@ -688,10 +688,7 @@ static void test_safe_read_blames_the_right_file(void **state)
     const char *segv = KREPLAY_SOURCE_DIR "/tests/fixtures/corrupt_h5/segv_global_heap.h5";
     char junk[512];
     test_tmp_path(junk, sizeof junk, "not-a-case.h5");
-    FILE *fp = fopen(junk, "wb");
-    assert_non_null(fp);
-    fputs("not an HDF5 file\n", fp);
-    fclose(fp);
+    assert_int_equal(test_write_text(junk, "not an HDF5 file\n"), 0);
     for (int i = 0; i < 2; i++) {
         case_t c;
         kr_error_t err = {{0}};
