@@ -36,3 +36,22 @@ char *test_read_in_dir(const char *dir, const char *name)
         fail_msg("cannot read %s", path);
     return text;
 }
+
+json_t *test_command_json(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        fail_msg("%s: cannot start", cmd);
+    json_error_t jerr;
+    json_t *root = json_loadf(p, 0, &jerr);
+    pclose(p);
+    if (!root)
+        fail_msg("%s: no JSON (%s)", cmd, jerr.text);
+    return root;
+}
+
+const char *test_json_str(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}

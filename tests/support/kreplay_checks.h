@@ -4,6 +4,7 @@
  * Include after <cmocka.h> and its prerequisites. */
 #ifndef KR_KREPLAY_CHECKS_H
 #define KR_KREPLAY_CHECKS_H
+#include <jansson.h>
 
 /* Runs `kreplay ARGS` (stdout and stderr together); fails unless it exits
  * with RC and, when WANT is not NULL, its output contains WANT. */
@@ -16,5 +17,12 @@ char *test_kreplay_output(const char *args, int rc);
 /* The file DIR/NAME, NUL-terminated and malloc'd (caller frees); fails the
  * test naming the path when it cannot be read. */
 char *test_read_in_dir(const char *dir, const char *name);
+
+/* Runs the shell command CMD and parses its stdout as one JSON document
+ * (caller json_decref's it); fails the test naming CMD when there is none. */
+json_t *test_command_json(const char *cmd);
+
+/* The string member KEY of OBJ; "" when it is absent or not a string. */
+const char *test_json_str(const json_t *obj, const char *key);
 
 #endif
