@@ -17,6 +17,7 @@
 
 #include "kreplay_checks.h"
 #include "results_store.h"
+#include "suite_file.h"
 #include "test_support.h"
 
 static char dir[1024];
@@ -28,18 +29,12 @@ static int setup(void **state)
     test_tmp_path(dir, sizeof dir, "gate");
     mkdir(dir, 0777);
     snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
-    FILE *fp = fopen(suite, "w");
-    fprintf(fp,
-            "suite: gate-test\n"
-            "cases:\n"
-            "  - files: [\"%s/cases/samples/moe_gate_N256_K2048_M8.h5\"]\n"
-            "  - synth:\n"
-            "      shapes: [64x256, gdn_in_proj_ba_tp2]\n"
-            "      m: [1, 8, 80]\n"
-            "      seeds: [1, 2]\n"
-            "kernels: [\"w4a8.perblock\", \"w4a8.folded\", \"w4a4.aiter\"]\n",
-            KREPLAY_SOURCE_DIR);
-    fclose(fp);
+    const test_suite_spec_t spec = {
+        .name = "gate-test", .files = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5",
+        .shapes = "64x256, gdn_in_proj_ba_tp2", .m = "1, 8, 80", .seeds = "1, 2",
+        .kernels = "\"w4a8.perblock\", \"w4a8.folded\", \"w4a4.aiter\"",
+    };
+    test_write_suite(suite, &spec);
     return 0;
 }
 

@@ -22,7 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kreplay_checks.h"
 #include "results_store.h"
+#include "suite_file.h"
 #include "test_support.h"
 
 #define SAMPLE KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5"
@@ -36,18 +38,10 @@ static int setup(void **state)
 {
     (void)state;
     assert_int_equal(test_tmp_dir(dir, sizeof dir, "failfast"), 0);
-    char text[2048];
     snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
-    snprintf(text, sizeof text,
-             "suite: failfast\n"
-             "cases:\n"
-             "  - files: [\"%s\"]\n"
-             "  - synth:\n"
-             "      shapes: [64x256]\n"
-             "      m: [1, 8]\n"
-             "kernels: [\"w4a8.folded\"]\n",
-             SAMPLE);
-    write_text(suite, text);
+    const test_suite_spec_t spec = {.name = "failfast", .files = SAMPLE, .shapes = "64x256",
+                                    .m = "1, 8", .kernels = "\"w4a8.folded\""};
+    test_write_suite(suite, &spec);
     return 0;
 }
 
@@ -86,11 +80,7 @@ static int64_t row_count(const char *path)
 
 static void expect_refused_before_cases(const char *args, const char *run, const char *want)
 {
-    char *out;
-    int rc = test_run_kreplay(args, &out);
-    if (rc != 2 || !strstr(out, want))
-        fail_msg("kreplay %s: exit %d, expected 2 and '%s':\n%s", args, rc, want, out);
-    free(out);
+    test_kreplay_expect(args, 2, want);
     if (run)
         assert_int_equal(partials(run), 0);
 }
@@ -104,8 +94,7 @@ static void test_missing_baseline(void **state)
     snprintf(junit, sizeof junit, "%s/run.xml", dir);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s' --junit '%s'", suite, run, base, junit);
     expect_refused_before_cases(args, run, base);
-    char *msg;
-    assert_int_equal(test_run_kreplay(args, &msg), 2);
+    char *msg = test_kreplay_output(args, 2);
     assert_non_null(strstr(msg, "--baseline-init"));
     assert_non_null(strstr(msg, "kreplay baseline update"));
     free(msg);
@@ -124,13 +113,11 @@ static void test_missing_baseline(void **state)
 
     /* --baseline-init creates it (and its directories) from this run... */
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s' --baseline-init", suite, run, base);
-    assert_int_equal(test_run_kreplay(args, &out), 0);
-    assert_non_null(strstr(out, "created from this run"));
-    free(out);
+    test_kreplay_expect(args, 0, "created from this run");
     assert_true(file_exists(base));
     assert_int_equal(row_count(base), row_count(res));
     /* ...and once it exists the same command compares with it. */
-    assert_int_equal(test_run_kreplay(args, &out), 0);
+    out = test_kreplay_output(args, 0);
     assert_null(strstr(out, "created from this run"));
     assert_non_null(strstr(out, "0 regressed"));
     free(out);
@@ -139,8 +126,7 @@ static void test_missing_baseline(void **state)
     char deep[1300];
     snprintf(deep, sizeof deep, "%s/new/dirs/base.h5", dir);
     snprintf(args, sizeof args, "baseline update '%s' --baseline '%s'", run, deep);
-    assert_int_equal(test_run_kreplay(args, &out), 0);
-    free(out);
+    test_kreplay_expect(args, 0, NULL);
     assert_int_equal(row_count(deep), row_count(res));
 }
 
