@@ -402,6 +402,13 @@ static void raw_read_ok(const raw_t *r, const char *tag, uint64_t seed, char *pa
         fail_msg("%s: %s", path, err.msg);
 }
 
+/* The default layout (raw_default at M0 x N0 x K0) without dataset `ds`. */
+static void raw_default_without(raw_t *r, const char *ds)
+{
+    raw_default(r, M0, N0, K0);
+    raw_ds(r, ds)->present = 0;
+}
+
 /* ------------------------------------------------------------ round trips */
 
 static void round_trip(const case_spec_t *s, uint64_t seed, const char *tag)
@@ -623,8 +630,7 @@ static void test_bad_missing_weight(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight")->present = 0;
+    raw_default_without(&r, "weight");
     raw_expect_fail(&r, "bad-noweight", "weight: ", "missing", "[48, 32]");
 }
 
@@ -632,8 +638,7 @@ static void test_bad_missing_weight_scale(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight_scale")->present = 0;
+    raw_default_without(&r, "weight_scale");
     raw_expect_fail(&r, "bad-noscale", "weight_scale: ", "missing", NULL);
 }
 
@@ -713,14 +718,11 @@ static void test_bad_x_pairing(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "x_scale")->present = 0;
+    raw_default_without(&r, "x_scale");
     raw_expect_fail(&r, "bad-noxscale", "x_scale: ", "missing while x_fp8 is present", NULL);
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "x_fp8")->present = 0;
+    raw_default_without(&r, "x_fp8");
     raw_expect_fail(&r, "bad-noxfp8", "x_fp8: ", "missing while x_scale is present", NULL);
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "x")->present = 0;
+    raw_default_without(&r, "x");
     raw_ds(&r, "x_fp8")->present = 0;
     raw_ds(&r, "x_scale")->present = 0;
     raw_expect_fail(&r, "bad-nox", "x: neither x nor x_fp8", NULL, NULL);
@@ -826,8 +828,7 @@ static void test_bad_weight_is_group(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight")->present = 0;
+    raw_default_without(&r, "weight");
     char path[512];
     test_tmp_path(path, sizeof path, "bad-wgroup");
     raw_write(path, &r, 12);
@@ -1009,8 +1010,7 @@ static void test_round_trip_weight_bf16(void **st)
 /* The template with the MXFP4 weight replaced by weight_bf16 [N, K]. */
 static raw_ds_t *raw_bf16_only(raw_t *r)
 {
-    raw_default(r, M0, N0, K0);
-    raw_ds(r, "weight")->present = 0;
+    raw_default_without(r, "weight");
     raw_ds(r, "weight_scale")->present = 0;
     raw_ds_t *d = raw_add(r, "weight_bf16", H5T_STD_U16LE, 2, N0, K0);
     d->attr[0][0] = "dtype", d->attr[0][1] = "bfloat16";
@@ -1051,8 +1051,7 @@ static void test_bad_no_weight_at_all(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight")->present = 0;
+    raw_default_without(&r, "weight");
     raw_ds(&r, "weight_scale")->present = 0;
     raw_expect_fail(&r, "bad-noweights", "weight: ", "missing and no weight_bf16",
                     "weight_bf16 [48, 64]");
