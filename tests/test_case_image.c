@@ -313,6 +313,19 @@ static void expect_patch_refused(const uint8_t *good, size_t n, size_t off, uint
     free(b);
 }
 
+/* C written to a fresh image (KEEP_SOURCE) and read back into *back under
+ * the name `what`, failing the test if either refuses; the image's fd,
+ * still open for another read. */
+static int image_round_trip(case_t *c, const char *what, case_t *back)
+{
+    kr_error_t err = {{0}};
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    if (case_image_read(fd, back, CASE_IMAGE_KEEP_SOURCE, what, &err))
+        fail_msg("%s", err.msg);
+    return fd;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void test_every_field_round_trips(void **state)
@@ -320,16 +333,13 @@ static void test_every_field_round_trips(void **state)
     (void)state;
     case_t orig;
     full_case(&orig, 3, 32, 64, 11);
-    kr_error_t err = {{0}};
-    int fd = image_fd();
-    assert_int_equal(case_image_write(fd, &orig, CASE_IMAGE_KEEP_SOURCE, &err), 0);
     case_t back;
-    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, "full", &err))
-        fail_msg("%s", err.msg);
+    int fd = image_round_trip(&orig, "full", &back);
     assert_cases_equal(&orig, &back);
     assert_no_unknown_fields(&orig, &back);
     /* KEEP_SOURCE: the image is still there, and reads the same again. */
     case_t again;
+    kr_error_t err = {{0}};
     if (case_image_read(fd, &again, CASE_IMAGE_KEEP_SOURCE, "full", &err))
         fail_msg("%s", err.msg);
     assert_cases_equal(&orig, &again);
@@ -357,12 +367,8 @@ static void test_minimal_case_round_trips(void **state)
     c.layer = xstrdup("");
     c.weight_ref = test_rand_bytes(&r, 2);
     c.weight_ref_len = 2;
-    kr_error_t err = {{0}};
-    int fd = image_fd();
-    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
     case_t back;
-    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, "minimal", &err))
-        fail_msg("%s", err.msg);
+    int fd = image_round_trip(&c, "minimal", &back);
     assert_cases_equal(&c, &back);
     assert_null(back.path);
     assert_null(back.x);
@@ -383,10 +389,7 @@ static void test_minimal_case_round_trips(void **state)
     c.env_flags = xstrdup("");
     c.x_scale[0] = 3.0f;            /* x_scale's 4 bytes leave the next offset unaligned */
     close(fd);
-    fd = image_fd();
-    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
-    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, "empty last", &err))
-        fail_msg("%s", err.msg);
+    fd = image_round_trip(&c, "empty last", &back);
     assert_cases_equal(&c, &back);
     assert_string_equal(back.env_flags, "");
     case_free(&back);
