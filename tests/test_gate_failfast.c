@@ -34,11 +34,17 @@ static char suite[1200];
 
 #define write_text(path, text) assert_int_equal(test_write_text(path, text), 0)
 
+/* DIR/NAME, a path in this test's directory, into buf. */
+static void in_dir(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
+
 static int setup(void **state)
 {
     (void)state;
     assert_int_equal(test_tmp_dir(dir, sizeof dir, "failfast"), 0);
-    snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
+    in_dir(suite, sizeof suite, "suite.yaml");
     const test_suite_spec_t spec = {.name = "failfast", .files = SAMPLE, .shapes = "64x256",
                                     .m = "1, 8", .kernels = "\"w4a8.folded\""};
     test_write_suite(suite, &spec);
@@ -89,9 +95,9 @@ static void test_missing_baseline(void **state)
 {
     (void)state;
     char run[1200], base[1300], junit[1300], args[8192], *out;
-    snprintf(run, sizeof run, "%s/run", dir);
-    snprintf(base, sizeof base, "%s/baselines/nightly/main.h5", dir);
-    snprintf(junit, sizeof junit, "%s/run.xml", dir);
+    in_dir(run, sizeof run, "run");
+    in_dir(base, sizeof base, "baselines/nightly/main.h5");
+    in_dir(junit, sizeof junit, "run.xml");
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s' --junit '%s'", suite, run, base, junit);
     expect_refused_before_cases(args, run, base);
     char *msg = test_kreplay_output(args, 2);
@@ -124,7 +130,7 @@ static void test_missing_baseline(void **state)
 
     /* baseline update makes missing parent directories. */
     char deep[1300];
-    snprintf(deep, sizeof deep, "%s/new/dirs/base.h5", dir);
+    in_dir(deep, sizeof deep, "new/dirs/base.h5");
     snprintf(args, sizeof args, "baseline update '%s' --baseline '%s'", run, deep);
     test_kreplay_expect(args, 0, NULL);
     assert_int_equal(row_count(deep), row_count(res));
@@ -134,9 +140,9 @@ static void test_bad_inputs_refused_up_front(void **state)
 {
     (void)state;
     char run[1200], bad[1300], args[4096];
-    snprintf(run, sizeof run, "%s/run2", dir);
+    in_dir(run, sizeof run, "run2");
     /* A baseline that is not a results file. */
-    snprintf(bad, sizeof bad, "%s/not_results.h5", dir);
+    in_dir(bad, sizeof bad, "not_results.h5");
     write_text(bad, "this is not HDF5\n");
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s'", suite, run, bad);
     expect_refused_before_cases(args, run, bad);
@@ -180,8 +186,8 @@ static void test_sweep_limit_up_front(void **state)
 {
     (void)state;
     char huge[1200], run[1200], args[4096], want[256];
-    snprintf(huge, sizeof huge, "%s/huge.yaml", dir);
-    snprintf(run, sizeof run, "%s/huge_run", dir);
+    in_dir(huge, sizeof huge, "huge.yaml");
+    in_dir(run, sizeof run, "huge_run");
     write_sweep(huge, 39, 64);
     /* 39 x 64 x 64 x 64, counted here, not by kreplay. */
     snprintf(want, sizeof want, "%lld cases", 39LL * 64 * 64 * 64);
@@ -211,7 +217,7 @@ static void test_sweep_limit_up_front(void **state)
 
     /* Within the limit in the file, over it through --seeds: 2 x 64 x 64 x 64. */
     char two[1200];
-    snprintf(two, sizeof two, "%s/two.yaml", dir);
+    in_dir(two, sizeof two, "two.yaml");
     write_sweep(two, 2, 1);
     snprintf(want, sizeof want, "%lld cases", 2LL * 64 * 64 * 64);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --seeds 1-64", two, run);
