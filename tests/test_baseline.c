@@ -212,6 +212,14 @@ static void copy_list(result_list_t *dst, const result_list_t *src)
         *result_list_add(dst) = src->rows[i];
 }
 
+/* The report and the two lists it compared, freed. */
+static void free_compared(baseline_report_t *rep, result_list_t *base, result_list_t *run)
+{
+    baseline_report_free(rep);
+    result_list_free(base);
+    result_list_free(run);
+}
+
 static void test_each_classification(void **state)
 {
     (void)state;
@@ -236,9 +244,7 @@ static void test_each_classification(void **state)
                                     "bit-identical, now 3 elements differ"));
         assert_non_null(strstr(buf, "MISSING    only_in_base:w4a4.aiter/R_exact"));
         free(buf);
-        baseline_report_free(&rep);
-        result_list_free(&base);
-        result_list_free(&run);
+        free_compared(&rep, &base, &run);
         result_list_free(&before);
     }
 }
@@ -248,9 +254,9 @@ static void test_tolerance_arguments(void **state)
     (void)state;
     result_list_t base, run;
     build(&base, &run, 9);
-    baseline_report_t rep;
     /* Wide tolerances: the metric rules relax, the bit-identical rule does not. */
     baseline_tol_t wide = {.rel = 1.0, .abs = 1e-3, .ulp = 5};
+    baseline_report_t rep;
     assert_int_equal(baseline_compare(&run, &base, &wide, &rep), 0);
     const baseline_entry_t *e =
         entry_for(&rep, &run, &base, "rel_fro_worse", "w4a8.perblock", "R_exact");
@@ -261,18 +267,14 @@ static void test_tolerance_arguments(void **state)
     assert_int_equal(e->cls, BASELINE_REGRESSED);
     assert_non_null(strstr(e->note, "was bit-identical, now 3 elements differ"));
     assert_null(strstr(e->note, "max_ulp"));
-    baseline_report_free(&rep);
-    result_list_free(&base);
-    result_list_free(&run);
+    free_compared(&rep, &base, &run);
 
     /* NULL tolerance = the defaults. */
     result_list_t b2, r2;
     build(&b2, &r2, 9);
     assert_int_equal(baseline_compare(&r2, &b2, NULL, &rep), 0);
     assert_int_equal(rep.n[BASELINE_REGRESSED], 9);
-    baseline_report_free(&rep);
-    result_list_free(&b2);
-    result_list_free(&r2);
+    free_compared(&rep, &b2, &r2);
 }
 
 static void test_identical_run_passes(void **state)
@@ -280,10 +282,10 @@ static void test_identical_run_passes(void **state)
     (void)state;
     result_list_t base, run;
     build(&base, &run, 4);
-    baseline_report_t rep;
     /* The baseline against itself: all unchanged, nothing marked. */
     result_list_t same;
     copy_list(&same, &base);
+    baseline_report_t rep;
     assert_int_equal(baseline_compare(&same, &base, NULL, &rep), 0);
     assert_int_equal(rep.n[BASELINE_UNCHANGED], base.count);
     assert_false(baseline_report_failed(&rep));
@@ -291,9 +293,7 @@ static void test_identical_run_passes(void **state)
         assert_int_equal(same.rows[i].verdict, base.rows[i].verdict);
         assert_string_equal(same.rows[i].note, base.rows[i].note);
     }
-    baseline_report_free(&rep);
-    result_list_free(&same);
-    result_list_free(&base);
+    free_compared(&rep, &base, &same);
     result_list_free(&run);
 }
 

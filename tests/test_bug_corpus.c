@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kreplay_checks.h"
 #include "test_support.h"
 
 typedef struct {
@@ -148,22 +149,7 @@ static json_t *replay_json(const entry_t *e)
              "'%s' replay --plugin '%s' --kernels 'bug.*' --refs exact --no-recorded --json %s "
              "'%s' 2>/dev/null",
              bin, plugin, e->args, path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    json_error_t jerr;
-    json_t *root = json_loadf(p, 0, &jerr);
-    pclose(p);
-    if (!root) {
-        print_error("%s: no JSON (%s)\n", cmd, jerr.text);
-        fail();
-    }
-    return root;
-}
-
-static const char *field(json_t *row, const char *key)
-{
-    const char *s = json_string_value(json_object_get(row, key));
-    return s ? s : "";
+    return test_command_json(cmd);
 }
 
 static void test_corpus(void **state)
@@ -181,8 +167,8 @@ static void test_corpus(void **state)
         json_t *rows = json_object_get(root, "results");
         assert_true(json_array_size(rows) == 1);
         json_t *row = json_array_get(rows, 0);
-        const char *verdict = field(row, "verdict"), *diag = field(row, "diagnosis"),
-                   *note = field(row, "note");
+        const char *verdict = test_json_str(row, "verdict");
+        const char *diag = test_json_str(row, "diagnosis"), *note = test_json_str(row, "note");
         const int note_is_finding = strcmp(e->bug, "bf16_truncate") == 0 ||
                                     strcmp(e->verdict, "CRASHED") == 0 ||
                                     strcmp(e->verdict, "OOB_WRITE") == 0 ||

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "case_io.h"
+#include "float_bits.h"
 #include "test_cases.h"
 #include "test_support.h"
 
@@ -28,20 +29,6 @@ static char *xstrdup(const char *s)
     char *p = strdup(s);
     assert_non_null(p);
     return p;
-}
-
-static uint32_t fbits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float ffrom(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 typedef struct {
@@ -77,7 +64,7 @@ static void make_case(case_t *c, const case_spec_t *s, uint64_t seed)
                 uint16_t h = (uint16_t)(1 + test_rng_u64(&r) % 0xFFFF);
                 if ((h & 0x7F80) == 0x7F80)
                     h &= 0xBFFF;
-                c->x[i] = ffrom((uint32_t)h << 16);
+                c->x[i] = test_f32_from_bits((uint32_t)h << 16);
             } else {
                 c->x[i] = (float)test_rng_normal(&r) + 1e-3f;
             }
@@ -415,6 +402,13 @@ static void raw_read_ok(const raw_t *r, const char *tag, uint64_t seed, char *pa
         fail_msg("%s: %s", path, err.msg);
 }
 
+/* The default layout (raw_default at M0 x N0 x K0) without dataset `ds`. */
+static void raw_default_without(raw_t *r, const char *ds)
+{
+    raw_default(r, M0, N0, K0);
+    raw_ds(r, ds)->present = 0;
+}
+
 /* ------------------------------------------------------------ round trips */
 
 static void round_trip(const case_spec_t *s, uint64_t seed, const char *tag)
@@ -483,12 +477,12 @@ static void test_write_bf16_rne(void **st)
     make_case(&a, &s, 5);
     a.x_storage = X_STORED_BF16;
     const float in[6] = {
-        ffrom(0x3F808000u),  /* 1 + 2^-8: tie, rounds down to even 1.0 */
-        ffrom(0x3F818000u),  /* 1 + 3*2^-8: tie, rounds up to even 1 + 2^-6 */
-        ffrom(0x3F808001u),  /* just above the tie: up */
-        ffrom(0x7F7FFFFFu),  /* FLT_MAX: overflows to +Inf */
+        test_f32_from_bits(0x3F808000u),  /* 1 + 2^-8: tie, rounds down to even 1.0 */
+        test_f32_from_bits(0x3F818000u),  /* 1 + 3*2^-8: tie, rounds up to even 1 + 2^-6 */
+        test_f32_from_bits(0x3F808001u),  /* just above the tie: up */
+        test_f32_from_bits(0x7F7FFFFFu),  /* FLT_MAX: overflows to +Inf */
         -0.0f,
-        ffrom(0xFFC12345u),  /* negative NaN: quiet NaN with the sign */
+        test_f32_from_bits(0xFFC12345u),  /* negative NaN: quiet NaN with the sign */
     };
     const uint32_t want[6] = {0x3F800000u, 0x3F820000u, 0x3F810000u, 0x7F800000u,
                               0x80000000u, 0xFFC00000u};
@@ -497,7 +491,7 @@ static void test_write_bf16_rne(void **st)
     assert_int_equal(case_read(path, &b, &err), 0);
     assert_int_equal(b.x_storage, X_STORED_BF16);
     for (int i = 0; i < 6; i++)
-        assert_int_equal(fbits(b.x[i]), want[i]);
+        assert_int_equal(test_f32_bits(b.x[i]), want[i]);
     case_free(&a);
     case_free(&b);
     unlink(path);
@@ -636,8 +630,7 @@ static void test_bad_missing_weight(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight")->present = 0;
+    raw_default_without(&r, "weight");
     raw_expect_fail(&r, "bad-noweight", "weight: ", "missing", "[48, 32]");
 }
 
@@ -645,8 +638,7 @@ static void test_bad_missing_weight_scale(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight_scale")->present = 0;
+    raw_default_without(&r, "weight_scale");
     raw_expect_fail(&r, "bad-noscale", "weight_scale: ", "missing", NULL);
 }
 
@@ -726,14 +718,11 @@ static void test_bad_x_pairing(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "x_scale")->present = 0;
+    raw_default_without(&r, "x_scale");
     raw_expect_fail(&r, "bad-noxscale", "x_scale: ", "missing while x_fp8 is present", NULL);
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "x_fp8")->present = 0;
+    raw_default_without(&r, "x_fp8");
     raw_expect_fail(&r, "bad-noxfp8", "x_fp8: ", "missing while x_scale is present", NULL);
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "x")->present = 0;
+    raw_default_without(&r, "x");
     raw_ds(&r, "x_fp8")->present = 0;
     raw_ds(&r, "x_scale")->present = 0;
     raw_expect_fail(&r, "bad-nox", "x: neither x nor x_fp8", NULL, NULL);
@@ -839,8 +828,7 @@ static void test_bad_weight_is_group(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight")->present = 0;
+    raw_default_without(&r, "weight");
     char path[512];
     test_tmp_path(path, sizeof path, "bad-wgroup");
     raw_write(path, &r, 12);
@@ -1022,8 +1010,7 @@ static void test_round_trip_weight_bf16(void **st)
 /* The template with the MXFP4 weight replaced by weight_bf16 [N, K]. */
 static raw_ds_t *raw_bf16_only(raw_t *r)
 {
-    raw_default(r, M0, N0, K0);
-    raw_ds(r, "weight")->present = 0;
+    raw_default_without(r, "weight");
     raw_ds(r, "weight_scale")->present = 0;
     raw_ds_t *d = raw_add(r, "weight_bf16", H5T_STD_U16LE, 2, N0, K0);
     d->attr[0][0] = "dtype", d->attr[0][1] = "bfloat16";
@@ -1064,8 +1051,7 @@ static void test_bad_no_weight_at_all(void **st)
 {
     (void)st;
     raw_t r;
-    raw_default(&r, M0, N0, K0);
-    raw_ds(&r, "weight")->present = 0;
+    raw_default_without(&r, "weight");
     raw_ds(&r, "weight_scale")->present = 0;
     raw_expect_fail(&r, "bad-noweights", "weight: ", "missing and no weight_bf16",
                     "weight_bf16 [48, 64]");

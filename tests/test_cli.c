@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "case_io.h"
+#include "kreplay_checks.h"
 #include "test_support.h"
 
 #define SAMPLES KREPLAY_SOURCE_DIR "/cases/samples"
@@ -27,22 +28,11 @@ static int run(const char *args, char **out)
 static void test_usage_errors(void **state)
 {
     (void)state;
-    char *out;
-    assert_int_equal(run("", &out), 2);
-    assert_non_null(strstr(out, "usage"));
-    free(out);
-    assert_int_equal(run("frobnicate", &out), 2);
-    assert_non_null(strstr(out, "unknown command 'frobnicate'"));
-    free(out);
-    assert_int_equal(run("replay", &out), 2);
-    assert_non_null(strstr(out, "no case given"));
-    free(out);
-    assert_int_equal(run("replay --kernels 'nosuch.*' " SAMPLES, &out), 2);
-    assert_non_null(strstr(out, "matches no kernel"));
-    free(out);
-    assert_int_equal(run("replay --fp8-quant sloppy " SAMPLES, &out), 2);
-    assert_non_null(strstr(out, "unknown variant 'sloppy'"));
-    free(out);
+    test_kreplay_expect("", 2, "usage");
+    test_kreplay_expect("frobnicate", 2, "unknown command 'frobnicate'");
+    test_kreplay_expect("replay", 2, "no case given");
+    test_kreplay_expect("replay --kernels 'nosuch.*' " SAMPLES, 2, "matches no kernel");
+    test_kreplay_expect("replay --fp8-quant sloppy " SAMPLES, 2, "unknown variant 'sloppy'");
 }
 
 static void test_bad_case_files(void **state)
@@ -60,9 +50,7 @@ static void test_bad_case_files(void **state)
     free(out);
     unlink(path);
 
-    assert_int_equal(run("replay /nonexistent/case.h5", &out), 2);
-    assert_non_null(strstr(out, "/nonexistent/case.h5"));
-    free(out);
+    test_kreplay_expect("replay /nonexistent/case.h5", 2, "/nonexistent/case.h5");
 
     /* A bad case among good ones: the good ones are still replayed and
      * reported, the exit code still says an input was bad. */
@@ -252,25 +240,16 @@ static void test_help_for_every_command(void **state)
     const char *cmds[] = {"replay", "list", "synth", "inspect", "compare", "gate", "merge", "baseline",
                           "calibrate", "import", "report", "completion", "man", "help", "version"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        char args[128], want[64], *out;
+        char args[128], want[64];
         snprintf(want, sizeof want, "usage: kreplay %s", cmds[i]);
         snprintf(args, sizeof args, "help %s", cmds[i]);
-        assert_int_equal(run(args, &out), 0);
-        if (!strstr(out, want))
-            fail_msg("'kreplay %s' lacks '%s': %s", args, want, out);
-        free(out);
+        test_kreplay_expect(args, 0, want);
         if (!strcmp(cmds[i], "help") || !strcmp(cmds[i], "version"))
             continue;
         snprintf(args, sizeof args, "%s --help", cmds[i]);
-        assert_int_equal(run(args, &out), 0);
-        if (!strstr(out, want))
-            fail_msg("'kreplay %s' lacks '%s': %s", args, want, out);
-        free(out);
+        test_kreplay_expect(args, 0, want);
     }
-    char *out;
-    assert_int_equal(run("replay --inject help", &out), 0);
-    assert_non_null(strstr(out, "ulp-nudge"));
-    free(out);
+    test_kreplay_expect("replay --inject help", 0, "ulp-nudge");
 }
 
 /* The option contracts: typos answered with the nearest name, each kernel
@@ -279,22 +258,17 @@ static void test_option_contracts(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(run("replay --kernels 'w4a8.folded,w4a8.foldd' " SAMPLES, &out), 2);
-    assert_non_null(strstr(out, "'w4a8.foldd' matches no kernel (did you mean w4a8.folded?)"));
-    free(out);
-    assert_int_equal(run("replay --jsno " SAMPLES, &out), 2);
-    assert_non_null(strstr(out, "unknown option '--jsno' (did you mean --json?)"));
-    free(out);
-    assert_int_equal(run("replay --threads zero " SAMPLES, &out), 2);
-    assert_non_null(strstr(out, "--threads: 'zero' is not a positive integer"));
-    free(out);
+    test_kreplay_expect("replay --kernels 'w4a8.folded,w4a8.foldd' " SAMPLES, 2,
+                        "'w4a8.foldd' matches no kernel (did you mean w4a8.folded?)");
+    test_kreplay_expect("replay --jsno " SAMPLES, 2,
+                        "unknown option '--jsno' (did you mean --json?)");
+    test_kreplay_expect("replay --threads zero " SAMPLES, 2,
+                        "--threads: 'zero' is not a positive integer");
     assert_int_equal(run("inspect --json " SAMPLES "/moe_gate_N256_K2048_M8.h5", &out), 2);
     assert_non_null(strstr(out, "unknown option '--json'"));
     assert_null(strstr(out, "--json: "));   /* not opened as a file */
     free(out);
-    assert_int_equal(run("gate --inject nosuchfault x.yaml -o /nonexistent/run", &out), 2);
-    assert_non_null(strstr(out, "--inject"));
-    free(out);
+    test_kreplay_expect("gate --inject nosuchfault x.yaml -o /nonexistent/run", 2, "--inject");
 
     /* --decode-splits sets w4a8.decode's split-K: K = 2048 in 2 splits of
      * 1024 instead of the default 4 of 512. */
@@ -307,9 +281,8 @@ static void test_option_contracts(void **state)
     assert_non_null(strstr(b, "decode SK=2 (2 x 1024 k)"));
     free(a);
     free(b);
-    assert_int_equal(run("replay --decode-splits 0 " SAMPLES, &out), 2);
-    assert_non_null(strstr(out, "--decode-splits: '0' is not a positive integer"));
-    free(out);
+    test_kreplay_expect("replay --decode-splits 0 " SAMPLES, 2,
+                        "--decode-splits: '0' is not a positive integer");
 }
 
 /* The completion script and the man page come from the option rows: the

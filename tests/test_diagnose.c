@@ -73,6 +73,16 @@ static void setup_nan(setup_t *s, int64_t rows, int64_t cols, int64_t col0)
     s->nan_col0 = col0;
 }
 
+/* The default w4a8.perblock case with a NaN block (setup_nan), judged
+ * against R_source when `source`: the poisoned-input scenarios. */
+static setup_t setup_nan_case(int64_t rows, int64_t cols, int64_t col0, int source)
+{
+    setup_t s = setup_for("w4a8.perblock");
+    setup_nan(&s, rows, cols, col0);
+    s.source = source;
+    return s;
+}
+
 static void scenario_build(scenario_t *s, const setup_t *p)
 {
     memset(s, 0, sizeof *s);
@@ -161,6 +171,14 @@ static void diagnosed(scenario_t *s, const setup_t *p, const char *spec, diag_re
 {
     scenario_start(s, p, spec);
     scenario_diagnose(s, NULL, r);
+}
+
+/* The 3-row NaN head judged against R_source (non-finite on those rows),
+ * run with `spec` and diagnosed. */
+static void diagnosed_nan_head_source(scenario_t *s, const char *spec, diag_result_t *r)
+{
+    setup_t p = setup_nan_case(3, 32, 64, 1);
+    diagnosed(s, &p, spec, r);
 }
 
 static void scenario_free(scenario_t *s)
@@ -357,12 +375,9 @@ static void test_case_weight_fragment_but_unmarked(void **state)
 static void test_sanitize(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
-    setup_nan(&p, 3, 32, 64);
-    p.source = 1;
     scenario_t s;
     diag_result_t r;
-    diagnosed(&s, &p, "sanitize", &r);
+    diagnosed_nan_head_source(&s, "sanitize", &r);
     /* R_source of NaN rows is NaN: the row is explained by the reference's poisoned rows, or by
      * sanitizing; either names the NaN rows' cause, never a weight or scale fault. */
     assert_true(r.matched);
@@ -374,8 +389,7 @@ static void test_sanitize(void **state)
 static void test_unsanitized(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
-    setup_nan(&p, 2, 16, 8);
+    setup_t p = setup_nan_case(2, 16, 8, 0);
     scenario_t s;
     scenario_start(&s, &p, "none");   /* the kernel on the recorded (unsanitized) x_fp8 */
     /* The harness's act from sanitized x, and R_exact from it. */
@@ -403,12 +417,9 @@ static void test_unsanitized(void **state)
 static void test_reference_rows_poisoned(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
-    setup_nan(&p, 3, 32, 64);
-    p.source = 1;
     scenario_t s;
     diag_result_t r;
-    diagnosed(&s, &p, "none", &r);
+    diagnosed_nan_head_source(&s, "none", &r);
     expect(&r, DIAG_REF_ROWS_POISONED, "R_source is non-finite on rows 0-2");
     /* the quantizer actually used is named, not a fixed one */
     if (!strstr(r.line, "the kernel's activations (recorded x_fp8/x_scale) hold finite codes on those rows"))
@@ -450,8 +461,7 @@ static void test_unrelated_corruption_matches_nothing(void **state)
 static void test_gemm_budget(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
-    setup_nan(&p, 3, 32, 64);
+    setup_t p = setup_nan_case(3, 32, 64, 0);
     scenario_t s;
     scenario_start(&s, &p, "sanitize");
     diag_input_t d = {.c = &s.c, .in = &s.in, .act = &s.act, .kernel = s.k->name, .out = s.out,
@@ -581,9 +591,8 @@ static void test_misread_sign_by_hand(void **state)
 static void test_finite_part_of_poisoned_case(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
+    setup_t p = setup_nan_case(4, 32, 64, 0);
     p.M = 12;
-    setup_nan(&p, 4, 32, 64);
     scenario_t s;
     scenario_start(&s, &p, "none");
     for (int64_t m = 4; m < p.M; m++)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kreplay_checks.h"
 #include "test_support.h"
 
 static json_t *replay(const char *fixture)
@@ -25,22 +26,7 @@ static json_t *replay(const char *fixture)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s' replay --json '%s/tests/fixtures/pt/diag/%s.pt' 2>/dev/null",
              KREPLAY_BINARY, KREPLAY_SOURCE_DIR, fixture);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    json_error_t jerr;
-    json_t *root = json_loadf(p, 0, &jerr);
-    pclose(p);
-    if (!root) {
-        print_error("%s: no JSON (%s)\n", cmd, jerr.text);
-        fail();
-    }
-    return root;
-}
-
-static const char *str(json_t *row, const char *key)
-{
-    const char *s = json_string_value(json_object_get(row, key));
-    return s ? s : "";
+    return test_command_json(cmd);
 }
 
 /* The row of `kernel` against `reference`; fails when there is none. */
@@ -49,7 +35,8 @@ static json_t *row_of(json_t *root, const char *kernel, const char *reference)
     json_t *rows = json_object_get(root, "results");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i);
-        if (strcmp(str(r, "kernel"), kernel) == 0 && strcmp(str(r, "reference"), reference) == 0)
+        if (strcmp(test_json_str(r, "kernel"), kernel) == 0 &&
+            strcmp(test_json_str(r, "reference"), reference) == 0)
             return r;
     }
     print_error("no row %s vs %s\n", kernel, reference);
@@ -57,13 +44,23 @@ static json_t *row_of(json_t *root, const char *kernel, const char *reference)
     return NULL;
 }
 
+/* The replayed fixture's recorded.out row against `reference` (printed with
+ * its verdict and note); *root holds the whole JSON (caller json_decref's). */
+static json_t *fixture_row(const char *fixture, const char *reference, json_t **root)
+{
+    *root = replay(fixture);
+    json_t *r = row_of(*root, "recorded.out", reference);
+    printf("  %s: recorded.out vs %s: %s | %s | %s\n", fixture, reference,
+           test_json_str(r, "verdict"), test_json_str(r, "note"), test_json_str(r, "diagnosis"));
+    return r;
+}
+
 static void expect_row(const char *fixture, const char *reference, const char *verdict,
                        const char *phrase)
 {
-    json_t *root = replay(fixture);
-    json_t *r = row_of(root, "recorded.out", reference);
-    const char *v = str(r, "verdict"), *diag = str(r, "diagnosis");
-    printf("  %s: recorded.out vs %s: %s | %s | %s\n", fixture, reference, v, str(r, "note"), diag);
+    json_t *root;
+    json_t *r = fixture_row(fixture, reference, &root);
+    const char *v = test_json_str(r, "verdict"), *diag = test_json_str(r, "diagnosis");
     assert_string_equal(v, verdict);
     if (phrase) {
         if (!strstr(diag, phrase)) {
@@ -93,12 +90,11 @@ static void test_wperm(void **state)
 static void test_race(void **state)
 {
     (void)state;
-    json_t *root = replay("race");
-    json_t *r = row_of(root, "recorded.out", "out_rerun");
-    printf("  race: recorded.out vs out_rerun: %s | %s\n", str(r, "verdict"), str(r, "note"));
-    assert_string_equal(str(r, "verdict"), "NONDETERMINISTIC");
+    json_t *root;
+    json_t *r = fixture_row("race", "out_rerun", &root);
+    assert_string_equal(test_json_str(r, "verdict"), "NONDETERMINISTIC");
     /* out itself is right: the fault is the rerun's disagreement, not a wrong value. */
-    assert_string_equal(str(row_of(root, "recorded.out", "R_exact"), "verdict"), "PASS");
+    assert_string_equal(test_json_str(row_of(root, "recorded.out", "R_exact"), "verdict"), "PASS");
     json_decref(root);
 }
 
@@ -107,14 +103,14 @@ static void test_nan_head(void **state)
     (void)state;
     /* The judgement names the block and judges the finite rows; a poisoned
      * row that does not fail carries no diagnosis (nothing blames the kernel). */
-    json_t *root = replay("nan_head");
-    json_t *r = row_of(root, "recorded.out", "R_exact");
-    printf("  nan_head: recorded.out vs R_exact: %s | %s\n", str(r, "verdict"), str(r, "note"));
-    assert_string_equal(str(r, "verdict"), "POISONED_INPUT");
-    assert_non_null(strstr(str(r, "note"), "(x: rows 0-4 x columns 128-255 (5 x 128 = 640 NaN))"));
-    assert_non_null(strstr(str(row_of(root, "recorded.out", "R_source"), "note"),
+    json_t *root;
+    json_t *r = fixture_row("nan_head", "R_exact", &root);
+    assert_string_equal(test_json_str(r, "verdict"), "POISONED_INPUT");
+    assert_non_null(strstr(test_json_str(r, "note"),
+                           "(x: rows 0-4 x columns 128-255 (5 x 128 = 640 NaN))"));
+    assert_non_null(strstr(test_json_str(row_of(root, "recorded.out", "R_source"), "note"),
                            "the rows with finite inputs pass"));
-    assert_string_equal(str(r, "diagnosis"), "");
+    assert_string_equal(test_json_str(r, "diagnosis"), "");
     json_decref(root);
 }
 
@@ -126,9 +122,9 @@ static void test_clean(void **state)
     json_t *rows = json_object_get(root, "results");
     for (size_t i = 0; i < json_array_size(rows); i++) {
         json_t *r = json_array_get(rows, i);
-        if (strncmp(str(r, "kernel"), "recorded.", 9) == 0) {
-            assert_string_equal(str(r, "verdict"), "PASS");
-            assert_string_equal(str(r, "diagnosis"), "");
+        if (strncmp(test_json_str(r, "kernel"), "recorded.", 9) == 0) {
+            assert_string_equal(test_json_str(r, "verdict"), "PASS");
+            assert_string_equal(test_json_str(r, "diagnosis"), "");
         }
     }
     json_decref(root);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "mx_oracle.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
@@ -127,25 +128,6 @@ static uint16_t oracle_bf16_encode(float x)
     if (du < dl)
         return upper;
     return (lower & 1) ? upper : lower;
-}
-
-static const double e2m1_grid[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
-
-static uint8_t oracle_e2m1_encode(float x)
-{
-    uint8_t sign = signbit(x) ? 8 : 0;
-    if (isnan(x))
-        return sign;
-    double a = fabs((double)x);
-    if (a >= 6.0)
-        return (uint8_t)(7 | sign);
-    int best = 0;
-    for (int c = 1; c < 8; c++) {
-        double d = fabs(a - e2m1_grid[c]), bd = fabs(a - e2m1_grid[best]);
-        if (d < bd || (d == bd && (c & 1) == 0))
-            best = c;
-    }
-    return (uint8_t)(best | sign);
 }
 
 /* A float drawn to cover fp8's range densely: exponent field in [lo, hi]. */
@@ -353,22 +335,22 @@ static void test_e2m1_encode_ties_and_oracle(void **state)
 
     long long failures = 0;
     for (int c = 0; c < 8; c++) {
-        double hi = c == 7 ? 8.0 : e2m1_grid[c + 1];
-        float mid = (float)((e2m1_grid[c] + hi) / 2);
+        double hi = c == 7 ? 8.0 : test_e2m1_grid[c + 1];
+        float mid = (float)((test_e2m1_grid[c] + hi) / 2);
         const float probes[] = {mid, nextafterf(mid, 0.0f), nextafterf(mid, INFINITY),
-                                (float)e2m1_grid[c]};
+                                (float)test_e2m1_grid[c]};
         for (size_t p = 0; p < 4; p++)
             for (int sgn = 0; sgn < 2; sgn++) {
                 float x = sgn ? -probes[p] : probes[p];
-                failures += e2m1_encode_rne(x) != oracle_e2m1_encode(x);
+                failures += e2m1_encode_rne(x) != test_e2m1_nearest_code(x);
             }
     }
     test_rng_t rng = {0xE2A1ull};
     for (int i = 0; i < 500000; i++) {
         float x = (float)((test_rng_uniform(&rng) - 0.5) * 16.0);
-        failures += e2m1_encode_rne(x) != oracle_e2m1_encode(x);
+        failures += e2m1_encode_rne(x) != test_e2m1_nearest_code(x);
         float y = f32_from_bits((uint32_t)test_rng_u64(&rng));
-        failures += e2m1_encode_rne(y) != oracle_e2m1_encode(y);
+        failures += e2m1_encode_rne(y) != test_e2m1_nearest_code(y);
     }
     assert_int_equal(failures, 0);
 }

@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kreplay_checks.h"
 #include "results_store.h"
+#include "suite_file.h"
 #include "test_support.h"
 
 static char dir[1024];
@@ -27,18 +29,12 @@ static int setup(void **state)
     test_tmp_path(dir, sizeof dir, "gate");
     mkdir(dir, 0777);
     snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
-    FILE *fp = fopen(suite, "w");
-    fprintf(fp,
-            "suite: gate-test\n"
-            "cases:\n"
-            "  - files: [\"%s/cases/samples/moe_gate_N256_K2048_M8.h5\"]\n"
-            "  - synth:\n"
-            "      shapes: [64x256, gdn_in_proj_ba_tp2]\n"
-            "      m: [1, 8, 80]\n"
-            "      seeds: [1, 2]\n"
-            "kernels: [\"w4a8.perblock\", \"w4a8.folded\", \"w4a4.aiter\"]\n",
-            KREPLAY_SOURCE_DIR);
-    fclose(fp);
+    const test_suite_spec_t spec = {
+        .name = "gate-test", .files = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5",
+        .shapes = "64x256, gdn_in_proj_ba_tp2", .m = "1, 8, 80", .seeds = "1, 2",
+        .kernels = "\"w4a8.perblock\", \"w4a8.folded\", \"w4a4.aiter\"",
+    };
+    test_write_suite(suite, &spec);
     return 0;
 }
 
@@ -49,8 +45,18 @@ static int gate(const char *extra, char **out)
     return test_run_kreplay(args, out);
 }
 
-/* A whole text file, malloc'd; NULL if unreadable. */
-#define slurp(path) test_read_file(path, NULL)
+/* The gate run <dir>/<name> against the baseline `base`, its JUnit in
+ * <dir>/<name>.xml, with the fault `inject` (NULL: none); its output once its
+ * exit code is checked to be rc (malloc'd, caller frees). */
+static char *gate_against(const char *base, const char *name, const char *inject, int rc)
+{
+    char args[8192];
+    int n = snprintf(args, sizeof args, "gate '%s' -o '%s/%s' --baseline '%s' --junit '%s/%s.xml'",
+                     suite, dir, name, base, dir, name);
+    if (inject)
+        snprintf(args + n, sizeof args - (size_t)n, " --inject '%s'", inject);
+    return test_kreplay_output(args, rc);
+}
 
 static void read_rows(const char *path, result_list_t *rows)
 {
@@ -99,17 +105,13 @@ static void test_baseline_and_drills(void **state)
     result_list_free(&rows);
 
     /* An unchanged run passes against the baseline. */
-    snprintf(extra, sizeof extra, "-o '%s/same' --baseline '%s' --junit '%s/same.xml'", dir, base, dir);
-    assert_int_equal(gate(extra, &out), 0);
+    out = gate_against(base, "same", NULL, 0);
     assert_non_null(strstr(out, "0 regressed"));
     free(out);
 
     /* One bf16 ULP in 1% of w4a8.folded's outputs: every metric stays under its
      * threshold, but the bits moved, and the gate must say so. */
-    snprintf(extra, sizeof extra,
-             "-o '%s/nudge' --baseline '%s' --junit '%s/nudge.xml' --inject 'w4a8.folded=ulp-nudge:0.01'",
-             dir, base, dir);
-    assert_int_equal(gate(extra, &out), 1);
+    out = gate_against(base, "nudge", "w4a8.folded=ulp-nudge:0.01", 1);
     assert_non_null(strstr(out, "REGRESSED"));
     assert_non_null(strstr(out, "output bits changed since the baseline"));
     assert_null(strstr(out, "w4a8.perblock/R_exact  output bits changed")); /* only the perturbed kernel */
@@ -126,10 +128,7 @@ static void test_baseline_and_drills(void **state)
     assert_int_equal(system(cmd), 0);
 
     /* One 16 x 32 tile scaled by 1.5: the metrics fail the policy outright. */
-    snprintf(extra, sizeof extra,
-             "-o '%s/tile' --baseline '%s' --junit '%s/tile.xml' --inject 'w4a8.folded=tile-scale:1.5'",
-             dir, base, dir);
-    assert_int_equal(gate(extra, &out), 1);
+    out = gate_against(base, "tile", "w4a8.folded=tile-scale:1.5", 1);
     assert_non_null(strstr(out, "WRONG"));
     assert_non_null(strstr(out, "diagnosis: rows 0-"));
     free(out);
@@ -167,13 +166,8 @@ static void test_shards_merge_to_one_run(void **state)
     snprintf(args, sizeof args, "merge -o '%s/merged-gated' --baseline '%s' --junit '%s/m.xml' "
              "'%s/shard1/results.h5' '%s/shard2/results.h5' '%s/shard3/results.h5'",
              dir, a, dir, dir, dir, dir);
-    assert_int_equal(test_run_kreplay(args, &out), 0);
-    assert_non_null(strstr(out, "merge: 0 regressed"));
-    free(out);
-    char xml_path[1300];
-    snprintf(xml_path, sizeof xml_path, "%s/m.xml", dir);
-    char *xml = slurp(xml_path);
-    assert_non_null(xml);
+    test_kreplay_expect(args, 0, "merge: 0 regressed");
+    char *xml = test_read_in_dir(dir, "m.xml");
     assert_non_null(strstr(xml, "errors=\"0\""));
     assert_non_null(strstr(xml, "<property name=\"suite_hash\" value=\""));
     assert_non_null(strstr(xml, "<property name=\"blas_core\" value=\""));
@@ -199,9 +193,7 @@ static void test_shards_merge_to_one_run(void **state)
     free(out);
     snprintf(args, sizeof args, "merge -o '%s/merged-nobase' --baseline '%s/nonexistent.h5' "
              "'%s/shard1/results.h5'", dir, dir, dir);
-    assert_int_equal(test_run_kreplay(args, &out), 2);
-    assert_non_null(strstr(out, "baseline update"));
-    free(out);
+    test_kreplay_expect(args, 2, "baseline update");
     result_list_free(&whole);
     result_list_free(&merged);
 
@@ -243,11 +235,9 @@ static void test_bad_suite_and_list(void **state)
     fputs("suite: bad\ncases:\n  - synth:\n      shapes: [64x256]\n      m: [1]\n      colour: blue\n", fp);
     fclose(fp);
     snprintf(args, sizeof args, "gate '%s' -o '%s/badrun'", bad, dir);
-    assert_int_equal(test_run_kreplay(args, &out), 2);
     char where[1300];
     snprintf(where, sizeof where, "%s:6:", bad);
-    assert_non_null(strstr(out, where));
-    free(out);
+    test_kreplay_expect(args, 2, where);
 
     snprintf(args, sizeof args, "gate '%s' --list-shapes", suite);
     assert_int_equal(test_run_kreplay(args, &out), 0);

@@ -22,7 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kreplay_checks.h"
 #include "results_store.h"
+#include "suite_file.h"
 #include "test_support.h"
 
 #define SAMPLE KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5"
@@ -32,22 +34,20 @@ static char suite[1200];
 
 #define write_text(path, text) assert_int_equal(test_write_text(path, text), 0)
 
+/* DIR/NAME, a path in this test's directory, into buf. */
+static void in_dir(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
+
 static int setup(void **state)
 {
     (void)state;
     assert_int_equal(test_tmp_dir(dir, sizeof dir, "failfast"), 0);
-    char text[2048];
-    snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
-    snprintf(text, sizeof text,
-             "suite: failfast\n"
-             "cases:\n"
-             "  - files: [\"%s\"]\n"
-             "  - synth:\n"
-             "      shapes: [64x256]\n"
-             "      m: [1, 8]\n"
-             "kernels: [\"w4a8.folded\"]\n",
-             SAMPLE);
-    write_text(suite, text);
+    in_dir(suite, sizeof suite, "suite.yaml");
+    const test_suite_spec_t spec = {.name = "failfast", .files = SAMPLE, .shapes = "64x256",
+                                    .m = "1, 8", .kernels = "\"w4a8.folded\""};
+    test_write_suite(suite, &spec);
     return 0;
 }
 
@@ -86,11 +86,7 @@ static int64_t row_count(const char *path)
 
 static void expect_refused_before_cases(const char *args, const char *run, const char *want)
 {
-    char *out;
-    int rc = test_run_kreplay(args, &out);
-    if (rc != 2 || !strstr(out, want))
-        fail_msg("kreplay %s: exit %d, expected 2 and '%s':\n%s", args, rc, want, out);
-    free(out);
+    test_kreplay_expect(args, 2, want);
     if (run)
         assert_int_equal(partials(run), 0);
 }
@@ -99,13 +95,12 @@ static void test_missing_baseline(void **state)
 {
     (void)state;
     char run[1200], base[1300], junit[1300], args[8192], *out;
-    snprintf(run, sizeof run, "%s/run", dir);
-    snprintf(base, sizeof base, "%s/baselines/nightly/main.h5", dir);
-    snprintf(junit, sizeof junit, "%s/run.xml", dir);
+    in_dir(run, sizeof run, "run");
+    in_dir(base, sizeof base, "baselines/nightly/main.h5");
+    in_dir(junit, sizeof junit, "run.xml");
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s' --junit '%s'", suite, run, base, junit);
     expect_refused_before_cases(args, run, base);
-    char *msg;
-    assert_int_equal(test_run_kreplay(args, &msg), 2);
+    char *msg = test_kreplay_output(args, 2);
     assert_non_null(strstr(msg, "--baseline-init"));
     assert_non_null(strstr(msg, "kreplay baseline update"));
     free(msg);
@@ -124,23 +119,20 @@ static void test_missing_baseline(void **state)
 
     /* --baseline-init creates it (and its directories) from this run... */
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s' --baseline-init", suite, run, base);
-    assert_int_equal(test_run_kreplay(args, &out), 0);
-    assert_non_null(strstr(out, "created from this run"));
-    free(out);
+    test_kreplay_expect(args, 0, "created from this run");
     assert_true(file_exists(base));
     assert_int_equal(row_count(base), row_count(res));
     /* ...and once it exists the same command compares with it. */
-    assert_int_equal(test_run_kreplay(args, &out), 0);
+    out = test_kreplay_output(args, 0);
     assert_null(strstr(out, "created from this run"));
     assert_non_null(strstr(out, "0 regressed"));
     free(out);
 
     /* baseline update makes missing parent directories. */
     char deep[1300];
-    snprintf(deep, sizeof deep, "%s/new/dirs/base.h5", dir);
+    in_dir(deep, sizeof deep, "new/dirs/base.h5");
     snprintf(args, sizeof args, "baseline update '%s' --baseline '%s'", run, deep);
-    assert_int_equal(test_run_kreplay(args, &out), 0);
-    free(out);
+    test_kreplay_expect(args, 0, NULL);
     assert_int_equal(row_count(deep), row_count(res));
 }
 
@@ -148,9 +140,9 @@ static void test_bad_inputs_refused_up_front(void **state)
 {
     (void)state;
     char run[1200], bad[1300], args[4096];
-    snprintf(run, sizeof run, "%s/run2", dir);
+    in_dir(run, sizeof run, "run2");
     /* A baseline that is not a results file. */
-    snprintf(bad, sizeof bad, "%s/not_results.h5", dir);
+    in_dir(bad, sizeof bad, "not_results.h5");
     write_text(bad, "this is not HDF5\n");
     snprintf(args, sizeof args, "gate '%s' -o '%s' --baseline '%s'", suite, run, bad);
     expect_refused_before_cases(args, run, bad);
@@ -194,8 +186,8 @@ static void test_sweep_limit_up_front(void **state)
 {
     (void)state;
     char huge[1200], run[1200], args[4096], want[256];
-    snprintf(huge, sizeof huge, "%s/huge.yaml", dir);
-    snprintf(run, sizeof run, "%s/huge_run", dir);
+    in_dir(huge, sizeof huge, "huge.yaml");
+    in_dir(run, sizeof run, "huge_run");
     write_sweep(huge, 39, 64);
     /* 39 x 64 x 64 x 64, counted here, not by kreplay. */
     snprintf(want, sizeof want, "%lld cases", 39LL * 64 * 64 * 64);
@@ -225,7 +217,7 @@ static void test_sweep_limit_up_front(void **state)
 
     /* Within the limit in the file, over it through --seeds: 2 x 64 x 64 x 64. */
     char two[1200];
-    snprintf(two, sizeof two, "%s/two.yaml", dir);
+    in_dir(two, sizeof two, "two.yaml");
     write_sweep(two, 2, 1);
     snprintf(want, sizeof want, "%lld cases", 2LL * 64 * 64 * 64);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --seeds 1-64", two, run);

@@ -21,9 +21,8 @@
 #include <string.h>
 
 #include "gemm_ref.h"
+#include "mx_oracle.h"
 #include "test_support.h"
-
-static const long double E2M1_LD[8] = {0.0L, 0.5L, 1.0L, 1.5L, 2.0L, 3.0L, 4.0L, 6.0L};
 
 /* Independent dequant of element (n, k), NK-layout scales, from docs/NUMERICS.md:
  *   code = k even ? byte & 0xF : byte >> 4;  w = +-E2M1[code & 7] * 2^(E - 127). */
@@ -33,15 +32,7 @@ static long double oracle_w(const uint8_t *packed, const uint8_t *scales_nk, int
     uint8_t byte = packed[n * (K / 2) + k / 2];
     uint8_t code = (k % 2 == 0) ? (byte & 0xF) : (byte >> 4);
     uint8_t e = scales_nk[n * (K / 32) + k / 32];
-    long double scale;
-    if (e == 0xFF)
-        scale = NAN;
-    else if (e == 0 && mode == E8M0_ZERO_IS_ZERO)
-        scale = 0.0L;
-    else
-        scale = ldexpl(1.0L, (int)e - 127);
-    long double mag = E2M1_LD[code & 7] * scale;
-    return (code & 8) ? -mag : mag;
+    return test_mx_value(code, e, mode);   /* exact in double: +-6 x 2^127 at most */
 }
 
 typedef struct {

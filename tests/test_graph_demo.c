@@ -15,21 +15,17 @@
 
 #include "test_support.h"
 
-#define read_all(path) test_read_file(path, NULL)
-
 static void test_graph_demo_on_cpu(void **state)
 {
     (void)state;
-    char dir[1024], log[1024], cmd[4096];
+    char dir[1024], cmd[4096];
     test_tmp_path(dir, sizeof dir, "graph_demo");
-    test_tmp_path(log, sizeof log, "graph_demo.log");
     snprintf(cmd, sizeof cmd,
              "/usr/bin/python3 '%s/scripts/capture/graph_demo.py' --device cpu --out '%s' "
-             "--kreplay '%s' >'%s' 2>&1",
-             KREPLAY_SOURCE_DIR, dir, KREPLAY_BINARY, log);
-    int rc = system(cmd);
-    char *out = read_all(log);
-    assert_non_null(out);
+             "--kreplay '%s'",
+             KREPLAY_SOURCE_DIR, dir, KREPLAY_BINARY);
+    char *out;
+    const int rc = test_sh(cmd, &out);
     if (rc != 0)
         fail_msg("graph_demo exit %d:\n%s", rc, out);
     assert_non_null(strstr(out, "ok    eager calls of both layers at both M are dumped"));

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "results_store.h"
+#include "suite_file.h"
 #include "test_support.h"
 
 static char root[512];
@@ -67,17 +68,10 @@ static int setup(void **state)
     must(cmd);
     char suite[1200];
     snprintf(suite, sizeof suite, "%s/cases/suites/t.yaml", root);
-    FILE *fp = fopen(suite, "w");
-    fputs("suite: identity\n"
-          "cases:\n"
-          "  - files: [\"../samples/*.h5\"]\n"
-          "  - synth:\n"
-          "      shapes: [64x256]\n"
-          "      m: [1, 17]\n"
-          "      seeds: [1]\n"
-          "kernels: [\"w4a8.perblock\", \"w4a8.folded\"]\n",
-          fp);
-    fclose(fp);
+    const test_suite_spec_t spec = {.name = "identity", .files = "../samples/*.h5",
+                                    .shapes = "64x256", .m = "1, 17", .seeds = "1",
+                                    .kernels = "\"w4a8.perblock\", \"w4a8.folded\""};
+    test_write_suite(suite, &spec);
     snprintf(cmd, sizeof cmd,
              "cd '%s' && '%s' gate cases/suites/t.yaml -o runs/base --quiet && "
              "'%s' baseline update runs/base --baseline bl/main.h5",

@@ -40,6 +40,24 @@ static void expect_in(const char *text, const char *phrase)
     }
 }
 
+/* The input map of x [M, K]; fails the test if it cannot be computed. */
+static void map_of(const float *x, int64_t M, int64_t K, input_map_t *m)
+{
+    kr_error_t err = {{0}};
+    if (input_map_compute(x, M, K, m, &err) != 0)
+        fail_msg("input_map_compute %lld x %lld: %s", (long long)M, (long long)K, err.msg);
+}
+
+/* Block i of the map spans rows r0..r1 x columns c0..c1 (inclusive). */
+static void expect_block(const input_map_t *m, int i, int64_t r0, int64_t r1, int64_t c0,
+                         int64_t c1)
+{
+    assert_int_equal(m->blocks[i].r0, r0);
+    assert_int_equal(m->blocks[i].r1, r1);
+    assert_int_equal(m->blocks[i].c0, c0);
+    assert_int_equal(m->blocks[i].c1, c1);
+}
+
 /* The dispatch's measured case: one rank's out_proj input at M=17 carries
  * 2176 NaN = 17 rows x 128 columns, one whole GDN head. */
 static void test_nan_head_block(void **state)
@@ -49,8 +67,7 @@ static void test_nan_head_block(void **state)
     float *x = random_x(M, K, 1);
     fill(x, K, 0, 16, 1024, 1151, NAN);
     input_map_t m;
-    kr_error_t err = {{0}};
-    assert_int_equal(input_map_compute(x, M, K, &m, &err), 0);
+    map_of(x, M, K, &m);
     assert_int_equal(m.nf.nan, 2176);
     assert_int_equal(m.nf.pos_inf + m.nf.neg_inf, 0);
     assert_int_equal(m.rows_hit, 17);
@@ -61,10 +78,7 @@ static void test_nan_head_block(void **state)
         assert_int_equal(m.col_count[k], (k >= 1024 && k <= 1151) ? 17 : 0);
     assert_int_equal(m.block_count, 1);
     assert_int_equal(m.blocks_stored, 1);
-    assert_int_equal(m.blocks[0].r0, 0);
-    assert_int_equal(m.blocks[0].r1, 16);
-    assert_int_equal(m.blocks[0].c0, 1024);
-    assert_int_equal(m.blocks[0].c1, 1151);
+    expect_block(&m, 0, 0, 16, 1024, 1151);
     assert_int_equal(m.blocks[0].nf.nan, 2176);
 
     /* Propagation, by hand: vLLM ignores NaN in amax and its clamp sends
@@ -118,18 +132,11 @@ static void test_two_blocks_are_two(void **state)
     fill(x, K, 0, 3, 64, 127, NAN);
     fill(x, K, 5, 6, 200, 231, INFINITY);
     input_map_t m;
-    kr_error_t err = {{0}};
-    assert_int_equal(input_map_compute(x, M, K, &m, &err), 0);
+    map_of(x, M, K, &m);
     assert_int_equal(m.block_count, 2);
-    assert_int_equal(m.blocks[0].r0, 0);
-    assert_int_equal(m.blocks[0].r1, 3);
-    assert_int_equal(m.blocks[0].c0, 64);
-    assert_int_equal(m.blocks[0].c1, 127);
+    expect_block(&m, 0, 0, 3, 64, 127);
     assert_int_equal(m.blocks[0].nf.nan, 256);
-    assert_int_equal(m.blocks[1].r0, 5);
-    assert_int_equal(m.blocks[1].r1, 6);
-    assert_int_equal(m.blocks[1].c0, 200);
-    assert_int_equal(m.blocks[1].c1, 231);
+    expect_block(&m, 1, 5, 6, 200, 231);
     assert_int_equal(m.blocks[1].nf.pos_inf, 64);
     assert_int_equal(m.rows_hit, 6);
     assert_int_equal(m.cols_hit, 64 + 32);
@@ -146,18 +153,15 @@ static void test_two_blocks_are_two(void **state)
     x = random_x(M, K, 3);
     fill(x, K, 1, 2, 0, 31, NAN);
     fill(x, K, 1, 2, 96, 127, NAN);
-    assert_int_equal(input_map_compute(x, M, K, &m, &err), 0);
+    map_of(x, M, K, &m);
     assert_int_equal(m.block_count, 2);
     assert_int_equal(m.blocks[0].c1, 31);
     assert_int_equal(m.blocks[1].c0, 96);
     input_map_free(&m);
     fill(x, K, 1, 2, 32, 95, NAN);
-    assert_int_equal(input_map_compute(x, M, K, &m, &err), 0);
+    map_of(x, M, K, &m);
     assert_int_equal(m.block_count, 1);
-    assert_int_equal(m.blocks[0].c0, 0);
-    assert_int_equal(m.blocks[0].c1, 127);
-    assert_int_equal(m.blocks[0].r0, 1);
-    assert_int_equal(m.blocks[0].r1, 2);
+    expect_block(&m, 0, 1, 2, 0, 127);
     input_map_free(&m);
     free(x);
 }
@@ -185,8 +189,7 @@ static void test_propagation_by_hand(void **state)
     fill(x, K, 1, 1, 32, 63, NAN);
     x[2 * K + 10] = -INFINITY;
     input_map_t m;
-    kr_error_t err = {{0}};
-    assert_int_equal(input_map_compute(x, M, K, &m, &err), 0);
+    map_of(x, M, K, &m);
     assert_int_equal(m.nf.nan, 33);
     assert_int_equal(m.nf.pos_inf, 1);
     assert_int_equal(m.nf.neg_inf, 1);
@@ -222,8 +225,7 @@ static void test_all_finite(void **state)
     (void)state;
     float *x = random_x(4, 64, 5);
     input_map_t m;
-    kr_error_t err = {{0}};
-    assert_int_equal(input_map_compute(x, 4, 64, &m, &err), 0);
+    map_of(x, 4, 64, &m);
     assert_int_equal(m.block_count, 0);
     assert_int_equal(m.rows_hit + m.cols_hit, 0);
     assert_false(m.propagation_done);
@@ -244,8 +246,7 @@ static void test_many_blocks(void **state)
         for (int64_t k = r % 2; k < K; k += 8)
             x[r * K + k] = NAN;
     input_map_t m;
-    kr_error_t err = {{0}};
-    assert_int_equal(input_map_compute(x, M, K, &m, &err), 0);
+    map_of(x, M, K, &m);
     assert_int_equal(m.nf.nan, M * 8);
     assert_int_equal(m.block_count, M * 8);     /* alternate rows shift: nothing continues */
     assert_int_equal(m.blocks_stored, INPUT_MAP_MAX_BLOCKS);

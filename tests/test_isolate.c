@@ -323,6 +323,22 @@ static void assert_no_children_left(void)
     assert_int_equal(errno, ECHILD);
 }
 
+/* A worker serving serve_fn over sh, keeping keep_fds[0..n_keep-1] open. */
+static isolate_worker_t *worker_start(worker_shared_t *sh, const int *keep_fds, int n_keep)
+{
+    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, keep_fds, n_keep);
+    assert_non_null(w);
+    return w;
+}
+
+/* Frees the worker, which must leave no child of this test behind, and sh. */
+static void worker_stop(isolate_worker_t *w, worker_shared_t *sh)
+{
+    isolate_worker_free(w);
+    assert_no_children_left();
+    munmap(sh, sizeof *sh);
+}
+
 /* One process serves every call; a failing call leaves it running (the
  * caller decides whether to retire it); the count of calls served is the
  * running worker's. */
@@ -330,8 +346,7 @@ static void test_worker_serves_many_calls(void **state)
 {
     (void)state;
     worker_shared_t *sh = shared_new();
-    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, NULL, 0);
-    assert_non_null(w);
+    isolate_worker_t *w = worker_start(sh, NULL, 0);
     assert_int_equal(isolate_worker_calls_served(w), 0);
     pid_t first = 0;
     for (int i = 0; i < 50; i++) {
@@ -360,10 +375,8 @@ static void test_worker_serves_many_calls(void **state)
     free(big);
     assert_int_equal(call_ok(w, sh, "still there"), first);
 
-    isolate_worker_free(w);
+    worker_stop(w, sh);
     assert_child_gone(first);
-    assert_no_children_left();
-    munmap(sh, sizeof *sh);
 }
 
 /* A crash, an exit or a hang ends the worker (reaped, no zombie) and is
@@ -372,8 +385,7 @@ static void test_worker_crash_exit_and_hang(void **state)
 {
     (void)state;
     worker_shared_t *sh = shared_new();
-    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, NULL, 0);
-    assert_non_null(w);
+    isolate_worker_t *w = worker_start(sh, NULL, 0);
     isolate_result_t res;
     kr_error_t err = {{0}};
     pid_t before = call_ok(w, sh, "warm");
@@ -405,9 +417,7 @@ static void test_worker_crash_exit_and_hang(void **state)
     assert_child_gone(before);
     call_ok(w, sh, "after the hang");
 
-    isolate_worker_free(w);
-    assert_no_children_left();
-    munmap(sh, sizeof *sh);
+    worker_stop(w, sh);
 }
 
 static int is_zombie(pid_t pid)
@@ -429,8 +439,7 @@ static void test_worker_retired_or_killed(void **state)
 {
     (void)state;
     worker_shared_t *sh = shared_new();
-    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, NULL, 0);
-    assert_non_null(w);
+    isolate_worker_t *w = worker_start(sh, NULL, 0);
     pid_t a = call_ok(w, sh, "one");
     isolate_worker_retire(w);
     assert_child_gone(a);
@@ -448,9 +457,7 @@ static void test_worker_retired_or_killed(void **state)
     assert_true(is_zombie(b));
     pid_t c = call_ok(w, sh, "three");
     assert_int_not_equal(b, c);
-    isolate_worker_free(w);
-    assert_no_children_left();
-    munmap(sh, sizeof *sh);
+    worker_stop(w, sh);
 }
 
 /* The worker closes what it inherited -- a pipe the parent opened before
@@ -466,8 +473,7 @@ static void test_worker_closes_inherited_descriptors(void **state)
     assert_true(keep >= 0);
     sh->keep_fd = keep;
     sh->pipe_fd = p[1];
-    isolate_worker_t *w = isolate_worker_new(serve_fn, sh, &keep, 1);
-    assert_non_null(w);
+    isolate_worker_t *w = worker_start(sh, &keep, 1);
     call_ok(w, sh, "probe");
     assert_int_equal(sh->keep_fd_open, 1);
     assert_int_equal(sh->pipe_fd_open, 0);
@@ -476,9 +482,7 @@ static void test_worker_closes_inherited_descriptors(void **state)
     assert_int_equal(read(p[0], &c, 1), 0);     /* EOF now, with the worker still running */
     close(p[0]);
     close(keep);
-    isolate_worker_free(w);
-    assert_no_children_left();
-    munmap(sh, sizeof *sh);
+    worker_stop(w, sh);
 }
 
 /* ------------------------------------------------------------ plugin kernels */
@@ -597,36 +601,34 @@ static void test_registry_kernel_isolated(void **state)
     assert_normal_run_ok(f);
 }
 
-static void test_segfaulting_plugin(void **state)
+/* A plugin killed by `signo` (named `signame`) is CRASHED with that signal
+ * named, its child reaped, and the next isolated run unaffected. */
+static void assert_plugin_killed_by(fixture_t *f, const kernel_desc_t *k, int signo,
+                                    const char *signame)
 {
-    fixture_t *f = *state;
     isolate_result_t res;
     uint16_t *out;
-    run_isolated(f, plugin_kernel_at(f->crash, 0), 10.0, &res, &out);
-    fprintf(stderr, "  crash: %s: %s\n", isolate_status_name(res.status), res.message);
+    run_isolated(f, k, 10.0, &res, &out);
+    fprintf(stderr, "  %s: %s: %s\n", signame, isolate_status_name(res.status), res.message);
     assert_int_equal(res.status, ISOLATE_CRASHED);
-    assert_int_equal(res.signal, SIGSEGV);
-    assert_non_null(strstr(res.message, "SIGSEGV"));
+    assert_int_equal(res.signal, signo);
+    assert_non_null(strstr(res.message, signame));
     assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
     assert_child_gone(res.pid);
     free(out);
     assert_normal_run_ok(f);
 }
 
+static void test_segfaulting_plugin(void **state)
+{
+    fixture_t *f = *state;
+    assert_plugin_killed_by(f, plugin_kernel_at(f->crash, 0), SIGSEGV, "SIGSEGV");
+}
+
 static void test_aborting_plugin(void **state)
 {
     fixture_t *f = *state;
-    isolate_result_t res;
-    uint16_t *out;
-    run_isolated(f, plugin_kernel_at(f->abrt, 0), 10.0, &res, &out);
-    fprintf(stderr, "  abort: %s: %s\n", isolate_status_name(res.status), res.message);
-    assert_int_equal(res.status, ISOLATE_CRASHED);
-    assert_int_equal(res.signal, SIGABRT);
-    assert_non_null(strstr(res.message, "SIGABRT"));
-    assert_int_equal(isolate_verdict(&res), VERDICT_CRASHED);
-    assert_child_gone(res.pid);
-    free(out);
-    assert_normal_run_ok(f);
+    assert_plugin_killed_by(f, plugin_kernel_at(f->abrt, 0), SIGABRT, "SIGABRT");
 }
 
 static void test_hanging_plugin_times_out(void **state)

@@ -29,6 +29,7 @@
 #include "policy.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_support.h"
 
 enum {
@@ -157,14 +158,8 @@ static const result_t *find_row(const result_list_t *rows, const char *kernel, c
 
 static void synth_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c)
 {
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = M;
-    p.N = N;
-    p.K = K;
-    p.seed = seed;
-    kr_error_t err = {{0}};
-    assert_int_equal(synth_case(&p, c, &err), 0);
+    const synth_params_t p = test_synth_params(M, N, K, seed);
+    test_synth_or_fail(&p, c);
 }
 
 static void replay_or_fail(const case_t *c, const replay_options_t *o, result_list_t *rows)

@@ -1,0 +1,28 @@
+/* Checks of one `kreplay` run that many tests make: its exit code, a phrase
+ * of its output, a file it wrote.  Each fails the calling test with the
+ * command line and the whole output, so a failure says what kreplay said.
+ * Include after <cmocka.h> and its prerequisites. */
+#ifndef KR_KREPLAY_CHECKS_H
+#define KR_KREPLAY_CHECKS_H
+#include <jansson.h>
+
+/* Runs `kreplay ARGS` (stdout and stderr together); fails unless it exits
+ * with RC and, when WANT is not NULL, its output contains WANT. */
+void test_kreplay_expect(const char *args, int rc, const char *want);
+
+/* As test_kreplay_expect with no phrase, returning the output for further
+ * checks (malloc'd, caller frees). */
+char *test_kreplay_output(const char *args, int rc);
+
+/* The file DIR/NAME, NUL-terminated and malloc'd (caller frees); fails the
+ * test naming the path when it cannot be read. */
+char *test_read_in_dir(const char *dir, const char *name);
+
+/* Runs the shell command CMD and parses its stdout as one JSON document
+ * (caller json_decref's it); fails the test naming CMD when there is none. */
+json_t *test_command_json(const char *cmd);
+
+/* The string member KEY of OBJ; "" when it is absent or not a string. */
+const char *test_json_str(const json_t *obj, const char *key);
+
+#endif
