@@ -178,6 +178,39 @@ static void dump_on_failure(const run_t *r)
     fprintf(stderr, "exit %d\n--- stdout\n%.3000s\n--- stderr\n%.3000s\n", r->status, r->out, r->err);
 }
 
+/* Exit STATUS, and STREAM (r's stdout or stderr) holds A and, unless NULL, B. */
+static void expect_exit_with(const run_t *r, int status, const char *stream, const char *a,
+                             const char *b)
+{
+    if (r->status != status || !strstr(stream, a) || (b && !strstr(stream, b)))
+        dump_on_failure(r);
+    assert_int_equal(r->status, status);
+    assert_non_null(strstr(stream, a));
+    if (b)
+        assert_non_null(strstr(stream, b));
+}
+
+/* A `replay --json` run with exit STATUS whose rows of KERNEL are ROWS in
+ * number (ROWS < 0: at least one), every one of them VERDICT.  Returns the
+ * JSON (for the caller to free) and in *note the note of such a row. */
+static json_t *expect_rows_all(const run_t *r, const char *kernel, const char *verdict, int status,
+                               int rows, const char **note)
+{
+    json_t *root = json_rows(r);
+    int all = 0;
+    const int n = count_rows(root, kernel, verdict, &all, note);
+    const int rows_ok = rows < 0 ? all >= 1 : all == rows;
+    if (r->status != status || !rows_ok || n != all)
+        dump_on_failure(r);
+    assert_int_equal(r->status, status);
+    if (rows < 0)
+        assert_true(all >= 1);
+    else
+        assert_int_equal(all, rows);
+    assert_int_equal(n, all);
+    return root;
+}
+
 /* ------------------------------------------------------------ 1: --inject */
 
 static void test_inject_runs_plugins_isolated(void **state)
@@ -188,19 +221,13 @@ static void test_inject_runs_plugins_isolated(void **state)
 
     run_t r = replay_with_plugin(NULL, "crash", "--kernels testplugin.crash --inject scale-const:2",
                                  c, lib, sizeof lib);
-    if (r.status != 1 || !strstr(r.out, "CRASHED") || !strstr(r.out, "SIGSEGV"))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);      /* a failing verdict, not a dead kreplay (139) */
-    assert_non_null(strstr(r.out, "CRASHED"));
-    assert_non_null(strstr(r.out, "SIGSEGV"));
+    /* a failing verdict, not a dead kreplay (139) */
+    expect_exit_with(&r, 1, r.out, "CRASHED", "SIGSEGV");
     run_free(&r);
 
     r = replay_with_plugin(NULL, "hang", "--kernels testplugin.hang --timeout 2 --inject scale-const:2",
                            c, lib, sizeof lib);
-    if (r.status != 1 || !strstr(r.out, "TIMEOUT"))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);      /* not killed by the test's timeout (137) */
-    assert_non_null(strstr(r.out, "TIMEOUT"));
+    expect_exit_with(&r, 1, r.out, "TIMEOUT", NULL);   /* not killed by the test's timeout (137) */
     assert_true(r.seconds < 60);
     run_free(&r);
 
@@ -208,15 +235,8 @@ static void test_inject_runs_plugins_isolated(void **state)
     r = replay_with_plugin(NULL, "example_w4a8",
                            "--json --refs exact --kernels example.w4a8_perblock --inject scale-const:4",
                            c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
     const char *note = NULL;
-    int all = 0;
-    const int magnitude = count_rows(root, "example.w4a8_perblock", "MAGNITUDE", &all, &note);
-    if (magnitude != 1 || r.status != 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);
-    assert_int_equal(all, 1);
-    assert_int_equal(magnitude, 1);
+    json_t *root = expect_rows_all(&r, "example.w4a8_perblock", "MAGNITUDE", 1, 1, &note);
     assert_non_null(strstr(note, "injected fault"));
     json_decref(root);
     run_free(&r);
@@ -230,14 +250,7 @@ static void test_plugin_prints_do_not_corrupt_json(void **state)
     char c[512], lib[512];
     make_case(c, sizeof c, "128x256", 8, "chatty");
     run_t r = replay_with_plugin(NULL, "stdout", "--json --kernels misbehave.stdout", c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
-    int all = 0;
-    const int pass = count_rows(root, "misbehave.stdout", "PASS", &all, NULL);
-    if (r.status != 0 || pass != all || all < 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
-    assert_true(all >= 1);
-    assert_int_equal(pass, all);
+    json_t *root = expect_rows_all(&r, "misbehave.stdout", "PASS", 0, -1, NULL);
     assert_null(strstr(r.out, "debug:"));
     assert_non_null(strstr(r.err, "debug: launch M=8 N=128 K=256"));
     json_decref(root);
@@ -253,20 +266,13 @@ static void test_constructor_crash_and_exit_named(void **state)
     make_case(c, sizeof c, "128x256", 4, "ctor");
 
     run_t r = replay_with_plugin(NULL, "ctor_crash", "", c, lib, sizeof lib);
-    if (r.status != 2 || !strstr(r.err, lib) || !strstr(r.err, "SIGSEGV"))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, lib));
-    assert_non_null(strstr(r.err, "loading the plugin crashed: killed by SIGSEGV"));
+    expect_exit_with(&r, 2, r.err, lib, "loading the plugin crashed: killed by SIGSEGV");
     assert_int_equal(r.out[0], '\0');
     run_free(&r);
 
     r = replay_with_plugin(NULL, "ctor_exit", "", c, lib, sizeof lib);
-    if (r.status != 2 || !strstr(r.err, lib))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 2);      /* not a silent exit 0 */
-    assert_non_null(strstr(r.err, lib));
-    assert_non_null(strstr(r.err, "a library constructor called exit(0)"));
+    /* not a silent exit 0 */
+    expect_exit_with(&r, 2, r.err, lib, "a library constructor called exit(0)");
     run_free(&r);
 }
 
@@ -292,9 +298,7 @@ static void test_forked_helpers_die_with_the_launch(void **state)
     test_tmp_path(pidfile, sizeof pidfile, "helper-pids");
     snprintf(env, sizeof env, "KR_TEST_PIDFILE='%s'", pidfile);
     run_t r = replay_with_plugin(env, "fork", "--kernels misbehave.fork", c, lib, sizeof lib);
-    if (r.status != 0)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
+    expect_exit_with(&r, 0, r.out, "", NULL);
     run_free(&r);
 
     char *pids = slurp(pidfile);
@@ -327,15 +331,8 @@ static void test_write_past_the_last_tile_is_out_of_bounds(void **state)
     make_case(c, sizeof c, "2560x256", 54, "overrun");
     run_t r = replay_with_plugin(NULL, "tile_overrun", "--json --kernels misbehave.tile_overrun",
                                  c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
     const char *note = NULL;
-    int all = 0;
-    const int oob = count_rows(root, "misbehave.tile_overrun", "OOB_WRITE", &all, &note);
-    if (oob != 1 || all != 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);
-    assert_int_equal(all, 1);
-    assert_int_equal(oob, 1);
+    json_t *root = expect_rows_all(&r, "misbehave.tile_overrun", "OOB_WRITE", 1, 1, &note);
     /* Rows 54-63 x columns 2496-2559: 640 elements, 1280 bytes; the first is
      * element 54 * 2560 + 2496, 2496 elements = 4992 bytes past the end of
      * the 54 x 2560 output; the last 9 * 2560 + 2559 elements past it. */
@@ -413,15 +410,8 @@ static void test_split_k_race_is_nondeterministic(void **state)
     for (int attempt = 0; attempt < 3; attempt++) {
         run_t r = replay_with_plugin(NULL, "race", "--json --refs exact --reruns 3 --kernels misbehave.race",
                                      c, lib, sizeof lib);
-        json_t *root = json_rows(&r);
         const char *note = NULL;
-        int all = 0;
-        const int nd = count_rows(root, "misbehave.race", "NONDETERMINISTIC", &all, &note);
-        if (r.status != 1 || nd != 1 || all != 1)
-            dump_on_failure(&r);
-        assert_int_equal(r.status, 1);
-        assert_int_equal(all, 1);
-        assert_int_equal(nd, 1);
+        json_t *root = expect_rows_all(&r, "misbehave.race", "NONDETERMINISTIC", 1, 1, &note);
         assert_non_null(strstr(note, "reruns differ: "));
         assert_non_null(strstr(note, " of 8192 elements changed bits across 3 runs"));
         assert_non_null(strstr(note, "first at ["));
@@ -431,14 +421,7 @@ static void test_split_k_race_is_nondeterministic(void **state)
     run_t r = replay_with_plugin(NULL, "splitk_ok",
                                  "--json --refs exact --reruns 3 --kernels misbehave.splitk_ok",
                                  c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
-    int all = 0;
-    const int pass = count_rows(root, "misbehave.splitk_ok", "PASS", &all, NULL);
-    if (r.status != 0 || pass != 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
-    assert_int_equal(all, 1);
-    assert_int_equal(pass, 1);
+    json_t *root = expect_rows_all(&r, "misbehave.splitk_ok", "PASS", 0, 1, NULL);
     json_decref(root);
     run_free(&r);
 }

@@ -372,16 +372,22 @@ static void make_hostile_case(const char *src, const char *dst, hostile_t kind, 
     assert_true(H5Fclose(f) >= 0);
 }
 
+/* The message names the file, N1 and (unless NULL) N2. */
+static void assert_error_names(const char *msg, const char *path, const char *n1, const char *n2)
+{
+    assert_contains(msg, path);
+    assert_contains(msg, n1);
+    if (n2)
+        assert_contains(msg, n2);
+}
+
 static void expect_case_refused(const char *path, const char *n1, const char *n2)
 {
     case_t c;
     kr_error_t err = {{0}};
     assert_int_equal(case_read(path, &c, &err), -1);
     assert_null(c.x);
-    assert_contains(err.msg, path);
-    assert_contains(err.msg, n1);
-    if (n2)
-        assert_contains(err.msg, n2);
+    assert_error_names(err.msg, path, n1, n2);
     assert_contains(err.msg, "refused");
 }
 
@@ -786,10 +792,7 @@ static void expect_pt_refused(const char *path, const char *n1, const char *n2)
     pt_file_t *f = NULL;
     assert_int_equal(pt_open(path, &f, &err), -1);
     assert_null(f);
-    assert_contains(err.msg, path);
-    assert_contains(err.msg, n1);
-    if (n2)
-        assert_contains(err.msg, n2);
+    assert_error_names(err.msg, path, n1, n2);
 }
 
 static void test_pt_bounds(void **state)
