@@ -24,44 +24,13 @@
 #include "case_io.h"
 #include "formats.h"
 #include "registry.h"
+#include "spec_formats.h"
 #include "synth.h"
 #include "test_support.h"
 
 extern const kernel_desc_t kernel_bf16_skinny;
 extern const kernel_desc_t kernel_bf16_sequential;
 extern const kernel_desc_t kernel_ref_linear;
-
-/* ---------------------------------------------------------------- spec decoders */
-
-static float spec_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* float -> bf16 round-to-nearest-even (docs/NUMERICS.md's formula), finite inputs. */
-static uint16_t spec_bf16_rne(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-static double spec_e2m1(uint8_t code)
-{
-    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    return (code & 8) ? -mag[code & 7] : mag[code & 7];
-}
-
-/* Distance in bf16 steps between two finite encodings (+0 and -0 are 0 apart). */
-static int64_t bf16_ulp_distance(uint16_t a, uint16_t b)
-{
-    int64_t oa = (a & 0x8000) ? -(int64_t)(a & 0x7FFF) : (int64_t)(a & 0x7FFF);
-    int64_t ob = (b & 0x8000) ? -(int64_t)(b & 0x7FFF) : (int64_t)(b & 0x7FFF);
-    return oa > ob ? oa - ob : ob - oa;
-}
 
 /* ---------------------------------------------------------------- operands */
 
@@ -475,7 +444,7 @@ static void test_skinny_vs_sequential_statistic(void **st)
         for (int64_t m = 0; m < M; m++) {
             int differ = 0;
             for (int64_t n = 0; n < N; n++) {
-                const int64_t d = bf16_ulp_distance(skinny[m * N + n], seq[m * N + n]);
+                const int64_t d = spec_bf16_ulps(skinny[m * N + n], seq[m * N + n]);
                 hist[d < 3 ? d : 3]++;
                 max_ulp = d > max_ulp ? d : max_ulp;
                 differ |= d != 0;
