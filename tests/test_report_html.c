@@ -42,6 +42,17 @@ static const char *EVIL_CASE = "evil<case>&\"name\"";
 
 #define read_all(path) test_read_file(path, NULL)
 
+/* DIR/NAME, all of it; fails the test when it cannot be read. */
+static char *read_output(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = read_all(path);
+    if (!text)
+        fail_msg("cannot read %s", path);
+    return text;
+}
+
 static int count_substr(const char *s, const char *needle)
 {
     int n = 0;
@@ -231,10 +242,7 @@ static void test_report_known_rows(void **state)
     assert_int_equal(outcome.history_runs, 3);   /* two earlier runs + this one, not this one twice */
     assert_int_equal(outcome.nfmaps, 1);
 
-    char path[800];
-    snprintf(path, sizeof path, "%s/report.html", out);
-    char *html = read_all(path);
-    assert_non_null(html);
+    char *html = read_output(out, "report.html");
     assert_int_equal(count_substr(html, "<svg"), expected);
     assert_int_equal(count_substr(html, "</svg>"), expected);
     assert_int_equal(count_substr(html, "<svg class=\"kr-plot\""), expected);
@@ -306,9 +314,7 @@ static void test_report_known_rows(void **state)
     free(html);
 
     /* the Markdown beside it */
-    snprintf(path, sizeof path, "%s/report_full.md", out);
-    char *md = read_all(path);
-    assert_non_null(md);
+    char *md = read_output(out, "report_full.md");
     assert_int_equal(count_substr(md, ".png)"), expected);
     if (gp) {
         char plots[700];
@@ -319,6 +325,7 @@ static void test_report_known_rows(void **state)
         for (const char *p = md; (p = strstr(p, "](plots/")) != NULL; p++) {
             char rel[256];
             assert_int_equal(sscanf(p + 2, "%255[^)]", rel), 1);
+            char path[800];
             snprintf(path, sizeof path, "%s/%s", out, rel);
             if (access(path, R_OK) != 0)
                 fail_msg("report_full.md references %s, not written", rel);
@@ -361,16 +368,14 @@ static void test_cli_report(void **state)
     assert_non_null(strstr(output, "1 non-finite map"));
     assert_non_null(strstr(output, "trend over 3 runs"));
     free(output);
-    char path[800];
-    snprintf(path, sizeof path, "%s/report.html", out);
-    char *html = read_all(path);
-    assert_non_null(html);
+    char *html = read_output(out, "report.html");
     assert_non_null(strstr(html, "block: rows 0-16 x columns 1024-1151"));
     if (gnuplot_available())
         assert_int_equal(count_substr(html, "<svg class=\"kr-plot\""), 8);
     free(html);
     static const char *files[] = {"results.json", "results.csv", "report.md", "report_full.md"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[800];
         snprintf(path, sizeof path, "%s/%s", out, files[i]);
         assert_int_equal(access(path, R_OK), 0);
     }
@@ -406,14 +411,12 @@ static void test_empty_rows(void **state)
     if (report_generate(out, &rows, NULL, 0, &opt, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(outcome.plots_drawn, 0);
-    char path[800];
-    snprintf(path, sizeof path, "%s/report.html", out);
-    char *html = read_all(path);
-    assert_non_null(html);
+    char *html = read_output(out, "report.html");
     assert_non_null(strstr(html, "PASS: 0 of 0 rows fail"));
     assert_non_null(strstr(html, "No plots in this report."));
     assert_int_equal(count_substr(html, "<svg"), 0);
     free(html);
+    char path[800];
     snprintf(path, sizeof path, "%s/report_full.md", out);
     assert_int_equal(access(path, R_OK), 0);
     no_temp_files(out);
