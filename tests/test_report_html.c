@@ -208,18 +208,30 @@ static void check_counts(const char *html, const int64_t *counts, int64_t total)
     assert_non_null(strstr(html, banner));
 }
 
+/* The known rows with their counts by verdict, and two earlier runs of
+ * them written as history (hist[2] is this run's own file). */
+typedef struct {
+    result_list_t rows;
+    int64_t counts[VERDICT_COUNT];
+    char hist[3][600];
+    results_meta_t meta;
+} known_run_t;
+
+static void known_run(known_run_t *k)
+{
+    memset(k, 0, sizeof *k);
+    build_rows(&k->rows, k->counts);
+    write_history(k->hist, &k->rows, &k->meta);
+}
+
 static void test_report_known_rows(void **state)
 {
     (void)state;
-    result_list_t rows = {0};
-    int64_t counts[VERDICT_COUNT];
-    build_rows(&rows, counts);
-    char hist[3][600];
-    results_meta_t meta;
-    write_history(hist, &rows, &meta);
+    known_run_t k;
+    known_run(&k);
     char missing[700];
-    snprintf(missing, sizeof missing, "%s.nope", hist[0]);
-    const char *history[4] = {hist[0], hist[1], hist[2], missing}; /* newest first, this run, a bad one */
+    snprintf(missing, sizeof missing, "%s.nope", k.hist[0]);
+    const char *history[4] = {k.hist[0], k.hist[1], k.hist[2], missing}; /* newest first, this run, a bad one */
 
     char out[512];
     test_tmp_path(out, sizeof out, "report-known");
@@ -227,10 +239,10 @@ static void test_report_known_rows(void **state)
     report_options_init(&opt);
     report_outcome_t outcome;
     opt.outcome = &outcome;
-    opt.meta = &meta;
+    opt.meta = &k.meta;
     opt.quiet = 1;
     kr_error_t err = {{0}};
-    if (report_generate(out, &rows, history, 4, &opt, &err))
+    if (report_generate(out, &k.rows, history, 4, &opt, &err))
         fail_msg("report_generate: %s", err.msg);
 
     int gp = gnuplot_available();
@@ -280,7 +292,7 @@ static void test_report_known_rows(void **state)
         assert_true(desc < fig);
     }
     /* summary counts, failing rows before the others */
-    check_counts(html, counts, rows.count);
+    check_counts(html, k.counts, k.rows.count);
     const char *fail_h = strstr(html, "<h2 id=\"failing\">");
     const char *reg_h = strstr(html, "<h2 id=\"regressions\">");
     const char *worst_h = strstr(html, "<h2 id=\"worst\">");
@@ -338,29 +350,25 @@ static void test_report_known_rows(void **state)
     assert_non_null(strstr(md, "block: rows 0-16 x columns 1024-1151"));
     free(md);
     no_temp_files(out);
-    result_list_free(&rows);
+    result_list_free(&k.rows);
 }
 
 /* kreplay report: the results file, --history, --case (no lookup). */
 static void test_cli_report(void **state)
 {
     (void)state;
-    result_list_t rows = {0};
-    int64_t counts[VERDICT_COUNT];
-    build_rows(&rows, counts);
-    char hist[3][600];
-    results_meta_t meta;
-    write_history(hist, &rows, &meta);
+    known_run_t k;
+    known_run(&k);
     char out[512], args[4096], *output = NULL;
     test_tmp_path(out, sizeof out, "report-cli");
     /* the rows' case path does not exist from here: only --case maps it */
-    snprintf(rows.rows[rows.count - 1].case_path, sizeof rows.rows[0].case_path, "elsewhere/nanhead.h5");
+    snprintf(k.rows.rows[k.rows.count - 1].case_path, sizeof k.rows.rows[0].case_path, "elsewhere/nanhead.h5");
     char res[700];
     snprintf(res, sizeof res, "%s-results.h5", out);
     kr_error_t err = {{0}};
-    assert_int_equal(results_store_write(res, &rows, &meta, &err), 0);
+    assert_int_equal(results_store_write(res, &k.rows, &k.meta, &err), 0);
     snprintf(args, sizeof args, "report '%s' -o '%s' --history '%s' --history '%s' --case '%s' --no-case-lookup", res,
-             out, hist[0], hist[1], NANHEAD);
+             out, k.hist[0], k.hist[1], NANHEAD);
     int rc = test_run_kreplay(args, &output);
     if (rc != 0)
         fail_msg("kreplay %s -> %d: %s", args, rc, output);
@@ -392,7 +400,7 @@ static void test_cli_report(void **state)
     assert_int_equal(test_run_kreplay(args, &output), 2);
     assert_non_null(strstr(output, "in two of the files"));
     free(output);
-    result_list_free(&rows);
+    result_list_free(&k.rows);
 }
 
 /* No rows at all: still a page, a Markdown file and no plot. */
