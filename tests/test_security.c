@@ -130,6 +130,15 @@ static void expect_success_in(const char *cwd, const char *const *argv, const ch
     expect_exit_in(cwd, argv, o, 0);
 }
 
+/* ARGV run in CWD is refused: exit 2 and an error holding MSG. */
+static void expect_refused_in(const char *cwd, const char *const *argv, const char *msg)
+{
+    char *out = NULL;
+    assert_int_equal(run_kreplay_in(cwd, argv, &out), 2);
+    assert_contains(out, msg);
+    free(out);
+}
+
 /* The hostile files are meant to fail: no HDF5 error stack in the log. */
 static void h5_quiet(void)
 {
@@ -444,19 +453,14 @@ static void test_hdf5_refused_by_cli(void **state)
     make_hostile_case(cs, bad, H_EXTERNAL_STORAGE, "/etc/passwd", NULL);
     snprintf(outs, sizeof outs, "%s/outs.h5", dir);
     const char *replay[] = {"kreplay", "replay", "--save-outputs", outs, bad, NULL};
-    char *out = NULL;
-    assert_int_equal(run_kreplay_in(dir, replay, &out), 2);
-    assert_contains(out, "dataset /x uses external raw storage (/etc/passwd); refused");
-    free(out);
+    expect_refused_in(dir, replay, "dataset /x uses external raw storage (/etc/passwd); refused");
     assert_false(exists(outs));
 
     snprintf(other, sizeof other, "%s/other.h5", dir);
     snprintf(bad, sizeof bad, "%s/elink.h5", dir);
     make_hostile_case(cs, bad, H_EXTERNAL_LINK, other, other);
     const char *inspect[] = {"kreplay", "inspect", bad, NULL};
-    assert_int_equal(run_kreplay_in(dir, inspect, &out), 2);
-    assert_contains(out, "/x is an external link");
-    free(out);
+    expect_refused_in(dir, inspect, "/x is an external link");
 }
 
 /* results.h5 (report, merge, baseline) and an existing outputs file. */
@@ -467,7 +471,6 @@ static void test_hdf5_results_and_outputs(void **state)
     work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
     const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", "run", cs, NULL};
     expect_verdict_in(dir, replay, NULL);
-    char *out = NULL;
     char good[1300], bad[1300], other[1300];
     snprintf(good, sizeof good, "%s/run/results.h5", dir);
     snprintf(other, sizeof other, "%s/other.h5", dir);
@@ -498,9 +501,7 @@ static void test_hdf5_results_and_outputs(void **state)
     assert_contains(err.msg, bad);
     assert_contains(err.msg, "dataset /junk uses external raw storage (/etc/passwd); refused");
     const char *report[] = {"kreplay", "report", bad, "-o", "rep", NULL};
-    assert_int_equal(run_kreplay_in(dir, report, &out), 2);
-    assert_contains(out, "dataset /junk uses external raw storage (/etc/passwd); refused");
-    free(out);
+    expect_refused_in(dir, report, "dataset /junk uses external raw storage (/etc/passwd); refused");
 
     /* an external link */
     snprintf(bad, sizeof bad, "%s/results_elink.h5", dir);
