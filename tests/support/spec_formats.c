@@ -9,6 +9,21 @@ double spec_e2m1(uint8_t code)
     return (code & 8) ? -mag[code & 7] : mag[code & 7];
 }
 
+uint8_t spec_e2m1_nearest(double y)
+{
+    uint8_t sign = signbit(y) ? 8 : 0;
+    double a = fabs(y);
+    if (a >= 6.0)
+        return 7 | sign;
+    int best = 0;
+    for (int c = 1; c < 8; c++) {
+        double d = fabs(a - spec_e2m1((uint8_t)c)), bd = fabs(a - spec_e2m1((uint8_t)best));
+        if (d < bd || (d == bd && (c & 1) == 0))
+            best = c;
+    }
+    return (uint8_t)(best | sign);
+}
+
 double spec_e4m3fn(uint8_t code)
 {
     int s = code >> 7, e = (code >> 3) & 15, m = code & 7;

@@ -12,6 +12,10 @@
 /* e2m1 (MXFP4 element): bit 3 the sign, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6. */
 double spec_e2m1(uint8_t code);
 
+/* The e2m1 code nearest Y: ties to the even code, |Y| >= 6 saturating to
+ * +-6, the sign kept (-0 and NaN give code 0 with Y's sign bit). */
+uint8_t spec_e2m1_nearest(double y);
+
 /* e4m3fn: bias 7, subnormal step 2^-9, 0x7F/0xFF NaN (returned unsigned). */
 double spec_e4m3fn(uint8_t code);
 
