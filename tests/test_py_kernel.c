@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "json_rows.h"
+#include "python_ready.h"
 #include "test_support.h"
 
 #define EX KREPLAY_SOURCE_DIR "/kernels/plugins/python/examples"
@@ -164,10 +165,8 @@ static void test_bad_spec_refused(void **state)
 
 int main(void)
 {
-    if (system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "torch/numpy are not available to /usr/bin/python3: skipped\n");
+    if (!test_python_imports("torch, numpy"))
         return TEST_SKIPPED;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_w4a8_example_bit_identical),
         cmocka_unit_test(test_bf16_example_passes_source),

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 
 #include "json_rows.h"
+#include "python_ready.h"
 #include "test_support.h"
 
 #define KERNELS KREPLAY_SOURCE_DIR "/tests/python/py_operand_kernels.py"
@@ -140,10 +141,8 @@ static void test_unknown_kernel_refused(void **state)
 
 int main(void)
 {
-    if (system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "torch/numpy are not available to /usr/bin/python3: skipped\n");
+    if (!test_python_imports("torch, numpy"))
         return TEST_SKIPPED;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_w4a4_from_x_mxfp4_bit_identical),
         cmocka_unit_test(test_w4a8_folded_from_w_folded_bit_identical),
