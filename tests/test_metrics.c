@@ -48,6 +48,19 @@ static oracle_sums_t oracle_sums(const float *out, const float *ref, int n)
     return s;
 }
 
+/* N random reference values, Gaussian times SCALE, and outputs off them by
+ * a Gaussian relative error times REL or, with REL 0, an absolute one times ABS. */
+static void random_pair(float *out, float *ref, int n, uint64_t seed, double scale, double rel,
+                        double abs)
+{
+    test_rng_t rng = {seed};
+    for (int i = 0; i < n; i++) {
+        ref[i] = (float)(test_rng_normal(&rng) * scale);
+        const double e = test_rng_normal(&rng);
+        out[i] = rel != 0 ? ref[i] * (float)(1.0 + rel * e) : ref[i] + (float)(abs * e);
+    }
+}
+
 /* rel_fro, nmse, cosine and mag_ratio as the sums make them, to RTOL. */
 static void expect_norms(const metrics_t *m, long double d2, long double r2, long double o2,
                          long double orr, double rtol)
@@ -270,12 +283,8 @@ static void test_random_vs_oracle(void **state)
 {
     (void)state;
     enum { M = 37, N = 53 };
-    test_rng_t rng = {0x5eed0001};
     static float out[M * N], ref[M * N];
-    for (int i = 0; i < M * N; i++) {
-        ref[i] = (float)(test_rng_normal(&rng) * 10.0);
-        out[i] = ref[i] * (float)(1.0 + 1e-3 * test_rng_normal(&rng));
-    }
+    random_pair(out, ref, M * N, 0x5eed0001, 10.0, 1e-3, 0);
     for (int j = 0; j < N; j++)
         out[21 * N + j] = ref[21 * N + j] * 1.1f; /* row 21 is 10% off */
     out[5] = NAN;
@@ -334,12 +343,8 @@ static void test_merge_rows_vs_whole(void **state)
 {
     (void)state;
     enum { M = 37, N = 29 };
-    test_rng_t rng = {0x5eed0042};
     static float out[M * N], ref[M * N];
-    for (int i = 0; i < M * N; i++) {
-        ref[i] = (float)(test_rng_normal(&rng) * 3.0);
-        out[i] = ref[i] + (float)(1e-2 * test_rng_normal(&rng));
-    }
+    random_pair(out, ref, M * N, 0x5eed0042, 3.0, 0, 1e-2);
     out[2 * N + 4] = NAN;
     ref[9 * N + 1] = INFINITY;
     out[20 * N + 7] = -INFINITY;
