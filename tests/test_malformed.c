@@ -46,6 +46,8 @@ static void corpus_path(char *buf, size_t cap, const char *name)
     snprintf(buf, cap, "%s/%s", g_dir, name);
 }
 
+#define write_text(path, text) assert_int_equal(test_write_text(path, text), 0)
+
 /* No crash, no sanitizer report, no HDF5 error stack on the output. */
 static void assert_clean_output(const char *out)
 {
@@ -450,9 +452,7 @@ static void test_unwritable_output(void **state)
     char file[1200], dir[1400], args[4096];
     /* A path under a regular file: ENOTDIR even for root. */
     corpus_path(file, sizeof file, "a_regular_file");
-    FILE *fp = fopen(file, "w");
-    fputs("x\n", fp);
-    fclose(fp);
+    write_text(file, "x\n");
     snprintf(dir, sizeof dir, "%s/out", file);
     snprintf(args, sizeof args, "replay -o '%s' '%s'", dir, g_good);
     expect_error(args, dir);
@@ -530,18 +530,8 @@ static void test_bad_pt(void **state)
         expect_import_error(p, name);
     }
     corpus_path(path, sizeof path, "pt_text.pt");
-    FILE *fp = fopen(path, "w");
-    fputs("not a zip\n", fp);
-    fclose(fp);
+    write_text(path, "not a zip\n");
     expect_import_error(path, "pt_text");
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    assert_int_equal(fclose(fp), 0);
 }
 
 static void test_bad_suites(void **state)

@@ -272,10 +272,7 @@ static void test_not_a_shared_library(void **state)
     (void)state;
     char path[1024];
     test_tmp_path(path, sizeof path, "not-a-library.so");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("this is a text file, not an ELF shared object\n", f);
-    fclose(f);
+    assert_int_equal(test_write_text(path, "this is a text file, not an ELF shared object\n"), 0);
     load_fails(path, "not a loadable shared library", NULL, NULL);
     remove(path);
 

@@ -213,11 +213,9 @@ static void test_no_shell_from_paths(void **state)
 
     char suite[1100];
     snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
-    FILE *fp = fopen(suite, "w");
-    assert_non_null(fp);
-    fputs("suite: sec\ncases:\n  - synth:\n      shapes: [64x64]\n      m: [4]\n      seeds: [1]\n"
-          "references: [exact]\ndevice: cpu\n", fp);
-    fclose(fp);
+    assert_int_equal(test_write_text(suite, "suite: sec\ncases:\n  - synth:\n      shapes: [64x64]\n"
+                                            "      m: [4]\n      seeds: [1]\n"
+                                            "references: [exact]\ndevice: cpu\n"), 0);
 
     for (size_t h = 0; h < sizeof HOSTILE_DIRS / sizeof HOSTILE_DIRS[0]; h++) {
         const char *o = HOSTILE_DIRS[h];
