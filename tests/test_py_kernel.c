@@ -37,11 +37,10 @@ static char g_cases[1024];
 static int setup(void **state)
 {
     (void)state;
-    char cmd[4096];
+    char args[2048];
     test_tmp_path(g_cases, sizeof g_cases, "pycases");
-    snprintf(cmd, sizeof cmd, "'%s' synth --shape 96x256 --m 5,16 --seed 3 --out '%s' >/dev/null",
-             KREPLAY_BINARY, g_cases);
-    return system(cmd) == 0 ? 0 : -1;
+    snprintf(args, sizeof args, "synth --shape 96x256 --m 5,16 --seed 3 --out '%s'", g_cases);
+    return test_run_kreplay(args, NULL) == 0 ? 0 : -1;
 }
 
 /* The JSON of `kreplay replay --json ARGS g_cases`; fails the test when it printed none. */

@@ -37,14 +37,13 @@ static char g_mx[1024], g_bf16[1024];
 static int setup(void **state)
 {
     (void)state;
-    char cmd[4096];
+    char mx[2048], bf16[2048];
     test_tmp_path(g_mx, sizeof g_mx, "opcases_mx");
     test_tmp_path(g_bf16, sizeof g_bf16, "opcases_bf16");
-    snprintf(cmd, sizeof cmd,
-             "'%s' synth --shape 96x256 --m 5,16 --seed 3 --out '%s' >/dev/null && "
-             "'%s' synth --shape 256x2048 --m 4 --weight-format bf16 --seed 2 --out '%s' >/dev/null",
-             KREPLAY_BINARY, g_mx, KREPLAY_BINARY, g_bf16);
-    return system(cmd) == 0 ? 0 : -1;
+    snprintf(mx, sizeof mx, "synth --shape 96x256 --m 5,16 --seed 3 --out '%s'", g_mx);
+    snprintf(bf16, sizeof bf16, "synth --shape 256x2048 --m 4 --weight-format bf16 --seed 2 --out '%s'",
+             g_bf16);
+    return test_run_kreplay(mx, NULL) == 0 && test_run_kreplay(bf16, NULL) == 0 ? 0 : -1;
 }
 
 /* `kreplay replay --json ARGS TARGET` with the Python kernels' interpreter. */
