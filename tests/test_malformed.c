@@ -46,6 +46,8 @@ static void corpus_path(char *buf, size_t cap, const char *name)
     snprintf(buf, cap, "%s/%s", g_dir, name);
 }
 
+#define write_text(path, text) assert_int_equal(test_write_text(path, text), 0)
+
 /* No crash, no sanitizer report, no HDF5 error stack on the output. */
 static void assert_clean_output(const char *out)
 {
@@ -84,6 +86,14 @@ static void expect_error(const char *args, const char *path)
     assert_int_equal(rc, 2);
     assert_true(named);
     free(out);
+}
+
+/* `command 'path'` fails with an error line naming `path`. */
+static void expect_error_on(const char *command, const char *path)
+{
+    char args[4096];
+    snprintf(args, sizeof args, "%s '%s'", command, path);
+    expect_error(args, path);
 }
 
 /* ---- building the corpus ---- */
@@ -165,8 +175,10 @@ static void replace_dataset(const char *path, const char *name, hid_t ftype, int
     H5Fclose(f);
 }
 
-/* Overwrites every element of an existing dataset (same type and shape). */
-static void fill_f32(const char *path, const char *name, float v)
+/* Overwrites every element of an existing dataset (same type and shape)
+ * with the one value `elem` of `size` bytes in memory type `memtype`. */
+static void fill_dataset(const char *path, const char *name, hid_t memtype, const void *elem,
+                         size_t size)
 {
     hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(f >= 0);
@@ -174,31 +186,24 @@ static void fill_f32(const char *path, const char *name, float v)
     assert_true(d >= 0);
     hid_t sp = H5Dget_space(d);
     hssize_t n = H5Sget_simple_extent_npoints(sp);
-    float *buf = malloc((size_t)n * sizeof *buf);
+    unsigned char *buf = malloc((size_t)n * size);
     for (hssize_t i = 0; i < n; i++)
-        buf[i] = v;
-    assert_true(H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+        memcpy(buf + (size_t)i * size, elem, size);
+    assert_true(H5Dwrite(d, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
     free(buf);
     H5Sclose(sp);
     H5Dclose(d);
     H5Fclose(f);
 }
 
+static void fill_f32(const char *path, const char *name, float v)
+{
+    fill_dataset(path, name, H5T_NATIVE_FLOAT, &v, sizeof v);
+}
+
 static void fill_u8(const char *path, const char *name, uint8_t v)
 {
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(f >= 0);
-    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-    assert_true(d >= 0);
-    hid_t sp = H5Dget_space(d);
-    hssize_t n = H5Sget_simple_extent_npoints(sp);
-    uint8_t *buf = malloc((size_t)n);
-    memset(buf, v, (size_t)n);
-    assert_true(H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
-    free(buf);
-    H5Sclose(sp);
-    H5Dclose(d);
-    H5Fclose(f);
+    fill_dataset(path, name, H5T_NATIVE_UINT8, &v, sizeof v);
 }
 
 static int setup(void **state)
@@ -238,24 +243,41 @@ static void test_truncated(void **state)
     (void)state;
     const long keep[] = {0, 7, 100, 512, 2048, -2 /* half */, -3 /* all but 16 */};
     long size = file_size(g_good);
-    char path[1200], args[4096];
+    char path[1200];
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
         long k = keep[i] == -2 ? size / 2 : keep[i] == -3 ? size - 16 : keep[i];
         char name[64];
         snprintf(name, sizeof name, "truncated_%ld.h5", k);
         corpus_path(path, sizeof path, name);
         copy_file(g_good, path, k);
-        snprintf(args, sizeof args, "inspect '%s'", path);
-        expect_error(args, path);
-        snprintf(args, sizeof args, "replay '%s'", path);
-        expect_error(args, path);
+        expect_error_on("inspect", path);
+        expect_error_on("replay", path);
+    }
+}
+
+/* A copy of the good case with dataset `ds` replaced (see replace_dataset). */
+struct dataset_swap {
+    const char *name, *ds;
+    hid_t type;
+    int rank;
+    hsize_t dims[3];
+};
+
+static void expect_swaps_rejected(const struct dataset_swap *cases, size_t n)
+{
+    char path[1200];
+    for (size_t i = 0; i < n; i++) {
+        derive(path, sizeof path, cases[i].name);
+        replace_dataset(path, cases[i].ds, cases[i].type, cases[i].rank, cases[i].dims);
+        expect_error_on("replay", path);
+        expect_error_on("inspect", path);
     }
 }
 
 static void test_wrong_dtypes(void **state)
 {
     (void)state;
-    struct { const char *name, *ds; hid_t type; int rank; hsize_t dims[2]; } cases[] = {
+    const struct dataset_swap cases[] = {
         {"dtype_x_scale_f64.h5", "x_scale", H5T_IEEE_F64LE, 1, {CM, 0}},
         {"dtype_x_fp8_i8.h5", "x_fp8", H5T_STD_I8LE, 2, {CM, CK}},
         {"dtype_x_fp8_u16.h5", "x_fp8", H5T_STD_U16LE, 2, {CM, CK}},
@@ -265,21 +287,13 @@ static void test_wrong_dtypes(void **state)
         {"dtype_out_f32.h5", "out", H5T_IEEE_F32LE, 2, {CM, CN}},
         {"dtype_weight_ref_f32.h5", "weight_ref", H5T_IEEE_F32LE, 1, {CN, 0}},
     };
-    char path[1200], args[4096];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        derive(path, sizeof path, cases[i].name);
-        replace_dataset(path, cases[i].ds, cases[i].type, cases[i].rank, cases[i].dims);
-        snprintf(args, sizeof args, "replay '%s'", path);
-        expect_error(args, path);
-        snprintf(args, sizeof args, "inspect '%s'", path);
-        expect_error(args, path);
-    }
+    expect_swaps_rejected(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_wrong_shapes(void **state)
 {
     (void)state;
-    struct { const char *name, *ds; hid_t type; int rank; hsize_t dims[3]; } cases[] = {
+    const struct dataset_swap cases[] = {
         {"shape_x_fp8_wide.h5", "x_fp8", H5T_STD_U8LE, 2, {CM, CK + 32, 0}},
         {"shape_x_fp8_rank3.h5", "x_fp8", H5T_STD_U8LE, 3, {CM, CK, 1}},
         {"shape_x_fp8_rank1.h5", "x_fp8", H5T_STD_U8LE, 1, {CM * CK, 0, 0}},
@@ -291,15 +305,7 @@ static void test_wrong_shapes(void **state)
         {"shape_x_fp8_zero.h5", "x_fp8", H5T_STD_U8LE, 2, {0, CK, 0}},
         {"shape_weight_zero.h5", "weight", H5T_STD_U8LE, 2, {CN, 0, 0}},
     };
-    char path[1200], args[4096];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        derive(path, sizeof path, cases[i].name);
-        replace_dataset(path, cases[i].ds, cases[i].type, cases[i].rank, cases[i].dims);
-        snprintf(args, sizeof args, "replay '%s'", path);
-        expect_error(args, path);
-        snprintf(args, sizeof args, "inspect '%s'", path);
-        expect_error(args, path);
-    }
+    expect_swaps_rejected(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_bad_dims(void **state)
@@ -317,14 +323,12 @@ static void test_bad_dims(void **state)
         {"dims_N_max.h5", "N", 0x7fffffffffffffffLL},
         {"dims_K_overflow.h5", "K", 0x7fffffffffffffe0LL},
     };
-    char path[1200], args[4096];
+    char path[1200];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         derive(path, sizeof path, cases[i].name);
         set_attr_i64(path, cases[i].attr, cases[i].v);
-        snprintf(args, sizeof args, "replay '%s'", path);
-        expect_error(args, path);
-        snprintf(args, sizeof args, "inspect '%s'", path);
-        expect_error(args, path);
+        expect_error_on("replay", path);
+        expect_error_on("inspect", path);
     }
     /* Zero sizes everywhere: M = 0 and every M-sized dataset empty. */
     derive(path, sizeof path, "dims_all_zero_M.h5");
@@ -333,8 +337,7 @@ static void test_bad_dims(void **state)
     replace_dataset(path, "x_fp8", H5T_STD_U8LE, 2, d2);
     replace_dataset(path, "x", H5T_IEEE_F32LE, 2, d2);
     replace_dataset(path, "x_scale", H5T_IEEE_F32LE, 1, d1);
-    snprintf(args, sizeof args, "replay '%s'", path);
-    expect_error(args, path);
+    expect_error_on("replay", path);
 }
 
 /* Valid input that is poisoned: exit 0 or 1, the verdict POISONED_INPUT. */
@@ -449,9 +452,7 @@ static void test_unwritable_output(void **state)
     char file[1200], dir[1400], args[4096];
     /* A path under a regular file: ENOTDIR even for root. */
     corpus_path(file, sizeof file, "a_regular_file");
-    FILE *fp = fopen(file, "w");
-    fputs("x\n", fp);
-    fclose(fp);
+    write_text(file, "x\n");
     snprintf(dir, sizeof dir, "%s/out", file);
     snprintf(args, sizeof args, "replay -o '%s' '%s'", dir, g_good);
     expect_error(args, dir);
@@ -486,8 +487,7 @@ static void expect_import_error(const char *pt, const char *name)
     snprintf(args, sizeof args, "import '%s' -o '%s'", pt, h5);
     expect_error(args, pt);
     assert_false(exists(h5));
-    snprintf(args, sizeof args, "replay '%s'", pt);
-    expect_error(args, pt);
+    expect_error_on("replay", pt);
 }
 
 static void test_bad_pt(void **state)
@@ -502,28 +502,21 @@ static void test_bad_pt(void **state)
     zip_close(z);
 
     static const unsigned char garbage[] = "\x80\x02this is not a pickle\xff\xfe";
-    corpus_path(path, sizeof path, "pt_garbage_pickle.pt");
-    pt_with_pickle(path, garbage, sizeof garbage - 1);
-    expect_import_error(path, "pt_garbage_pickle");
-
     static const unsigned char no_stop[] = {0x80, 0x02, '}', 'q', 0x00};  /* PROTO 2, EMPTY_DICT, BINPUT, no STOP */
-    corpus_path(path, sizeof path, "pt_pickle_no_stop.pt");
-    pt_with_pickle(path, no_stop, sizeof no_stop);
-    expect_import_error(path, "pt_pickle_no_stop");
-
     static const unsigned char not_dict[] = {0x80, 0x02, 'K', 0x05, '.'};  /* the int 5 */
-    corpus_path(path, sizeof path, "pt_pickle_int.pt");
-    pt_with_pickle(path, not_dict, sizeof not_dict);
-    expect_import_error(path, "pt_pickle_int");
-
     static const unsigned char empty_dict[] = {0x80, 0x02, '}', '.'};
-    corpus_path(path, sizeof path, "pt_pickle_empty_dict.pt");
-    pt_with_pickle(path, empty_dict, sizeof empty_dict);
-    expect_import_error(path, "pt_pickle_empty_dict");
-
-    corpus_path(path, sizeof path, "pt_empty_pickle.pt");
-    pt_with_pickle(path, "", 0);
-    expect_import_error(path, "pt_empty_pickle");
+    const struct { const char *name; const unsigned char *pkl; size_t n; } pickles[] = {
+        {"pt_garbage_pickle", garbage, sizeof garbage - 1},
+        {"pt_pickle_no_stop", no_stop, sizeof no_stop},
+        {"pt_pickle_int", not_dict, sizeof not_dict},
+        {"pt_pickle_empty_dict", empty_dict, sizeof empty_dict},
+        {"pt_empty_pickle", (const unsigned char *)"", 0},
+    };
+    for (size_t i = 0; i < sizeof pickles / sizeof pickles[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s.pt", g_dir, pickles[i].name);
+        pt_with_pickle(path, pickles[i].pkl, pickles[i].n);
+        expect_import_error(path, pickles[i].name);
+    }
 
     long size = file_size(PT_FIXTURE);
     const long keep[] = {0, 30, 1000, -2};
@@ -537,18 +530,8 @@ static void test_bad_pt(void **state)
         expect_import_error(p, name);
     }
     corpus_path(path, sizeof path, "pt_text.pt");
-    FILE *fp = fopen(path, "w");
-    fputs("not a zip\n", fp);
-    fclose(fp);
+    write_text(path, "not a zip\n");
     expect_import_error(path, "pt_text");
-}
-
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    assert_int_equal(fclose(fp), 0);
 }
 
 static void test_bad_suites(void **state)

@@ -17,10 +17,7 @@ static const char *write_meminfo(const char *name, const char *text)
 {
     static char path[1024];
     test_tmp_path(path, sizeof path, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    assert_int_equal(test_write_text(path, text), 0);
     return path;
 }
 

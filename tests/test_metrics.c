@@ -25,6 +25,52 @@ static void assert_close(double got, double want, double rtol)
     }
 }
 
+/* The sums over the finite pairs of N elements, in long double: the oracle
+ * of the norms, written apart from metrics.c. */
+typedef struct {
+    long double d2, r2, o2, orr;   /* sum (o-r)^2, r^2, o^2, o*r */
+    long nfin;
+} oracle_sums_t;
+
+static oracle_sums_t oracle_sums(const float *out, const float *ref, int n)
+{
+    oracle_sums_t s = {0};
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(out[i]) || !isfinite(ref[i]))
+            continue;
+        long double o = out[i], r = ref[i];
+        s.nfin++;
+        s.d2 += (o - r) * (o - r);
+        s.r2 += r * r;
+        s.o2 += o * o;
+        s.orr += o * r;
+    }
+    return s;
+}
+
+/* N random reference values, Gaussian times SCALE, and outputs off them by
+ * a Gaussian relative error times REL or, with REL 0, an absolute one times ABS. */
+static void random_pair(float *out, float *ref, int n, uint64_t seed, double scale, double rel,
+                        double abs)
+{
+    test_rng_t rng = {seed};
+    for (int i = 0; i < n; i++) {
+        ref[i] = (float)(test_rng_normal(&rng) * scale);
+        const double e = test_rng_normal(&rng);
+        out[i] = rel != 0 ? ref[i] * (float)(1.0 + rel * e) : ref[i] + (float)(abs * e);
+    }
+}
+
+/* rel_fro, nmse, cosine and mag_ratio as the sums make them, to RTOL. */
+static void expect_norms(const metrics_t *m, long double d2, long double r2, long double o2,
+                         long double orr, double rtol)
+{
+    assert_close(m->rel_fro, (double)sqrtl(d2 / r2), rtol);
+    assert_close(m->nmse, (double)(d2 / r2), rtol);
+    assert_close(m->cosine, (double)(orr / sqrtl(o2 * r2)), rtol);
+    assert_close(m->mag_ratio, (double)sqrtl(o2 / r2), rtol);
+}
+
 /* out = [1 2; 3 4], ref = [1 2; 3 5]:
  *   d = [0 0; 0 -1], sum d^2 = 1, sum r^2 = 1+4+9+25 = 39, sum o^2 = 30,
  *   sum o*r = 1+4+9+20 = 34.
@@ -39,12 +85,9 @@ static void test_hand_case(void **state)
     metrics_compute(out, ref, 2, 2, &m);
     assert_int_equal(m.count, 4);
     assert_int_equal(m.finite_count, 4);
-    assert_close(m.rel_fro, 1.0 / sqrt(39.0), TOL);
-    assert_close(m.nmse, 1.0 / 39.0, TOL);
+    expect_norms(&m, 1, 39, 30, 34, TOL);
     assert_close(m.max_abs, 1.0, 0);
     assert_int_equal(m.max_abs_index, 3);
-    assert_close(m.cosine, 34.0 / sqrt(1170.0), TOL);
-    assert_close(m.mag_ratio, sqrt(30.0 / 39.0), TOL);
     assert_close(m.worst_row_rel, 1.0 / sqrt(34.0), TOL);
     assert_int_equal(m.worst_row, 1);
     assert_int_equal(m.out_nf.nan + m.out_nf.pos_inf + m.out_nf.neg_inf, 0);
@@ -103,10 +146,7 @@ static void test_nonfinite_split(void **state)
     assert_int_equal(m.ref_nf.nan, 2);
     assert_int_equal(m.ref_nf.pos_inf, 1);
     assert_int_equal(m.ref_nf.neg_inf, 1);
-    assert_close(m.rel_fro, 1.0 / sqrt(41.0), TOL);
-    assert_close(m.nmse, 1.0 / 41.0, TOL);
-    assert_close(m.cosine, 37.0 / sqrt(34.0 * 41.0), TOL);
-    assert_close(m.mag_ratio, sqrt(34.0 / 41.0), TOL);
+    expect_norms(&m, 1, 41, 34, 37, TOL);
     assert_close(m.max_abs, 1.0, 0);
     assert_int_equal(m.max_abs_index, 6);
     /* Row 0 has no finite pair (skipped); row 1 is the only candidate. */
@@ -243,12 +283,8 @@ static void test_random_vs_oracle(void **state)
 {
     (void)state;
     enum { M = 37, N = 53 };
-    test_rng_t rng = {0x5eed0001};
     static float out[M * N], ref[M * N];
-    for (int i = 0; i < M * N; i++) {
-        ref[i] = (float)(test_rng_normal(&rng) * 10.0);
-        out[i] = ref[i] * (float)(1.0 + 1e-3 * test_rng_normal(&rng));
-    }
+    random_pair(out, ref, M * N, 0x5eed0001, 10.0, 1e-3, 0);
     for (int j = 0; j < N; j++)
         out[21 * N + j] = ref[21 * N + j] * 1.1f; /* row 21 is 10% off */
     out[5] = NAN;
@@ -256,28 +292,25 @@ static void test_random_vs_oracle(void **state)
     out[200] = INFINITY;
     ref[200] = INFINITY;
 
-    long double d2 = 0, r2 = 0, o2 = 0, orr = 0, mx = -1;
-    long nfin = 0, mxi = -1;
+    oracle_sums_t all = {0};
     long double rowrel[M];
     for (int i = 0; i < M; i++) {
-        long double rd = 0, rr = 0;
-        for (int j = 0; j < N; j++) {
-            long double o = out[i * N + j], r = ref[i * N + j];
-            if (!isfinite(out[i * N + j]) || !isfinite(ref[i * N + j]))
-                continue;
-            nfin++;
-            rd += (o - r) * (o - r);
-            rr += r * r;
-            o2 += o * o;
-            orr += o * r;
-            if (fabsl(o - r) > mx) {
-                mx = fabsl(o - r);
-                mxi = i * N + j;
-            }
+        const oracle_sums_t row = oracle_sums(out + i * N, ref + i * N, N);
+        rowrel[i] = sqrtl(row.d2 / row.r2);
+        all.d2 += row.d2;
+        all.r2 += row.r2;
+        all.o2 += row.o2;
+        all.orr += row.orr;
+        all.nfin += row.nfin;
+    }
+    long double mx = -1;
+    long mxi = -1;
+    for (int i = 0; i < M * N; i++) {
+        const long double d = fabsl((long double)out[i] - ref[i]);
+        if (isfinite(out[i]) && isfinite(ref[i]) && d > mx) {
+            mx = d;
+            mxi = i;
         }
-        d2 += rd;
-        r2 += rr;
-        rowrel[i] = sqrtl(rd / rr);
     }
     int worst = 0;
     for (int i = 1; i < M; i++)
@@ -286,12 +319,9 @@ static void test_random_vs_oracle(void **state)
 
     metrics_t m;
     metrics_compute(out, ref, M, N, &m);
-    assert_int_equal(m.finite_count, nfin);
+    assert_int_equal(m.finite_count, all.nfin);
     assert_int_equal(m.finite_count, M * N - 3);
-    assert_close(m.rel_fro, (double)sqrtl(d2 / r2), 1e-12);
-    assert_close(m.nmse, (double)(d2 / r2), 1e-12);
-    assert_close(m.cosine, (double)(orr / sqrtl(o2 * r2)), 1e-12);
-    assert_close(m.mag_ratio, (double)sqrtl(o2 / r2), 1e-12);
+    expect_norms(&m, all.d2, all.r2, all.o2, all.orr, 1e-12);
     assert_close(m.max_abs, (double)mx, 1e-15);
     assert_int_equal(m.max_abs_index, mxi);
     assert_int_equal(worst, 21);
@@ -313,12 +343,8 @@ static void test_merge_rows_vs_whole(void **state)
 {
     (void)state;
     enum { M = 37, N = 29 };
-    test_rng_t rng = {0x5eed0042};
     static float out[M * N], ref[M * N];
-    for (int i = 0; i < M * N; i++) {
-        ref[i] = (float)(test_rng_normal(&rng) * 3.0);
-        out[i] = ref[i] + (float)(1e-2 * test_rng_normal(&rng));
-    }
+    random_pair(out, ref, M * N, 0x5eed0042, 3.0, 0, 1e-2);
     out[2 * N + 4] = NAN;
     ref[9 * N + 1] = INFINITY;
     out[20 * N + 7] = -INFINITY;
@@ -335,18 +361,7 @@ static void test_merge_rows_vs_whole(void **state)
     out[30 * N + 2] = 38.0f;
 
     /* Oracle, in long double and independent of metrics.c. */
-    long double d2 = 0, r2 = 0, o2 = 0, orr = 0;
-    long nfin = 0;
-    for (int i = 0; i < M * N; i++) {
-        if (!isfinite(out[i]) || !isfinite(ref[i]))
-            continue;
-        long double o = out[i], r = ref[i];
-        nfin++;
-        d2 += (o - r) * (o - r);
-        r2 += r * r;
-        o2 += o * o;
-        orr += o * r;
-    }
+    const oracle_sums_t all = oracle_sums(out, ref, M * N);
 
     metrics_t whole;
     metrics_compute(out, ref, M, N, &whole);
@@ -364,7 +379,7 @@ static void test_merge_rows_vs_whole(void **state)
             metrics_merge_rows(&acc, &acc_sums, &part, &part_sums, m0, N);
         }
         assert_int_equal(acc.count, M * N);
-        assert_int_equal(acc.finite_count, nfin);
+        assert_int_equal(acc.finite_count, all.nfin);
         assert_int_equal(acc.finite_count, whole.finite_count);
         assert_int_equal(acc.max_abs_index, 6 * N + 10);
         assert_true(acc.max_abs == 40.0);
@@ -376,10 +391,7 @@ static void test_merge_rows_vs_whole(void **state)
         assert_int_equal(acc.ref_nf.neg_inf, 1);
         assert_memory_equal(&acc.out_nf, &whole.out_nf, sizeof acc.out_nf);
         assert_memory_equal(&acc.ref_nf, &whole.ref_nf, sizeof acc.ref_nf);
-        assert_close(acc.rel_fro, (double)sqrtl(d2 / r2), 1e-13);
-        assert_close(acc.nmse, (double)(d2 / r2), 1e-13);
-        assert_close(acc.cosine, (double)(orr / sqrtl(o2 * r2)), 1e-13);
-        assert_close(acc.mag_ratio, (double)sqrtl(o2 / r2), 1e-13);
+        expect_norms(&acc, all.d2, all.r2, all.o2, all.orr, 1e-13);
         assert_close(acc.rel_fro, whole.rel_fro, 1e-14);
     }
 

@@ -24,44 +24,13 @@
 #include "case_io.h"
 #include "formats.h"
 #include "registry.h"
+#include "spec_formats.h"
 #include "synth.h"
 #include "test_support.h"
 
 extern const kernel_desc_t kernel_bf16_skinny;
 extern const kernel_desc_t kernel_bf16_sequential;
 extern const kernel_desc_t kernel_ref_linear;
-
-/* ---------------------------------------------------------------- spec decoders */
-
-static float spec_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* float -> bf16 round-to-nearest-even (docs/NUMERICS.md's formula), finite inputs. */
-static uint16_t spec_bf16_rne(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-static double spec_e2m1(uint8_t code)
-{
-    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    return (code & 8) ? -mag[code & 7] : mag[code & 7];
-}
-
-/* Distance in bf16 steps between two finite encodings (+0 and -0 are 0 apart). */
-static int64_t bf16_ulp_distance(uint16_t a, uint16_t b)
-{
-    int64_t oa = (a & 0x8000) ? -(int64_t)(a & 0x7FFF) : (int64_t)(a & 0x7FFF);
-    int64_t ob = (b & 0x8000) ? -(int64_t)(b & 0x7FFF) : (int64_t)(b & 0x7FFF);
-    return oa > ob ? oa - ob : ob - oa;
-}
 
 /* ---------------------------------------------------------------- operands */
 
@@ -125,6 +94,14 @@ static void ops_add_mxfp4(operands_t *o, scale_layout_t layout, uint64_t seed)
     for (int64_t i = 0; i < N * K / 32; i++)
         o->scales[i] = (uint8_t)(121 + test_rng_u64(&r) % 9);
     o->layout = layout;
+    ops_finish(o);
+}
+
+/* Without the bf16 weight (an MXFP4-only layer, or a missing operand). */
+static void ops_drop_bf16_weight(operands_t *o)
+{
+    free(o->wb);
+    o->wb = NULL;
     ops_finish(o);
 }
 
@@ -475,7 +452,7 @@ static void test_skinny_vs_sequential_statistic(void **st)
         for (int64_t m = 0; m < M; m++) {
             int differ = 0;
             for (int64_t n = 0; n < N; n++) {
-                const int64_t d = bf16_ulp_distance(skinny[m * N + n], seq[m * N + n]);
+                const int64_t d = spec_bf16_ulps(skinny[m * N + n], seq[m * N + n]);
                 hist[d < 3 ? d : 3]++;
                 max_ulp = d > max_ulp ? d : max_ulp;
                 differ |= d != 0;
@@ -536,8 +513,7 @@ static void test_ref_linear_oracle(void **st)
         for (int i = 0; i < 3; i++) {
             operands_t o;
             ops_gaussian(&o, Ms[i], 72, 512, 300 + 10 * (uint64_t)l + (uint64_t)i);
-            free(o.wb);
-            o.wb = NULL;
+            ops_drop_bf16_weight(&o);
             ops_add_mxfp4(&o, layouts[l], 400 + 10 * (uint64_t)l + (uint64_t)i);
             uint16_t *out = run_ok(&kernel_ref_linear, &o, 0);
             int64_t mismatch = 0;
@@ -586,8 +562,7 @@ static void test_ref_linear_scale_byte_zero(void **st)
     (void)st;
     operands_t o;
     ops_zero(&o, 1, 1, 32);
-    free(o.wb);
-    o.wb = NULL;
+    ops_drop_bf16_weight(&o);
     o.packed = calloc(16, 1);
     o.scales = calloc(1, 1);                /* E = 0 */
     assert_non_null(o.packed);
@@ -672,28 +647,28 @@ static void test_unsupported(void **st)
     expect_refused(&kernel_bf16_skinny, &o, 3, "does not cut K=5120");
     ops_free(&o);
 
-    /* Below the M band, above it, and K % 256. */
-    ops_gaussian(&o, 5, 96, 5120, 701);
-    expect_refused(&kernel_bf16_skinny, &o, 0, "M=5");
-    uint16_t *ok = run_ok(&kernel_bf16_sequential, &o, 0);      /* M=5 is fine there */
-    free(ok);
-    ops_free(&o);
-    ops_gaussian(&o, 65, 96, 5120, 702);
-    expect_refused(&kernel_bf16_skinny, &o, 0, "M=65");
-    ops_free(&o);
-    ops_gaussian(&o, 64, 96, 5120, 703);
-    ok = run_ok(&kernel_bf16_skinny, &o, 0);                    /* M=64 is in */
-    free(ok);
-    ops_free(&o);
-    ops_gaussian(&o, 8, 96, 5088, 704);
-    expect_refused(&kernel_bf16_skinny, &o, 0, "not a multiple of 256");
-    ops_free(&o);
+    /* Below the M band, above it, at its top, and K % 256; bf16.sequential
+     * takes the M the skinny kernel refuses. */
+    const struct { int64_t M, K; uint64_t seed; const char *skinny_refuses; int sequential; } band[] = {
+        {5, 5120, 701, "M=5", 1},
+        {65, 5120, 702, "M=65", 0},
+        {64, 5120, 703, NULL, 0},                           /* M=64 is in */
+        {8, 5088, 704, "not a multiple of 256", 0},
+    };
+    for (size_t i = 0; i < sizeof band / sizeof band[0]; i++) {
+        ops_gaussian(&o, band[i].M, 96, band[i].K, band[i].seed);
+        if (band[i].skinny_refuses)
+            expect_refused(&kernel_bf16_skinny, &o, 0, band[i].skinny_refuses);
+        else
+            free(run_ok(&kernel_bf16_skinny, &o, 0));
+        if (band[i].sequential)
+            free(run_ok(&kernel_bf16_sequential, &o, 0));
+        ops_free(&o);
+    }
 
     /* Missing operands. */
     ops_gaussian(&o, 8, 96, 5120, 705);
-    free(o.wb);
-    o.wb = NULL;
-    ops_finish(&o);
+    ops_drop_bf16_weight(&o);
     expect_refused(&kernel_bf16_skinny, &o, 0, "no bf16 weight (weight_bf16)");
     expect_refused(&kernel_bf16_sequential, &o, 0, "no bf16 weight (weight_bf16)");
     expect_refused(&kernel_ref_linear, &o, 0, "no MXFP4 weight");

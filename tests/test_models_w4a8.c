@@ -21,6 +21,7 @@
 #include "act_prepare.h"
 #include "formats.h"
 #include "registry.h"
+#include "spec_formats.h"
 #include "test_support.h"
 
 extern const kernel_desc_t kernel_w4a8_folded;
@@ -31,38 +32,7 @@ extern const kernel_desc_t kernel_w4a8_r4d;
 extern const kernel_desc_t kernel_w4a8_partitioned;
 extern const kernel_desc_t kernel_w4a8_perblock;
 
-/* ---------------------------------------------------------------- spec decoders */
-
-static double spec_e4m3fn(uint8_t code)
-{
-    int s = code >> 7, e = (code >> 3) & 15, m = code & 7;
-    if (e == 15 && m == 7)
-        return NAN;
-    double v = e == 0 ? m * pow(2.0, -9) : (1.0 + m / 8.0) * pow(2.0, e - 7);
-    return s ? -v : v;
-}
-
-static double spec_e2m1(uint8_t code)
-{
-    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    return (code & 8) ? -mag[code & 7] : mag[code & 7];
-}
-
-static double spec_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* float -> bf16 round-to-nearest-even (docs/NUMERICS.md's formula), finite inputs. */
-static uint16_t spec_bf16_rne(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
+/* ---------------------------------------------------------------- spec rounding */
 
 /* RNE of v onto the e4m3fn grid (subnormal step 2^-9, 3 fraction bits),
  * saturating at +-448: the folded pre-shift, computed in double. */
@@ -82,14 +52,6 @@ static double spec_e4m3_round(double v)
     if (r > 448)
         r = 448;
     return v < 0 ? -r : r;
-}
-
-/* bf16 distance in ULPs (sign-magnitude to a monotone integer line). */
-static int bf16_ulps(uint16_t a, uint16_t b)
-{
-    int ia = (a & 0x8000) ? -(int)(a & 0x7FFF) : (int)a;
-    int ib = (b & 0x8000) ? -(int)(b & 0x7FFF) : (int)b;
-    return abs(ia - ib);
 }
 
 /* ---------------------------------------------------------------- test cases */
@@ -750,7 +712,7 @@ static void test_decode_vs_folded(void **state)
         assert_same_bits(d4, o4, M * N, "decode SK=4 vs scalar split-K oracle");
         int64_t hist[6] = {0};
         for (int64_t i = 0; i < M * N; i++) {
-            int u = bf16_ulps(d4[i], f[i]);
+            int u = (int)spec_bf16_ulps(d4[i], f[i]);
             hist[u < 5 ? u : 5]++;
             if (u > max_ulps)
                 max_ulps = u;

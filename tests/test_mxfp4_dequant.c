@@ -24,23 +24,14 @@
 #include "mxfp4_dequant.h"
 #include "mxfp4_weight.h"
 #include "ref_parallel.h"
+#include "spec_formats.h"
 #include "test_support.h"
-
-/* e2m1 magnitudes by code & 7; bit 3 is the sign. */
-static const double E2M1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
 
 /* The value of a code under a scale byte, in double (exact), then rounded to
  * fp32 as the dequant's fp32 product is: 2 * 2^127 and above become Inf. */
 static float oracle_value(uint8_t code, uint8_t scale_byte, e8m0_mode_t mode)
 {
-    double scale;
-    if (scale_byte == 0xFF)
-        scale = NAN;
-    else if (scale_byte == 0 && mode == E8M0_ZERO_IS_ZERO)
-        scale = 0.0;
-    else
-        scale = ldexp(1.0, (int)scale_byte - 127);
-    const double mag = E2M1[code & 7] * scale;
+    const double mag = spec_e2m1(code & 7) * spec_e8m0(scale_byte, mode);
     return (float)((code & 8) ? -mag : mag);
 }
 

@@ -14,22 +14,15 @@
 #include <string.h>
 
 #include "mxfp4_weight.h"
+#include "spec_formats.h"
 #include "test_support.h"
 
 /* _exact_ref's table and scale, evaluated in double. */
 static double exact_ref_value(uint8_t code, uint8_t scale_byte, e8m0_mode_t mode)
 {
-    static const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    double mag = e2m1[code & 7];
-    double scale;
-    if (scale_byte == 0xFF)
-        scale = NAN;
-    else if (scale_byte == 0 && mode == E8M0_ZERO_IS_ZERO)
-        scale = 0.0;
-    else
-        scale = pow(2.0, (double)scale_byte - 127.0);
+    const double mag = spec_e2m1(code & 7);
     /* rounded to fp32 as _exact_ref's product is: 4 * 2^126 overflows to Inf */
-    return (double)(float)(((code & 8) ? -mag : mag) * scale);
+    return (double)(float)(((code & 8) ? -mag : mag) * spec_e8m0(scale_byte, mode));
 }
 
 static void test_layout_names(void **state)

@@ -88,6 +88,20 @@ static int run_env(const char *fault_dir, const char *err_name, long long after,
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* `kreplay ARGS` (under the fault, as run_env takes it) exits with WANT_RC
+ * and its output holds A and, unless NULL, B. */
+static void expect_exit_saying(const char *fault_dir, const char *err_name, long long after,
+                               const char *args, int want_rc, const char *a, const char *b)
+{
+    char *out;
+    const int rc = run_env(fault_dir, err_name, after, args, &out);
+    if (rc != want_rc || !strstr(out, a) || (b && !strstr(out, b)))
+        fail_msg("kreplay %s (fault %s after %lld bytes): exit %d, expected %d and '%s'%s%s%s:\n%s",
+                 args, err_name ? err_name : "none", after, rc, want_rc, a, b ? " and '" : "",
+                 b ? b : "", b ? "'" : "", out);
+    free(out);
+}
+
 /* Suite a gated without faults into <dir>/<sub> (its path in run); it must pass. */
 static void gate_a_clean(const char *sub, char *run, size_t cap)
 {
@@ -176,7 +190,7 @@ static void assert_nothing_presented_complete(const char *run, int64_t full_rows
 static void test_full_disk_gate(void **state)
 {
     (void)state;
-    char clean[1200], args[4096], *out;
+    char clean[1200], args[4096];
     gate_a_clean("clean", clean, sizeof clean);
     char res[1400];
     snprintf(res, sizeof res, "%s/results.h5", clean);
@@ -200,11 +214,7 @@ static void test_full_disk_gate(void **state)
         assert_int_equal(mkdir(fault, 0777), 0);
         snprintf(run, sizeof run, "%s/run", fault);
         snprintf(args, sizeof args, "gate '%s' -o '%s' --junit '%s/gate.xml'", suite_a, run, fault);
-        int rc = run_env(fault, errs[i], budgets[i], args, &out);
-        if (rc != 2 || !strstr(out, run) || !strstr(out, msgs[i]))
-            fail_msg("budget %lld bytes (%s): exit %d, expected 2 and an error naming %s with '%s':\n%s",
-                     budgets[i], errs[i], rc, run, msgs[i], out);
-        free(out);
+        expect_exit_saying(fault, errs[i], budgets[i], args, 2, run, msgs[i]);
         assert_nothing_presented_complete(run, full_rows);
         assert_no_tmp(fault);
     }
@@ -225,16 +235,12 @@ static void test_full_disk_save_outputs(void **state)
     assert_true(size > 10000);
     const long long budgets[] = {0, 4096, size / 2, size - 1};
     for (int i = 0; i < 4; i++) {
-        char fault[1200], outs[1300], args[4096], *out;
+        char fault[1200], outs[1300], args[4096];
         snprintf(fault, sizeof fault, "%s/outs%d", dir, i);
         assert_int_equal(mkdir(fault, 0777), 0);
         snprintf(outs, sizeof outs, "%s/outs.h5", fault);
         snprintf(args, sizeof args, "replay --save-outputs '%s' '%s'", outs, SAMPLE);
-        int rc = run_env(fault, i == 2 ? "EIO" : "ENOSPC", budgets[i], args, &out);
-        if (rc != 2 || !strstr(out, outs))
-            fail_msg("--save-outputs with %lld bytes free: exit %d, expected 2 naming %s:\n%s", budgets[i], rc,
-                     outs, out);
-        free(out);
+        expect_exit_saying(fault, i == 2 ? "EIO" : "ENOSPC", budgets[i], args, 2, outs, NULL);
         /* No outputs file at all rather than a damaged one. */
         assert_false(file_exists(outs));
         assert_no_tmp(fault);
@@ -253,28 +259,21 @@ static void test_full_disk_save_outputs(void **state)
 static void test_read_only_and_dev_full(void **state)
 {
     (void)state;
-    char ro[1200], args[4096], *out;
+    char ro[1200], args[4096];
     snprintf(ro, sizeof ro, "%s/readonly", dir);
     assert_int_equal(mkdir(ro, 0777), 0);
     char run[1300];
     snprintf(run, sizeof run, "%s/run", ro);
     snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
-    assert_int_equal(run_env(ro, "EROFS", 0, args, &out), 2);
-    assert_non_null(strstr(out, run));
-    assert_non_null(strstr(out, "Read-only file system"));
-    free(out);
+    expect_exit_saying(ro, "EROFS", 0, args, 2, run, "Read-only file system");
     snprintf(args, sizeof args, "replay -o '%s' '%s'", run, SAMPLE);
-    assert_int_equal(run_env(ro, "EROFS", 0, args, &out), 2);
-    assert_non_null(strstr(out, run));
-    free(out);
+    expect_exit_saying(ro, "EROFS", 0, args, 2, run, NULL);
     /* An existing directory that is read-only: the run directory is fine, the
      * JUnit file's directory is not, and the gate says so before any case. */
     char ok[1200];
     snprintf(ok, sizeof ok, "%s/okrun", dir);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --junit '%s/gate.xml'", suite_a, ok, ro);
-    assert_int_equal(run_env(ro, "EROFS", 0, args, &out), 2);
-    assert_non_null(strstr(out, ro));
-    free(out);
+    expect_exit_saying(ro, "EROFS", 0, args, 2, ro, NULL);
     char part[1400];
     snprintf(part, sizeof part, "%s/partial", ok);
     assert_int_equal(tree_bytes(part), 0);
@@ -285,13 +284,9 @@ static void test_read_only_and_dev_full(void **state)
     if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
         return;
     snprintf(args, sizeof args, "replay --save-outputs /dev/full '%s'", SAMPLE);
-    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 2);
-    assert_non_null(strstr(out, "/dev/full"));
-    free(out);
+    expect_exit_saying(NULL, NULL, 0, args, 2, "/dev/full", NULL);
     snprintf(args, sizeof args, "gate '%s' -o '%s/devfull' --junit /dev/full", suite_a, dir);
-    assert_int_equal(run_env(NULL, NULL, 0, args, &out), 2);
-    assert_non_null(strstr(out, "/dev/full"));
-    free(out);
+    expect_exit_saying(NULL, NULL, 0, args, 2, "/dev/full", NULL);
     assert_int_equal(stat("/dev/full", &st), 0);
     assert_true(S_ISCHR(st.st_mode));
     assert_false(file_exists("/dev/full.tmp"));
@@ -318,10 +313,7 @@ static void test_second_writer_refused(void **state)
             snprintf(args, sizeof args, "gate '%s' -o '%s'", suite_a, run);
         else
             snprintf(args, sizeof args, "replay -o '%s' '%s'", run, SAMPLE);
-        int rc = run_env(NULL, NULL, 0, args, &out);
-        if (rc != 2 || !strstr(out, want))
-            fail_msg("second writer: exit %d, expected 2 and '%s':\n%s", rc, want, out);
-        free(out);
+        expect_exit_saying(NULL, NULL, 0, args, 2, want, NULL);
     }
     char res[1400];
     snprintf(res, sizeof res, "%s/results.h5", run);
@@ -331,9 +323,7 @@ static void test_second_writer_refused(void **state)
     snprintf(clean, sizeof clean, "%s/clean/results.h5", dir);
     if (file_exists(clean)) {
         snprintf(args, sizeof args, "merge -o '%s' '%s'", run, clean);
-        assert_int_equal(run_env(NULL, NULL, 0, args, &out), 2);
-        assert_non_null(strstr(out, want));
-        free(out);
+        expect_exit_saying(NULL, NULL, 0, args, 2, want, NULL);
     }
     /* Released: the next writer runs. */
     close(fd);
@@ -364,10 +354,7 @@ static void test_resume_checks_provenance(void **state)
 
     /* Another suite's partials. */
     snprintf(args, sizeof args, "gate '%s' -o '%s' --resume", suite_b, run);
-    int rc = run_env(NULL, NULL, 0, args, &out);
-    if (rc != 2 || !strstr(out, "not this suite 'lost-b'") || !strstr(out, "/partial/"))
-        fail_msg("--resume over suite lost-a's partials with lost-b: exit %d:\n%s", rc, out);
-    free(out);
+    expect_exit_saying(NULL, NULL, 0, args, 2, "not this suite 'lost-b'", "/partial/");
 
     /* A policy change: the loose policy passes everything, the strict one
      * fails the W4A4 rows; resumed rows must be judged by the new one. */
@@ -387,10 +374,7 @@ static void test_resume_checks_provenance(void **state)
     assert_int_equal(run_env(NULL, NULL, 0, args, &out), 1);
     free(out);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --policy '%s' --resume", suite_a, prun, strict);
-    rc = run_env(NULL, NULL, 0, args, &out);
-    if (rc != 1 || !strstr(out, "judged again"))
-        fail_msg("--resume after a policy change: exit %d, expected 1 as a fresh run:\n%s", rc, out);
-    free(out);
+    expect_exit_saying(NULL, NULL, 0, args, 1, "judged again", NULL);   /* as a fresh run */
     char a[1400], b[1400];
     snprintf(a, sizeof a, "%s/results.h5", prun);
     snprintf(b, sizeof b, "%s/results.h5", fresh);
@@ -413,26 +397,20 @@ static void test_resume_checks_provenance(void **state)
         fail_msg("%s", err.msg);
     result_list_free(&rows);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --resume", suite_a, run);
-    rc = run_env(NULL, NULL, 0, args, &out);
-    if (rc != 2 || !strstr(out, "written by kreplay 0.0.1 (commit 0123456789ab)"))
-        fail_msg("--resume over another build's partial: exit %d:\n%s", rc, out);
-    free(out);
+    expect_exit_saying(NULL, NULL, 0, args, 2, "written by kreplay 0.0.1 (commit 0123456789ab)", NULL);
 }
 
 static void test_aborted_gate_says_incomplete(void **state)
 {
     (void)state;
-    char run[1200], part[1300], junit[1300], args[4096], *out;
+    char run[1200], part[1300], junit[1300], args[4096];
     snprintf(run, sizeof run, "%s/aborted", dir);
     snprintf(part, sizeof part, "%s/partial", run);
     snprintf(junit, sizeof junit, "%s/aborted.xml", dir);
     assert_int_equal(mkdir(run, 0777), 0);
     assert_int_equal(mkdir(part, 0777), 0);
     snprintf(args, sizeof args, "gate '%s' -o '%s' --junit '%s'", suite_a, run, junit);
-    int rc = run_env(part, "EROFS", 0, args, &out);
-    if (rc != 2 || !strstr(out, part))
-        fail_msg("gate with partial/ unwritable: exit %d, expected 2 naming %s:\n%s", rc, part, out);
-    free(out);
+    expect_exit_saying(part, "EROFS", 0, args, 2, part, NULL);
     char p[1400];
     snprintf(p, sizeof p, "%s/results.h5", run);
     assert_false(file_exists(p));

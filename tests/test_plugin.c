@@ -42,14 +42,28 @@ static kr_plugin_t *load_ok(const char *name)
 }
 
 /* The error plugin_load gives for `path` (it must fail). */
-static void load_fails(const char *path, kr_error_t *err)
+/* Loading PATH is refused with a message naming it and holding A and,
+ * unless NULL, B and C. */
+static void load_fails(const char *path, const char *a, const char *b, const char *c)
 {
     kr_plugin_t *p = (kr_plugin_t *)(uintptr_t)1;
-    memset(err, 0, sizeof *err);
-    assert_int_equal(plugin_load(path, &p, err), -1);
+    kr_error_t err = {{0}};
+    assert_int_equal(plugin_load(path, &p, &err), -1);
     assert_null(p);
-    assert_non_null(strstr(err->msg, path));
-    fprintf(stderr, "  refused as expected: %s\n", err->msg);
+    assert_non_null(strstr(err.msg, path));
+    fprintf(stderr, "  refused as expected: %s\n", err.msg);
+    const char *const phrases[] = {a, b, c};
+    for (size_t i = 0; i < sizeof phrases / sizeof phrases[0]; i++)
+        if (phrases[i])
+            assert_non_null(strstr(err.msg, phrases[i]));
+}
+
+/* The built plugin NAME is refused, as load_fails has it. */
+static void plugin_load_fails(const char *name, const char *a, const char *b, const char *c)
+{
+    char path[1024];
+    test_plugin_file(path, sizeof path, name);
+    load_fails(path, a, b, c);
 }
 
 /* ------------------------------------------------------------ listing */
@@ -247,16 +261,10 @@ static void test_example_refuses_fnuz_and_missing_weight(void **state)
 static void test_wrong_abi_version(void **state)
 {
     (void)state;
-    char path[1024];
-    test_plugin_file(path, sizeof path, "wrong_abi");
-    kr_error_t err;
-    load_fails(path, &err);
     char found[64], expected[64];
     snprintf(found, sizeof found, "plugin ABI version %u", KREPLAY_PLUGIN_ABI_VERSION + 1);
     snprintf(expected, sizeof expected, "implements ABI version %u", KREPLAY_PLUGIN_ABI_VERSION);
-    assert_non_null(strstr(err.msg, found));
-    assert_non_null(strstr(err.msg, expected));
-    assert_non_null(strstr(err.msg, "plugin.h"));
+    plugin_load_fails("wrong_abi", found, expected, "plugin.h");
 }
 
 static void test_not_a_shared_library(void **state)
@@ -264,35 +272,24 @@ static void test_not_a_shared_library(void **state)
     (void)state;
     char path[1024];
     test_tmp_path(path, sizeof path, "not-a-library.so");
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("this is a text file, not an ELF shared object\n", f);
-    fclose(f);
-    kr_error_t err;
-    load_fails(path, &err);
-    assert_non_null(strstr(err.msg, "not a loadable shared library"));
+    assert_int_equal(test_write_text(path, "this is a text file, not an ELF shared object\n"), 0);
+    load_fails(path, "not a loadable shared library", NULL, NULL);
     remove(path);
 
     /* A file that does not exist. */
     test_tmp_path(path, sizeof path, "no-such-plugin.so");
-    load_fails(path, &err);
-    assert_non_null(strstr(err.msg, "No such file"));
+    load_fails(path, "No such file", NULL, NULL);
 
     /* A directory. */
     snprintf(path, sizeof path, "%s", KREPLAY_TEST_TMP);
-    load_fails(path, &err);
-    assert_non_null(strstr(err.msg, "directory"));
+    load_fails(path, "directory", NULL, NULL);
 }
 
 static void test_missing_symbol(void **state)
 {
     (void)state;
-    char path[1024];
-    test_plugin_file(path, sizeof path, "no_symbol");
-    kr_error_t err;
-    load_fails(path, &err);
-    assert_non_null(strstr(err.msg, "no symbol \"" KREPLAY_PLUGIN_SYMBOL "\""));
-    assert_non_null(strstr(err.msg, "not a kreplay plugin"));
+    plugin_load_fails("no_symbol", "no symbol \"" KREPLAY_PLUGIN_SYMBOL "\"", "not a kreplay plugin",
+                      NULL);
 }
 
 /* The deliberately broken plugins still load: they fail only when launched. */

@@ -91,7 +91,7 @@ static double now_seconds(void)
  * stdout and stderr captured apart. */
 static run_t run_kreplay(const char *env, const char *args)
 {
-    char out_path[512], err_path[512], cmd[4096];
+    char out_path[512], err_path[512], cmd[4096 + 2048];
     test_tmp_path(out_path, sizeof out_path, "stdout");
     test_tmp_path(err_path, sizeof err_path, "stderr");
     snprintf(cmd, sizeof cmd, "%s timeout -s KILL 120 '%s' %s >'%s' 2>'%s'", env ? env : "",
@@ -178,6 +178,63 @@ static void dump_on_failure(const run_t *r)
     fprintf(stderr, "exit %d\n--- stdout\n%.3000s\n--- stderr\n%.3000s\n", r->status, r->out, r->err);
 }
 
+/* Exit STATUS, and STREAM (r's stdout or stderr) holds A and, unless NULL, B. */
+static void expect_exit_with(const run_t *r, int status, const char *stream, const char *a,
+                             const char *b)
+{
+    if (r->status != status || !strstr(stream, a) || (b && !strstr(stream, b)))
+        dump_on_failure(r);
+    assert_int_equal(r->status, status);
+    assert_non_null(strstr(stream, a));
+    if (b)
+        assert_non_null(strstr(stream, b));
+}
+
+/* A `replay --json` run with exit STATUS whose rows of KERNEL are ROWS in
+ * number (ROWS < 0: at least one), every one of them VERDICT.  Returns the
+ * JSON (for the caller to free) and in *note the note of such a row. */
+static json_t *expect_rows_all(const run_t *r, const char *kernel, const char *verdict, int status,
+                               int rows, const char **note)
+{
+    json_t *root = json_rows(r);
+    int all = 0;
+    const int n = count_rows(root, kernel, verdict, &all, note);
+    const int rows_ok = rows < 0 ? all >= 1 : all == rows;
+    if (r->status != status || !rows_ok || n != all)
+        dump_on_failure(r);
+    assert_int_equal(r->status, status);
+    if (rows < 0)
+        assert_true(all >= 1);
+    else
+        assert_int_equal(all, rows);
+    assert_int_equal(n, all);
+    return root;
+}
+
+/* What one `replay --json --plugin` run must give, as expect_rows_all has
+ * it; the note of a row of the verdict holds every string of note_has. */
+typedef struct {
+    const char *plugin, *opts, *kernel, *verdict;
+    int status, rows;
+    const char *const *note_has;   /* NULL-terminated, or NULL */
+} plugin_rows_t;
+
+/* The run checked; its output in *keep when KEEP (the caller frees it). */
+static void expect_plugin_rows(const char *case_path, const plugin_rows_t *want, run_t *keep)
+{
+    char lib[512];
+    run_t r = replay_with_plugin(NULL, want->plugin, want->opts, case_path, lib, sizeof lib);
+    const char *note = NULL;
+    json_t *root = expect_rows_all(&r, want->kernel, want->verdict, want->status, want->rows, &note);
+    for (const char *const *has = want->note_has; has && *has; has++)
+        assert_non_null(strstr(note, *has));
+    json_decref(root);
+    if (keep)
+        *keep = r;
+    else
+        run_free(&r);
+}
+
 /* ------------------------------------------------------------ 1: --inject */
 
 static void test_inject_runs_plugins_isolated(void **state)
@@ -188,38 +245,22 @@ static void test_inject_runs_plugins_isolated(void **state)
 
     run_t r = replay_with_plugin(NULL, "crash", "--kernels testplugin.crash --inject scale-const:2",
                                  c, lib, sizeof lib);
-    if (r.status != 1 || !strstr(r.out, "CRASHED") || !strstr(r.out, "SIGSEGV"))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);      /* a failing verdict, not a dead kreplay (139) */
-    assert_non_null(strstr(r.out, "CRASHED"));
-    assert_non_null(strstr(r.out, "SIGSEGV"));
+    /* a failing verdict, not a dead kreplay (139) */
+    expect_exit_with(&r, 1, r.out, "CRASHED", "SIGSEGV");
     run_free(&r);
 
     r = replay_with_plugin(NULL, "hang", "--kernels testplugin.hang --timeout 2 --inject scale-const:2",
                            c, lib, sizeof lib);
-    if (r.status != 1 || !strstr(r.out, "TIMEOUT"))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);      /* not killed by the test's timeout (137) */
-    assert_non_null(strstr(r.out, "TIMEOUT"));
+    expect_exit_with(&r, 1, r.out, "TIMEOUT", NULL);   /* not killed by the test's timeout (137) */
     assert_true(r.seconds < 60);
     run_free(&r);
 
     /* The fault still reaches a plugin that runs in the child. */
-    r = replay_with_plugin(NULL, "example_w4a8",
-                           "--json --refs exact --kernels example.w4a8_perblock --inject scale-const:4",
-                           c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
-    const char *note = NULL;
-    int all = 0;
-    const int magnitude = count_rows(root, "example.w4a8_perblock", "MAGNITUDE", &all, &note);
-    if (magnitude != 1 || r.status != 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);
-    assert_int_equal(all, 1);
-    assert_int_equal(magnitude, 1);
-    assert_non_null(strstr(note, "injected fault"));
-    json_decref(root);
-    run_free(&r);
+    static const char *const injected[] = {"injected fault", NULL};
+    const plugin_rows_t magnitude = {
+        "example_w4a8", "--json --refs exact --kernels example.w4a8_perblock --inject scale-const:4",
+        "example.w4a8_perblock", "MAGNITUDE", 1, 1, injected};
+    expect_plugin_rows(c, &magnitude, NULL);
 }
 
 /* ------------------------------------------------------------ 2: stdout */
@@ -227,20 +268,14 @@ static void test_inject_runs_plugins_isolated(void **state)
 static void test_plugin_prints_do_not_corrupt_json(void **state)
 {
     (void)state;
-    char c[512], lib[512];
+    char c[512];
     make_case(c, sizeof c, "128x256", 8, "chatty");
-    run_t r = replay_with_plugin(NULL, "stdout", "--json --kernels misbehave.stdout", c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
-    int all = 0;
-    const int pass = count_rows(root, "misbehave.stdout", "PASS", &all, NULL);
-    if (r.status != 0 || pass != all || all < 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
-    assert_true(all >= 1);
-    assert_int_equal(pass, all);
+    const plugin_rows_t pass = {"stdout", "--json --kernels misbehave.stdout", "misbehave.stdout",
+                                "PASS", 0, -1, NULL};
+    run_t r;
+    expect_plugin_rows(c, &pass, &r);
     assert_null(strstr(r.out, "debug:"));
     assert_non_null(strstr(r.err, "debug: launch M=8 N=128 K=256"));
-    json_decref(root);
     run_free(&r);
 }
 
@@ -253,20 +288,13 @@ static void test_constructor_crash_and_exit_named(void **state)
     make_case(c, sizeof c, "128x256", 4, "ctor");
 
     run_t r = replay_with_plugin(NULL, "ctor_crash", "", c, lib, sizeof lib);
-    if (r.status != 2 || !strstr(r.err, lib) || !strstr(r.err, "SIGSEGV"))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 2);
-    assert_non_null(strstr(r.err, lib));
-    assert_non_null(strstr(r.err, "loading the plugin crashed: killed by SIGSEGV"));
+    expect_exit_with(&r, 2, r.err, lib, "loading the plugin crashed: killed by SIGSEGV");
     assert_int_equal(r.out[0], '\0');
     run_free(&r);
 
     r = replay_with_plugin(NULL, "ctor_exit", "", c, lib, sizeof lib);
-    if (r.status != 2 || !strstr(r.err, lib))
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 2);      /* not a silent exit 0 */
-    assert_non_null(strstr(r.err, lib));
-    assert_non_null(strstr(r.err, "a library constructor called exit(0)"));
+    /* not a silent exit 0 */
+    expect_exit_with(&r, 2, r.err, lib, "a library constructor called exit(0)");
     run_free(&r);
 }
 
@@ -292,9 +320,7 @@ static void test_forked_helpers_die_with_the_launch(void **state)
     test_tmp_path(pidfile, sizeof pidfile, "helper-pids");
     snprintf(env, sizeof env, "KR_TEST_PIDFILE='%s'", pidfile);
     run_t r = replay_with_plugin(env, "fork", "--kernels misbehave.fork", c, lib, sizeof lib);
-    if (r.status != 0)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
+    expect_exit_with(&r, 0, r.out, "", NULL);
     run_free(&r);
 
     char *pids = slurp(pidfile);
@@ -323,28 +349,17 @@ static void test_forked_helpers_die_with_the_launch(void **state)
 static void test_write_past_the_last_tile_is_out_of_bounds(void **state)
 {
     (void)state;
-    char c[512], lib[512];
+    char c[512];
     make_case(c, sizeof c, "2560x256", 54, "overrun");
-    run_t r = replay_with_plugin(NULL, "tile_overrun", "--json --kernels misbehave.tile_overrun",
-                                 c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
-    const char *note = NULL;
-    int all = 0;
-    const int oob = count_rows(root, "misbehave.tile_overrun", "OOB_WRITE", &all, &note);
-    if (oob != 1 || all != 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 1);
-    assert_int_equal(all, 1);
-    assert_int_equal(oob, 1);
     /* Rows 54-63 x columns 2496-2559: 640 elements, 1280 bytes; the first is
      * element 54 * 2560 + 2496, 2496 elements = 4992 bytes past the end of
      * the 54 x 2560 output; the last 9 * 2560 + 2559 elements past it. */
-    assert_non_null(strstr(note, "1280 of the"));
-    assert_non_null(strstr(note, "1280 after its end, bytes +4992 to +51199 past it"));
-    assert_non_null(strstr(note, "element [54, 2496]"));
-    assert_non_null(strstr(note, "none before its start"));
-    json_decref(root);
-    run_free(&r);
+    static const char *const canaries[] = {
+        "1280 of the", "1280 after its end, bytes +4992 to +51199 past it", "element [54, 2496]",
+        "none before its start", NULL};
+    const plugin_rows_t oob = {"tile_overrun", "--json --kernels misbehave.tile_overrun",
+                               "misbehave.tile_overrun", "OOB_WRITE", 1, 1, canaries};
+    expect_plugin_rows(c, &oob, NULL);
 }
 
 /* ------------------------------------------------------------ 6: whole M */
@@ -408,39 +423,17 @@ static void test_plugin_launched_on_the_whole_m(void **state)
 static void test_split_k_race_is_nondeterministic(void **state)
 {
     (void)state;
-    char c[512], lib[512];
+    char c[512];
     make_case(c, sizeof c, "256x1024", 32, "splitk");
-    for (int attempt = 0; attempt < 3; attempt++) {
-        run_t r = replay_with_plugin(NULL, "race", "--json --refs exact --reruns 3 --kernels misbehave.race",
-                                     c, lib, sizeof lib);
-        json_t *root = json_rows(&r);
-        const char *note = NULL;
-        int all = 0;
-        const int nd = count_rows(root, "misbehave.race", "NONDETERMINISTIC", &all, &note);
-        if (r.status != 1 || nd != 1 || all != 1)
-            dump_on_failure(&r);
-        assert_int_equal(r.status, 1);
-        assert_int_equal(all, 1);
-        assert_int_equal(nd, 1);
-        assert_non_null(strstr(note, "reruns differ: "));
-        assert_non_null(strstr(note, " of 8192 elements changed bits across 3 runs"));
-        assert_non_null(strstr(note, "first at ["));
-        json_decref(root);
-        run_free(&r);
-    }
-    run_t r = replay_with_plugin(NULL, "splitk_ok",
-                                 "--json --refs exact --reruns 3 --kernels misbehave.splitk_ok",
-                                 c, lib, sizeof lib);
-    json_t *root = json_rows(&r);
-    int all = 0;
-    const int pass = count_rows(root, "misbehave.splitk_ok", "PASS", &all, NULL);
-    if (r.status != 0 || pass != 1)
-        dump_on_failure(&r);
-    assert_int_equal(r.status, 0);
-    assert_int_equal(all, 1);
-    assert_int_equal(pass, 1);
-    json_decref(root);
-    run_free(&r);
+    static const char *const differing[] = {
+        "reruns differ: ", " of 8192 elements changed bits across 3 runs", "first at [", NULL};
+    const plugin_rows_t race = {"race", "--json --refs exact --reruns 3 --kernels misbehave.race",
+                                "misbehave.race", "NONDETERMINISTIC", 1, 1, differing};
+    for (int attempt = 0; attempt < 3; attempt++)
+        expect_plugin_rows(c, &race, NULL);
+    const plugin_rows_t pass = {"splitk_ok", "--json --refs exact --reruns 3 --kernels misbehave.splitk_ok",
+                                "misbehave.splitk_ok", "PASS", 0, 1, NULL};
+    expect_plugin_rows(c, &pass, NULL);
 }
 
 int main(void)

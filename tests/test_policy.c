@@ -49,17 +49,28 @@ static void load_text(const char *text, char *path, size_t cap, policy_t *p, kr_
     *rc = policy_load(path, p, err);
 }
 
+/* The policy at PATH loads; fails the test with its error otherwise. */
+static void load_ok(const char *path, policy_t *p)
+{
+    kr_error_t err = {{0}};
+    if (policy_load(path, p, &err))
+        fail_msg("%s", err.msg);
+}
+
+/* TEXT, written to a temporary file (its path in path[cap]), loads. */
+static void load_text_ok(const char *text, char *path, size_t cap, policy_t *p)
+{
+    test_tmp_path(path, cap, "policy.yaml");
+    write_file(path, text);
+    load_ok(path, p);
+}
+
 static void test_load_and_match(void **state)
 {
     (void)state;
     char path[1024], origin[1100];
     policy_t p;
-    kr_error_t err = {{0}};
-    int rc;
-    load_text(calibrated, path, sizeof path, &p, &err, &rc);
-    if (rc)
-        fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(rc, 0);
+    load_text_ok(calibrated, path, sizeof path, &p);
     assert_string_equal(p.path, path);
     assert_string_equal(p.name, "calibrated");
     assert_string_equal(p.description, "for the tests");
@@ -121,8 +132,7 @@ static void test_load_and_match(void **state)
 
     /* the same rules with the catch-all first shadow everything after it */
     static const char shadow[] = "policy: shadow\nrules:\n  - rel_fro: 1\n  - kernel: w4a8.perblock\n    rel_fro: 0.001\n";
-    load_text(shadow, path, sizeof path, &p, &err, &rc);
-    assert_int_equal(rc, 0);
+    load_text_ok(shadow, path, sizeof path, &p);
     assert_true(p.margin == 2.0); /* the default */
     const policy_rule_t *m = policy_match(&p, "w4a8.perblock", "R_exact", "decode");
     assert_non_null(m);
@@ -135,11 +145,7 @@ static void test_default_policy(void **state)
 {
     (void)state;
     policy_t p;
-    kr_error_t err = {{0}};
-    int rc = policy_load(KREPLAY_SOURCE_DIR "/cases/policies/default.yaml", &p, &err);
-    if (rc)
-        fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(rc, 0);
+    load_ok(KREPLAY_SOURCE_DIR "/cases/policies/default.yaml", &p);
     assert_string_equal(p.name, "default");
     assert_true(p.margin == 2.0);
     /* The committed default is calibrated (cases/policies/default-calibration.md):

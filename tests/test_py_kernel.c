@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "json_rows.h"
+#include "python_ready.h"
 #include "test_support.h"
 
 #define EX KREPLAY_SOURCE_DIR "/kernels/plugins/python/examples"
@@ -35,61 +37,24 @@ static char g_cases[1024];
 static int setup(void **state)
 {
     (void)state;
-    char cmd[4096];
+    char args[2048];
     test_tmp_path(g_cases, sizeof g_cases, "pycases");
-    snprintf(cmd, sizeof cmd, "'%s' synth --shape 96x256 --m 5,16 --seed 3 --out '%s' >/dev/null",
-             KREPLAY_BINARY, g_cases);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-/* Runs `kreplay replay --json ARGS g_cases` with the Python kernels' interpreter; returns
- * the exit status and the parsed rows ("results"). */
-static int replay_json_on(const char *args, const char *target, json_t **root, char *err_text,
-                         size_t cap)
-{
-    return test_replay_json_py(args, target, root, err_text, cap);
-}
-
-static int replay_json(const char *args, json_t **root, char *err_text, size_t cap)
-{
-    return replay_json_on(args, g_cases, root, err_text, cap);
+    snprintf(args, sizeof args, "synth --shape 96x256 --m 5,16 --seed 3 --out '%s'", g_cases);
+    return test_run_kreplay(args, NULL) == 0 ? 0 : -1;
 }
 
 /* The JSON of `kreplay replay --json ARGS g_cases`; fails the test when it printed none. */
 static json_t *replay_json_or_fail(const char *args, int *rc)
 {
-    json_t *root = NULL;
-    char err[8192];
-    *rc = replay_json(args, &root, err, sizeof err);
-    if (!root)
-        fail_msg("no JSON (exit %d): %s", *rc, err);
-    return root;
+    return json_rows_replay_py(args, g_cases, rc);
 }
 
 /* The rows of kernel k against reference ref (NULL: any), counted; each must have verdict v
  * (NULL: any) and, if note is given, a note containing it. */
 static int rows_where(json_t *root, const char *k, const char *ref, const char *v, const char *note)
 {
-    json_t *rows = json_object_get(root, "results");
-    assert_non_null(rows);
-    int n = 0;
-    size_t i;
-    json_t *r;
-    json_array_foreach(rows, i, r) {
-        const char *rk = json_string_value(json_object_get(r, "kernel"));
-        const char *rr = json_string_value(json_object_get(r, "reference"));
-        if (!rk || strcmp(rk, k) || (ref && (!rr || strcmp(rr, ref))))
-            continue;
-        const char *rv = json_string_value(json_object_get(r, "verdict"));
-        const char *rn = json_string_value(json_object_get(r, "note"));
-        if (v && strcmp(rv, v))
-            fail_msg("%s vs %s: verdict %s, expected %s (note: %s)", k, rr ? rr : "?", rv, v,
-                     rn ? rn : "");
-        if (note && (!rn || !strstr(rn, note)))
-            fail_msg("%s: note \"%s\" lacks \"%s\"", k, rn ? rn : "", note);
-        n++;
-    }
-    return n;
+    const json_rows_want_t want = {k, ref, 0, v, note, NULL, IDENTICAL_UNCHECKED};
+    return json_rows_count(root, &want);
 }
 
 static void test_w4a8_example_bit_identical(void **state)
@@ -102,25 +67,8 @@ static void test_w4a8_example_bit_identical(void **state)
     assert_int_equal(rows_where(root, k, "R_exact", "PASS", NULL), 2);
     assert_int_equal(rows_where(root, k, "R_source", "PASS", NULL), 2);
     /* bit-identical to the model: every output element, both cases */
-    json_t *rows = json_object_get(root, "results");
-    size_t i;
-    json_t *r;
-    int vs = 0;
-    json_array_foreach(rows, i, r) {
-        const char *rk = json_string_value(json_object_get(r, "kernel"));
-        const char *rr = json_string_value(json_object_get(r, "reference"));
-        if (strcmp(rk, k) || !strstr(rr, "w4a8.perblock"))
-            continue;
-        json_t *ulp = json_object_get(r, "ulp");
-        if (!ulp)
-            ulp = json_object_get(r, "ulp_vs_reference_bf16");   /* before the field table */
-        json_t *idf = ulp ? json_object_get(ulp, "identical_frac") : NULL;
-        if (!idf || json_real_value(idf) != 1.0)
-            fail_msg("%s vs %s: identical_frac %g, expected 1", rk, rr,
-                     idf ? json_real_value(idf) : -1.0);
-        vs++;
-    }
-    assert_int_equal(vs, 2);
+    const json_rows_want_t vs = {k, "w4a8.perblock", 1, NULL, NULL, NULL, IDENTICAL_EVERY_ROW};
+    assert_int_equal(json_rows_count(root, &vs), 2);
     assert_int_equal(rc, 0);
     json_decref(root);
 }
@@ -140,18 +88,14 @@ static void test_bf16_example_passes_source(void **state)
 static void test_faulty_kernels_reported(void **state)
 {
     (void)state;
-    json_t *root = NULL;
-    char err[8192];
     /* one case: each launch imports torch (seconds on a loaded machine), and the sleeping
      * kernel costs the whole timeout, which must leave the others time to import torch */
     char one[1200];
     snprintf(one, sizeof one, "%s/synth_N96_K256_M5_s3.h5", g_cases);
-    int rc = replay_json_on("--timeout 40 --py " FAULTY ":raises --py " FAULTY ":segfaults "
-                            "--py " FAULTY ":sleeps --py " FAULTY ":wrong_dtype "
-                            "--kernels 'py.*,w4a8.perblock' --refs exact", one, &root, err,
-                            sizeof err);
-    if (!root)
-        fail_msg("no JSON (exit %d): %s", rc, err);
+    int rc;
+    json_t *root = json_rows_replay_py("--timeout 40 --py " FAULTY ":raises --py " FAULTY ":segfaults "
+                                       "--py " FAULTY ":sleeps --py " FAULTY ":wrong_dtype "
+                                       "--kernels 'py.*,w4a8.perblock' --refs exact", one, &rc);
     assert_int_equal(rc, 1);
     assert_true(rows_where(root, "py.py_kernels_faulty.raises", NULL, "ERROR",
                            "ValueError: refusing M=5") == 1);
@@ -220,10 +164,8 @@ static void test_bad_spec_refused(void **state)
 
 int main(void)
 {
-    if (system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "torch/numpy are not available to /usr/bin/python3: skipped\n");
+    if (!test_python_imports("torch, numpy"))
         return TEST_SKIPPED;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_w4a8_example_bit_identical),
         cmocka_unit_test(test_bf16_example_passes_source),

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "json_rows.h"
+#include "python_ready.h"
 #include "test_support.h"
 
 #define KERNELS KREPLAY_SOURCE_DIR "/tests/python/py_operand_kernels.py"
@@ -35,14 +37,13 @@ static char g_mx[1024], g_bf16[1024];
 static int setup(void **state)
 {
     (void)state;
-    char cmd[4096];
+    char mx[2048], bf16[2048];
     test_tmp_path(g_mx, sizeof g_mx, "opcases_mx");
     test_tmp_path(g_bf16, sizeof g_bf16, "opcases_bf16");
-    snprintf(cmd, sizeof cmd,
-             "'%s' synth --shape 96x256 --m 5,16 --seed 3 --out '%s' >/dev/null && "
-             "'%s' synth --shape 256x2048 --m 4 --weight-format bf16 --seed 2 --out '%s' >/dev/null",
-             KREPLAY_BINARY, g_mx, KREPLAY_BINARY, g_bf16);
-    return system(cmd) == 0 ? 0 : -1;
+    snprintf(mx, sizeof mx, "synth --shape 96x256 --m 5,16 --seed 3 --out '%s'", g_mx);
+    snprintf(bf16, sizeof bf16, "synth --shape 256x2048 --m 4 --weight-format bf16 --seed 2 --out '%s'",
+             g_bf16);
+    return test_run_kreplay(mx, NULL) == 0 && test_run_kreplay(bf16, NULL) == 0 ? 0 : -1;
 }
 
 /* `kreplay replay --json ARGS TARGET` with the Python kernels' interpreter. */
@@ -56,41 +57,13 @@ static int replay_json(const char *args, const char *target, json_t **root, char
  * a "model:" reference, identical_frac 1. */
 static int check_rows(json_t *root, const char *k, const char *ref, const char *v)
 {
-    json_t *rows = json_object_get(root, "results");
-    assert_non_null(rows);
-    int n = 0;
-    size_t i;
-    json_t *r;
-    json_array_foreach(rows, i, r) {
-        const char *rk = json_string_value(json_object_get(r, "kernel"));
-        const char *rr = json_string_value(json_object_get(r, "reference"));
-        if (!rk || strcmp(rk, k) || !rr || !strstr(rr, ref))
-            continue;
-        const char *rv = json_string_value(json_object_get(r, "verdict"));
-        const char *rn = json_string_value(json_object_get(r, "note"));
-        if (strcmp(rv, v))
-            fail_msg("%s vs %s: verdict %s, expected %s (note: %s)", k, rr, rv, v, rn ? rn : "");
-        if (!strncmp(rr, "model:", 6)) {
-            json_t *idf = json_object_get(json_object_get(r, "ulp"), "identical_frac");
-            if (!idf || json_real_value(idf) != 1.0)
-                fail_msg("%s vs %s: identical_frac %g, expected 1", k, rr,
-                         idf ? json_real_value(idf) : -1.0);
-        }
-        n++;
-    }
-    return n;
+    const json_rows_want_t want = {k, ref, 1, v, NULL, NULL, IDENTICAL_MODEL_ROWS};
+    return json_rows_count(root, &want);
 }
 
 static json_t *run_ok(const char *args, const char *target)
 {
-    json_t *root = NULL;
-    char err[8192];
-    int rc = replay_json(args, target, &root, err, sizeof err);
-    if (!root)
-        fail_msg("no JSON (exit %d): %s", rc, err);
-    if (rc != 0)
-        fail_msg("exit %d; stderr: %s", rc, err);
-    return root;
+    return json_rows_replay_py(args, target, NULL);
 }
 
 static void test_w4a4_from_x_mxfp4_bit_identical(void **state)
@@ -139,25 +112,13 @@ static void test_bf16_from_x_bf16_bit_identical(void **state)
 static void test_missing_operand_is_an_error_row(void **state)
 {
     (void)state;
-    json_t *root = NULL;
-    char err[8192];
-    replay_json("--py " KERNELS ":wants_missing@w4a8.folded --kernels 'py.*'", g_mx, &root, err,
-                sizeof err);
-    if (!root)
-        fail_msg("no JSON: %s", err);
-    json_t *rows = json_object_get(root, "results");
-    size_t i;
-    json_t *r;
-    int n = 0;
-    json_array_foreach(rows, i, r) {
-        const char *rv = json_string_value(json_object_get(r, "verdict"));
-        const char *rn = json_string_value(json_object_get(r, "note"));
-        assert_string_equal(rv, "ERROR");
-        assert_non_null(strstr(rn, "operand 'x_mxfp4' is not available"));
-        assert_non_null(strstr(rn, "not MXFP4 here"));
-        n++;
-    }
-    assert_int_equal(n, 2);
+    int rc;
+    json_t *root = json_rows_replay_py("--py " KERNELS ":wants_missing@w4a8.folded --kernels 'py.*'",
+                                       g_mx, &rc);
+    /* every row, whatever its kernel */
+    const json_rows_want_t error = {NULL, NULL, 0, "ERROR", "operand 'x_mxfp4' is not available",
+                                    "not MXFP4 here", IDENTICAL_UNCHECKED};
+    assert_int_equal(json_rows_count(root, &error), 2);
     json_decref(root);
 }
 
@@ -179,10 +140,8 @@ static void test_unknown_kernel_refused(void **state)
 
 int main(void)
 {
-    if (system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "torch/numpy are not available to /usr/bin/python3: skipped\n");
+    if (!test_python_imports("torch, numpy"))
         return TEST_SKIPPED;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_w4a4_from_x_mxfp4_bit_identical),
         cmocka_unit_test(test_w4a8_folded_from_w_folded_bit_identical),

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "python_ready.h"
 #include "test_support.h"
 
 static void test_python_package(void **state)
@@ -27,11 +28,8 @@ static void test_python_package(void **state)
 
 int main(void)
 {
-    if (system("/usr/bin/python3 -c 'import h5py, numpy, pandas, venv, ensurepip' "
-               ">/dev/null 2>&1") != 0) {
-        fprintf(stderr, "pandas, h5py or venv is not available to /usr/bin/python3: skipped\n");
+    if (!test_python_imports("h5py, numpy, pandas, venv, ensurepip"))
         return TEST_SKIPPED;
-    }
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_python_package)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

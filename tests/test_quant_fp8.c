@@ -18,6 +18,19 @@
 
 static int is_fn_nan_code(uint8_t c) { return (c & 0x7F) == 0x7F; }
 
+/* Row X of N elements quantized by V into F gives exactly the scale WANT_S
+ * and the codes WANT. */
+static void expect_row(const float *x, int n, fp8_token_variant_t v, fp8_format_t f, float want_s,
+                       const uint8_t *want)
+{
+    uint8_t q[8];
+    float s;
+    assert_true(n <= (int)sizeof q);
+    fp8_token_quant_row(x, n, v, f, q, &s);
+    assert_true(s == want_s);
+    assert_memory_equal(q, want, (size_t)n);
+}
+
 static void test_variant_names(void **state)
 {
     (void)state;
@@ -40,13 +53,8 @@ static void test_row_amax_448(void **state)
     (void)state;
     const float x[6] = {448.0f, -224.0f, 1.0f, 0.5f, -0.0f, 0x1p-9f};
     const uint8_t want[6] = {0x7E, 0xF6, 0x38, 0x30, 0x80, 0x01};
-    for (int v = 0; v < FP8_TOKEN_VARIANT_COUNT; v++) {
-        uint8_t q[6];
-        float s;
-        fp8_token_quant_row(x, 6, (fp8_token_variant_t)v, FP8_E4M3FN, q, &s);
-        assert_true(s == 1.0f);
-        assert_memory_equal(q, want, 6);
-    }
+    for (int v = 0; v < FP8_TOKEN_VARIANT_COUNT; v++)
+        expect_row(x, 6, (fp8_token_variant_t)v, FP8_E4M3FN, 1.0f, want);
 }
 
 /* Scale constants: vLLM divides (3/448 -> 0x3bdb6db7), torch multiplies by
@@ -106,12 +114,8 @@ static void test_row_with_nan(void **state)
     float s;
     /* vLLM: amax ignores the NaN (fmaxf); fminf(NaN, 448) = 448 */
     const uint8_t want_vllm[4] = {0x38, 0x7E, 0xC0, 0x7E};
-    fp8_token_quant_row(x, 4, FP8_TOKEN_VLLM, FP8_E4M3FN, q, &s);
-    assert_true(s == 1.0f);
-    assert_memory_equal(q, want_vllm, 4);
-    fp8_token_quant_row(x, 4, FP8_TOKEN_RECIPROCAL, FP8_E4M3FN, q, &s);
-    assert_true(s == 1.0f);
-    assert_memory_equal(q, want_vllm, 4);
+    expect_row(x, 4, FP8_TOKEN_VLLM, FP8_E4M3FN, 1.0f, want_vllm);
+    expect_row(x, 4, FP8_TOKEN_RECIPROCAL, FP8_E4M3FN, 1.0f, want_vllm);
     /* torch: amax is NaN, so the scale and every code are NaN */
     const fp8_token_variant_t torch_variants[2] = {FP8_TOKEN_TRACED, FP8_TOKEN_PURE};
     for (int i = 0; i < 2; i++) {
@@ -156,10 +160,8 @@ static void test_row_fnuz(void **state)
     const float x[4] = {224.0f, -112.0f, 1.0f, NAN};
     uint8_t q[4];
     float s;
-    fp8_token_quant_row(x, 4, FP8_TOKEN_VLLM, FP8_E4M3FNUZ, q, &s);
-    assert_true(s == 1.0f);
     const uint8_t want[4] = {0x7E, 0xF6, 0x40, 0x7E};
-    assert_memory_equal(q, want, 4);
+    expect_row(x, 4, FP8_TOKEN_VLLM, FP8_E4M3FNUZ, 1.0f, want);
     const float tiny[1] = {0x1p-20f};
     fp8_token_quant_row(tiny, 1, FP8_TOKEN_VLLM, FP8_E4M3FNUZ, q, &s);
     assert_true(s == 1.0f / (224.0f * 512.0f));

@@ -15,29 +15,12 @@
 
 #include "formats.h"
 #include "quant_mxfp4.h"
+#include "spec_formats.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
 /* Oracles                                                             */
 /* ------------------------------------------------------------------ */
-
-static const double grid[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
-
-/* RNE onto the e2m1 grid in double, ties to the even code, saturating. */
-static uint8_t oracle_grid_code(double y)
-{
-    uint8_t sign = signbit(y) ? 8 : 0;
-    double a = fabs(y);
-    if (a >= 6.0)
-        return 7 | sign;
-    int best = 0;
-    for (int c = 1; c < 8; c++) {
-        double d = fabs(a - grid[c]), bd = fabs(a - grid[best]);
-        if (d < bd || (d == bd && (c & 1) == 0))
-            best = c;
-    }
-    return (uint8_t)(best | sign);
-}
 
 /* k with 2^k <= a < 2^(k+1), by scanning (a > 0, finite). */
 static int oracle_floor_log2(double a)
@@ -78,7 +61,7 @@ static void oracle_aiter_even(const float *x, uint8_t codes[MX_BLOCK], uint8_t *
         if (isnan(x[i]))
             codes[i] = 3 | sign;
         else
-            codes[i] = oracle_grid_code((double)x[i] / ldexp(1.0, e)) | sign;
+            codes[i] = spec_e2m1_nearest((double)x[i] / ldexp(1.0, e)) | sign;
     }
 }
 
@@ -109,7 +92,7 @@ static void oracle_spec(const float *x, int ceil_rule, uint8_t codes[MX_BLOCK], 
     }
     *scale = (uint8_t)(e + 127);
     for (int i = 0; i < MX_BLOCK; i++)
-        codes[i] = oracle_grid_code((double)x[i] / ldexp(1.0, e));
+        codes[i] = spec_e2m1_nearest((double)x[i] / ldexp(1.0, e));
 }
 
 static void oracle_block(const float *x, mxfp4_variant_t v, uint8_t codes[MX_BLOCK],
@@ -377,7 +360,7 @@ static void test_matrix_quant_and_dequant(void **state)
                 assert_memory_equal(codes + m * K + b * 32, want, MX_BLOCK);
                 for (int i = 0; i < MX_BLOCK; i++) {
                     uint8_t c = want[i];
-                    double mag = grid[c & 7] * ldexp(1.0, ws - 127);
+                    double mag = spec_e2m1((uint8_t)(c & 7)) * ldexp(1.0, ws - 127);
                     double expect = (c & 8) ? -mag : mag;
                     assert_true((double)out[m * K + b * 32 + i] == expect);
                     /* and within the block's largest half step or saturation gap */

@@ -21,30 +21,8 @@
 #include <unistd.h>
 
 #include "case_io.h"
+#include "spec_formats.h"
 #include "test_support.h"
-
-static double spec_e4m3fn(uint8_t code)
-{
-    int s = code >> 7, e = (code >> 3) & 15, m = code & 7;
-    if (e == 15 && m == 7)
-        return NAN;
-    double v = e == 0 ? m * pow(2.0, -9) : (1.0 + m / 8.0) * pow(2.0, e - 7);
-    return s ? -v : v;
-}
-
-static double spec_e2m1(uint8_t code)
-{
-    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    return (code & 8) ? -mag[code & 7] : mag[code & 7];
-}
-
-static double spec_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 /* W[n][k] in double, from the stored (possibly fragment-order) bytes. */
 static double *oracle_weight(const case_t *c)

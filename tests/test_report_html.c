@@ -42,6 +42,17 @@ static const char *EVIL_CASE = "evil<case>&\"name\"";
 
 #define read_all(path) test_read_file(path, NULL)
 
+/* DIR/NAME, all of it; fails the test when it cannot be read. */
+static char *read_output(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = read_all(path);
+    if (!text)
+        fail_msg("cannot read %s", path);
+    return text;
+}
+
 static int count_substr(const char *s, const char *needle)
 {
     int n = 0;
@@ -197,18 +208,30 @@ static void check_counts(const char *html, const int64_t *counts, int64_t total)
     assert_non_null(strstr(html, banner));
 }
 
+/* The known rows with their counts by verdict, and two earlier runs of
+ * them written as history (hist[2] is this run's own file). */
+typedef struct {
+    result_list_t rows;
+    int64_t counts[VERDICT_COUNT];
+    char hist[3][600];
+    results_meta_t meta;
+} known_run_t;
+
+static void known_run(known_run_t *k)
+{
+    memset(k, 0, sizeof *k);
+    build_rows(&k->rows, k->counts);
+    write_history(k->hist, &k->rows, &k->meta);
+}
+
 static void test_report_known_rows(void **state)
 {
     (void)state;
-    result_list_t rows = {0};
-    int64_t counts[VERDICT_COUNT];
-    build_rows(&rows, counts);
-    char hist[3][600];
-    results_meta_t meta;
-    write_history(hist, &rows, &meta);
+    known_run_t k;
+    known_run(&k);
     char missing[700];
-    snprintf(missing, sizeof missing, "%s.nope", hist[0]);
-    const char *history[4] = {hist[0], hist[1], hist[2], missing}; /* newest first, this run, a bad one */
+    snprintf(missing, sizeof missing, "%s.nope", k.hist[0]);
+    const char *history[4] = {k.hist[0], k.hist[1], k.hist[2], missing}; /* newest first, this run, a bad one */
 
     char out[512];
     test_tmp_path(out, sizeof out, "report-known");
@@ -216,10 +239,10 @@ static void test_report_known_rows(void **state)
     report_options_init(&opt);
     report_outcome_t outcome;
     opt.outcome = &outcome;
-    opt.meta = &meta;
+    opt.meta = &k.meta;
     opt.quiet = 1;
     kr_error_t err = {{0}};
-    if (report_generate(out, &rows, history, 4, &opt, &err))
+    if (report_generate(out, &k.rows, history, 4, &opt, &err))
         fail_msg("report_generate: %s", err.msg);
 
     int gp = gnuplot_available();
@@ -231,10 +254,7 @@ static void test_report_known_rows(void **state)
     assert_int_equal(outcome.history_runs, 3);   /* two earlier runs + this one, not this one twice */
     assert_int_equal(outcome.nfmaps, 1);
 
-    char path[800];
-    snprintf(path, sizeof path, "%s/report.html", out);
-    char *html = read_all(path);
-    assert_non_null(html);
+    char *html = read_output(out, "report.html");
     assert_int_equal(count_substr(html, "<svg"), expected);
     assert_int_equal(count_substr(html, "</svg>"), expected);
     assert_int_equal(count_substr(html, "<svg class=\"kr-plot\""), expected);
@@ -272,7 +292,7 @@ static void test_report_known_rows(void **state)
         assert_true(desc < fig);
     }
     /* summary counts, failing rows before the others */
-    check_counts(html, counts, rows.count);
+    check_counts(html, k.counts, k.rows.count);
     const char *fail_h = strstr(html, "<h2 id=\"failing\">");
     const char *reg_h = strstr(html, "<h2 id=\"regressions\">");
     const char *worst_h = strstr(html, "<h2 id=\"worst\">");
@@ -306,9 +326,7 @@ static void test_report_known_rows(void **state)
     free(html);
 
     /* the Markdown beside it */
-    snprintf(path, sizeof path, "%s/report_full.md", out);
-    char *md = read_all(path);
-    assert_non_null(md);
+    char *md = read_output(out, "report_full.md");
     assert_int_equal(count_substr(md, ".png)"), expected);
     if (gp) {
         char plots[700];
@@ -319,6 +337,7 @@ static void test_report_known_rows(void **state)
         for (const char *p = md; (p = strstr(p, "](plots/")) != NULL; p++) {
             char rel[256];
             assert_int_equal(sscanf(p + 2, "%255[^)]", rel), 1);
+            char path[800];
             snprintf(path, sizeof path, "%s/%s", out, rel);
             if (access(path, R_OK) != 0)
                 fail_msg("report_full.md references %s, not written", rel);
@@ -331,29 +350,25 @@ static void test_report_known_rows(void **state)
     assert_non_null(strstr(md, "block: rows 0-16 x columns 1024-1151"));
     free(md);
     no_temp_files(out);
-    result_list_free(&rows);
+    result_list_free(&k.rows);
 }
 
 /* kreplay report: the results file, --history, --case (no lookup). */
 static void test_cli_report(void **state)
 {
     (void)state;
-    result_list_t rows = {0};
-    int64_t counts[VERDICT_COUNT];
-    build_rows(&rows, counts);
-    char hist[3][600];
-    results_meta_t meta;
-    write_history(hist, &rows, &meta);
+    known_run_t k;
+    known_run(&k);
     char out[512], args[4096], *output = NULL;
     test_tmp_path(out, sizeof out, "report-cli");
     /* the rows' case path does not exist from here: only --case maps it */
-    snprintf(rows.rows[rows.count - 1].case_path, sizeof rows.rows[0].case_path, "elsewhere/nanhead.h5");
+    snprintf(k.rows.rows[k.rows.count - 1].case_path, sizeof k.rows.rows[0].case_path, "elsewhere/nanhead.h5");
     char res[700];
     snprintf(res, sizeof res, "%s-results.h5", out);
     kr_error_t err = {{0}};
-    assert_int_equal(results_store_write(res, &rows, &meta, &err), 0);
+    assert_int_equal(results_store_write(res, &k.rows, &k.meta, &err), 0);
     snprintf(args, sizeof args, "report '%s' -o '%s' --history '%s' --history '%s' --case '%s' --no-case-lookup", res,
-             out, hist[0], hist[1], NANHEAD);
+             out, k.hist[0], k.hist[1], NANHEAD);
     int rc = test_run_kreplay(args, &output);
     if (rc != 0)
         fail_msg("kreplay %s -> %d: %s", args, rc, output);
@@ -361,16 +376,14 @@ static void test_cli_report(void **state)
     assert_non_null(strstr(output, "1 non-finite map"));
     assert_non_null(strstr(output, "trend over 3 runs"));
     free(output);
-    char path[800];
-    snprintf(path, sizeof path, "%s/report.html", out);
-    char *html = read_all(path);
-    assert_non_null(html);
+    char *html = read_output(out, "report.html");
     assert_non_null(strstr(html, "block: rows 0-16 x columns 1024-1151"));
     if (gnuplot_available())
         assert_int_equal(count_substr(html, "<svg class=\"kr-plot\""), 8);
     free(html);
     static const char *files[] = {"results.json", "results.csv", "report.md", "report_full.md"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[800];
         snprintf(path, sizeof path, "%s/%s", out, files[i]);
         assert_int_equal(access(path, R_OK), 0);
     }
@@ -387,7 +400,7 @@ static void test_cli_report(void **state)
     assert_int_equal(test_run_kreplay(args, &output), 2);
     assert_non_null(strstr(output, "in two of the files"));
     free(output);
-    result_list_free(&rows);
+    result_list_free(&k.rows);
 }
 
 /* No rows at all: still a page, a Markdown file and no plot. */
@@ -406,14 +419,12 @@ static void test_empty_rows(void **state)
     if (report_generate(out, &rows, NULL, 0, &opt, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(outcome.plots_drawn, 0);
-    char path[800];
-    snprintf(path, sizeof path, "%s/report.html", out);
-    char *html = read_all(path);
-    assert_non_null(html);
+    char *html = read_output(out, "report.html");
     assert_non_null(strstr(html, "PASS: 0 of 0 rows fail"));
     assert_non_null(strstr(html, "No plots in this report."));
     assert_int_equal(count_substr(html, "<svg"), 0);
     free(html);
+    char path[800];
     snprintf(path, sizeof path, "%s/report_full.md", out);
     assert_int_equal(access(path, R_OK), 0);
     no_temp_files(out);

@@ -18,26 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats.h"
 #include "registry.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
 /* Spec formulas                                                       */
 /* ------------------------------------------------------------------ */
-
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 
 static float spec_e2m1(uint8_t c)
 {
@@ -49,7 +36,7 @@ static float spec_e4m3fn(uint8_t c)
 {
     const int e = (c >> 3) & 15, m = c & 7;
     if ((c & 0x7F) == 0x7F)
-        return float_of(0x7FC00000u | ((uint32_t)(c & 0x80) << 24));
+        return f32_from_bits(0x7FC00000u | ((uint32_t)(c & 0x80) << 24));
     const float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
     return (c & 0x80) ? -v : v;
 }
@@ -65,7 +52,7 @@ static float spec_e8m0(uint8_t b, e8m0_mode_t mode)
 
 static uint16_t spec_bf16(float x)
 {
-    const uint32_t u = bits_of(x);
+    const uint32_t u = f32_bits(x);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u)
         return (uint16_t)(0x7FC0u | ((u >> 16) & 0x8000u));
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
@@ -132,12 +119,12 @@ static void gcase_make(gcase_t *c, uint64_t seed, int64_t M, int64_t N, int64_t 
         float v = (float)test_rng_normal(&r);
         if (hostile && test_rng_u64(&r) % 500 == 0)
             v = test_rng_u64(&r) % 2 ? NAN : -INFINITY;
-        c->x[i] = float_of(bits_of(v) & 0xFFFF0000u);         /* bf16-exact */
+        c->x[i] = f32_from_bits(f32_bits(v) & 0xFFFF0000u);         /* bf16-exact */
     }
     for (int64_t m = 0; m < M; m++)
         c->x_scale[m] = ldexpf(1.0f + (float)test_rng_uniform(&r), (int)(test_rng_u64(&r) % 30) - 20);
     for (int64_t i = 0; i < N * K; i++) {
-        uint16_t h = (uint16_t)(bits_of((float)(0.05 * test_rng_normal(&r))) >> 16);
+        uint16_t h = (uint16_t)(f32_bits((float)(0.05 * test_rng_normal(&r))) >> 16);
         if (hostile && test_rng_u64(&r) % 700 == 0)
             h = test_rng_u64(&r) % 2 ? 0x7F80 : 0x0001;         /* Inf, a subnormal */
         c->wb[i] = h;
@@ -235,7 +222,7 @@ static void oracle_bf16(const gcase_t *c, int64_t sk, uint16_t *out)
             for (int64_t s = 0; s < sk; s++) {
                 float part = 0.0f;
                 for (int64_t k = s * span; k < (s + 1) * span; k++)
-                    part += c->x[m * c->K + k] * float_of((uint32_t)c->wb[n * c->K + k] << 16);
+                    part += c->x[m * c->K + k] * f32_from_bits((uint32_t)c->wb[n * c->K + k] << 16);
                 acc = s == 0 ? part : acc + part;
             }
             out[m * c->N + n] = spec_bf16(acc);

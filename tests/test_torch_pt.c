@@ -641,6 +641,18 @@ static void expect_twin(pt_file_t *f, hid_t h5, const char *key, pt_dtype_t dtyp
     H5Dclose(ds);
 }
 
+/* expect_twin for each key of a table. */
+typedef struct {
+    const char *key;
+    pt_dtype_t dtype;
+} twin_t;
+
+static void expect_twins(pt_file_t *f, hid_t h5, const twin_t *twins, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_twin(f, h5, twins[i].key, twins[i].dtype);
+}
+
 /* dtypes_typed.pt is torch 1.13's own torch.save (CharStorage, BoolStorage,
  * DoubleStorage); dtypes_v3.pt is a hand-built pickle in torch >= 2.1's
  * _rebuild_tensor_v3 form, because torch 1.13 has no float8 dtypes
@@ -654,10 +666,10 @@ static void test_more_dtypes_exact(void **state)
     pt_file_t *f = NULL;
     if (pt_open(FIX "/dtypes_typed.pt", &f, &err))
         fail_msg("%s", err.msg);
-    expect_twin(f, h5, "i8", PT_DT_INT8);
-    expect_twin(f, h5, "bool", PT_DT_BOOL);
-    expect_twin(f, h5, "f64", PT_DT_FLOAT64);
-    expect_twin(f, h5, "f64_t", PT_DT_FLOAT64);
+    const twin_t typed[] = {
+        {"i8", PT_DT_INT8}, {"bool", PT_DT_BOOL}, {"f64", PT_DT_FLOAT64}, {"f64_t", PT_DT_FLOAT64},
+    };
+    expect_twins(f, h5, typed, sizeof typed / sizeof typed[0]);
     assert_false(pt_dict_get(pt_root(f), "f64_t")->tensor->contiguous);
     /* values, by hand: a bool tensor holds only 0 and 1; int8 is signed */
     void *data = NULL;
@@ -675,12 +687,12 @@ static void test_more_dtypes_exact(void **state)
     f = NULL;
     if (pt_open(FIX "/dtypes_v3.pt", &f, &err))
         fail_msg("%s", err.msg);
-    expect_twin(f, h5, "f8uz", PT_DT_FLOAT8_E4M3FNUZ);
-    expect_twin(f, h5, "f8e5m2", PT_DT_FLOAT8_E5M2);
-    expect_twin(f, h5, "e8m0", PT_DT_FLOAT8_E8M0FNU);
-    expect_twin(f, h5, "f4x2", PT_DT_FLOAT4_E2M1FN_X2);
-    expect_twin(f, h5, "f8fn", PT_DT_FLOAT8_E4M3FN);
-    expect_twin(f, h5, "f8uz_t", PT_DT_FLOAT8_E4M3FNUZ);
+    const twin_t v3[] = {
+        {"f8uz", PT_DT_FLOAT8_E4M3FNUZ}, {"f8e5m2", PT_DT_FLOAT8_E5M2},
+        {"e8m0", PT_DT_FLOAT8_E8M0FNU},  {"f4x2", PT_DT_FLOAT4_E2M1FN_X2},
+        {"f8fn", PT_DT_FLOAT8_E4M3FN},   {"f8uz_t", PT_DT_FLOAT8_E4M3FNUZ},
+    };
+    expect_twins(f, h5, v3, sizeof v3 / sizeof v3[0]);
     const pt_tensor_t *t = pt_dict_get(pt_root(f), "f8uz_t")->tensor;
     assert_int_equal(t->offset, 2);
     assert_false(t->contiguous);

@@ -17,16 +17,10 @@ import os
 import subprocess
 import sys
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as e:
-    sys.stderr.write(f"capture_hook_test: {e}: skipped\n")
-    sys.exit(77)
+from capture_test_env import HERE, capture_hook, require
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "capture"))
-import kreplay_capture as kc  # noqa: E402
+h5py, np = require("capture_hook_test", "h5py", "numpy")
+kc = capture_hook()
 
 E2M1 = np.array([0., .5, 1., 1.5, 2., 3., 4., 6., -0., -.5, -1., -1.5, -2., -3., -4., -6.])
 

@@ -20,16 +20,10 @@ import subprocess
 import sys
 import types
 
-try:
-    import numpy as np
-    import torch
-except ImportError as e:
-    sys.stderr.write(f"capture_serve_test: {e}: skipped\n")
-    sys.exit(77)
+from capture_test_env import HERE, capture_hook, require
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "capture"))
-import kreplay_capture as kc  # noqa: E402
+np, torch = require("capture_serve_test", "numpy", "torch")
+kc = capture_hook()
 
 E2M1 = np.array([0., .5, 1., 1.5, 2., 3., 4., 6.], dtype=np.float64)
 
