@@ -30,7 +30,9 @@
  *                     split order.
  *
  * Written with GCC/Clang vector extensions (the project builds with GCC or
- * Clang); -ffp-contract=off keeps every mul and add separate.  One thing no
+ * Clang); -ffp-contract=off keeps every mul and add separate, except where
+ * td_fma_exact fuses them on purpose (the in-block sums, whose products are
+ * exact, so fusing changes no bit; see there).  One thing no
  * C source pins down: when BOTH operands of an add are NaN, which one the
  * hardware returns depends on the operand order the compiler picked for the
  * commutative add (the scalar loops these replace were no different), and
@@ -86,8 +88,37 @@ static inline void td_store(float *p, td_vec v)
     memcpy(p, &v, sizeof v);
 }
 
-/* One k of the in-order sums: ACC[i][v] += x[i][k] * w[k][v], MB rows. */
-#define TD_RANK1(MB, NV, ACC, K)                                                              \
+/* acc + x * w for products that are exact in fp32: then one fused
+ * multiply-add rounds once, exactly where mul + add rounds (the mul does not
+ * round), so the bits are the same and a core with FMA units does the k-step
+ * in one instruction instead of two.  Only the blocks helper uses it, and only
+ * for the in-block sums of small-format values (fp8 or e2m1 times e2m1: at
+ * most 4 x 2 significant bits, exponents far inside fp32's normal range);
+ * the split-K sums of bf16 or fp32 values keep mul + add, whose products
+ * round. */
+#if defined(__AVX512F__) && TD_VW == 16
+#include <immintrin.h>
+static inline td_vec td_fma_exact(td_vec acc, float x, td_vec w)
+{
+    return (td_vec)_mm512_fmadd_ps(_mm512_set1_ps(x), (__m512)w, (__m512)acc);
+}
+#else
+/* With 16 vector registers a call keeps only 8 sums in flight: too few to
+ * hide an FMA's longer latency (on a Zen 2 core the fused form measured
+ * slower than mul + add), so the fused form is kept for AVX-512's 32. */
+static inline td_vec td_fma_exact(td_vec acc, float x, td_vec w)
+{
+    return acc + x * w;
+}
+#endif
+
+/* One k of the in-order sums: ACC[i][v] = ACC[i][v] + x[i][k] * w[k][v], MB
+ * rows, the product rounded (STEP td_mul_add) or exact (STEP td_fma_exact). */
+static inline td_vec td_mul_add(td_vec acc, float x, td_vec w)
+{
+    return acc + x * w;
+}
+#define TD_RANK1(MB, NV, ACC, K, STEP)                                                        \
     do {                                                                                      \
         td_vec wv[NV];                                                                        \
         for (int v = 0; v < NV; v++)                                                          \
@@ -95,7 +126,7 @@ static inline void td_store(float *p, td_vec v)
         for (int i = 0; i < MB; i++) {                                                        \
             const float xv = x[i * ldx + (K)];                                                \
             for (int v = 0; v < NV; v++)                                                      \
-                (ACC)[i][v] += xv * wv[v];                                                    \
+                (ACC)[i][v] = STEP((ACC)[i][v], xv, wv[v]);                                   \
         }                                                                                     \
     } while (0)
 
@@ -110,7 +141,7 @@ static inline void td_store(float *p, td_vec v)
         for (int kk = 0; kk < 32; kk++)                                                       \
             for (int bb = 0; bb < BB; bb++) {                                                 \
                 const int64_t k = (b + bb) * 32 + kk;                                         \
-                TD_RANK1(MB, NV, s[bb], k);                                                   \
+                TD_RANK1(MB, NV, s[bb], k, td_fma_exact);                                     \
             }                                                                                 \
         for (int bb = 0; bb < BB; bb++)                                                       \
             for (int v = 0; v < NV; v++) {                                                    \
@@ -127,7 +158,7 @@ static inline void td_store(float *p, td_vec v)
 
 #define TD_BB(MB, NV)                                                                         \
     ((MB) * (NV) >= TD_CHAINS ? 1                                                             \
-     : TD_CHAINS / ((MB) * (NV)) > TD_BLOCKS_IN_FLIGHT ? TD_BLOCKS_IN_FLIGHT                   \
+     : TD_CHAINS / ((MB) * (NV)) > TD_BLOCKS_IN_FLIGHT ? TD_BLOCKS_IN_FLIGHT                  \
                                                        : TD_CHAINS / ((MB) * (NV)))
 
 /* acc[i][j] (rows x + i * ldx, i < MB; lanes j < NV * TD_VW) over nblk
@@ -156,7 +187,7 @@ static inline void td_store(float *p, td_vec v)
             for (int v = 0; v < NV; v++)                                                      \
                 p[i][v] = fresh ? (td_vec){0} : td_load(part[i] + v * TD_VW);                 \
         for (int64_t k = 0; k < len; k++) {                                                   \
-            TD_RANK1(MB, NV, p, k);                                                           \
+            TD_RANK1(MB, NV, p, k, td_mul_add);                                               \
         }                                                                                     \
         for (int i = 0; i < MB; i++)                                                          \
             for (int v = 0; v < NV; v++)                                                      \
