@@ -4,6 +4,8 @@
 #ifndef KR_CLI_H
 #define KR_CLI_H
 
+#include "mxfp4_weight.h"
+
 #define EXIT_VERDICT_FAILED 1
 #define EXIT_USAGE 2
 
@@ -24,6 +26,9 @@ int cli_report(int argc, char **argv);
 /* Shared helpers. */
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */
 int cli_parse_int_list(const char *s, long long *values, int cap);
+/* A scale layout as the command line names it: nk or kn, or the layout's
+ * own name (N,K/32, K/32,N).  Returns 0, or -1 for any other word. */
+int cli_scale_layout_from_word(const char *s, scale_layout_t *out);
 /* Expands CASE arguments: files as given, directories to their *.h5 and *.pt
  * files in name order.  Returns a malloc'd NULL-terminated array of strings. */
 char **cli_expand_cases(int n, char **args, int *count);
