@@ -1,6 +1,7 @@
-/* The kreplay command line: one function per subcommand, dispatched by name
- * in cli_main.c.  Each returns the process exit code: 0 success, 1 a
- * failing verdict, 2 a usage or input error. */
+/* The kreplay command line: one function per subcommand, reached through its
+ * cli_command_t (cli_commands.h), dispatched by name in cli_main.c.  Each
+ * returns the process exit code: 0 success, 1 a failing verdict, 2 a usage
+ * or input error. */
 #ifndef KR_CLI_H
 #define KR_CLI_H
 
@@ -10,18 +11,6 @@
 #define EXIT_USAGE 2
 
 int kreplay_main(int argc, char **argv);
-
-int cli_replay(int argc, char **argv);
-int cli_list(int argc, char **argv);
-int cli_synth(int argc, char **argv);
-int cli_inspect(int argc, char **argv);
-int cli_compare(int argc, char **argv);
-int cli_gate(int argc, char **argv);
-int cli_merge(int argc, char **argv);
-int cli_baseline(int argc, char **argv);
-int cli_calibrate(int argc, char **argv);
-int cli_import(int argc, char **argv);
-int cli_report(int argc, char **argv);
 
 /* Shared helpers. */
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */

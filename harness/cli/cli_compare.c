@@ -17,6 +17,8 @@
 #include "shape_catalog.h"
 #include "synth.h"
 
+static int cli_compare(int argc, char **argv);
+
 enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD };
 
 /* What compare's command line asks: the numerics, the synthetic cases and
@@ -152,33 +154,46 @@ static void write_csv(FILE *fp, const compare_t *cmp)
     }
 }
 
+/* What one of compare's files holds. */
+typedef void (*compare_file_fn)(FILE *fp, const compare_t *cmp, const char *cmdline);
+
+static void json_file(FILE *fp, const compare_t *cmp, const char *cmdline)
+{
+    json_t *root = to_json(cmp, cmdline);
+    json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    json_decref(root);
+}
+
+static void csv_file(FILE *fp, const compare_t *cmp, const char *cmdline)
+{
+    (void)cmdline;
+    write_csv(fp, cmp);
+}
+
+static void markdown_file(FILE *fp, const compare_t *cmp, const char *cmdline)
+{
+    print_table(fp, cmp, 1);
+    fprintf(fp, "\ncommand: `%s`\n", cmdline);
+}
+
 static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdline, kr_error_t *err)
 {
+    static const struct {
+        const char *name;
+        compare_file_fn write;
+    } files[] = {{"compare.json", json_file}, {"compare.csv", csv_file}, {"compare.md", markdown_file}};
     if (make_dirs(dir, err))
         return -1;
-    char path[4096];
-    atomic_file_t f;
-    snprintf(path, sizeof path, "%s/compare.json", dir);
-    if (atomic_file_open(&f, path, err))
-        return -1;
-    json_t *root = to_json(cmp, cmdline);
-    json_dumpf(root, f.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-    json_decref(root);
-    if (atomic_file_commit(&f, err))
-        return -1;
-    snprintf(path, sizeof path, "%s/compare.csv", dir);
-    if (atomic_file_open(&f, path, err))
-        return -1;
-    write_csv(f.fp, cmp);
-    if (atomic_file_commit(&f, err))
-        return -1;
-    snprintf(path, sizeof path, "%s/compare.md", dir);
-    if (atomic_file_open(&f, path, err))
-        return -1;
-    print_table(f.fp, cmp, 1);
-    fprintf(f.fp, "\ncommand: `%s`\n", cmdline);
-    if (atomic_file_commit(&f, err))
-        return -1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[4096];
+        atomic_file_t f;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (atomic_file_open(&f, path, err))
+            return -1;
+        files[i].write(f.fp, cmp, cmdline);
+        if (atomic_file_commit(&f, err))
+            return -1;
+    }
     /* The report page and plots (error vs M, W4A8 vs W4A4, heatmap) from
      * the per-case rows. */
     results_meta_t meta;
@@ -194,7 +209,7 @@ static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdl
     return report_generate(dir, &cmp->rows, NULL, 0, &ro, err);
 }
 
-int cli_compare(int argc, char **argv)
+static int cli_compare(int argc, char **argv)
 {
     compare_args_t a = {.ms = {1, 64, 512}, .n_m = 3, .seeds = 1};
     kernel_options_default(&a.kopt);
@@ -282,10 +297,8 @@ int cli_compare(int argc, char **argv)
     cli_free_strings(cases);
     char *cmdline = cli_command_line(argc, argv);
     if (json) {
-        json_t *root = to_json(&cmp, cmdline);
-        json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+        json_file(stdout, &cmp, cmdline);
         fputc('\n', stdout);
-        json_decref(root);
     } else if (cmp.count) {
         print_table(stdout, &cmp, 0);
     }

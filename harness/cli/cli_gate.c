@@ -31,6 +31,11 @@ static int lock_run_dir(const char *dir, run_lock_t *lock)
     return -1;
 }
 
+static int cli_gate(int argc, char **argv);
+static int cli_merge(int argc, char **argv);
+static int cli_baseline(int argc, char **argv);
+static int cli_calibrate(int argc, char **argv);
+
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
     OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT,
@@ -291,7 +296,7 @@ static int apply_gate_option(void *args, const cli_value_t *v)
     }
 }
 
-int cli_gate(int argc, char **argv)
+static int cli_gate(int argc, char **argv)
 {
     gate_args_t a = {0};
     int rc = cli_parse(&cli_gate_command, argc, argv, &a, apply_gate_option);
@@ -403,7 +408,7 @@ static int64_t merge_against_baseline(result_list_t *rows, const char *baseline,
 }
 
 /* kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] SHARD.h5... */
-int cli_merge(int argc, char **argv)
+static int cli_merge(int argc, char **argv)
 {
     merge_args_t a = {0};
     int rc = cli_parse(&cli_merge_command, argc, argv, &a, NULL);
@@ -457,7 +462,7 @@ int cli_merge(int argc, char **argv)
 }
 
 /* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */
-int cli_baseline(int argc, char **argv)
+static int cli_baseline(int argc, char **argv)
 {
     baseline_args_t a = {0};
     int rc = cli_parse(&cli_baseline_command, argc, argv, &a, NULL);
@@ -510,7 +515,7 @@ static int apply_calibrate_option(void *args, const cli_value_t *v)
 }
 
 /* kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME] */
-int cli_calibrate(int argc, char **argv)
+static int cli_calibrate(int argc, char **argv)
 {
     calibrate_args_t a = {.margin = 2.0, .name = "calibrated"};
     int rc = cli_parse(&cli_calibrate_command, argc, argv, &a, apply_calibrate_option);

@@ -17,6 +17,8 @@ static const char *or_dash(const char *s)
     return s ? s : "-";
 }
 
+static int cli_inspect(int argc, char **argv);
+
 const cli_command_t cli_inspect_command = {
     .name = "inspect",
     .synopsis = "CASE...",
@@ -30,7 +32,7 @@ const cli_command_t cli_inspect_command = {
     .run = cli_inspect,
 };
 
-int cli_inspect(int argc, char **argv)
+static int cli_inspect(int argc, char **argv)
 {
     int rc = cli_parse(&cli_inspect_command, argc, argv, NULL, NULL);
     if (rc != CLI_GO_ON)

@@ -61,6 +61,8 @@ static void list_kernels(int verbose, const char *patterns)
     }
 }
 
+static int cli_list(int argc, char **argv);
+
 enum { OPT_LIST_KERNELS = 1 };
 
 typedef struct {
@@ -86,7 +88,7 @@ const cli_command_t cli_list_command = {
     .run = cli_list,
 };
 
-int cli_list(int argc, char **argv)
+static int cli_list(int argc, char **argv)
 {
     list_args_t a = {0};
     const char *what = NULL;

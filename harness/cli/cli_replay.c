@@ -23,6 +23,8 @@
 #include "results_store.h"
 #include "kr_string.h"
 
+static int cli_replay(int argc, char **argv);
+
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
@@ -379,7 +381,7 @@ static int prepare_run(replay_cli_t *st, int argc, char **argv, run_lock_t *lock
     return 0;
 }
 
-int cli_replay(int argc, char **argv)
+static int cli_replay(int argc, char **argv)
 {
     replay_cli_t st;
     memset(&st, 0, sizeof st);

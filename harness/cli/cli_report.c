@@ -9,6 +9,8 @@
 #include "report_bundle.h"
 #include "results_store.h"
 
+static int cli_report(int argc, char **argv);
+
 enum { OPT_HISTORY = 256, OPT_LAST, OPT_BASE, OPT_CASE, OPT_NOLOOKUP, OPT_NOPLOTS, OPT_TITLE };
 
 typedef struct {
@@ -143,7 +145,7 @@ static int apply_report_option(void *args, const cli_value_t *v)
     return bad ? EXIT_USAGE : CLI_GO_ON;
 }
 
-int cli_report(int argc, char **argv)
+static int cli_report(int argc, char **argv)
 {
     report_args_t a;
     memset(&a, 0, sizeof a);

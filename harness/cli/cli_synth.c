@@ -10,6 +10,8 @@
 #include "synth.h"
 #include "kr_string.h"
 
+static int cli_synth(int argc, char **argv);
+
 enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
        OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME, OPT_WFORMAT };
 
@@ -125,7 +127,7 @@ static int apply_synth_option(void *args, const cli_value_t *v)
     return CLI_GO_ON;
 }
 
-int cli_synth(int argc, char **argv)
+static int cli_synth(int argc, char **argv)
 {
     synth_args_t a;
     memset(&a, 0, sizeof a);
