@@ -30,6 +30,9 @@ void report_table_print(FILE *fp, const result_list_t *rows);
 
 /* Verdict counts, one line: "12 rows: 10 PASS, 2 POISONED_INPUT". */
 void report_summary_line(FILE *fp, const result_list_t *rows);
+/* The same line with each verdict's name between before[verdict] and after
+ * (a terminal's colour and its reset); before NULL: nothing around them. */
+void report_summary_line_marked(FILE *fp, const result_list_t *rows, const char *const *before, const char *after);
 
 /* {"kreplay": {...provenance}, "results": [ {...}, ... ], "summary": {...}} */
 json_t *report_json_build(const result_list_t *rows, const run_info_t *info);

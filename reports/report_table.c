@@ -90,7 +90,7 @@ void report_table_print(FILE *fp, const result_list_t *rows)
     }
 }
 
-void report_summary_line(FILE *fp, const result_list_t *rows)
+void report_summary_line_marked(FILE *fp, const result_list_t *rows, const char *const *before, const char *after)
 {
     int64_t counts[VERDICT_COUNT] = {0};
     for (int64_t i = 0; i < rows->count; i++)
@@ -100,8 +100,14 @@ void report_summary_line(FILE *fp, const result_list_t *rows)
     for (int v = 0; v < VERDICT_COUNT; v++) {
         if (!counts[v])
             continue;
-        fprintf(fp, "%s%lld %s", sep, (long long)counts[v], verdict_name((verdict_t)v));
+        fprintf(fp, "%s%lld %s%s%s", sep, (long long)counts[v], before ? before[v] : "", verdict_name((verdict_t)v),
+                before ? after : "");
         sep = ", ";
     }
     fprintf(fp, "\n");
+}
+
+void report_summary_line(FILE *fp, const result_list_t *rows)
+{
+    report_summary_line_marked(fp, rows, NULL, "");
 }

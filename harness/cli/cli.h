@@ -1,29 +1,23 @@
-/* The kreplay command line: one function per subcommand, dispatched by name
- * in cli_main.c.  Each returns the process exit code: 0 success, 1 a
- * failing verdict, 2 a usage or input error. */
+/* The kreplay command line: one function per subcommand, reached through its
+ * cli_command_t (cli_commands.h), dispatched by name in cli_main.c.  Each
+ * returns the process exit code: 0 success, 1 a failing verdict, 2 a usage
+ * or input error. */
 #ifndef KR_CLI_H
 #define KR_CLI_H
+
+#include "mxfp4_weight.h"
 
 #define EXIT_VERDICT_FAILED 1
 #define EXIT_USAGE 2
 
 int kreplay_main(int argc, char **argv);
 
-int cli_replay(int argc, char **argv);
-int cli_list(int argc, char **argv);
-int cli_synth(int argc, char **argv);
-int cli_inspect(int argc, char **argv);
-int cli_compare(int argc, char **argv);
-int cli_gate(int argc, char **argv);
-int cli_merge(int argc, char **argv);
-int cli_baseline(int argc, char **argv);
-int cli_calibrate(int argc, char **argv);
-int cli_import(int argc, char **argv);
-int cli_report(int argc, char **argv);
-
 /* Shared helpers. */
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */
 int cli_parse_int_list(const char *s, long long *values, int cap);
+/* A scale layout as the command line names it: nk or kn, or the layout's
+ * own name (N,K/32, K/32,N).  Returns 0, or -1 for any other word. */
+int cli_scale_layout_from_word(const char *s, scale_layout_t *out);
 /* Expands CASE arguments: files as given, directories to their *.h5 and *.pt
  * files in name order.  Returns a malloc'd NULL-terminated array of strings. */
 char **cli_expand_cases(int n, char **args, int *count);

@@ -17,21 +17,40 @@
 #include "shape_catalog.h"
 #include "synth.h"
 
+static int cli_compare(int argc, char **argv);
+
 enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD };
+
+/* What compare's command line asks: the numerics, the synthetic cases and
+ * where the tables go. */
+typedef struct {
+    kernel_options_t kopt;
+    synth_params_t sp;
+    const char *synth_spec, *out_dir;
+    long long ms[64];
+    int n_m, seeds, json;
+} compare_args_t;
 
 static const cli_option_t compare_options[] = {
     {OPT_SYNTH, "synth", 0, "SHAPES", CLI_STRING, NULL,
-     "synthesize the cases in memory: catalogue names, NxK, or\n'production' (cases/shapes.csv)"},
-    {OPT_M, "m", 0, "LIST", CLI_STRING, NULL, "M values for --synth (default 1,64,512)"},
-    {OPT_SEEDS, "seeds", 0, "N", CLI_POS_INT, NULL, "seeds per shape and M (default 1)"},
-    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels of the synthetic x (see 'kreplay synth --help')"},
-    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "their gain"},
-    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale"},
-    {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, "mean binades a weight block sits below its row max"},
+     "synthesize the cases in memory: catalogue names, NxK, or\n'production' (cases/shapes.csv)",
+     CLI_SET_STRING(compare_args_t, synth_spec)},
+    {OPT_M, "m", 0, "LIST", CLI_STRING, NULL, "M values for --synth (default 1,64,512)", CLI_BY_CODE},
+    {OPT_SEEDS, "seeds", 0, "N", CLI_POS_INT, NULL, "seeds per shape and M (default 1)",
+     CLI_SET_INT(compare_args_t, seeds)},
+    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels of the synthetic x (see 'kreplay synth --help')",
+     CLI_BY_CODE},
+    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "their gain",
+     CLI_SET_NUMBER(compare_args_t, sp.outlier_gain)},
+    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale",
+     CLI_SET_NUMBER(compare_args_t, sp.token_spread)},
+    {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, "mean binades a weight block sits below its row max",
+     CLI_SET_NUMBER(compare_args_t, sp.weight_exp_spread)},
     CLI_OPT_FP8_QUANT,
     CLI_OPT_MXFP4_QUANT,
-    CLI_OPT_JSON,
-    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/compare.json, compare.csv, compare.md"},
+    CLI_OPT_JSON(CLI_SET_TRUE(compare_args_t, json)),
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/compare.json, compare.csv, compare.md",
+     CLI_SET_STRING(compare_args_t, out_dir)},
     CLI_OPT_THREADS,
 };
 
@@ -45,10 +64,23 @@ const cli_command_t cli_compare_command = {
         "and M band: each against R_source, the ratio of their errors, A against B, and\n"
         "each against its own R_exact.  Errors are pooled over the group's cases.",
     .operands = "file",
-    .options = compare_options,
-    .n_options = (int)(sizeof compare_options / sizeof compare_options[0]),
+    CLI_ROWS(compare_options),
     .run = cli_compare,
 };
+
+static int apply_compare_option(void *args, const cli_value_t *v)
+{
+    compare_args_t *a = args;
+    if (cli_apply_kernel_option(v, &a->kopt))
+        return CLI_GO_ON;
+    if (v->id == OPT_M) {
+        a->n_m = cli_option_int_list(&cli_compare_command, v, a->ms, 64);
+        return a->n_m < 0 ? EXIT_USAGE : CLI_GO_ON;
+    }
+    if (v->id == OPT_OUTLIERS)
+        a->sp.outlier_channels = atoi(v->arg);
+    return CLI_GO_ON;
+}
 
 static json_t *num(double v)
 {
@@ -124,33 +156,46 @@ static void write_csv(FILE *fp, const compare_t *cmp)
     }
 }
 
+/* What one of compare's files holds. */
+typedef void (*compare_file_fn)(FILE *fp, const compare_t *cmp, const char *cmdline);
+
+static void json_file(FILE *fp, const compare_t *cmp, const char *cmdline)
+{
+    json_t *root = to_json(cmp, cmdline);
+    json_dumpf(root, fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    json_decref(root);
+}
+
+static void csv_file(FILE *fp, const compare_t *cmp, const char *cmdline)
+{
+    (void)cmdline;
+    write_csv(fp, cmp);
+}
+
+static void markdown_file(FILE *fp, const compare_t *cmp, const char *cmdline)
+{
+    print_table(fp, cmp, 1);
+    fprintf(fp, "\ncommand: `%s`\n", cmdline);
+}
+
 static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdline, kr_error_t *err)
 {
+    static const struct {
+        const char *name;
+        compare_file_fn write;
+    } files[] = {{"compare.json", json_file}, {"compare.csv", csv_file}, {"compare.md", markdown_file}};
     if (make_dirs(dir, err))
         return -1;
-    char path[4096];
-    atomic_file_t f;
-    snprintf(path, sizeof path, "%s/compare.json", dir);
-    if (atomic_file_open(&f, path, err))
-        return -1;
-    json_t *root = to_json(cmp, cmdline);
-    json_dumpf(root, f.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
-    json_decref(root);
-    if (atomic_file_commit(&f, err))
-        return -1;
-    snprintf(path, sizeof path, "%s/compare.csv", dir);
-    if (atomic_file_open(&f, path, err))
-        return -1;
-    write_csv(f.fp, cmp);
-    if (atomic_file_commit(&f, err))
-        return -1;
-    snprintf(path, sizeof path, "%s/compare.md", dir);
-    if (atomic_file_open(&f, path, err))
-        return -1;
-    print_table(f.fp, cmp, 1);
-    fprintf(f.fp, "\ncommand: `%s`\n", cmdline);
-    if (atomic_file_commit(&f, err))
-        return -1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[4096];
+        atomic_file_t f;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        if (atomic_file_open(&f, path, err))
+            return -1;
+        files[i].write(f.fp, cmp, cmdline);
+        if (atomic_file_commit(&f, err))
+            return -1;
+    }
     /* The report page and plots (error vs M, W4A8 vs W4A4, heatmap) from
      * the per-case rows. */
     results_meta_t meta;
@@ -166,44 +211,19 @@ static int write_outputs(const char *dir, const compare_t *cmp, const char *cmdl
     return report_generate(dir, &cmp->rows, NULL, 0, &ro, err);
 }
 
-int cli_compare(int argc, char **argv)
+static int cli_compare(int argc, char **argv)
 {
-    kernel_options_t kopt;
-    kernel_options_default(&kopt);
-    synth_params_t sp;
-    synth_params_default(&sp);
-    const char *synth_spec = NULL, *out_dir = NULL;
-    long long ms[64] = {1, 64, 512};
-    int n_m = 3, seeds = 1, json = 0;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_compare_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        if (cli_apply_kernel_option(&v, &kopt))
-            continue;
-        switch (c) {
-        case OPT_SYNTH: synth_spec = optarg; break;
-        case OPT_M:
-            n_m = cli_parse_int_list(optarg, ms, 64);
-            if (n_m < 0) {
-                fprintf(stderr, "kreplay compare: --m: expected M[,M...], got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_SEEDS: seeds = (int)v.i; break;
-        case OPT_OUTLIERS: sp.outlier_channels = atoi(optarg); break;
-        case OPT_GAIN: sp.outlier_gain = v.d; break;
-        case OPT_TSPREAD: sp.token_spread = v.d; break;
-        case OPT_WSPREAD: sp.weight_exp_spread = v.d; break;
-        case CLI_ID_JSON: json = 1; break;
-        case 'o': out_dir = optarg; break;
-        default: break;
-        }
-    }
-    if (c < 0)
-        return cli_parse_exit(c);
+    compare_args_t a = {.ms = {1, 64, 512}, .n_m = 3, .seeds = 1};
+    kernel_options_default(&a.kopt);
+    synth_params_default(&a.sp);
+    int rc = cli_parse(&cli_compare_command, argc, argv, &a, apply_compare_option);
+    if (rc != CLI_GO_ON)
+        return rc;
+    const kernel_options_t kopt = a.kopt;
+    synth_params_t sp = a.sp;
+    const char *synth_spec = a.synth_spec, *out_dir = a.out_dir;
+    const long long *ms = a.ms;
+    const int n_m = a.n_m, seeds = a.seeds, json = a.json;
     compare_t cmp = {0};
     cmp.a = kernel_for_role(COMPARE_ROLE_W4A8_PRODUCTION) ? kernel_for_role(COMPARE_ROLE_W4A8_PRODUCTION)
                                                            : kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
@@ -279,10 +299,8 @@ int cli_compare(int argc, char **argv)
     cli_free_strings(cases);
     char *cmdline = cli_command_line(argc, argv);
     if (json) {
-        json_t *root = to_json(&cmp, cmdline);
-        json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+        json_file(stdout, &cmp, cmdline);
         fputc('\n', stdout);
-        json_decref(root);
     } else if (cmp.count) {
         print_table(stdout, &cmp, 0);
     }

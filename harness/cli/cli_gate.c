@@ -31,37 +31,62 @@ static int lock_run_dir(const char *dir, run_lock_t *lock)
     return -1;
 }
 
+static int cli_gate(int argc, char **argv);
+static int cli_merge(int argc, char **argv);
+static int cli_baseline(int argc, char **argv);
+static int cli_calibrate(int argc, char **argv);
+
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
     OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT,
 };
 
+/* What the gate's command line asks: the run, what the console shows, and
+ * whether only the shapes are listed. */
+typedef struct {
+    gate_options_t o;
+    gate_console_t console;
+    int list;
+} gate_args_t;
+
 static const cli_option_t gate_options[] = {
-    {'o', "out", 'o', "RUNDIR", CLI_DIR, NULL, "the run directory (required)"},
+    {'o', "out", 'o', "RUNDIR", CLI_DIR, NULL, "the run directory (required)", CLI_SET_STRING(gate_args_t, o.run_dir)},
     {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL,
      "a results.h5 to compare with: REGRESSED / IMPROVED; a\n"
-     "baseline row this run lacks (MISSING) fails the gate\nunless --allow-missing"},
+     "baseline row this run lacks (MISSING) fails the gate\nunless --allow-missing",
+     CLI_SET_STRING(gate_args_t, o.baseline_path)},
     {OPT_BASE_INIT, "baseline-init", 0, NULL, CLI_FLAG, NULL,
-     "when the --baseline FILE does not exist, create it from\nthis run (making its directories) instead of refusing"},
+     "when the --baseline FILE does not exist, create it from\nthis run (making its directories) instead of refusing",
+     CLI_SET_TRUE(gate_args_t, o.baseline_init)},
     {OPT_ALLOW_MISSING, "allow-missing", 0, NULL, CLI_FLAG, NULL,
-     "baseline rows absent from this run do not fail the\ngate (implied by --shard)"},
-    {OPT_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML, a testcase per case x kernel"},
-    {OPT_POLICY, "policy", 0, "FILE", CLI_FILE, NULL, "overrides the suite's policy"},
-    {OPT_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "keep a copy of results.h5 in DIR (for trends)"},
-    {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases"},
-    {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL, "keep the cases RUNDIR/partial already holds"},
-    {OPT_ONLY, "only-shape", 0, "NxK", CLI_STRING, NULL, "only the cases of one shape (ctest's per-shape tests)"},
+     "baseline rows absent from this run do not fail the\ngate (implied by --shard)",
+     CLI_SET_TRUE(gate_args_t, console.allow_missing)},
+    {OPT_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML, a testcase per case x kernel",
+     CLI_SET_STRING(gate_args_t, o.junit_path)},
+    {OPT_POLICY, "policy", 0, "FILE", CLI_FILE, NULL, "overrides the suite's policy",
+     CLI_SET_STRING(gate_args_t, o.policy_path)},
+    {OPT_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "keep a copy of results.h5 in DIR (for trends)",
+     CLI_SET_STRING(gate_args_t, o.history_dir)},
+    {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases", CLI_BY_CODE},
+    {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL, "keep the cases RUNDIR/partial already holds",
+     CLI_SET_TRUE(gate_args_t, o.resume)},
+    {OPT_ONLY, "only-shape", 0, "NxK", CLI_STRING, NULL, "only the cases of one shape (ctest's per-shape tests)",
+     CLI_SET_STRING(gate_args_t, o.only_shape)},
     {OPT_ONLY_BAND, "only-band", 0, "BAND", CLI_STRING, NULL,
-     "only the cases of one M band (decode, mid, prefill, tiled)"},
+     "only the cases of one M band (decode, mid, prefill, tiled)", CLI_SET_STRING(gate_args_t, o.only_band)},
     {OPT_ONLY_CASE, "only-case", 0, "NAME", CLI_STRING, NULL,
-     "only the case of this name (a row's case name; what each\nfailing row's rerun command uses)"},
-    {OPT_GATE_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "kernel globs replacing the suite's kernels"},
-    {OPT_LIST, "list-shapes", 0, NULL, CLI_FLAG, NULL, "print the suite's shapes, bands and kernel families"},
-    {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)"},
+     "only the case of this name (a row's case name; what each\nfailing row's rerun command uses)",
+     CLI_SET_STRING(gate_args_t, o.only_case)},
+    {OPT_GATE_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "kernel globs replacing the suite's kernels",
+     CLI_BY_CODE},
+    {OPT_LIST, "list-shapes", 0, NULL, CLI_FLAG, NULL, "print the suite's shapes, bands and kernel families",
+     CLI_SET_TRUE(gate_args_t, list)},
+    {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)",
+     CLI_BY_CODE},
     CLI_OPT_INJECT,
-    CLI_OPT_ALL_ROWS,
-    CLI_OPT_QUIET,
-    CLI_OPT_THREADS,
+    CLI_OPT_ALL_ROWS(CLI_SET_TRUE(gate_args_t, console.all_rows)),
+    CLI_OPT_QUIET(CLI_SET_TRUE(gate_args_t, console.quiet)),
+    CLI_OPT_THREADS_SET(gate_args_t, o.threads),
 };
 
 const cli_command_t cli_gate_command = {
@@ -74,18 +99,23 @@ const cli_command_t cli_gate_command = {
         "and compares with a baseline results file.  Prints the summary first, then the\n"
         "failing and regressed rows, each with the command that reruns it.",
     .operands = "file",
-    .options = gate_options,
-    .n_options = (int)(sizeof gate_options / sizeof gate_options[0]),
+    CLI_ROWS(gate_options),
     .run = cli_gate,
 };
 
 enum { OPT_MERGE_JUNIT = 256, OPT_MERGE_BASELINE };
 
+typedef struct {
+    const char *out_dir, *junit, *baseline;
+} merge_args_t;
+
 static const cli_option_t merge_options[] = {
-    {'o', "out", 'o', "OUTDIR", CLI_DIR, NULL, "the merged run's directory (required)"},
-    {OPT_MERGE_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML of the merged run"},
+    {'o', "out", 'o', "OUTDIR", CLI_DIR, NULL, "the merged run's directory (required)",
+     CLI_SET_STRING(merge_args_t, out_dir)},
+    {OPT_MERGE_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML of the merged run",
+     CLI_SET_STRING(merge_args_t, junit)},
     {OPT_MERGE_BASELINE, "baseline", 0, "FILE", CLI_FILE, NULL,
-     "gate the merged run against this baseline, as 'kreplay gate' does"},
+     "gate the merged run against this baseline, as 'kreplay gate' does", CLI_SET_STRING(merge_args_t, baseline)},
 };
 
 const cli_command_t cli_merge_command = {
@@ -95,17 +125,21 @@ const cli_command_t cli_merge_command = {
     .description = "Combines the results of 'kreplay gate --shard I/N' runs into OUTDIR/results.h5\n"
                    "(exactly the rows of one unsharded run) and its reports.",
     .operands = "file",
-    .options = merge_options,
-    .n_options = (int)(sizeof merge_options / sizeof merge_options[0]),
+    CLI_ROWS(merge_options),
     .run = cli_merge,
 };
 
 enum { OPT_BASELINE_FILE = 1, OPT_BASELINE_HISTORY };
 
+typedef struct {
+    const char *dest, *history;
+} baseline_args_t;
+
 static const cli_option_t baseline_options[] = {
     {OPT_BASELINE_FILE, "baseline", 0, "FILE", CLI_FILE, NULL,
-     "the baseline to write (its directory is created)"},
-    {OPT_BASELINE_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "also keep a copy in DIR, named by time and commit"},
+     "the baseline to write (its directory is created)", CLI_SET_STRING(baseline_args_t, dest)},
+    {OPT_BASELINE_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "also keep a copy in DIR, named by time and commit",
+     CLI_SET_STRING(baseline_args_t, history)},
 };
 
 const cli_command_t cli_baseline_command = {
@@ -115,17 +149,26 @@ const cli_command_t cli_baseline_command = {
     .description = "Checks that RESULTS.h5 (or RUNDIR/results.h5) is a valid results file and writes it,\n"
                    "atomically, as the baseline.",
     .operands = "update",
-    .options = baseline_options,
-    .n_options = 2,
+    CLI_ROWS(baseline_options),
     .run = cli_baseline,
 };
 
+typedef struct {
+    gate_options_t o;
+    double margin;
+    const char *name, *dir;
+} calibrate_args_t;
+
 static const cli_option_t calibrate_options[] = {
-    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "writes DIR/calibration.md and DIR/policy.yaml (required)"},
-    {'s', "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "the seeds every synthetic item runs with (required)"},
-    {'m', "margin", 0, "M", CLI_POS_NUMBER, NULL, "threshold = M x the largest value seen (default 2, >= 1)"},
-    {'n', "name", 0, "NAME", CLI_STRING, NULL, "the policy's name (default: calibrated)"},
-    CLI_OPT_THREADS,
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "writes DIR/calibration.md and DIR/policy.yaml (required)",
+     CLI_SET_STRING(calibrate_args_t, dir)},
+    {'s', "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "the seeds every synthetic item runs with (required)",
+     CLI_BY_CODE},
+    {'m', "margin", 0, "M", CLI_POS_NUMBER, NULL, "threshold = M x the largest value seen (default 2, >= 1)",
+     CLI_SET_NUMBER(calibrate_args_t, margin)},
+    {'n', "name", 0, "NAME", CLI_STRING, NULL, "the policy's name (default: calibrated)",
+     CLI_SET_STRING(calibrate_args_t, name)},
+    CLI_OPT_THREADS_SET(calibrate_args_t, o.threads),
 };
 
 const cli_command_t cli_calibrate_command = {
@@ -136,10 +179,17 @@ const cli_command_t cli_calibrate_command = {
                    "metric's distribution per kernel x reference x band) and DIR/policy.yaml (thresholds\n"
                    "= margin x the largest value seen; default margin 2).",
     .operands = "file",
-    .options = calibrate_options,
-    .n_options = (int)(sizeof calibrate_options / sizeof calibrate_options[0]),
+    CLI_ROWS(calibrate_options),
     .run = cli_calibrate,
 };
+
+/* --seeds FIRST-LAST of gate and calibrate.  Returns CLI_GO_ON or the exit code. */
+static int parse_seeds(const cli_command_t *cmd, const char *arg, gate_options_t *o)
+{
+    if (sscanf(arg, "%lld-%lld", &o->seed_first, &o->seed_last) != 2 || o->seed_first < 1)
+        return cli_option_error(cmd, "seeds", "expected FIRST-LAST, got '%s'", arg);
+    return CLI_GO_ON;
+}
 
 static int write_run_reports(const char *run_dir, const result_list_t *rows, const results_meta_t *meta,
                              const char *baseline, const char *history,
@@ -215,93 +265,71 @@ static int write_junit_file(const char *junit_path, const result_list_t *junit_r
     return atomic_file_commit(&f, err);
 }
 
-int cli_gate(int argc, char **argv)
+/* The gate's options that are checked before any case runs. */
+static int apply_gate_option(void *args, const cli_value_t *v)
 {
     const cli_command_t *cmd = &cli_gate_command;
-    gate_options_t o = {0};
-    gate_console_t console = {0};
-    int list = 0;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, cmd, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        switch (c) {
-        case 'o': o.run_dir = optarg; break;
-        case OPT_BASE: o.baseline_path = optarg; break;
-        case OPT_BASE_INIT: o.baseline_init = 1; break;
-        case OPT_JUNIT: o.junit_path = optarg; break;
-        case OPT_POLICY: o.policy_path = optarg; break;
-        case OPT_HISTORY: o.history_dir = optarg; break;
-        case OPT_SHARD:
-            if (sscanf(optarg, "%d/%d", &o.shard_index, &o.shard_count) != 2 || o.shard_count < 1 ||
-                o.shard_index < 1 || o.shard_index > o.shard_count) {
-                fprintf(stderr, "kreplay gate: --shard: expected I/N with 1 <= I <= N, got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_RESUME: o.resume = 1; break;
-        case OPT_ONLY: o.only_shape = optarg; break;
-        case OPT_ONLY_BAND: o.only_band = optarg; break;
-        case OPT_LIST: list = 1; break;
-        case OPT_SEEDS:
-            if (sscanf(optarg, "%lld-%lld", &o.seed_first, &o.seed_last) != 2 || o.seed_first < 1) {
-                fprintf(stderr, "kreplay gate: --seeds: expected FIRST-LAST, got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case CLI_ID_INJECT: {
-            /* Checked here, so a bad fault is an error before any case runs. */
-            fault_t f;
-            const char *kernels;
-            char buf[256];
-            int r = cli_parse_inject(cmd, optarg, buf, sizeof buf, &f, &kernels);
-            if (r)
-                return r > 0 ? 0 : EXIT_USAGE;
-            o.inject = optarg;
-            break;
-        }
-        case OPT_ALLOW_MISSING: console.allow_missing = 1; break;
-        case OPT_ONLY_CASE: o.only_case = optarg; break;
-        case OPT_GATE_KERNELS:
-            if (cli_check_kernel_patterns(cmd, optarg, NULL, 0))
-                return EXIT_USAGE;
-            o.kernels = optarg;
-            break;
-        case CLI_ID_ALL_ROWS: console.all_rows = 1; break;
-        case CLI_ID_QUIET: console.quiet = 1; break;
-        case CLI_ID_THREADS: o.threads = (int)v.i; break;
-        default: break;
-        }
+    gate_options_t *o = &((gate_args_t *)args)->o;
+    switch (v->id) {
+    case OPT_SHARD:
+        if (sscanf(v->arg, "%d/%d", &o->shard_index, &o->shard_count) != 2 || o->shard_count < 1 ||
+            o->shard_index < 1 || o->shard_index > o->shard_count)
+            return cli_option_error(cmd, "shard", "expected I/N with 1 <= I <= N, got '%s'", v->arg);
+        return CLI_GO_ON;
+    case OPT_SEEDS:
+        return parse_seeds(cmd, v->arg, o);
+    case CLI_ID_INJECT: {
+        /* Checked here, so a bad fault is an error before any case runs. */
+        fault_t f;
+        const char *kernels;
+        char buf[256];
+        int r = cli_parse_inject(cmd, v->arg, buf, sizeof buf, &f, &kernels);
+        if (r)
+            return r > 0 ? 0 : EXIT_USAGE;
+        o->inject = v->arg;
+        return CLI_GO_ON;
     }
-    if (c < 0)
-        return cli_parse_exit(c);
+    case OPT_GATE_KERNELS:
+        if (cli_check_kernel_patterns(cmd, v->arg, NULL, 0))
+            return EXIT_USAGE;
+        o->kernels = v->arg;
+        return CLI_GO_ON;
+    default:
+        return CLI_GO_ON;
+    }
+}
+
+static int cli_gate(int argc, char **argv)
+{
+    gate_args_t a = {0};
+    int rc = cli_parse(&cli_gate_command, argc, argv, &a, apply_gate_option);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (optind != argc - 1) {
         fprintf(stderr, "kreplay gate: expected exactly one SUITE file\nRun 'kreplay help gate' for its options.\n");
         return EXIT_USAGE;
     }
-    o.suite_path = argv[optind];
-    o.allow_missing = console.allow_missing || o.shard_count > 0;
+    a.o.suite_path = argv[optind];
+    a.o.allow_missing = a.console.allow_missing || a.o.shard_count > 0;
     kr_error_t err = {{0}};
-    if (list) {
-        if (gate_list_shapes(o.suite_path, &err)) {
+    if (a.list) {
+        if (gate_list_shapes(a.o.suite_path, &err)) {
             fprintf(stderr, "kreplay: error: %s\n", err.msg);
             return EXIT_USAGE;
         }
         return 0;
     }
-    if (!o.run_dir) {
+    if (!a.o.run_dir) {
         fprintf(stderr, "kreplay gate: -o RUNDIR is required\n");
         return EXIT_USAGE;
     }
     char *cmdline = cli_command_line(argc, argv);
-    o.command = cmdline;
-    o.version = cli_version();
-    o.git_commit = cli_git_commit();
-    o.progress = isatty(STDERR_FILENO);
+    a.o.command = cmdline;
+    a.o.version = cli_version();
+    a.o.git_commit = cli_git_commit();
+    a.o.progress = isatty(STDERR_FILENO);
     run_lock_t lock;
-    if (lock_run_dir(o.run_dir, &lock)) {
+    if (lock_run_dir(a.o.run_dir, &lock)) {
         free(cmdline);
         return EXIT_USAGE;
     }
@@ -309,7 +337,7 @@ int cli_gate(int argc, char **argv)
     results_meta_t meta;
     memset(&meta, 0, sizeof meta);
     gate_summary_t sum;
-    int ran = gate_run(&o, &rows, &meta, &sum, &err);
+    int ran = gate_run(&a.o, &rows, &meta, &sum, &err);
     int status = 0;
     if (ran != 0) {
         fprintf(stderr, "kreplay: error: %s\n", err.msg);
@@ -319,7 +347,7 @@ int cli_gate(int argc, char **argv)
     int n_failed = gate_incomplete_list(&sum, ran != 0 ? err.msg : NULL, failed);
     kr_error_t werr = {{0}};
     if (rows.count > 0 || ran == 0) {
-        if (write_run_reports(o.run_dir, &rows, &meta, o.baseline_path, o.history_dir, failed, n_failed,
+        if (write_run_reports(a.o.run_dir, &rows, &meta, a.o.baseline_path, a.o.history_dir, failed, n_failed,
                               &werr)) {
             /* After a run that stopped on an error (a full disk, most often),
              * that error was the one line: this is its echo. */
@@ -328,31 +356,31 @@ int cli_gate(int argc, char **argv)
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)
                 failed[n_failed++] = werr.msg;
-            json_mark_incomplete(o.run_dir, &rows, &meta, failed, n_failed);
+            json_mark_incomplete(a.o.run_dir, &rows, &meta, failed, n_failed);
         }
     }
     /* Written whatever happened (an error before the first case too), so a CI
      * that reads only the JUnit file sees what the exit code says. */
-    if (o.junit_path) {
+    if (a.o.junit_path) {
         result_list_t junit_rows;
         kr_error_t jerr = {{0}};
         if (gate_rows_with_errors(&rows, failed, n_failed, &junit_rows))
-            kr_fail(&jerr, "%s: out of memory", o.junit_path);
-        if (jerr.msg[0] || write_junit_file(o.junit_path, &junit_rows, &meta, sum.seconds, &jerr)) {
+            kr_fail(&jerr, "%s: out of memory", a.o.junit_path);
+        if (jerr.msg[0] || write_junit_file(a.o.junit_path, &junit_rows, &meta, sum.seconds, &jerr)) {
             if (ran == 0 && !werr.msg[0])
                 fprintf(stderr, "kreplay: error: %s\n", jerr.msg);
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)
                 failed[n_failed++] = jerr.msg;
-            json_mark_incomplete(o.run_dir, &rows, &meta, failed, n_failed);
+            json_mark_incomplete(a.o.run_dir, &rows, &meta, failed, n_failed);
         }
         result_list_free(&junit_rows);
     }
     run_lock_release(&lock);
     if (rows.count > 0 || ran == 0)
-        gate_console_print(stdout, &console, &o, &rows, &sum, ran == 0);
+        gate_console_print(stdout, &a.console, &a.o, &rows, &sum, ran == 0);
     if (ran == 0 && sum.baseline_created)
-        printf("baseline %s created from this run (%lld rows)\n", o.baseline_path, (long long)sum.rows);
+        printf("baseline %s created from this run (%lld rows)\n", a.o.baseline_path, (long long)sum.rows);
     result_list_free(&rows);
     const int failed_gate = sum.failing || sum.baseline_failed;
     gate_summary_free(&sum);
@@ -383,23 +411,13 @@ static int64_t merge_against_baseline(result_list_t *rows, const char *baseline,
 }
 
 /* kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] SHARD.h5... */
-int cli_merge(int argc, char **argv)
+static int cli_merge(int argc, char **argv)
 {
-    const char *out_dir = NULL, *junit = NULL, *baseline = NULL;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_merge_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        if (c == 'o')
-            out_dir = v.arg;
-        else if (c == OPT_MERGE_JUNIT)
-            junit = v.arg;
-        else if (c == OPT_MERGE_BASELINE)
-            baseline = v.arg;
-    }
-    if (c < 0)
-        return cli_parse_exit(c);
+    merge_args_t a = {0};
+    int rc = cli_parse(&cli_merge_command, argc, argv, &a, NULL);
+    if (rc != CLI_GO_ON)
+        return rc;
+    const char *out_dir = a.out_dir, *junit = a.junit, *baseline = a.baseline;
     if (!out_dir || optind >= argc) {
         fprintf(stderr, "kreplay merge: need -o OUTDIR and at least one results file\n");
         return EXIT_USAGE;
@@ -447,21 +465,13 @@ int cli_merge(int argc, char **argv)
 }
 
 /* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */
-int cli_baseline(int argc, char **argv)
+static int cli_baseline(int argc, char **argv)
 {
-    const char *src = NULL, *dest = NULL, *history = NULL;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_baseline_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        if (c == OPT_BASELINE_FILE)
-            dest = v.arg;
-        else if (c == OPT_BASELINE_HISTORY)
-            history = v.arg;
-    }
-    if (c < 0)
-        return cli_parse_exit(c);
+    baseline_args_t a = {0};
+    int rc = cli_parse(&cli_baseline_command, argc, argv, &a, NULL);
+    if (rc != CLI_GO_ON)
+        return rc;
+    const char *src = NULL, *dest = a.dest, *history = a.history;
     if (optind >= argc || strcmp(argv[optind], "update") != 0 || argc - optind > 2) {
         fprintf(stderr, "usage: kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR]\n");
         return EXIT_USAGE;
@@ -502,34 +512,21 @@ int cli_baseline(int argc, char **argv)
     return 0;
 }
 
-/* kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME] */
-int cli_calibrate(int argc, char **argv)
+static int apply_calibrate_option(void *args, const cli_value_t *v)
 {
-    gate_options_t o = {0};
-    double margin = 2.0;
-    const char *name = "calibrated", *dir = NULL;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_calibrate_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        switch (c) {
-        case 'o': dir = optarg; break;
-        case 's':
-            if (sscanf(optarg, "%lld-%lld", &o.seed_first, &o.seed_last) != 2 || o.seed_first < 1) {
-                fprintf(stderr, "kreplay calibrate: --seeds: expected FIRST-LAST, got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'm': margin = v.d; break;
-        case 'n': name = optarg; break;
-        case CLI_ID_THREADS: o.threads = (int)v.i; break;
-        default: break;
-        }
-    }
-    if (c < 0)
-        return cli_parse_exit(c);
+    return v->id == 's' ? parse_seeds(&cli_calibrate_command, v->arg, &((calibrate_args_t *)args)->o) : CLI_GO_ON;
+}
+
+/* kreplay calibrate SUITE --seeds FIRST-LAST -o DIR [--margin M] [--name NAME] */
+static int cli_calibrate(int argc, char **argv)
+{
+    calibrate_args_t a = {.margin = 2.0, .name = "calibrated"};
+    int rc = cli_parse(&cli_calibrate_command, argc, argv, &a, apply_calibrate_option);
+    if (rc != CLI_GO_ON)
+        return rc;
+    gate_options_t o = a.o;
+    const double margin = a.margin;
+    const char *name = a.name, *dir = a.dir;
     if (!dir || optind != argc - 1 || o.seed_first < 1 || !(margin >= 1)) {
         fprintf(stderr, "kreplay calibrate: need SUITE, --seeds FIRST-LAST, -o DIR and a margin >= 1\n");
         return EXIT_USAGE;

@@ -97,19 +97,10 @@ static void rerun_command(FILE *fp, const gate_options_t *o, const result_t *r)
 
 static void print_counts(FILE *fp, const result_list_t *rows, int colour)
 {
-    int64_t counts[VERDICT_COUNT] = {0};
-    for (int64_t i = 0; i < rows->count; i++)
-        counts[rows->rows[i].verdict]++;
-    fprintf(fp, "%lld rows:", (long long)rows->count);
-    const char *sep = " ";
-    for (int v = 0; v < VERDICT_COUNT; v++) {
-        if (!counts[v])
-            continue;
-        fprintf(fp, "%s%lld %s%s%s", sep, (long long)counts[v], cli_colour_of((verdict_t)v, colour),
-                verdict_name((verdict_t)v), cli_colour_reset(colour));
-        sep = ", ";
-    }
-    fputc('\n', fp);
+    const char *before[VERDICT_COUNT];
+    for (int v = 0; v < VERDICT_COUNT; v++)
+        before[v] = cli_colour_of((verdict_t)v, colour);
+    report_summary_line_marked(fp, rows, before, cli_colour_reset(colour));
 }
 
 static void print_row(FILE *fp, const gate_options_t *o, const result_t *r, int colour)

@@ -12,14 +12,20 @@ int cli_import(int argc, char **argv);
 
 enum { OPT_ORDER = 256, OPT_LAYOUT };
 
+typedef struct {
+    case_load_options_t lo;
+    const char *out;
+} import_args_t;
+
 static const cli_option_t import_options[] = {
-    {'o', "output", 'o', "CASE.h5", CLI_FILE, NULL, "the case to write (atomically)"},
+    {'o', "output", 'o', "CASE.h5", CLI_FILE, NULL, "the case to write (atomically)",
+     CLI_SET_STRING(import_args_t, out)},
     {OPT_ORDER, "weight-order", 0, "ORDER", CLI_CHOICE, "checkpoint|fragment",
      "checkpoint (default) or fragment: the dump does not say\n"
-     "whether RADIANCE_MXFP4_WPERM=1 had put the weight in WMMA\nfragment order"},
+     "whether RADIANCE_MXFP4_WPERM=1 had put the weight in WMMA\nfragment order", CLI_BY_CODE},
     {OPT_LAYOUT, "scale-layout", 0, "LAYOUT", CLI_CHOICE, "nk|kn|N,K/32|K/32,N",
      "nk ([N, K/32]) or kn ([K/32, N], what the dispatch holds);\n"
-     "needed only when N == K/32, where the shape cannot tell"},
+     "needed only when N == K/32, where the shape cannot tell", CLI_BY_CODE},
 };
 
 const cli_command_t cli_import_command = {
@@ -33,61 +39,42 @@ const cli_command_t cli_import_command = {
         "computed (_exact_ref) and becomes ref_recorded.  `kreplay replay DUMP.pt` reads the\n"
         "dump directly.",
     .operands = "file",
-    .options = import_options,
-    .n_options = (int)(sizeof import_options / sizeof import_options[0]),
+    CLI_ROWS(import_options),
     .run = cli_import,
 };
 
-static int parse_layout(const char *s, scale_layout_t *out)
+/* Not reached while the rows' choices are the words the parsers take; it
+ * keeps a parser stricter than its row saying what it expected. */
+static int bad_word(const char *option, const char *arg, const char *expected)
 {
-    if (!strcmp(s, "nk") || !strcmp(s, "N,K/32")) {
-        *out = SCALE_LAYOUT_NK;
-        return 0;
+    fprintf(stderr, "kreplay import: --%s '%s': expected %s\n", option, arg, expected);
+    return EXIT_USAGE;
+}
+
+static int apply_import_option(void *args, const cli_value_t *v)
+{
+    case_load_options_t *lo = &((import_args_t *)args)->lo;
+    if (v->id == OPT_ORDER) {
+        if (case_weight_order_from_attr(v->arg, &lo->weight_order) != 0)
+            return bad_word("weight-order", v->arg, "checkpoint or fragment");
+        lo->weight_order_set = 1;
+    } else if (v->id == OPT_LAYOUT) {
+        if (cli_scale_layout_from_word(v->arg, &lo->scale_layout) != 0)
+            return bad_word("scale-layout", v->arg, "nk (N,K/32) or kn (K/32,N)");
+        lo->scale_layout_set = 1;
     }
-    if (!strcmp(s, "kn") || !strcmp(s, "K/32,N")) {
-        *out = SCALE_LAYOUT_KN;
-        return 0;
-    }
-    return -1;
+    return CLI_GO_ON;
 }
 
 int cli_import(int argc, char **argv)
 {
-    case_load_options_t lo;
-    memset(&lo, 0, sizeof lo);
-    const char *out = NULL;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_import_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        switch (c) {
-        case 'o':
-            out = optarg;
-            break;
-        case OPT_ORDER:
-            if (case_weight_order_from_attr(optarg, &lo.weight_order) != 0) {
-                fprintf(stderr, "kreplay import: --weight-order '%s': expected checkpoint or "
-                                "fragment\n", optarg);
-                return EXIT_USAGE;
-            }
-            lo.weight_order_set = 1;
-            break;
-        case OPT_LAYOUT:
-            if (parse_layout(optarg, &lo.scale_layout) != 0) {
-                fprintf(stderr, "kreplay import: --scale-layout '%s': expected nk (N,K/32) or kn "
-                                "(K/32,N)\n", optarg);
-                return EXIT_USAGE;
-            }
-            lo.scale_layout_set = 1;
-            break;
-        default:
-            break;
-        }
-    }
-    if (c < 0)
-        return cli_parse_exit(c);
+    import_args_t a;
+    memset(&a, 0, sizeof a);
+    int rc = cli_parse(&cli_import_command, argc, argv, &a, apply_import_option);
+    if (rc != CLI_GO_ON)
+        return rc;
+    const char *out = a.out;
+    const case_load_options_t lo = a.lo;
     if (optind != argc - 1 || !out) {
         fprintf(stderr, "kreplay import: %s\n",
                 optind >= argc ? "no dump given" : optind < argc - 1 ? "one dump at a time"

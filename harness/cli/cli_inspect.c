@@ -17,6 +17,8 @@ static const char *or_dash(const char *s)
     return s ? s : "-";
 }
 
+static int cli_inspect(int argc, char **argv);
+
 const cli_command_t cli_inspect_command = {
     .name = "inspect",
     .synopsis = "CASE...",
@@ -30,16 +32,11 @@ const cli_command_t cli_inspect_command = {
     .run = cli_inspect,
 };
 
-int cli_inspect(int argc, char **argv)
+static int cli_inspect(int argc, char **argv)
 {
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_inspect_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0)
-        ;
-    if (c < 0)
-        return cli_parse_exit(c);
+    int rc = cli_parse(&cli_inspect_command, argc, argv, NULL, NULL);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (optind >= argc) {
         fprintf(stderr, "kreplay inspect: no case given\nusage: kreplay inspect CASE...\n");
         return EXIT_USAGE;

@@ -61,11 +61,20 @@ static void list_kernels(int verbose, const char *patterns)
     }
 }
 
+static int cli_list(int argc, char **argv);
+
 enum { OPT_LIST_KERNELS = 1 };
 
+typedef struct {
+    int verbose;
+    const char *patterns;
+} list_args_t;
+
 static const cli_option_t list_options[] = {
-    CLI_OPT_VERBOSE("formats, accumulation order, constraints and thresholds of each kernel"),
-    {OPT_LIST_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "only the kernels matching these globs"},
+    CLI_OPT_VERBOSE("formats, accumulation order, constraints and thresholds of each kernel",
+                    CLI_SET_TRUE(list_args_t, verbose)),
+    {OPT_LIST_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "only the kernels matching these globs",
+     CLI_SET_STRING(list_args_t, patterns)},
 };
 
 const cli_command_t cli_list_command = {
@@ -75,37 +84,27 @@ const cli_command_t cli_list_command = {
     .description = "kernels: the registry (--verbose: formats and accumulation order); shapes: the\n"
                    "production shape catalogue (cases/shapes.csv).",
     .operands = "kernels shapes",
-    .options = list_options,
-    .n_options = (int)(sizeof list_options / sizeof list_options[0]),
+    CLI_ROWS(list_options),
     .run = cli_list,
 };
 
-int cli_list(int argc, char **argv)
+static int cli_list(int argc, char **argv)
 {
-    int verbose = 0;
-    const char *what = NULL, *patterns = NULL;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_list_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        if (c == CLI_ID_VERBOSE)
-            verbose = 1;
-        else if (c == OPT_LIST_KERNELS)
-            patterns = v.arg;
-    }
-    if (c < 0)
-        return cli_parse_exit(c);
+    list_args_t a = {0};
+    const char *what = NULL;
+    int rc = cli_parse(&cli_list_command, argc, argv, &a, NULL);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (optind < argc)
         what = argv[optind];
     if (argc - optind > 1) {
         fprintf(stderr, "kreplay list: unexpected argument '%s'\\n", argv[optind + 1]);
         return EXIT_USAGE;
     }
-    if (patterns && cli_check_kernel_patterns(&cli_list_command, patterns, NULL, 0))
+    if (a.patterns && cli_check_kernel_patterns(&cli_list_command, a.patterns, NULL, 0))
         return EXIT_USAGE;
     if (!what || !strcmp(what, "kernels")) {
-        list_kernels(verbose, patterns);
+        list_kernels(a.verbose, a.patterns);
         return 0;
     }
     if (!strcmp(what, "shapes")) {

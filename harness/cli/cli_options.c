@@ -10,7 +10,7 @@
 #include "quant_mxfp4.h"
 
 static const cli_option_t help_row = {CLI_ID_HELP, "help", 'h', NULL, CLI_FLAG, NULL,
-                                      "this text"};
+                                      "this text", CLI_BY_CODE};
 
 /* The command's rows, then --help (every command has it). */
 static const cli_option_t *row_at(const cli_command_t *cmd, int i)
@@ -184,6 +184,57 @@ int cli_parser_next(cli_parser_t *p, cli_value_t *v)
     if (v->arg && check_arg(cmd, o, v->arg, v))
         return CLI_PARSE_ERROR;
     return o->id;
+}
+
+/* The row's field in args gets the value; the rows were checked to name a
+ * field of the store's type (CLI_FIELD_OF). */
+static void store_value(const cli_value_t *v, void *args)
+{
+    char *field = (char *)args + v->opt->offset;
+    switch (v->opt->store) {
+    case CLI_STORE_STRING:
+        *(const char **)(void *)field = v->arg;
+        break;
+    case CLI_STORE_TRUE:
+    case CLI_STORE_FALSE:
+        *(int *)(void *)field = v->opt->store == CLI_STORE_TRUE;
+        break;
+    case CLI_STORE_INT:
+        *(int *)(void *)field = (int)v->i;
+        break;
+    case CLI_STORE_NUMBER:
+        *(double *)(void *)field = v->d;
+        break;
+    default:
+        break;
+    }
+}
+
+int cli_parse(const cli_command_t *cmd, int argc, char **argv, void *args, cli_apply_fn apply)
+{
+    cli_parser_t parser;
+    if (cli_parser_init(&parser, cmd, argc, argv))
+        return EXIT_USAGE;
+    cli_value_t v;
+    int c;
+    while ((c = cli_parser_next(&parser, &v)) > 0) {
+        if (v.opt->store != CLI_STORE_NONE) {
+            store_value(&v, args);
+            continue;
+        }
+        int rc = apply ? apply(args, &v) : CLI_GO_ON;
+        if (rc != CLI_GO_ON)
+            return rc;
+    }
+    return c < 0 ? cli_parse_exit(c) : CLI_GO_ON;
+}
+
+int cli_option_int_list(const cli_command_t *cmd, const cli_value_t *v, long long *values, int cap)
+{
+    int n = cli_parse_int_list(v->arg, values, cap);
+    if (n < 0)
+        cli_option_error(cmd, v->opt->name, "expected M[,M...], got '%s'", v->arg);
+    return n;
 }
 
 int cli_apply_kernel_option(const cli_value_t *v, kernel_options_t *k)

@@ -10,6 +10,7 @@
 #define KR_CLI_OPTIONS_H
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "registry.h"
@@ -26,6 +27,18 @@ typedef enum {
     CLI_KERNELS,    /* comma-separated kernel globs (completed with the registry's names) */
 } cli_arg_kind_t;
 
+/* Where cli_parse puts an option that needs no code of its own: a field of
+ * the command's argument struct, named in the row by the CLI_SET_* macros
+ * below.  CLI_STORE_NONE: the command's apply step takes it. */
+typedef enum {
+    CLI_STORE_NONE = 0,
+    CLI_STORE_STRING,  /* const char *: the argument as given */
+    CLI_STORE_TRUE,    /* int: 1 */
+    CLI_STORE_FALSE,   /* int: 0 (a --no-X flag) */
+    CLI_STORE_INT,     /* int: the CLI_POS_INT value */
+    CLI_STORE_NUMBER,  /* double: the CLI_*_NUMBER value */
+} cli_store_t;
+
 typedef struct {
     int id;               /* what cli_parser_next returns for it (> 0) */
     const char *name;     /* long name, without "--" */
@@ -34,7 +47,22 @@ typedef struct {
     cli_arg_kind_t kind;
     const char *choices;  /* CLI_CHOICE: "a|b|c" */
     const char *help;     /* '\n' starts a continuation line */
+    cli_store_t store;
+    size_t offset;        /* of the stored field in the argument struct */
 } cli_option_t;
+
+/* A row's tail: CLI_BY_CODE (the command's apply step takes the option), or
+ * where its value is stored in the argument struct type:
+ * {..., "help", CLI_SET_STRING(gate_args_t, o.run_dir)}.  A field of any
+ * other type than the store writes does not compile. */
+#define CLI_BY_CODE CLI_STORE_NONE, 0
+#define CLI_FIELD_OF(type, field, ctype) \
+    (offsetof(type, field) + 0 * sizeof(char[_Generic(((type *)0)->field, ctype: 1, default: -1)]))
+#define CLI_SET_STRING(type, field) CLI_STORE_STRING, CLI_FIELD_OF(type, field, const char *)
+#define CLI_SET_TRUE(type, field) CLI_STORE_TRUE, CLI_FIELD_OF(type, field, int)
+#define CLI_SET_FALSE(type, field) CLI_STORE_FALSE, CLI_FIELD_OF(type, field, int)
+#define CLI_SET_INT(type, field) CLI_STORE_INT, CLI_FIELD_OF(type, field, int)
+#define CLI_SET_NUMBER(type, field) CLI_STORE_NUMBER, CLI_FIELD_OF(type, field, double)
 
 typedef struct cli_command {
     const char *name;         /* "replay" */
@@ -46,6 +74,9 @@ typedef struct cli_command {
     int n_options;
     int (*run)(int argc, char **argv);
 } cli_command_t;
+
+/* .options and .n_options of a command from its row array. */
+#define CLI_ROWS(table) .options = (table), .n_options = (int)(sizeof(table) / sizeof((table)[0]))
 
 /* Ids shared by several subcommands: their rows are the CLI_OPT_* macros
  * below, so each shared option is written once. */
@@ -61,28 +92,34 @@ enum {
     CLI_ID_HELP,
 };
 
-#define CLI_OPT_THREADS \
-    {CLI_ID_THREADS, "threads", 't', "N", CLI_POS_INT, NULL, "threads for the models (default: all cores)"}
+/* THREADS, FP8_QUANT, MXFP4_QUANT and INJECT are taken by code
+ * (cli_apply_kernel_option, cli_parse_inject); CLI_OPT_THREADS_SET stores
+ * the count in an int instead.  The flags take the CLI_SET_* tail that
+ * says where they go. */
+#define CLI_ROW_THREADS \
+    CLI_ID_THREADS, "threads", 't', "N", CLI_POS_INT, NULL, "threads for the models (default: all cores)"
+#define CLI_OPT_THREADS {CLI_ROW_THREADS, CLI_BY_CODE}
+#define CLI_OPT_THREADS_SET(type, field) {CLI_ROW_THREADS, CLI_SET_INT(type, field)}
 #define CLI_OPT_FP8_QUANT                                                                         \
     {CLI_ID_FP8_QUANT, "fp8-quant", 0, "VARIANT", CLI_CHOICE, "vllm|traced|pure|reciprocal",            \
-     "vllm | traced | pure | reciprocal (default: vllm)"}
+     "vllm | traced | pure | reciprocal (default: vllm)", CLI_BY_CODE}
 #define CLI_OPT_MXFP4_QUANT                                                                       \
     {CLI_ID_MXFP4_QUANT, "mxfp4-quant", 0, "VARIANT", CLI_CHOICE, "aiter-even|ocp|ceil",                \
-     "aiter-even | ocp | ceil (default: aiter-even)"}
+     "aiter-even | ocp | ceil (default: aiter-even)", CLI_BY_CODE}
 #define CLI_OPT_INJECT                                                                            \
     {CLI_ID_INJECT, "inject", 0, "[KERNELS=]FAULT", CLI_STRING, NULL,                             \
      "\nrun kernels (all, or those matching KERNELS) as if they\n"                                 \
      "had FAULT, to see how kreplay reports it: wperm,\n"                                          \
      "wperm-inverse, scale-layout, scale-pow2:K, scale-const:C,\n"                                 \
      "sanitize, quant-variant:V, tile-unwritten, tile-zeros:N,\n"                                  \
-     "rows-nan, ulp-nudge:P, tile-scale:C ('--inject help')"}
-#define CLI_OPT_JSON {CLI_ID_JSON, "json", 0, NULL, CLI_FLAG, NULL, "JSON on stdout instead of the table"}
-#define CLI_OPT_VERBOSE(help) {CLI_ID_VERBOSE, "verbose", 'v', NULL, CLI_FLAG, NULL, help}
-#define CLI_OPT_QUIET \
-    {CLI_ID_QUIET, "quiet", 'q', NULL, CLI_FLAG, NULL, "print the summary alone, no rows"}
-#define CLI_OPT_ALL_ROWS                                                                          \
+     "rows-nan, ulp-nudge:P, tile-scale:C ('--inject help')", CLI_BY_CODE}
+#define CLI_OPT_JSON(set) {CLI_ID_JSON, "json", 0, NULL, CLI_FLAG, NULL, "JSON on stdout instead of the table", set}
+#define CLI_OPT_VERBOSE(help, set) {CLI_ID_VERBOSE, "verbose", 'v', NULL, CLI_FLAG, NULL, help, set}
+#define CLI_OPT_QUIET(set) \
+    {CLI_ID_QUIET, "quiet", 'q', NULL, CLI_FLAG, NULL, "print the summary alone, no rows", set}
+#define CLI_OPT_ALL_ROWS(set)                                                                     \
     {CLI_ID_ALL_ROWS, "all-rows", 'v', NULL, CLI_FLAG, NULL,                                      \
-     "print every row (default: the summary, then the failing\nand regressed rows)"}
+     "print every row (default: the summary, then the failing\nand regressed rows)", set}
 
 /* One parsed option. */
 typedef struct {
@@ -117,10 +154,29 @@ int cli_parser_next(cli_parser_t *p, cli_value_t *v);
 /* The exit code for a CLI_PARSE_HELP / CLI_PARSE_ERROR result. */
 int cli_parse_exit(int result);
 
+/* What cli_parse and an apply step return to go on; anything else is the
+ * command's exit code. */
+#define CLI_GO_ON (-1)
+
+/* A command's code for the options its rows do not store (CLI_STORE_NONE):
+ * args is what cli_parse was given.  Returns CLI_GO_ON or the exit code. */
+typedef int (*cli_apply_fn)(void *args, const cli_value_t *v);
+
+/* The whole option loop of a command: parses argv by cmd's rows, stores
+ * each stored option's value in args, gives the others to apply (NULL:
+ * there are none), and prints usage or the error itself.  Returns CLI_GO_ON
+ * with optind at the first operand, or the exit code (0 after --help, 2
+ * after a bad option, or what apply returned). */
+int cli_parse(const cli_command_t *cmd, int argc, char **argv, void *args, cli_apply_fn apply);
+
 /* Reports a bad value of an option (for checks beyond the row's kind) and
  * returns the usage exit code. */
 int cli_option_error(const cli_command_t *cmd, const char *option, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* --m M[,M...]: the values (returns their count), or -1 after saying what
+ * was expected. */
+int cli_option_int_list(const cli_command_t *cmd, const cli_value_t *v, long long *values, int cap);
 
 /* Applies the shared numerics options (threads, fp8-quant, mxfp4-quant) to
  * *k.  Returns 1 if id is one of them, 0 otherwise. */

@@ -23,60 +23,92 @@
 #include "results_store.h"
 #include "kr_string.h"
 
+static int cli_replay(int argc, char **argv);
+
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
     OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY,
 };
 
+/* What the command line asks of one replay, and the kernels it loaded. */
+typedef struct {
+    const cli_command_t *cmd;
+    replay_options_t opt;
+    const char *out_dir, *save_path, *policy_path;
+    int json;
+    char inject_buf[256];
+    kr_plugin_t *plugins[16];
+    int n_plugins;
+    const kernel_desc_t *extra[16 * 256];
+    int n_extra;
+    const char *py_specs[PY_KERNELS_MAX];
+    int n_py;
+} replay_cli_t;
+
 static const cli_option_t replay_options[] = {
     {OPT_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL,
-     "comma-separated globs over kernel names (default: all;\nsee 'kreplay list kernels'); each must match a kernel"},
-    {OPT_REFS, "refs", 'r', "LIST", CLI_STRING, NULL, "references: exact,source (default: both)"},
+     "comma-separated globs over kernel names (default: all;\nsee 'kreplay list kernels'); each must match a kernel",
+     CLI_SET_STRING(replay_cli_t, opt.kernel_patterns)},
+    {OPT_REFS, "refs", 'r', "LIST", CLI_STRING, NULL, "references: exact,source (default: both)", CLI_BY_CODE},
     {OPT_ACT, "act-source", 0, "MODE", CLI_CHOICE, "auto|recorded|quantize",
-     "auto (recorded fp8 if present, else quantize x),\nrecorded, quantize (default: auto)"},
+     "auto (recorded fp8 if present, else quantize x),\nrecorded, quantize (default: auto)", CLI_BY_CODE},
     CLI_OPT_FP8_QUANT,
     CLI_OPT_MXFP4_QUANT,
-    {OPT_E8M0, "e8m0-zero", 0, NULL, CLI_FLAG, NULL, "weight scale byte 0 decodes to 0.0 (Triton's fallback)"},
+    {OPT_E8M0, "e8m0-zero", 0, NULL, CLI_FLAG, NULL, "weight scale byte 0 decodes to 0.0 (Triton's fallback)",
+     CLI_BY_CODE},
     {OPT_SPLITS, "decode-splits", 0, "S", CLI_POS_INT, NULL,
-     "split-K of w4a8.decode (default 4) and bf16.skinny (default:\nthe dispatch's table)"},
-    {OPT_NOREC, "no-recorded", 0, NULL, CLI_FLAG, NULL, "no rows for the outputs recorded in the case"},
-    CLI_OPT_JSON,
-    {OPT_OUT, "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/results.json, results.csv and report.md"},
-    {OPT_SAVE, "save-outputs", 0, "FILE", CLI_FILE, NULL, "HDF5 file with every kernel output and its operands"},
+     "split-K of w4a8.decode (default 4) and bf16.skinny (default:\nthe dispatch's table)",
+     CLI_SET_INT(replay_cli_t, opt.kernel.decode_splits)},
+    {OPT_NOREC, "no-recorded", 0, NULL, CLI_FLAG, NULL, "no rows for the outputs recorded in the case",
+     CLI_SET_FALSE(replay_cli_t, opt.include_recorded)},
+    CLI_OPT_JSON(CLI_SET_TRUE(replay_cli_t, json)),
+    {OPT_OUT, "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/results.json, results.csv and report.md",
+     CLI_SET_STRING(replay_cli_t, out_dir)},
+    {OPT_SAVE, "save-outputs", 0, "FILE", CLI_FILE, NULL, "HDF5 file with every kernel output and its operands",
+     CLI_SET_STRING(replay_cli_t, save_path)},
     CLI_OPT_THREADS,
     {OPT_VS, "vs", 0, "KERNEL", CLI_KERNELS, NULL,
-     "also compare each kernel's output with KERNEL's model, bit\nby bit (reference 'model:KERNEL', with the ULP histogram)"},
+     "also compare each kernel's output with KERNEL's model, bit\nby bit (reference 'model:KERNEL', with the ULP histogram)",
+      CLI_BY_CODE},
     CLI_OPT_INJECT,
-    {OPT_NODIAG, "no-diagnose", 0, NULL, CLI_FLAG, NULL, "do not test hypotheses on failing rows"},
+    {OPT_NODIAG, "no-diagnose", 0, NULL, CLI_FLAG, NULL, "do not test hypotheses on failing rows",
+     CLI_SET_FALSE(replay_cli_t, opt.diagnose)},
     {OPT_DEVICE, "device", 0, "DEVICE", CLI_CHOICE, "cpu|gpu",
      "gpu: run the GPU kernels; each is rerun and compared bit\n"
      "by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
      "poisoned before each launch, timed, and compared with its\n"
-     "CPU model (reference model:<kernel>, MODEL_MISMATCH)"},
+     "CPU model (reference model:<kernel>, MODEL_MISMATCH)", CLI_BY_CODE},
     {OPT_RERUNS, "reruns", 0, "N", CLI_POS_INT, NULL,
      "runs of every kernel on the same inputs, compared bitwise\n"
      "(NONDETERMINISTIC); default 3 for GPU and plugin kernels,\n"
-     "1 for kreplay's own CPU models"},
-    {OPT_MATRIX, "matrix", 0, NULL, CLI_FLAG, NULL, "also run the matrix-unit (MMA / WMMA) variant, measured"},
+     "1 for kreplay's own CPU models", CLI_BY_CODE},
+    {OPT_MATRIX, "matrix", 0, NULL, CLI_FLAG, NULL, "also run the matrix-unit (MMA / WMMA) variant, measured",
+     CLI_SET_TRUE(replay_cli_t, opt.gpu_matrix)},
     {OPT_PLUGIN, "plugin", 0, "LIB.so", CLI_FILE, NULL,
-     "also run the kernels of a plugin (kernels/plugin.h); repeatable"},
+     "also run the kernels of a plugin (kernels/plugin.h); repeatable", CLI_BY_CODE},
     {OPT_PY, "py", 0, "MODULE:FUNCTION", CLI_STRING, NULL,
-     "also run a Python callable as a kernel, isolated like a\nplugin (kernels/plugins/python); repeatable, at most 8"},
+     "also run a Python callable as a kernel, isolated like a\nplugin (kernels/plugins/python); repeatable, at most 8",
+      CLI_BY_CODE},
     {OPT_TIMEOUT, "timeout", 0, "SECONDS", CLI_NONNEG_NUMBER, NULL,
-     "limit of each isolated kernel run (default 300; 0 = none)"},
+     "limit of each isolated kernel run (default 300; 0 = none)",
+     CLI_SET_NUMBER(replay_cli_t, opt.timeout_s)},
     {OPT_ISOLATE, "isolate", 0, NULL, CLI_FLAG, NULL,
-     "run every kernel in a child process (plugins always are):\na crash or hang is a CRASHED / TIMEOUT row, the run goes on"},
-    {OPT_NOISOLATE, "no-isolate", 0, NULL, CLI_FLAG, NULL, "run plugin kernels in-process too (for a debugger)"},
+     "run every kernel in a child process (plugins always are):\na crash or hang is a CRASHED / TIMEOUT row, the run goes on",
+     CLI_SET_TRUE(replay_cli_t, opt.isolate_all)},
+    {OPT_NOISOLATE, "no-isolate", 0, NULL, CLI_FLAG, NULL, "run plugin kernels in-process too (for a debugger)",
+     CLI_SET_TRUE(replay_cli_t, opt.no_isolate)},
     {OPT_ORACLE, "oracle", 0, NULL, CLI_FLAG, NULL,
-     "also compute every reference in fp64 and report the fp32\nreference's own error (column ref_f32_vs_f64)"},
+     "also compute every reference in fp64 and report the fp32\nreference's own error (column ref_f32_vs_f64)",
+     CLI_SET_TRUE(replay_cli_t, opt.oracle)},
     {OPT_BLOCK, "block-mb", 0, "MB", CLI_POS_NUMBER, NULL,
      "memory for a case's outputs and references at once\n"
      "(default: a quarter of the available memory, 16 to 4096):\n"
      "a larger case is replayed in blocks of rows,\n"
-     "with the same outputs and merged metrics"},
+     "with the same outputs and merged metrics", CLI_BY_CODE},
     {OPT_POLICY, "policy", 0, "FILE", CLI_STRING, NULL,
-     "judge by this policy (default: the calibrated\ncases/policies/default.yaml)"},
+     "judge by this policy (default: the calibrated\ncases/policies/default.yaml)",
+     CLI_SET_STRING(replay_cli_t, policy_path)},
 };
 
 const cli_command_t cli_replay_command = {
@@ -86,8 +118,7 @@ const cli_command_t cli_replay_command = {
     .description = "Replays each case through the selected kernels' CPU models and compares every\n"
                    "output, and the outputs recorded in the case, with the references.",
     .operands = "file",
-    .options = replay_options,
-    .n_options = (int)(sizeof replay_options / sizeof replay_options[0]),
+    CLI_ROWS(replay_options),
     .run = cli_replay,
 };
 
@@ -107,25 +138,6 @@ static int parse_refs(const char *s, unsigned *refs)
     return *refs ? 0 : -1;
 }
 
-/* What the command line asks of one replay, and the kernels it loaded. */
-typedef struct {
-    const cli_command_t *cmd;
-    replay_options_t opt;
-    const char *out_dir, *save_path, *policy_path;
-    int json;
-    char inject_buf[256];
-    kr_plugin_t *plugins[16];
-    int n_plugins;
-    const kernel_desc_t *extra[16 * 256];
-    int n_extra;
-    const char *py_specs[PY_KERNELS_MAX];
-    int n_py;
-} replay_cli_t;
-
-/* What an option step returns to go on with the next option; anything
- * else is the command's exit code. */
-#define KEEP_PARSING (-1)
-
 /* A loaded plugin's kernels join the replay beside the registry's. */
 static void add_plugin(replay_cli_t *st, kr_plugin_t *plugin)
 {
@@ -143,7 +155,7 @@ static int apply_plugin_option(replay_cli_t *st, const char *path)
     if (plugin_load(path, &plugin, &perr))
         return cli_option_error(st->cmd, "plugin", "%s", perr.msg);
     add_plugin(st, plugin);
-    return KEEP_PARSING;
+    return CLI_GO_ON;
 }
 
 /* --device gpu: asked in a child, since a parent that touched the GPU
@@ -156,60 +168,20 @@ static int apply_device_option(replay_cli_t *st, const char *device)
             return cli_option_error(st->cmd, "device", "gpu: %s", why);
         st->opt.device_gpu = 1;
     }
-    return KEEP_PARSING;
+    return CLI_GO_ON;
 }
 
-/* The options that take part in running the cases (not the numerics, which
- * cli_apply_kernel_option handles).  Returns KEEP_PARSING or the exit code. */
-static int apply_run_option(replay_cli_t *st, int c, const cli_value_t *v)
+/* The options the rows do not store: the numerics (cli_apply_kernel_option),
+ * the ones checked as they are given, and the kernels loaded.  Returns
+ * CLI_GO_ON or the exit code. */
+static int apply_option(void *args, const cli_value_t *v)
 {
+    replay_cli_t *st = args;
     const char *optarg = v->arg;
     replay_options_t *opt = &st->opt;
-    switch (c) {
-    case OPT_DEVICE:
-        return apply_device_option(st, optarg);
-    case OPT_RERUNS:
-        opt->gpu_reruns = opt->model_reruns = (int)v->i;
-        break;
-    case OPT_MATRIX:
-        opt->gpu_matrix = 1;
-        break;
-    case OPT_PLUGIN:
-        return apply_plugin_option(st, optarg);
-    case OPT_PY:
-        if (st->n_py == PY_KERNELS_MAX)
-            return cli_option_error(st->cmd, "py", "at most %d Python kernels", PY_KERNELS_MAX);
-        st->py_specs[st->n_py++] = optarg;
-        break;
-    case OPT_TIMEOUT:
-        opt->timeout_s = v->d;
-        break;
-    case OPT_ISOLATE:
-        opt->isolate_all = 1;
-        break;
-    case OPT_BLOCK:
-        if (v->d > 1e7)
-            return cli_option_error(st->cmd, "block-mb", "'%s' is not a size in MiB in (0, 1e7]", optarg);
-        opt->block_bytes = (int64_t)(v->d * 1048576.0);
-        break;
-    case OPT_NOISOLATE:
-        opt->no_isolate = 1;
-        break;
-    default:
-        break;
-    }
-    return KEEP_PARSING;
-}
-
-/* One option.  Returns KEEP_PARSING or the exit code. */
-static int apply_option(replay_cli_t *st, int c, const cli_value_t *v)
-{
-    const char *optarg = v->arg;
-    replay_options_t *opt = &st->opt;
-    switch (c) {
-    case OPT_KERNELS:
-        opt->kernel_patterns = optarg;
-        break;
+    if (cli_apply_kernel_option(v, &opt->kernel))
+        return CLI_GO_ON;
+    switch (v->id) {
     case OPT_REFS:
         if (parse_refs(optarg, &opt->refs))
             return cli_option_error(st->cmd, "refs", "unknown reference in '%s' (exact, source)", optarg);
@@ -219,26 +191,8 @@ static int apply_option(replay_cli_t *st, int c, const cli_value_t *v)
                                  : !strcmp(optarg, "quantize") ? ACT_SOURCE_QUANTIZE
                                                                : ACT_SOURCE_AUTO;
         break;
-    case OPT_SPLITS:
-        opt->kernel.decode_splits = (int)v->i;
-        break;
     case OPT_E8M0:
         opt->weight_e8m0_mode = E8M0_ZERO_IS_ZERO;
-        break;
-    case OPT_NOREC:
-        opt->include_recorded = 0;
-        break;
-    case CLI_ID_JSON:
-        st->json = 1;
-        break;
-    case OPT_OUT:
-        st->out_dir = optarg;
-        break;
-    case OPT_SAVE:
-        st->save_path = optarg;
-        break;
-    case OPT_ORACLE:
-        opt->oracle = 1;
         break;
     case CLI_ID_INJECT: {
         int rc = cli_parse_inject(st->cmd, optarg, st->inject_buf, sizeof st->inject_buf, &opt->fault,
@@ -247,12 +201,6 @@ static int apply_option(replay_cli_t *st, int c, const cli_value_t *v)
             return rc > 0 ? 0 : EXIT_USAGE;
         break;
     }
-    case OPT_NODIAG:
-        opt->diagnose = 0;
-        break;
-    case OPT_POLICY:
-        st->policy_path = optarg;
-        break;
     case OPT_VS:
         if (!kernel_find(optarg) || kernel_find(optarg)->op != KERNEL_OP_GEMM) {
             cli_kernel_typo(st->cmd, "vs", optarg, NULL, 0);
@@ -260,10 +208,27 @@ static int apply_option(replay_cli_t *st, int c, const cli_value_t *v)
         }
         opt->vs_kernel = optarg;
         break;
+    case OPT_DEVICE:
+        return apply_device_option(st, optarg);
+    case OPT_RERUNS:
+        opt->gpu_reruns = opt->model_reruns = (int)v->i;
+        break;
+    case OPT_PLUGIN:
+        return apply_plugin_option(st, optarg);
+    case OPT_PY:
+        if (st->n_py == PY_KERNELS_MAX)
+            return cli_option_error(st->cmd, "py", "at most %d Python kernels", PY_KERNELS_MAX);
+        st->py_specs[st->n_py++] = optarg;
+        break;
+    case OPT_BLOCK:
+        if (v->d > 1e7)
+            return cli_option_error(st->cmd, "block-mb", "'%s' is not a size in MiB in (0, 1e7]", optarg);
+        opt->block_bytes = (int64_t)(v->d * 1048576.0);
+        break;
     default:
-        return apply_run_option(st, c, v);
+        break;
     }
-    return KEEP_PARSING;
+    return CLI_GO_ON;
 }
 
 /* The cases' rows, and which inputs could not be read or stopped part-way. */
@@ -362,24 +327,13 @@ static int report_run(const replay_cli_t *st, replay_run_t *run, int argc, char 
 }
 
 /* The options, then the --py kernels (loaded once all are known).  Returns
- * KEEP_PARSING with st filled and *first_operand set, or the exit code. */
+ * CLI_GO_ON with st filled and *first_operand set, or the exit code. */
 static int parse_command_line(replay_cli_t *st, int argc, char **argv, int *first_operand)
 {
-    cli_parser_t parser;
-    if (cli_parser_init(&parser, st->cmd, argc, argv))
-        return EXIT_USAGE;
-    cli_value_t v;
-    int c;
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        if (cli_apply_kernel_option(&v, &st->opt.kernel))
-            continue;
-        int rc = apply_option(st, c, &v);
-        if (rc != KEEP_PARSING)
-            return rc;
-    }
-    *first_operand = parser.optind;
-    if (c < 0)
-        return cli_parse_exit(c);
+    int rc = cli_parse(st->cmd, argc, argv, st, apply_option);
+    if (rc != CLI_GO_ON)
+        return rc;
+    *first_operand = optind;
     if (*first_operand >= argc) {
         fprintf(stderr, "kreplay replay: no case given\nRun 'kreplay help replay' for its options.\n");
         return EXIT_USAGE;
@@ -398,7 +352,7 @@ static int parse_command_line(replay_cli_t *st, int argc, char **argv, int *firs
     if (st->opt.kernel_patterns &&
         cli_check_kernel_patterns(st->cmd, st->opt.kernel_patterns, st->extra, st->n_extra))
         return EXIT_USAGE;
-    return KEEP_PARSING;
+    return CLI_GO_ON;
 }
 
 /* The lock on -o DIR, the case list and the policy, in that order; on
@@ -430,7 +384,7 @@ static int prepare_run(replay_cli_t *st, int argc, char **argv, run_lock_t *lock
     return 0;
 }
 
-int cli_replay(int argc, char **argv)
+static int cli_replay(int argc, char **argv)
 {
     replay_cli_t st;
     memset(&st, 0, sizeof st);
@@ -438,7 +392,7 @@ int cli_replay(int argc, char **argv)
     replay_options_default(&st.opt);
     int first_operand = 0;
     int rc = parse_command_line(&st, argc, argv, &first_operand);
-    if (rc != KEEP_PARSING)
+    if (rc != CLI_GO_ON)
         return rc;
     optind = first_operand;
     run_lock_t lock = {-1};

@@ -9,40 +9,9 @@
 #include "report_bundle.h"
 #include "results_store.h"
 
+static int cli_report(int argc, char **argv);
+
 enum { OPT_HISTORY = 256, OPT_LAST, OPT_BASE, OPT_CASE, OPT_NOLOOKUP, OPT_NOPLOTS, OPT_TITLE };
-
-static const cli_option_t report_options[] = {
-    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the report directory (required)"},
-    {OPT_HISTORY, "history", 0, "DIR|FILE", CLI_FILE, NULL,
-     "earlier runs' results files (a directory: its *.h5),\nfor the error trend; may be repeated"},
-    {OPT_LAST, "last", 0, "N", CLI_POS_INT, NULL, "the trend keeps the last N history runs (default 10)"},
-    {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL, "a baseline results file: the trend's first point"},
-    {OPT_CASE, "case", 0, "CASE.h5", CLI_FILE, NULL,
-     "draw the non-finite map of this case's x; may be repeated\n"
-     "(cases the rows name are mapped when their files exist and\n"
-     "their x held non-finite values)"},
-    {OPT_NOLOOKUP, "no-case-lookup", 0, NULL, CLI_FLAG, NULL, "map only the --case files"},
-    {OPT_NOPLOTS, "no-plots", 0, NULL, CLI_FLAG, NULL, "do not run gnuplot"},
-    {OPT_TITLE, "title", 0, "TEXT", CLI_STRING, NULL, "the page's title"},
-    {'q', "quiet", 'q', NULL, CLI_FLAG, NULL, "no warnings"},
-};
-
-const cli_command_t cli_report_command = {
-    .name = "report",
-    .synopsis = "RESULTS.h5|RUNDIR... -o DIR [options]",
-    .summary = "HTML page (plots inline) and Markdown from results files",
-    .description =
-        "Regenerates a report directory from results files alone: DIR/report.html (one\n"
-        "self-contained page, plots inline as SVG), DIR/report_full.md (plots as\n"
-        "plots/*.png), DIR/plots/, and results.json, results.csv, report.md.  Files whose\n"
-        "rows do not overlap (the shards of one run) are reported as one run; files of\n"
-        "several runs (the same rows twice) report the newest run, with the others as its\n"
-        "history.  Plots need gnuplot on PATH; without it the report is written without plots.",
-    .operands = "file",
-    .options = report_options,
-    .n_options = (int)(sizeof report_options / sizeof report_options[0]),
-    .run = cli_report,
-};
 
 typedef struct {
     char **v;
@@ -88,6 +57,49 @@ static int add_history(paths_t *p, const char *arg)
     return rc;
 }
 
+/* What report's command line asks: the report's options, where it goes, and
+ * the history and case files named. */
+typedef struct {
+    report_options_t opt;
+    const char *out_dir;
+    paths_t history, cases;
+} report_args_t;
+
+static const cli_option_t report_options[] = {
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the report directory (required)", CLI_SET_STRING(report_args_t, out_dir)},
+    {OPT_HISTORY, "history", 0, "DIR|FILE", CLI_FILE, NULL,
+     "earlier runs' results files (a directory: its *.h5),\nfor the error trend; may be repeated", CLI_BY_CODE},
+    {OPT_LAST, "last", 0, "N", CLI_POS_INT, NULL, "the trend keeps the last N history runs (default 10)",
+     CLI_SET_INT(report_args_t, opt.history_last)},
+    {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL, "a baseline results file: the trend's first point",
+     CLI_SET_STRING(report_args_t, opt.baseline_path)},
+    {OPT_CASE, "case", 0, "CASE.h5", CLI_FILE, NULL,
+     "draw the non-finite map of this case's x; may be repeated\n"
+     "(cases the rows name are mapped when their files exist and\n"
+     "their x held non-finite values)", CLI_BY_CODE},
+    {OPT_NOLOOKUP, "no-case-lookup", 0, NULL, CLI_FLAG, NULL, "map only the --case files",
+     CLI_SET_FALSE(report_args_t, opt.find_cases)},
+    {OPT_NOPLOTS, "no-plots", 0, NULL, CLI_FLAG, NULL, "do not run gnuplot", CLI_SET_FALSE(report_args_t, opt.plots)},
+    {OPT_TITLE, "title", 0, "TEXT", CLI_STRING, NULL, "the page's title", CLI_SET_STRING(report_args_t, opt.title)},
+    {'q', "quiet", 'q', NULL, CLI_FLAG, NULL, "no warnings", CLI_SET_TRUE(report_args_t, opt.quiet)},
+};
+
+const cli_command_t cli_report_command = {
+    .name = "report",
+    .synopsis = "RESULTS.h5|RUNDIR... -o DIR [options]",
+    .summary = "HTML page (plots inline) and Markdown from results files",
+    .description =
+        "Regenerates a report directory from results files alone: DIR/report.html (one\n"
+        "self-contained page, plots inline as SVG), DIR/report_full.md (plots as\n"
+        "plots/*.png), DIR/plots/, and results.json, results.csv, report.md.  Files whose\n"
+        "rows do not overlap (the shards of one run) are reported as one run; files of\n"
+        "several runs (the same rows twice) report the newest run, with the others as its\n"
+        "history.  Plots need gnuplot on PATH; without it the report is written without plots.",
+    .operands = "file",
+    CLI_ROWS(report_options),
+    .run = cli_report,
+};
+
 /* The index of the first row whose key equals the one before it (rows
  * sorted), or -1. */
 static int64_t first_repeated_row(const result_list_t *rows)
@@ -122,44 +134,33 @@ static void print_outcome(const char *out_dir, int64_t n_rows, int n_files, cons
     printf(")\n");
 }
 
-int cli_report(int argc, char **argv)
+static int apply_report_option(void *args, const cli_value_t *v)
 {
-    report_options_t opt;
-    report_options_init(&opt);
-    opt.write_tables = 1;
-    const char *out_dir = NULL;
-    paths_t history = {0}, cases = {0};
+    report_args_t *a = args;
+    int bad = 0;
+    if (v->id == OPT_HISTORY)
+        bad = add_history(&a->history, v->arg);
+    else if (v->id == OPT_CASE)
+        bad = paths_add(&a->cases, v->arg);
+    return bad ? EXIT_USAGE : CLI_GO_ON;
+}
+
+static int cli_report(int argc, char **argv)
+{
+    report_args_t a;
+    memset(&a, 0, sizeof a);
+    report_options_init(&a.opt);
+    a.opt.write_tables = 1;
+    int rc = cli_parse(&cli_report_command, argc, argv, &a, apply_report_option);
+    if (rc != CLI_GO_ON) {
+        paths_free(&a.history);
+        paths_free(&a.cases);
+        return rc;
+    }
+    report_options_t opt = a.opt;
+    const char *out_dir = a.out_dir;
+    paths_t history = a.history, cases = a.cases;
     int status = 0;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_report_command, argc, argv);
-    while (status == 0 && (c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        switch (c) {
-        case 'o': out_dir = optarg; break;
-        case OPT_HISTORY:
-            if (add_history(&history, optarg))
-                status = EXIT_USAGE;
-            break;
-        case OPT_LAST: opt.history_last = (int)v.i; break;
-        case OPT_BASE: opt.baseline_path = optarg; break;
-        case OPT_CASE:
-            if (paths_add(&cases, optarg))
-                status = EXIT_USAGE;
-            break;
-        case OPT_NOLOOKUP: opt.find_cases = 0; break;
-        case OPT_NOPLOTS: opt.plots = 0; break;
-        case OPT_TITLE: opt.title = optarg; break;
-        case 'q': opt.quiet = 1; break;
-        default: break;
-        }
-    }
-    if (status == 0 && c < 0) {
-        paths_free(&history);
-        paths_free(&cases);
-        return cli_parse_exit(c);
-    }
     if (status == 0 && (!out_dir || optind >= argc)) {
         fprintf(stderr, "kreplay report: need -o DIR and at least one results file (or run directory)\n"
                         "Run 'kreplay help report' for its options.\n");

@@ -10,30 +10,50 @@
 #include "synth.h"
 #include "kr_string.h"
 
+static int cli_synth(int argc, char **argv);
+
 enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
        OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME, OPT_WFORMAT };
 
+/* What synth's command line asks: the parameters, and the shapes and Ms
+ * they are written for. */
+typedef struct {
+    synth_params_t p;
+    shape_t shapes[64];
+    long long ms[64];
+    int weight_format_given;
+    int n_shapes, n_m;
+    const char *out_dir, *name;
+} synth_args_t;
+
 static const cli_option_t synth_options[] = {
     {'s', "shape", 's', "SHAPES", CLI_STRING, NULL,
-     "comma-separated NxK pairs or names from the catalogue\n('kreplay list shapes'), or 'production'"},
-    {'m', "m", 'm', "M[,M...]", CLI_STRING, NULL, "the M values"},
-    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the directory to write the cases into"},
-    {OPT_SEED, "seed", 0, "S", CLI_STRING, NULL, "random seed (default 1)"},
-    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels (default 4)"},
-    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "outlier gain (default 100)"},
-    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale (default 1.5)"},
+     "comma-separated NxK pairs or names from the catalogue\n('kreplay list shapes'), or 'production'", CLI_BY_CODE},
+    {'m', "m", 'm', "M[,M...]", CLI_STRING, NULL, "the M values", CLI_BY_CODE},
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the directory to write the cases into",
+     CLI_SET_STRING(synth_args_t, out_dir)},
+    {OPT_SEED, "seed", 0, "S", CLI_STRING, NULL, "random seed (default 1)", CLI_BY_CODE},
+    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels (default 4)", CLI_BY_CODE},
+    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "outlier gain (default 100)",
+     CLI_SET_NUMBER(synth_args_t, p.outlier_gain)},
+    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale (default 1.5)",
+     CLI_SET_NUMBER(synth_args_t, p.token_spread)},
     {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL,
-     "mean binades a weight block sits below its row max (default 3)"},
-    {OPT_NAN, "nan-block", 0, "RxC[@C0]", CLI_STRING, NULL, "a block of R rows x C columns of NaN in x, from column C0"},
-    {OPT_ZERO, "zero-rows", 0, "N", CLI_STRING, NULL, "the last N rows of x are zero"},
-    {OPT_LAYOUT, "scale-layout", 0, "LAYOUT", CLI_CHOICE, "nk|kn|N,K/32|K/32,N", "nk (N,K/32, default) or kn (K/32,N)"},
-    {OPT_FRAG, "fragment-order", 0, NULL, CLI_FLAG, NULL, "store the weight in WPERM fragment order"},
+     "mean binades a weight block sits below its row max (default 3)",
+      CLI_SET_NUMBER(synth_args_t, p.weight_exp_spread)},
+    {OPT_NAN, "nan-block", 0, "RxC[@C0]", CLI_STRING, NULL, "a block of R rows x C columns of NaN in x, from column C0",
+     CLI_BY_CODE},
+    {OPT_ZERO, "zero-rows", 0, "N", CLI_STRING, NULL, "the last N rows of x are zero", CLI_BY_CODE},
+    {OPT_LAYOUT, "scale-layout", 0, "LAYOUT", CLI_CHOICE, "nk|kn|N,K/32|K/32,N", "nk (N,K/32, default) or kn (K/32,N)",
+     CLI_BY_CODE},
+    {OPT_FRAG, "fragment-order", 0, NULL, CLI_FLAG, NULL, "store the weight in WPERM fragment order", CLI_BY_CODE},
     {OPT_WFORMAT, "weight-format", 0, "FORMAT", CLI_CHOICE, "mxfp4|bf16|both",
      "mxfp4 (default), bf16 (weight_bf16 only: the same Gaussian\n"
-     "weights rounded to bf16, no x_fp8) or both"},
-    {OPT_LAYER, "layer", 0, "NAME", CLI_STRING, NULL, "provenance: the layer"},
-    {OPT_MODEL, "model", 0, "NAME", CLI_STRING, NULL, "provenance: the model"},
-    {OPT_NAME, "name", 0, "NAME", CLI_STRING, NULL, "file name (single shape and M only)"},
+     "weights rounded to bf16, no x_fp8) or both", CLI_BY_CODE},
+    {OPT_LAYER, "layer", 0, "NAME", CLI_STRING, NULL, "provenance: the layer", CLI_SET_STRING(synth_args_t, p.layer)},
+    {OPT_MODEL, "model", 0, "NAME", CLI_STRING, NULL, "provenance: the model", CLI_SET_STRING(synth_args_t, p.model)},
+    {OPT_NAME, "name", 0, "NAME", CLI_STRING, NULL, "file name (single shape and M only)",
+     CLI_SET_STRING(synth_args_t, name)},
 };
 
 const cli_command_t cli_synth_command = {
@@ -44,96 +64,86 @@ const cli_command_t cli_synth_command = {
                    "(or DIR/<name>.h5 with --name and a single shape and M).  bf16 layers get a bf16\n"
                    "weight as well.",
     .operands = NULL,
-    .options = synth_options,
-    .n_options = (int)(sizeof synth_options / sizeof synth_options[0]),
+    CLI_ROWS(synth_options),
     .run = cli_synth,
 };
 
-int cli_synth(int argc, char **argv)
+/* --shape: catalogue names, NxK or 'production'.  Returns CLI_GO_ON or the exit code. */
+static int apply_shapes(synth_args_t *a, const char *arg)
 {
-    synth_params_t p;
-    synth_params_default(&p);
-    shape_t shapes[64];
-    long long ms[64];
-    int weight_format_given = 0;
-    int n_shapes = 0, n_m = 0;
-    const char *out_dir = NULL, *name = NULL;
-    cli_parser_t parser;
-    cli_value_t v;
-    int c;
-    cli_parser_init(&parser, &cli_synth_command, argc, argv);
-    while ((c = cli_parser_next(&parser, &v)) > 0) {
-        const char *optarg = v.arg;
-        switch (c) {
-        case 's': {
-            shape_catalog_t cat;
-            kr_error_t serr = {{0}};
-            if (shape_catalog_load(shape_catalog_default_path(), &cat, &serr)) {
-                fprintf(stderr, "kreplay: error: %s\n", serr.msg);
-                return EXIT_USAGE;
-            }
-            n_shapes = shape_catalog_resolve(&cat, optarg, shapes, 64, &serr);
-            shape_catalog_free(&cat);
-            if (n_shapes < 0) {
-                fprintf(stderr, "kreplay synth: --shape: %s (expected NxK, a name from 'kreplay list shapes', "
-                                "or 'production')\n", serr.msg);
-                return EXIT_USAGE;
-            }
-            break;
-        }
-        case 'm':
-            n_m = cli_parse_int_list(optarg, ms, 64);
-            if (n_m < 0) {
-                fprintf(stderr, "kreplay synth: --m: expected M[,M...], got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'o': out_dir = optarg; break;
-        case OPT_SEED: p.seed = strtoull(optarg, NULL, 10); break;
-        case OPT_OUTLIERS: p.outlier_channels = atoi(optarg); break;
-        case OPT_GAIN: p.outlier_gain = atof(optarg); break;
-        case OPT_TSPREAD: p.token_spread = atof(optarg); break;
-        case OPT_WSPREAD: p.weight_exp_spread = atof(optarg); break;
-        case OPT_NAN: {
-            long long r, cc, c0 = 0;
-            int got = sscanf(optarg, "%lldx%lld@%lld", &r, &cc, &c0);
-            if (got < 2 || r <= 0 || cc <= 0 || c0 < 0) {
-                fprintf(stderr, "kreplay synth: --nan-block: expected RxC[@C0], got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            p.nan_rows = r;
-            p.nan_cols = cc;
-            p.nan_col0 = c0;
-            break;
-        }
-        case OPT_ZERO: p.zero_rows = atoll(optarg); break;
-        case OPT_LAYOUT:
-            if (!strcmp(optarg, "nk") || !strcmp(optarg, "N,K/32"))
-                p.scale_layout = SCALE_LAYOUT_NK;
-            else if (!strcmp(optarg, "kn") || !strcmp(optarg, "K/32,N"))
-                p.scale_layout = SCALE_LAYOUT_KN;
-            else {
-                fprintf(stderr, "kreplay synth: --scale-layout: '%s' is not nk or kn\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_FRAG: p.weight_order = WEIGHT_ORDER_FRAGMENT; break;
-        case OPT_WFORMAT:
-            weight_format_given = 1;
-            if (synth_weight_format_from_name(optarg, &p.weight_format) != 0) {
-                fprintf(stderr, "kreplay synth: --weight-format: '%s' is not mxfp4, bf16 or both\n",
-                        optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case OPT_LAYER: p.layer = optarg; break;
-        case OPT_MODEL: p.model = optarg; break;
-        case OPT_NAME: name = optarg; break;
-        default: break;
-        }
+    shape_catalog_t cat;
+    kr_error_t serr = {{0}};
+    if (shape_catalog_load(shape_catalog_default_path(), &cat, &serr)) {
+        fprintf(stderr, "kreplay: error: %s\n", serr.msg);
+        return EXIT_USAGE;
     }
-    if (c < 0)
-        return cli_parse_exit(c);
+    a->n_shapes = shape_catalog_resolve(&cat, arg, a->shapes, 64, &serr);
+    shape_catalog_free(&cat);
+    if (a->n_shapes < 0) {
+        fprintf(stderr, "kreplay synth: --shape: %s (expected NxK, a name from 'kreplay list shapes', "
+                        "or 'production')\n", serr.msg);
+        return EXIT_USAGE;
+    }
+    return CLI_GO_ON;
+}
+
+/* --nan-block RxC[@C0]. */
+static int apply_nan_block(synth_params_t *p, const char *arg)
+{
+    long long r, cc, c0 = 0;
+    int got = sscanf(arg, "%lldx%lld@%lld", &r, &cc, &c0);
+    if (got < 2 || r <= 0 || cc <= 0 || c0 < 0)
+        return cli_option_error(&cli_synth_command, "nan-block", "expected RxC[@C0], got '%s'", arg);
+    p->nan_rows = r;
+    p->nan_cols = cc;
+    p->nan_col0 = c0;
+    return CLI_GO_ON;
+}
+
+static int apply_synth_option(void *args, const cli_value_t *v)
+{
+    synth_args_t *a = args;
+    synth_params_t *p = &a->p;
+    const char *optarg = v->arg;
+    switch (v->id) {
+    case 's':
+        return apply_shapes(a, optarg);
+    case 'm':
+        a->n_m = cli_option_int_list(&cli_synth_command, v, a->ms, 64);
+        return a->n_m < 0 ? EXIT_USAGE : CLI_GO_ON;
+    case OPT_SEED: p->seed = strtoull(optarg, NULL, 10); break;
+    case OPT_OUTLIERS: p->outlier_channels = atoi(optarg); break;
+    case OPT_NAN:
+        return apply_nan_block(p, optarg);
+    case OPT_ZERO: p->zero_rows = atoll(optarg); break;
+    case OPT_LAYOUT:
+        if (cli_scale_layout_from_word(optarg, &p->scale_layout) != 0)
+            return cli_option_error(&cli_synth_command, "scale-layout", "'%s' is not nk or kn", optarg);
+        break;
+    case OPT_FRAG: p->weight_order = WEIGHT_ORDER_FRAGMENT; break;
+    case OPT_WFORMAT:
+        a->weight_format_given = 1;
+        if (synth_weight_format_from_name(optarg, &p->weight_format) != 0)
+            return cli_option_error(&cli_synth_command, "weight-format", "'%s' is not mxfp4, bf16 or both", optarg);
+        break;
+    default: break;
+    }
+    return CLI_GO_ON;
+}
+
+static int cli_synth(int argc, char **argv)
+{
+    synth_args_t a;
+    memset(&a, 0, sizeof a);
+    synth_params_default(&a.p);
+    int rc = cli_parse(&cli_synth_command, argc, argv, &a, apply_synth_option);
+    if (rc != CLI_GO_ON)
+        return rc;
+    synth_params_t p = a.p;
+    const shape_t *shapes = a.shapes;
+    const long long *ms = a.ms;
+    const int weight_format_given = a.weight_format_given, n_shapes = a.n_shapes, n_m = a.n_m;
+    const char *out_dir = a.out_dir, *name = a.name;
     if (n_shapes <= 0 || n_m <= 0 || !out_dir) {
         fprintf(stderr, "kreplay synth: --shape, --m and --out are required\n");
         fprintf(stderr, "Run 'kreplay help synth' for its options.\n");

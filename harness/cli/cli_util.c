@@ -107,3 +107,18 @@ char *cli_command_line(int argc, char **argv)
     }
     return s;
 }
+
+int cli_scale_layout_from_word(const char *s, scale_layout_t *out)
+{
+    static const struct {
+        const char *word;
+        scale_layout_t layout;
+    } short_words[] = {{"nk", SCALE_LAYOUT_NK}, {"kn", SCALE_LAYOUT_KN}};
+    for (size_t i = 0; i < sizeof short_words / sizeof short_words[0]; i++) {
+        if (!strcmp(s, short_words[i].word)) {
+            *out = short_words[i].layout;
+            return 0;
+        }
+    }
+    return scale_layout_from_name(s, out);
+}
