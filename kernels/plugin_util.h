@@ -94,6 +94,13 @@ static inline const char *kreplay_last_error(void)
     return *kreplay_error_slot();
 }
 
+/* In a launch that reads none of its operands (a test plugin that only
+ * crashes, hangs or aborts): its parameters, named as in plugin.h's
+ * kreplay_launch_fn, marked used. */
+#define KREPLAY_UNUSED_OPERANDS()                                                            \
+    ((void)x_fp8, (void)weight, (void)weight_scale, (void)weight_ref, (void)x_scale,        \
+     (void)out, (void)M, (void)N, (void)K, (void)stream)
+
 /* ---- the exported structure ---------------------------------------------- */
 
 /* The operand fields of a CPU W4A8 kernel on the per-block path: fp8 e4m3fn

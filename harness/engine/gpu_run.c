@@ -216,12 +216,9 @@ typedef struct {
 
 static void host_free(gpu_host_t *h)
 {
-    free(h->block);
-    free(h->first);
-    free(h->now);
-    free(h->first_scale);
-    free(h->now_scale);
-    free(h->times);
+    void *owned[] = {h->block, h->first, h->now, h->first_scale, h->now_scale, h->times};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        free(owned[i]);
     memset(h, 0, sizeof *h);
 }
 

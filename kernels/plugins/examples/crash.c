@@ -8,8 +8,7 @@ static int crash_launch(const void *x_fp8, const void *weight, const void *weigh
                         const void *weight_ref, const float *x_scale, void *out, int64_t M,
                         int64_t N, int64_t K, void *stream)
 {
-    (void)x_fp8, (void)weight, (void)weight_scale, (void)weight_ref, (void)x_scale, (void)out;
-    (void)M, (void)N, (void)K, (void)stream;
+    KREPLAY_UNUSED_OPERANDS();
     /* A store through an address the compiler cannot see is bad: a real
      * SIGSEGV, not a trap instruction. */
     volatile uintptr_t bad = 16;

@@ -8,8 +8,7 @@ static int hang_launch(const void *x_fp8, const void *weight, const void *weight
                        const void *weight_ref, const float *x_scale, void *out, int64_t M,
                        int64_t N, int64_t K, void *stream)
 {
-    (void)x_fp8, (void)weight, (void)weight_scale, (void)weight_ref, (void)x_scale, (void)out;
-    (void)M, (void)N, (void)K, (void)stream;
+    KREPLAY_UNUSED_OPERANDS();
     volatile unsigned long spin = 0;
     for (;;)
         spin++;
