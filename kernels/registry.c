@@ -98,39 +98,37 @@ int kernel_is_w4a8(const kernel_desc_t *k)
     return k->act.elem == ELEM_E4M3FN || k->act.elem == ELEM_E4M3FNUZ || k->act.elem == ELEM_E5M2;
 }
 
+/* names[v], or "?" for a value the table does not name. */
+static const char *enum_name(const char *const *names, size_t count, long v)
+{
+    return v >= 0 && (size_t)v < count && names[v] ? names[v] : "?";
+}
+
+#define ENUM_NAME(names, v) enum_name(names, sizeof names / sizeof names[0], (long)(v))
+
 const char *elem_format_name(elem_format_t f)
 {
-    switch (f) {
-    case ELEM_NONE: return "none";
-    case ELEM_E2M1: return "e2m1";
-    case ELEM_E4M3FN: return "e4m3fn";
-    case ELEM_E4M3FNUZ: return "e4m3fnuz";
-    case ELEM_E5M2: return "e5m2";
-    case ELEM_BF16: return "bf16";
-    case ELEM_FP32: return "fp32";
-    }
-    return "?";
+    static const char *const names[] = {
+        [ELEM_NONE] = "none", [ELEM_E2M1] = "e2m1", [ELEM_E4M3FN] = "e4m3fn",
+        [ELEM_E4M3FNUZ] = "e4m3fnuz", [ELEM_E5M2] = "e5m2", [ELEM_BF16] = "bf16",
+        [ELEM_FP32] = "fp32",
+    };
+    return ENUM_NAME(names, f);
 }
 
 const char *scale_kind_name(scale_kind_t s)
 {
-    switch (s) {
-    case SCALE_NONE: return "none";
-    case SCALE_PER_TOKEN: return "per-token";
-    case SCALE_PER_ROW: return "per-row";
-    case SCALE_E8M0_PER_BLOCK: return "e8m0-per-block";
-    case SCALE_FP32: return "fp32";
-    }
-    return "?";
+    static const char *const names[] = {
+        [SCALE_NONE] = "none", [SCALE_PER_TOKEN] = "per-token", [SCALE_PER_ROW] = "per-row",
+        [SCALE_E8M0_PER_BLOCK] = "e8m0-per-block", [SCALE_FP32] = "fp32",
+    };
+    return ENUM_NAME(names, s);
 }
 
 const char *ref_kind_name(ref_kind_t r)
 {
-    switch (r) {
-    case REF_EXACT: return "R_exact";
-    case REF_SOURCE: return "R_source";
-    }
-    return "?";
+    static const char *const names[] = {[REF_EXACT] = "R_exact", [REF_SOURCE] = "R_source"};
+    return ENUM_NAME(names, r);
 }
 
 void kernel_options_default(kernel_options_t *o)

@@ -143,7 +143,7 @@ const char *elem_format_name(elem_format_t f);      /* "e2m1", "e4m3fn", ... "no
 const char *scale_kind_name(scale_kind_t s);        /* "per-token", "e8m0-per-block", ... */
 
 /* The GPU kernel (kernels/gpu/kr_gpu.h) a descriptor runs as on the device;
- * harness/gpu_run.c launches it.  Several descriptors may share one. */
+ * kernels/gpu/kr_gpu_entry.c maps each to its launch.  Several descriptors may share one. */
 typedef enum {
     KERNEL_GPU_NONE = 0,        /* CPU model only */
     KERNEL_GPU_W4A8_PERBLOCK,   /* kr_gpu_w4a8_perblock */

@@ -8,6 +8,7 @@
 #include "formats.h"
 #include "gpu_backend_info.h"
 #include "kr_gpu.h"
+#include "kr_gpu_entry.h"
 #include "kr_string.h"
 
 #define GPU_POISON_BF16 0x7FC1u
@@ -41,8 +42,9 @@ int gpu_available(char *why, size_t cap)
 /* The registry kernel whose GPU twin the fault kernels borrow operands from. */
 static const kernel_desc_t *fault_host(void)
 {
-    for (int i = 0; i < kernel_count(); i++)
-        if (kernel_at(i)->gpu_entry == KERNEL_GPU_W4A8_FOLDED)
+    const kernel_gpu_entry_t host = kr_gpu_entry_fault_host();
+    for (int i = 0; host != KERNEL_GPU_NONE && i < kernel_count(); i++)
+        if (kernel_at(i)->gpu_entry == host)
             return kernel_at(i);
     return NULL;
 }
@@ -78,6 +80,12 @@ static int ctx_alloc(gpu_ctx_t *c, void **p, size_t bytes)
     return st;
 }
 
+/* ctx_alloc as kr_gpu_prepare_t.alloc. */
+static int ctx_alloc_for_entry(void *owner, void **p, size_t bytes)
+{
+    return ctx_alloc(owner, p, bytes);
+}
+
 static int ctx_upload(gpu_ctx_t *c, void **p, const void *host, size_t bytes)
 {
     int st = ctx_alloc(c, p, bytes);
@@ -94,85 +102,42 @@ static void ctx_free(gpu_ctx_t *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The device operands and outputs of one run. */
+/* One run: the twin, its device operands, and the canaried output block. */
 typedef struct {
-    kernel_gpu_entry_t entry;
+    const kr_gpu_entry_t *gpu;  /* the descriptor's gpu_entry, NULL if none is built */
     gpu_variant_t variant;
     const char *fault;
-    int64_t M, N, K;
-    /* activations */
-    const uint8_t *x;
-    const float *xs;
-    int x_fmt;
-    const uint8_t *a_scales;
-    const float *xf;
-    const uint16_t *x_bf16;
-    /* weights */
-    kr_gpu_mxfp4_t w;
-    const uint8_t *ref;
-    const uint8_t *w8;
-    const uint8_t *wdec;        /* w4a8.decode: the weight in its warp-contiguous order */
-    const uint16_t *w_bf16;
-    int splits;
-    float *scratch;
-    size_t scratch_bytes;
-    int *counters;
-    int64_t n_counters;
-    /* outputs (inside the canaried block) */
+    kr_gpu_operands_t op;       /* op.out: the output, inside the canaried block */
     uint8_t *block;             /* canary | output | canary */
     size_t canary, out_bytes;
-    uint8_t *out;               /* block + canary */
     int quant;                  /* a quantizer: byte codes and a second (scales) output */
     int mxfp4_codes;            /* its codes are e2m1 (0xFF is no code: the poison shows) */
-    void *scale_out;            /* quantizers' second output (not canaried) */
-    size_t scale_out_bytes;
+    size_t scale_out_bytes;     /* quantizers' second output (op.scale_out, not canaried) */
 } gpu_job_t;
 
 static int job_launch(const gpu_job_t *j, kr_gpu_stream_t s)
 {
+    const kr_gpu_operands_t *o = &j->op;
     if (j->fault)
-        return kr_gpu_fault_launch(j->fault, j->x, j->x_fmt, j->xs, j->M, &j->w, j->ref, j->scratch,
-                                   j->scratch_bytes, (uint16_t *)j->out, s);
-    switch (j->entry) {
-    case KERNEL_GPU_W4A8_PERBLOCK:
-        return kr_gpu_w4a8_perblock(j->x, j->x_fmt, j->xs, j->M, &j->w, (uint16_t *)j->out, s);
-    case KERNEL_GPU_W4A8_FOLDED:
-        if (j->variant == GPU_VARIANT_MATRIX) {
-            if (strcmp(kr_gpu_backend(), "hip") == 0)
-                return kr_gpu_w4a8_wmma_gfx12(j->x, j->xs, j->M, j->w8, j->ref, j->w.e8m0_zero_is_zero,
-                                              j->N, j->K, (uint16_t *)j->out, s);
-            return kr_gpu_w4a8_mma(j->x, j->xs, j->M, j->w8, j->ref, j->w.e8m0_zero_is_zero, j->N,
-                                   j->K, (uint16_t *)j->out, s);
-        }
-        return kr_gpu_w4a8_folded(j->x, j->x_fmt, j->xs, j->M, &j->w, j->ref, (uint16_t *)j->out, s);
-    case KERNEL_GPU_W4A8_DECODE:
-        return kr_gpu_w4a8_decode(j->x, j->x_fmt, j->xs, j->M, &j->w, j->wdec, j->ref, j->splits, j->scratch,
-                                  j->scratch_bytes, j->counters, j->n_counters, (uint16_t *)j->out, s);
-    case KERNEL_GPU_W4A4_AITER:
-        return kr_gpu_w4a4_aiter(j->x, j->a_scales, j->M, &j->w, (uint16_t *)j->out, s);
-    case KERNEL_GPU_BF16_SPLITK:
-        return kr_gpu_bf16_skinny(j->x_bf16, j->w_bf16, j->M, j->N, j->K, j->splits,
-                                  (uint16_t *)j->out, s);
-    case KERNEL_GPU_QUANT_FP8_TOKEN:
-        return kr_gpu_quant_fp8_token(j->xf, j->M, j->K, j->out, (float *)j->scale_out, s);
-    case KERNEL_GPU_QUANT_MXFP4:
-        return kr_gpu_quant_mxfp4(j->xf, j->M, j->K, j->out, (uint8_t *)j->scale_out, s);
-    case KERNEL_GPU_NONE:
-        break;
-    }
-    return KR_GPU_ERR_UNSUPPORTED;
+        return kr_gpu_fault_launch(j->fault, o->x, o->x_fmt, o->xs, o->M, &o->w, o->ref, o->scratch,
+                                   o->scratch_bytes, o->out, s);
+    if (!j->gpu)
+        return KR_GPU_ERR_UNSUPPORTED;
+    if (j->variant == GPU_VARIANT_MATRIX)
+        return j->gpu->launch_matrix ? j->gpu->launch_matrix(o, s) : KR_GPU_ERR_UNSUPPORTED;
+    return j->gpu->launch(o, s);
 }
 
 static int job_poison(const gpu_job_t *j, kr_gpu_stream_t s)
 {
     int st;
     if (j->quant) {
-        st = kr_gpu_memset(j->out, GPU_POISON_BYTE, j->out_bytes, s);
+        st = kr_gpu_memset(j->op.out, GPU_POISON_BYTE, j->out_bytes, s);
         if (st == KR_GPU_OK)
-            st = kr_gpu_memset(j->scale_out, GPU_POISON_BYTE, j->scale_out_bytes, s);
+            st = kr_gpu_memset(j->op.scale_out, GPU_POISON_BYTE, j->scale_out_bytes, s);
         return st;
     }
-    return kr_gpu_fill_u16((uint16_t *)j->out, GPU_POISON_BF16, j->out_bytes / 2, s);
+    return kr_gpu_fill_u16((uint16_t *)j->op.out, GPU_POISON_BF16, j->out_bytes / 2, s);
 }
 
 /* The split-K count of the twin: the descriptor's (shared with its CPU
@@ -227,7 +192,7 @@ static int upload_weight(gpu_ctx_t *c, const kernel_inputs_t *in, gpu_job_t *j, 
         st = ctx_upload(c, &scales, w->scales, N * K / 32);
     if (st)
         return st;
-    j->w = (kr_gpu_mxfp4_t){.packed = packed, .scales = scales,
+    j->op.w = (kr_gpu_mxfp4_t){.packed = packed, .scales = scales,
                             .scale_layout = w->layout == SCALE_LAYOUT_KN ? 1 : 0,
                             .e8m0_zero_is_zero = w->e8m0_mode == E8M0_ZERO_IS_ZERO,
                             .N = in->N, .K = in->K};
@@ -238,8 +203,8 @@ static int upload_weight(gpu_ctx_t *c, const kernel_inputs_t *in, gpu_job_t *j, 
     if (st == KR_GPU_OK && in->weight_ref && in->weight_ref_len == in->N)
         st = ctx_upload(c, &case_ref, in->weight_ref, N);
     if (st == KR_GPU_OK)
-        st = kr_gpu_w4a8_row_ref(&j->w, case_ref, ref, c->stream);
-    j->ref = ref;
+        st = kr_gpu_w4a8_row_ref(&j->op.w, case_ref, ref, c->stream);
+    j->op.ref = ref;
     return st;
 }
 
@@ -251,12 +216,9 @@ typedef struct {
 
 static void host_free(gpu_host_t *h)
 {
-    free(h->block);
-    free(h->first);
-    free(h->now);
-    free(h->first_scale);
-    free(h->now_scale);
-    free(h->times);
+    void *owned[] = {h->block, h->first, h->now, h->first_scale, h->now_scale, h->times};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        free(owned[i]);
     memset(h, 0, sizeof *h);
 }
 
@@ -282,55 +244,42 @@ static int upload_mxfp4_gemm(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_
         return decline(res, err);
     }
     GPU_TRY(ctx_upload(c, &p, act->codes, (size_t)M * (size_t)K), "upload activations");
-    j->x = p;
+    j->op.x = p;
     if (fp8_act) {
         GPU_TRY(ctx_upload(c, &p, act->token_scale, (size_t)M * sizeof(float)), "upload x_scale");
-        j->xs = p;
-        j->x_fmt = act->fp8_format == FP8_E4M3FNUZ ? 1 : 0;
+        j->op.xs = p;
+        j->op.x_fmt = act->fp8_format == FP8_E4M3FNUZ ? 1 : 0;
     } else {
         GPU_TRY(ctx_upload(c, &p, act->block_scale, (size_t)M * (size_t)(K / 32)), "upload scales");
-        j->a_scales = p;
+        j->op.a_scales = p;
     }
     GPU_TRY(upload_weight(c, in, j, fp8_act), "upload weight");
     res->flops = 2.0 * (double)M * (double)N * (double)K;
     res->bytes = (double)M * (double)K + (double)N * (double)K / 2 + (double)N * (double)K / 32 +
                  2.0 * (double)M * (double)N + (fp8_act ? 4.0 * (double)M : (double)M * (double)K / 32);
-    if (j->entry == KERNEL_GPU_W4A8_FOLDED && j->variant == GPU_VARIANT_MATRIX) {
-        if (j->x_fmt != 0) {
-            snprintf(res->note, sizeof res->note, "%s: the matrix units take e4m3fn activations only",
-                     res->kernel);
-            return decline(res, err);
-        }
-        GPU_TRY(ctx_alloc(c, &p, (size_t)N * (size_t)K), "alloc w8");
-        GPU_TRY(kr_gpu_w4a8_preshift(&j->w, j->ref, p, c->stream), "preshift");
-        j->w8 = p;
-        /* the MMA reads the pre-shifted e4m3 weight: one byte per element */
-        res->bytes += (double)N * (double)K / 2 - (double)N * (double)K / 32;
-    }
-    if (j->entry == KERNEL_GPU_W4A8_DECODE) {
-        j->splits = job_splits(k, in, kopt);
-        if (j->splits <= 0) {
+    if (j->gpu && j->gpu->uses_splits) {
+        j->op.splits = job_splits(k, in, kopt);
+        if (j->op.splits <= 0) {
             snprintf(res->note, sizeof res->note, "%s: no split-K config for %lldx%lld", res->kernel,
                      (long long)N, (long long)K);
             return decline(res, err);
         }
-        j->scratch_bytes = kr_gpu_w4a8_decode_scratch_bytes(M, N, j->splits);
-        j->n_counters = kr_gpu_w4a8_decode_counters(N);
-        GPU_TRY(ctx_alloc(c, &p, j->scratch_bytes), "alloc split-K scratch");
-        j->scratch = p;
-        GPU_TRY(ctx_alloc(c, &p, (size_t)j->n_counters * sizeof(int)), "alloc block counters");
-        j->counters = p;
-        GPU_TRY(kr_gpu_memset(j->counters, 0, (size_t)j->n_counters * sizeof(int), c->stream),
-                "zero block counters");
-        /* the load-time permutation (WPERM-like) the decode kernel reads */
-        GPU_TRY(ctx_alloc(c, &p, kr_gpu_w4a8_decode_layout_bytes(N, K)), "alloc decode layout");
-        GPU_TRY(kr_gpu_w4a8_decode_layout(&j->w, p, c->stream), "decode layout");
-        j->wdec = p;
+    }
+    if (j->gpu && j->gpu->prepare) {
+        kr_gpu_prepare_t prep = {.owner = c, .alloc = ctx_alloc_for_entry, .stream = c->stream,
+                                 .matrix = j->variant == GPU_VARIANT_MATRIX};
+        const int st = j->gpu->prepare(&j->op, &prep);
+        if (prep.decline) {
+            snprintf(res->note, sizeof res->note, "%s: %s", res->kernel, prep.decline);
+            return decline(res, err);
+        }
+        GPU_TRY(st, prep.step);
+        res->bytes += prep.extra_bytes;
     }
     if (j->fault && strcmp(j->fault, "race") == 0) {
-        j->scratch_bytes = (size_t)M * (size_t)N * sizeof(float);
-        GPU_TRY(ctx_alloc(c, &p, j->scratch_bytes), "alloc race scratch");
-        j->scratch = p;
+        j->op.scratch_bytes = (size_t)M * (size_t)N * sizeof(float);
+        GPU_TRY(ctx_alloc(c, &p, j->op.scratch_bytes), "alloc race scratch");
+        j->op.scratch = p;
     }
 done:
     return status;
@@ -344,8 +293,8 @@ static int upload_bf16_gemm(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_i
     const int64_t M = in->M, N = in->N, K = in->K;
     int status = 0;
     void *p;
-    j->splits = job_splits(k, in, kopt);
-    if (!act || !act->dequant || !in->weight_bf16 || j->splits <= 0 || K % j->splits) {
+    j->op.splits = job_splits(k, in, kopt);
+    if (!act || !act->dequant || !in->weight_bf16 || j->op.splits <= 0 || K % j->op.splits) {
         snprintf(res->note, sizeof res->note,
                  "%s: needs bf16 activations, weight_bf16 and a split-K config for %lldx%lld", k->name,
                  (long long)N, (long long)K);
@@ -361,9 +310,9 @@ static int upload_bf16_gemm(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_i
     int st = ctx_upload(c, &p, xb, (size_t)M * (size_t)K * 2);
     free(xb);
     GPU_TRY(st, "upload x (bf16)");
-    j->x_bf16 = p;
+    j->op.x_bf16 = p;
     GPU_TRY(ctx_upload(c, &p, in->weight_bf16, (size_t)N * (size_t)K * 2), "upload weight_bf16");
-    j->w_bf16 = p;
+    j->op.w_bf16 = p;
     res->flops = 2.0 * (double)M * (double)N * (double)K;
     res->bytes = 2.0 * ((double)M * (double)K + (double)N * (double)K + (double)M * (double)N);
 done:
@@ -382,10 +331,10 @@ static int upload_quant(gpu_ctx_t *c, const kernel_desc_t *k, const kernel_input
         return decline(res, err);
     }
     GPU_TRY(ctx_upload(c, &p, in->x, (size_t)M * (size_t)K * sizeof(float)), "upload x");
-    j->xf = p;
+    j->op.xf = p;
     j->scale_out_bytes = k->act.scale == SCALE_PER_TOKEN ? (size_t)M * sizeof(float)
                                                          : (size_t)M * (size_t)(K / k->act.block);
-    GPU_TRY(ctx_alloc(c, &j->scale_out, j->scale_out_bytes), "alloc scales");
+    GPU_TRY(ctx_alloc(c, &j->op.scale_out, j->scale_out_bytes), "alloc scales");
     res->flops = 0;
     res->bytes = 5.0 * (double)M * (double)K + (double)j->scale_out_bytes;
 done:
@@ -411,11 +360,12 @@ static int alloc_output(gpu_ctx_t *c, gpu_job_t *j, const gpu_run_options_t *opt
     int status = 0;
     void *p;
     j->canary = opt->canary_bytes;
-    j->out_bytes = j->quant ? (size_t)j->M * (size_t)j->K : (size_t)j->M * (size_t)j->N * sizeof(uint16_t);
+    j->out_bytes = j->quant ? (size_t)j->op.M * (size_t)j->op.K
+                            : (size_t)j->op.M * (size_t)j->op.N * sizeof(uint16_t);
     const size_t block_bytes = 2 * j->canary + j->out_bytes;
     GPU_TRY(ctx_alloc(c, &p, block_bytes), "alloc output");
     j->block = p;
-    j->out = j->block + j->canary;
+    j->op.out = j->block + j->canary;
     h->block = malloc(block_bytes);
     h->first = malloc(j->out_bytes);
     h->now = malloc(j->out_bytes);
@@ -494,7 +444,7 @@ static int run_reruns(gpu_ctx_t *c, const gpu_job_t *j, int reruns, gpu_host_t *
         GPU_TRY(kr_gpu_stream_synchronize(c->stream), "kernel execution");
         GPU_TRY(kr_gpu_memcpy_d2h(h->block, j->block, block_bytes), "download output");
         if (j->scale_out_bytes)
-            GPU_TRY(kr_gpu_memcpy_d2h(h->now_scale, j->scale_out, j->scale_out_bytes), "download scales");
+            GPU_TRY(kr_gpu_memcpy_d2h(h->now_scale, j->op.scale_out, j->scale_out_bytes), "download scales");
         res->reruns++;
         memcpy(h->now, h->block + j->canary, j->out_bytes);
         check_launch(j, h, res);
@@ -568,15 +518,15 @@ static int finish_result(const gpu_job_t *j, const gpu_host_t *h, gpu_run_result
     } else if (res->unwritten && j->quant) {
         res->verdict = VERDICT_WRONG;
         snprintf(res->note, sizeof res->note, "unwritten: %lld code(s) kept the poison byte, first at [%lld, %lld]",
-                 (long long)res->unwritten, (long long)(res->first_unwritten / j->K),
-                 (long long)(res->first_unwritten % j->K));
+                 (long long)res->unwritten, (long long)(res->first_unwritten / j->op.K),
+                 (long long)(res->first_unwritten % j->op.K));
     } else if (res->unwritten) {
         res->verdict = VERDICT_WRONG;
         snprintf(res->note, sizeof res->note,
                  "unwritten: %lld element(s) kept the poison 0x7FC1, first at [m=%lld, n=%lld] "
                  "(partial N tile unwritten?)",
-                 (long long)res->unwritten, (long long)(res->first_unwritten / j->N),
-                 (long long)(res->first_unwritten % j->N));
+                 (long long)res->unwritten, (long long)(res->first_unwritten / j->op.N),
+                 (long long)(res->first_unwritten % j->op.N));
     } else {
         snprintf(res->note, sizeof res->note, "%d launches bit-identical, canaries intact, every element written",
                  res->reruns);
@@ -625,13 +575,13 @@ int gpu_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kern
     int status = 0;
     char why[256];
 
-    j.entry = k ? k->gpu_entry : KERNEL_GPU_NONE;
+    j.gpu = k ? kr_gpu_entry_find(k->gpu_entry) : NULL;
     j.variant = opt.variant;
     j.fault = opt.fault;
-    j.M = in->M;
-    j.N = in->N;
-    j.K = in->K;
-    if (!gpu_kernel_runs(k, opt.variant) || (opt.fault && j.entry != KERNEL_GPU_W4A8_FOLDED)) {
+    j.op.M = in->M;
+    j.op.N = in->N;
+    j.op.K = in->K;
+    if (!gpu_kernel_runs(k, opt.variant) || (opt.fault && k->gpu_entry != kr_gpu_entry_fault_host())) {
         const kernel_desc_t *host = fault_host();
         char faults[96] = "";
         if (opt.fault)

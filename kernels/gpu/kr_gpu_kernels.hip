@@ -575,19 +575,6 @@ static inline unsigned kr_blocks(int64_t n, int64_t per) { return (unsigned)((n 
 
 extern "C" const char *kr_gpu_backend(void) { return KR_GPU_BACKEND_NAME; }
 
-extern "C" const char *kr_gpu_status_name(int status)
-{
-    switch (status) {
-    case KR_GPU_OK: return "ok";
-    case KR_GPU_ERR_NOT_BUILT: return "no GPU support built";
-    case KR_GPU_ERR_NO_DEVICE: return "no GPU device";
-    case KR_GPU_ERR_RUNTIME: return "GPU runtime error";
-    case KR_GPU_ERR_ARG: return "bad argument";
-    case KR_GPU_ERR_UNSUPPORTED: return "unsupported on this device";
-    }
-    return "unknown status";
-}
-
 extern "C" int kr_gpu_device_count(int *count)
 {
     *count = 0;

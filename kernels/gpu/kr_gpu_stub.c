@@ -7,7 +7,9 @@
 
 static const char kr_stub_msg[] = "no GPU support built (configure with -DKREPLAY_GPU=HIP or CUDA)";
 
-#define KR_STUB_UNUSED(x) (void)(x)
+/* A stub ignores its arguments by definition: naming each one unused would
+ * only repeat every signature. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 
 const char *kr_gpu_backend(void) { return "none"; }
 const char *kr_gpu_last_error(void) { return kr_stub_msg; }
@@ -18,19 +20,6 @@ int kr_gpu_runtime_info(char *buf, size_t cap)
     return KR_GPU_ERR_NOT_BUILT;
 }
 
-const char *kr_gpu_status_name(int status)
-{
-    switch (status) {
-    case KR_GPU_OK: return "ok";
-    case KR_GPU_ERR_NOT_BUILT: return "no GPU support built";
-    case KR_GPU_ERR_NO_DEVICE: return "no GPU device";
-    case KR_GPU_ERR_RUNTIME: return "GPU runtime error";
-    case KR_GPU_ERR_ARG: return "bad argument";
-    case KR_GPU_ERR_UNSUPPORTED: return "unsupported on this device";
-    }
-    return "unknown status";
-}
-
 int kr_gpu_device_count(int *count)
 {
     *count = 0;
@@ -39,7 +28,6 @@ int kr_gpu_device_count(int *count)
 
 int kr_gpu_device_name(int device, char *buf, size_t cap)
 {
-    KR_STUB_UNUSED(device);
     if (cap)
         snprintf(buf, cap, "none");
     return KR_GPU_ERR_NOT_BUILT;
@@ -47,17 +35,15 @@ int kr_gpu_device_name(int device, char *buf, size_t cap)
 
 int kr_gpu_device_arch(int device, int *arch)
 {
-    KR_STUB_UNUSED(device);
     *arch = 0;
     return KR_GPU_ERR_NOT_BUILT;
 }
 
-int kr_gpu_set_device(int device) { KR_STUB_UNUSED(device); return KR_GPU_ERR_NOT_BUILT; }
+int kr_gpu_set_device(int device) { return KR_GPU_ERR_NOT_BUILT; }
 int kr_gpu_synchronize(void) { return KR_GPU_ERR_NOT_BUILT; }
 
 int kr_gpu_malloc(void **ptr, size_t bytes)
 {
-    KR_STUB_UNUSED(bytes);
     *ptr = NULL;
     return KR_GPU_ERR_NOT_BUILT;
 }
@@ -66,49 +52,42 @@ int kr_gpu_free(void *ptr) { return ptr ? KR_GPU_ERR_NOT_BUILT : KR_GPU_OK; }
 
 int kr_gpu_memcpy_h2d(void *dst, const void *src, size_t bytes)
 {
-    KR_STUB_UNUSED(dst); KR_STUB_UNUSED(src); KR_STUB_UNUSED(bytes);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_memcpy_d2h(void *dst, const void *src, size_t bytes)
 {
-    KR_STUB_UNUSED(dst); KR_STUB_UNUSED(src); KR_STUB_UNUSED(bytes);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_memcpy_d2d(void *dst, const void *src, size_t bytes, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(dst); KR_STUB_UNUSED(src); KR_STUB_UNUSED(bytes); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_memset(void *dst, int byte, size_t bytes, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(dst); KR_STUB_UNUSED(byte); KR_STUB_UNUSED(bytes); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_fill_u16(uint16_t *dst, uint16_t value, size_t count, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(dst); KR_STUB_UNUSED(value); KR_STUB_UNUSED(count); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_stream_create(kr_gpu_stream_t *stream) { *stream = NULL; return KR_GPU_ERR_NOT_BUILT; }
 int kr_gpu_stream_destroy(kr_gpu_stream_t stream) { return stream ? KR_GPU_ERR_NOT_BUILT : KR_GPU_OK; }
-int kr_gpu_stream_synchronize(kr_gpu_stream_t stream) { KR_STUB_UNUSED(stream); return KR_GPU_ERR_NOT_BUILT; }
+int kr_gpu_stream_synchronize(kr_gpu_stream_t stream) { return KR_GPU_ERR_NOT_BUILT; }
 int kr_gpu_event_create(kr_gpu_event_t *event) { *event = NULL; return KR_GPU_ERR_NOT_BUILT; }
 int kr_gpu_event_destroy(kr_gpu_event_t event) { return event ? KR_GPU_ERR_NOT_BUILT : KR_GPU_OK; }
 
 int kr_gpu_event_record(kr_gpu_event_t event, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(event); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_event_elapsed_ms(kr_gpu_event_t start, kr_gpu_event_t stop, float *ms)
 {
-    KR_STUB_UNUSED(start); KR_STUB_UNUSED(stop);
     *ms = 0;
     return KR_GPU_ERR_NOT_BUILT;
 }
@@ -116,38 +95,30 @@ int kr_gpu_event_elapsed_ms(kr_gpu_event_t start, kr_gpu_event_t stop, float *ms
 int kr_gpu_quant_fp8_token(const float *x, int64_t M, int64_t K, uint8_t *q, float *scale,
                            kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(M); KR_STUB_UNUSED(K); KR_STUB_UNUSED(q);
-    KR_STUB_UNUSED(scale); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_quant_mxfp4(const float *x, int64_t M, int64_t K, uint8_t *codes, uint8_t *scales,
                        kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(M); KR_STUB_UNUSED(K); KR_STUB_UNUSED(codes);
-    KR_STUB_UNUSED(scales); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_w4a8_perblock(const uint8_t *x, int x_fmt, const float *x_scale, int64_t M,
                          const kr_gpu_mxfp4_t *w, uint16_t *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(x_fmt); KR_STUB_UNUSED(x_scale); KR_STUB_UNUSED(M);
-    KR_STUB_UNUSED(w); KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_w4a8_row_ref(const kr_gpu_mxfp4_t *w, const uint8_t *case_ref, uint8_t *ref,
                         kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(w); KR_STUB_UNUSED(case_ref); KR_STUB_UNUSED(ref); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_w4a8_preshift(const kr_gpu_mxfp4_t *w, const uint8_t *ref, uint8_t *w8,
                          kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(w); KR_STUB_UNUSED(ref); KR_STUB_UNUSED(w8); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
@@ -155,8 +126,6 @@ int kr_gpu_w4a8_folded(const uint8_t *x, int x_fmt, const float *x_scale, int64_
                        const kr_gpu_mxfp4_t *w, const uint8_t *ref, uint16_t *out,
                        kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(x_fmt); KR_STUB_UNUSED(x_scale); KR_STUB_UNUSED(M);
-    KR_STUB_UNUSED(w); KR_STUB_UNUSED(ref); KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
@@ -174,7 +143,6 @@ size_t kr_gpu_w4a8_decode_layout_bytes(int64_t N, int64_t K)
 
 int kr_gpu_w4a8_decode_layout(const kr_gpu_mxfp4_t *w, uint8_t *dec, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(w); KR_STUB_UNUSED(dec); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
@@ -183,10 +151,6 @@ int kr_gpu_w4a8_decode(const uint8_t *x, int x_fmt, const float *x_scale, int64_
                        float *scratch, size_t scratch_bytes, int *counters, int64_t n_counters,
                        uint16_t *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(x_fmt); KR_STUB_UNUSED(x_scale); KR_STUB_UNUSED(M);
-    KR_STUB_UNUSED(w); KR_STUB_UNUSED(dec); KR_STUB_UNUSED(ref); KR_STUB_UNUSED(splits);
-    KR_STUB_UNUSED(scratch); KR_STUB_UNUSED(scratch_bytes); KR_STUB_UNUSED(counters);
-    KR_STUB_UNUSED(n_counters); KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
@@ -194,9 +158,6 @@ int kr_gpu_w4a8_mma(const uint8_t *x, const float *x_scale, int64_t M, const uin
                     const uint8_t *ref, int e8m0_zero_is_zero, int64_t N, int64_t K,
                     uint16_t *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(x_scale); KR_STUB_UNUSED(M); KR_STUB_UNUSED(w8);
-    KR_STUB_UNUSED(ref); KR_STUB_UNUSED(e8m0_zero_is_zero); KR_STUB_UNUSED(N); KR_STUB_UNUSED(K);
-    KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
@@ -204,11 +165,10 @@ int kr_gpu_w4a8_mma_f32(const uint8_t *x, const float *x_scale, int64_t M, const
                         const uint8_t *ref, int e8m0_zero_is_zero, int64_t N, int64_t K,
                         float *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(out);
     return kr_gpu_w4a8_mma(x, x_scale, M, w8, ref, e8m0_zero_is_zero, N, K, NULL, stream);
 }
 
-int kr_gpu_w4a8_mma_set_tile(int bn) { KR_STUB_UNUSED(bn); return 0; }
+int kr_gpu_w4a8_mma_set_tile(int bn) { return 0; }
 
 int kr_gpu_w4a8_wmma_gfx12(const uint8_t *x, const float *x_scale, int64_t M, const uint8_t *w8,
                            const uint8_t *ref, int e8m0_zero_is_zero, int64_t N, int64_t K,
@@ -220,16 +180,12 @@ int kr_gpu_w4a8_wmma_gfx12(const uint8_t *x, const float *x_scale, int64_t M, co
 int kr_gpu_w4a4_aiter(const uint8_t *a_codes, const uint8_t *a_scales, int64_t M,
                       const kr_gpu_mxfp4_t *w, uint16_t *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(a_codes); KR_STUB_UNUSED(a_scales); KR_STUB_UNUSED(M); KR_STUB_UNUSED(w);
-    KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_bf16_skinny(const uint16_t *x, const uint16_t *w, int64_t M, int64_t N, int64_t K,
                        int splits, uint16_t *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(x); KR_STUB_UNUSED(w); KR_STUB_UNUSED(M); KR_STUB_UNUSED(N); KR_STUB_UNUSED(K);
-    KR_STUB_UNUSED(splits); KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
@@ -237,31 +193,16 @@ int kr_gpu_fault_launch(const char *fault, const uint8_t *x, int x_fmt, const fl
                         int64_t M, const kr_gpu_mxfp4_t *w, const uint8_t *ref, float *scratch,
                         size_t scratch_bytes, uint16_t *out, kr_gpu_stream_t stream)
 {
-    KR_STUB_UNUSED(fault); KR_STUB_UNUSED(x); KR_STUB_UNUSED(x_fmt); KR_STUB_UNUSED(x_scale);
-    KR_STUB_UNUSED(M); KR_STUB_UNUSED(w); KR_STUB_UNUSED(ref); KR_STUB_UNUSED(scratch);
-    KR_STUB_UNUSED(scratch_bytes); KR_STUB_UNUSED(out); KR_STUB_UNUSED(stream);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_gemm_f32_nt(const float *A, const float *B, int64_t M, int64_t N, int64_t K, float *C)
 {
-    KR_STUB_UNUSED(A);
-    KR_STUB_UNUSED(B);
-    KR_STUB_UNUSED(M);
-    KR_STUB_UNUSED(N);
-    KR_STUB_UNUSED(K);
-    KR_STUB_UNUSED(C);
     return KR_GPU_ERR_NOT_BUILT;
 }
 
 int kr_gpu_gemm_f64_nt(const double *A, const double *B, int64_t M, int64_t N, int64_t K,
                        double *C)
 {
-    KR_STUB_UNUSED(A);
-    KR_STUB_UNUSED(B);
-    KR_STUB_UNUSED(M);
-    KR_STUB_UNUSED(N);
-    KR_STUB_UNUSED(K);
-    KR_STUB_UNUSED(C);
     return KR_GPU_ERR_NOT_BUILT;
 }

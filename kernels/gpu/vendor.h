@@ -94,17 +94,9 @@ static __device__ __forceinline__ float kr_load_cg(const float *p) { return __ld
 #include <hip/hip_runtime.h>
 #include <stdint.h>
 #define KR_GPU_BACKEND_NAME "hip"
-static __device__ inline float kr_fadd(float a, float b) { return a + b; }
-static __device__ inline float kr_fsub(float a, float b) { return a - b; }
-static __device__ inline float kr_fmul(float a, float b) { return a * b; }
-static __device__ inline float kr_fdiv(float a, float b) { return a / b; }
-static __device__ inline float kr_fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-static __device__ inline uint32_t kr_f2u(float f) { return __builtin_bit_cast(uint32_t, f); }
-static __device__ inline float kr_u2f(uint32_t u) { return __builtin_bit_cast(float, u); }
 /* HIP's ldexpf (ocml): clang 15 lowers __builtin_ldexpf to a call to an
  * ldexpf that the device libraries do not define. */
 static __device__ inline float kr_ldexpf(float x, int e) { return ldexpf(x, e); }
-static __device__ inline float kr_load_cg(const float *p) { return *(const volatile float *)p; }
 #define KR_RESTRICT __restrict__
 #endif
 
@@ -165,6 +157,15 @@ static __device__ inline float fmaxf(float a, float b) { return __builtin_fmaxf(
 static __device__ inline float fminf(float a, float b) { return __builtin_fminf(a, b); }
 static __device__ inline float fabsf(float a) { return __builtin_fabsf(a); }
 static __device__ inline float copysignf(float a, float b) { return __builtin_copysignf(a, b); }
+static __device__ inline float kr_ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
+static __device__ inline int min(int a, int b) { return a < b ? a : b; }
+static __device__ inline int max(int a, int b) { return a > b ? a : b; }
+#endif
+
+/* ------------------------------------- AMD (ROCm and bare device-only) */
+/* clang compiles each operator to one IEEE operation, and -ffp-contract=off
+ * keeps them apart: the plain operators are the rounded ones. */
+#if KR_GPU_HIP || KR_GPU_BARE
 static __device__ inline float kr_fadd(float a, float b) { return a + b; }
 static __device__ inline float kr_fsub(float a, float b) { return a - b; }
 static __device__ inline float kr_fmul(float a, float b) { return a * b; }
@@ -172,10 +173,7 @@ static __device__ inline float kr_fdiv(float a, float b) { return a / b; }
 static __device__ inline float kr_fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 static __device__ inline uint32_t kr_f2u(float f) { return __builtin_bit_cast(uint32_t, f); }
 static __device__ inline float kr_u2f(uint32_t u) { return __builtin_bit_cast(float, u); }
-static __device__ inline float kr_ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
 static __device__ inline float kr_load_cg(const float *p) { return *(const volatile float *)p; }
-static __device__ inline int min(int a, int b) { return a < b ? a : b; }
-static __device__ inline int max(int a, int b) { return a > b ? a : b; }
 #endif
 
 #endif

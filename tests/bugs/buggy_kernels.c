@@ -1,5 +1,6 @@
 /* A corpus of realistic W4A8 kernel bugs, written as external plugins
- * against kernels/plugin.h alone (no kreplay code).  Built once per bug with
+ * against kernels/plugin.h and kernels/plugin_util.h alone (no kreplay
+ * code).  Built once per bug with
  * -DBUG_<name>=1 -DBUG_NAME="<name>" into plugins/libkr_bug_<name>.so
  * (tests/bugs/CMakeLists.txt); BUG_correct is the correct kernel, the same
  * per-block path as kernels/plugins/examples/example_w4a8.c.  Every bug is
@@ -21,22 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin.h"
+#include "plugin_util.h"
 
 #ifndef BUG_NAME
 #error "build with -DBUG_NAME=\"name\" -DBUG_name=1"
 #endif
-
-static const char *g_error = "";
-
-static float e4m3fn_value(uint8_t c)
-{
-    const int sign = c >> 7, e = (c >> 3) & 15, m = c & 7;
-    if (e == 15 && m == 7)
-        return sign ? -NAN : NAN;
-    const float v = e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
-    return sign ? -v : v;
-}
 
 #ifdef BUG_fp8_e5m2
 static float e5m2_value(uint8_t c)
@@ -50,11 +40,11 @@ static float e5m2_value(uint8_t c)
 
 static float e2m1_value(uint8_t c)
 {
-    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 #ifdef BUG_e2m1_unsigned
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
     return mag[c & 7];      /* BUG: the sign bit is never looked at */
 #else
-    return (c & 8) ? -mag[c & 7] : mag[c & 7];
+    return kreplay_e2m1_value(c);
 #endif
 }
 
@@ -63,20 +53,20 @@ static float e8m0_value(uint8_t e)
 #ifdef BUG_e8m0_bias128
     return e == 0xFF ? NAN : ldexpf(1.0f, (int)e - 128);   /* BUG: bias 128 */
 #else
-    return e == 0xFF ? NAN : ldexpf(1.0f, (int)e - 127);
+    return kreplay_e8m0_value(e);
 #endif
 }
 
 static uint16_t bf16_round(float v)
 {
+#ifdef BUG_bf16_truncate
     uint32_t u;
     memcpy(&u, &v, sizeof u);
     if (isnan(v))
         return (uint16_t)((u >> 16 & 0x8000u) | 0x7FC0u);
-#ifdef BUG_bf16_truncate
     return (uint16_t)(u >> 16);     /* BUG: truncation, not round-to-nearest-even */
 #else
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    return kreplay_bf16_rne(v);
 #endif
 }
 
@@ -123,6 +113,14 @@ static uint8_t scale_byte(const uint8_t *es, int64_t N, int64_t K, int64_t n, in
 #endif
 }
 
+static void free_buffers(float *wrow, float *brow, float *xrows, float *acc)
+{
+    free(wrow);
+    free(brow);
+    free(xrows);
+    free(acc);
+}
+
 /* One output element over the 32-blocks [b_begin, b_end). */
 static float dot_blocks(const float *xrow, const float *wrow, const float *brow, int64_t b_begin,
                         int64_t b_end)
@@ -160,14 +158,10 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
 {
     const uint8_t *x = x_fp8, *w = weight, *es = weight_scale;
     uint16_t *o = out;
-    if (stream || weight_ref) {
-        g_error = "a CPU plugin on the per-block path: stream and weight_ref must be NULL";
-        return 1;
-    }
-    if (M < 1 || N < 1 || K < 32 || K % 32) {
-        g_error = "bad shape: need M, N >= 1 and K a multiple of 32";
-        return 3;
-    }
+    if (stream || weight_ref)
+        return kreplay_fail("a CPU plugin on the per-block path: stream and weight_ref must be NULL", 1);
+    if (M < 1 || N < 1 || K < 32 || K % 32)
+        return kreplay_fail("bad shape: need M, N >= 1 and K a multiple of 32", 3);
 #ifdef BUG_crash_n_tail
     if (N % 64) {
         volatile int *p = NULL;     /* BUG: the N-tail path dereferences an unset tile pointer */
@@ -178,9 +172,8 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
     for (int c = 0; c < 256; c++) {
 #ifdef BUG_fp8_e5m2
         xlut[c] = e5m2_value((uint8_t)c);   /* BUG: the fp8 operand decoded as e5m2 */
-        (void)e4m3fn_value;
 #else
-        xlut[c] = e4m3fn_value((uint8_t)c);
+        xlut[c] = kreplay_e4m3fn_value((uint8_t)c);
 #endif
     }
     const int64_t nb = K / 32;
@@ -189,12 +182,8 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
     float *xrows = malloc((size_t)(M * K) * sizeof(float));
     float *acc = malloc((size_t)(M * N) * sizeof(float));
     if (!wrow || !brow || !xrows || !acc) {
-        free(wrow);
-        free(brow);
-        free(xrows);
-        free(acc);
-        g_error = "out of memory";
-        return 4;
+        free_buffers(wrow, brow, xrows, acc);
+        return kreplay_fail("out of memory", 4);
     }
     for (int64_t i = 0; i < M * K; i++)
         xrows[i] = xlut[x[i]];
@@ -287,38 +276,15 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
     if (M % 16)
         o[M * N] = o[M * N - 1];    /* BUG: the partial M tile's store is not masked */
 #endif
-    free(wrow);
-    free(brow);
-    free(xrows);
-    free(acc);
-    g_error = "";
-    return 0;
+    free_buffers(wrow, brow, xrows, acc);
+    return kreplay_ok();
 }
 
-static const char *bug_last_error(void)
-{
-    return g_error;
-}
-
-static const kreplay_kernel_t bug_kernels[] = {{
-    .name = "bug." BUG_NAME,
-    .summary = "bug corpus: " BUG_NAME,
-    .accumulation = "per 32-block: s += x*w over k ascending; acc += s * 2^(E-127) over blocks "
-                    "ascending; out = bf16(acc * x_scale[m])",
-    .act_format = KREPLAY_ACT_FP8_E4M3FN_TOKEN,
-    .weight_order = KREPLAY_WEIGHT_CHECKPOINT,
-    .scale_layout = KREPLAY_SCALES_KN,
-    .weight_ref = KREPLAY_WREF_NONE,
-    .k_multiple = 32,
-    .launch = bug_launch,
-}};
-
-KREPLAY_PLUGIN_EXPORT const kreplay_plugin_t kreplay_plugin = {
-    .abi_version = KREPLAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(kreplay_plugin_t),
-    .name = "bug_" BUG_NAME,
-    .flags = 0,
-    .kernel_count = 1,
-    .kernels = bug_kernels,
-    .last_error = bug_last_error,
-};
+KREPLAY_PLUGIN_ONE_KERNEL("bug_" BUG_NAME, kreplay_last_error,
+                          .name = "bug." BUG_NAME,
+                          .summary = "bug corpus: " BUG_NAME,
+                          .accumulation = "per 32-block: s += x*w over k ascending; acc += s * 2^(E-127) "
+                                          "over blocks ascending; out = bf16(acc * x_scale[m])",
+                          KREPLAY_W4A8_PERBLOCK_OPERANDS,
+                          .k_multiple = 32,
+                          .launch = bug_launch);

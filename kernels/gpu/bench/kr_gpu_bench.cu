@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,30 +20,35 @@
 
 #include "kr_gpu.h"
 
+// Every failed call ends the run the same way: where, which call, and why.
+[[noreturn]] static void fail_at(const char *file, int line, const char *call, const char *fmt, ...)
+{
+    fprintf(stderr, "%s:%d %s: ", file, line, call);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
 #define CK(call)                                                                            \
     do {                                                                                    \
         cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess) {                                                            \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(2);                                                                        \
-        }                                                                                   \
+        if (e_ != cudaSuccess)                                                              \
+            fail_at(__FILE__, __LINE__, #call, "%s", cudaGetErrorString(e_));               \
     } while (0)
 #define KK(call)                                                                            \
     do {                                                                                    \
         int s_ = (call);                                                                    \
-        if (s_ != KR_GPU_OK) {                                                              \
-            fprintf(stderr, "%s:%d %s: %s: %s\n", __FILE__, __LINE__, #call,               \
-                    kr_gpu_status_name(s_), kr_gpu_last_error());                          \
-            exit(2);                                                                        \
-        }                                                                                   \
+        if (s_ != KR_GPU_OK)                                                                \
+            fail_at(__FILE__, __LINE__, #call, "%s: %s", kr_gpu_status_name(s_),            \
+                    kr_gpu_last_error());                                                   \
     } while (0)
 #define LK(call)                                                                            \
     do {                                                                                    \
         cublasStatus_t s_ = (call);                                                         \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                  \
-            fprintf(stderr, "%s:%d %s: cublas status %d\n", __FILE__, __LINE__, #call, (int)s_); \
-            exit(2);                                                                        \
-        }                                                                                   \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            fail_at(__FILE__, __LINE__, #call, "cublas status %d", (int)s_);                \
     } while (0)
 
 // splitmix64, seeded: every run draws the same operands.

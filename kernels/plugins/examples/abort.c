@@ -3,31 +3,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "plugin.h"
+#include "plugin_util.h"
 
 static int abort_launch(const void *x_fp8, const void *weight, const void *weight_scale,
                         const void *weight_ref, const float *x_scale, void *out, int64_t M,
                         int64_t N, int64_t K, void *stream)
 {
-    (void)x_fp8, (void)weight, (void)weight_scale, (void)weight_ref, (void)x_scale, (void)out;
-    (void)M, (void)N, (void)K, (void)stream;
+    KREPLAY_UNUSED_OPERANDS();
     abort();
 }
 
-static const kreplay_kernel_t abort_kernels[] = {{
-    .name = "testplugin.abort",
-    .summary = "calls abort() on every launch (isolation test)",
-    .act_format = KREPLAY_ACT_FP8_E4M3FN_TOKEN,
-    .weight_order = KREPLAY_WEIGHT_CHECKPOINT,
-    .scale_layout = KREPLAY_SCALES_KN,
-    .weight_ref = KREPLAY_WREF_NONE,
-    .launch = abort_launch,
-}};
-
-KREPLAY_PLUGIN_EXPORT const kreplay_plugin_t kreplay_plugin = {
-    .abi_version = KREPLAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(kreplay_plugin_t),
-    .name = "abort",
-    .kernel_count = 1,
-    .kernels = abort_kernels,
-};
+KREPLAY_PLUGIN_ONE_KERNEL("abort", NULL,
+                          .name = "testplugin.abort",
+                          .summary = "calls abort() on every launch (isolation test)",
+                          KREPLAY_W4A8_PERBLOCK_OPERANDS,
+                          .launch = abort_launch);

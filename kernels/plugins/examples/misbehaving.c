@@ -26,7 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin.h"
 #include "w4a8_spec.h"
 
 #ifndef KR_MISBEHAVIOUR
@@ -121,7 +120,7 @@ static void mtail_rows(const uint8_t *x, const uint8_t *w, const uint8_t *es, co
     for (int64_t m = full; m < M; m++)
         for (int64_t n = 0; n < N; n++)
             out[m * N + n] =
-                spec_bf16_rne(spec_partial(x, w, es, full, n, N, K, 0, K / 32) * x_scale[full]);
+                kreplay_bf16_rne(spec_partial(x, w, es, full, n, N, K, 0, K / 32) * x_scale[full]);
 }
 #endif
 
@@ -181,14 +180,12 @@ static int splitk_rows(const uint8_t *x, const uint8_t *w, const uint8_t *es, co
         float sum = acc[i];
         for (int s = 1; own && s < SPLITS; s++)
             sum += acc[(int64_t)s * MN + i];
-        out[i] = spec_bf16_rne(sum * x_scale[i / N]);
+        out[i] = kreplay_bf16_rne(sum * x_scale[i / N]);
     }
     free(acc);
     return 0;
 }
 #endif
-
-static const char *g_error = "";
 
 static int misbehaving_launch(const void *x_fp8, const void *weight, const void *weight_scale,
                               const void *weight_ref, const float *x_scale, void *out, int64_t M,
@@ -196,10 +193,8 @@ static int misbehaving_launch(const void *x_fp8, const void *weight, const void 
 {
     const uint8_t *x = x_fp8, *w = weight, *es = weight_scale;
     uint16_t *o = out;
-    if (stream || weight_ref || M < 1 || N < 1 || K < 32 || K % 32) {
-        g_error = "a CPU per-block kernel: stream and weight_ref NULL, K a multiple of 32";
-        return 1;
-    }
+    if (stream || weight_ref || M < 1 || N < 1 || K < 32 || K % 32)
+        return kreplay_fail("a CPU per-block kernel: stream and weight_ref NULL, K a multiple of 32", 1);
 #if KR_MISBEHAVIOUR == MB_STDOUT
     printf("debug: launch M=%lld N=%lld K=%lld\n", (long long)M, (long long)N, (long long)K);
     spec_rows(x, w, es, x_scale, o, 0, M, N, K);
@@ -217,39 +212,20 @@ static int misbehaving_launch(const void *x_fp8, const void *weight, const void 
     log_launch(M);
     mtail_rows(x, w, es, x_scale, o, M, N, K);
 #elif KR_MISBEHAVIOUR == MB_RACE || KR_MISBEHAVIOUR == MB_SPLITK_OK
-    if (splitk_rows(x, w, es, x_scale, o, M, N, K)) {
-        g_error = "out of memory";
-        return 4;
-    }
+    if (splitk_rows(x, w, es, x_scale, o, M, N, K))
+        return kreplay_fail("out of memory", 4);
 #else
     spec_rows(x, w, es, x_scale, o, 0, M, N, K);
 #endif
-    g_error = "";
-    return 0;
+    return kreplay_ok();
 }
 
-static const char *misbehaving_last_error(void)
-{
-    return g_error;
-}
-
-static const kreplay_kernel_t misbehaving_kernels[] = {{
-    .name = KERNEL_NAME,
-    .summary = "W4A8 per-block from the spec, with a misbehaviour (kernels/plugins/examples/misbehaving.c)",
-    .accumulation = "per 32-block sums over k ascending, blocks ascending; out = bf16(acc * x_scale)",
-    .act_format = KREPLAY_ACT_FP8_E4M3FN_TOKEN,
-    .weight_order = KREPLAY_WEIGHT_CHECKPOINT,
-    .scale_layout = KREPLAY_SCALES_KN,
-    .weight_ref = KREPLAY_WREF_NONE,
-    .k_multiple = 32,
-    .launch = misbehaving_launch,
-}};
-
-KREPLAY_PLUGIN_EXPORT const kreplay_plugin_t kreplay_plugin = {
-    .abi_version = KREPLAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(kreplay_plugin_t),
-    .name = "misbehave",
-    .kernel_count = 1,
-    .kernels = misbehaving_kernels,
-    .last_error = misbehaving_last_error,
-};
+KREPLAY_PLUGIN_ONE_KERNEL("misbehave", kreplay_last_error,
+                          .name = KERNEL_NAME,
+                          .summary = "W4A8 per-block from the spec, with a misbehaviour "
+                                     "(kernels/plugins/examples/misbehaving.c)",
+                          .accumulation = "per 32-block sums over k ascending, blocks ascending; "
+                                          "out = bf16(acc * x_scale)",
+                          KREPLAY_W4A8_PERBLOCK_OPERANDS,
+                          .k_multiple = 32,
+                          .launch = misbehaving_launch);
