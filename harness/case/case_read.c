@@ -7,6 +7,7 @@
  * Data is read with explicit native memory types so HDF5 converts the file's
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
+#include "h5_file.h"
 #include "h5_safety.h"
 
 #include <errno.h>
@@ -808,53 +809,23 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
     if (S_ISDIR(st.st_mode))
         return kr_fail(err, "%s: file: is a directory; expected an HDF5 case file", path);
 
-    /* HDF5 prints its whole error stack to stderr by default; every failure
-     * is reported through err instead. */
-    H5E_auto2_t old_func = NULL;
-    void *old_data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet_t quiet;
+    h5_quiet(&quiet);
 
     rd_t rd = {.path = path, .file = -1, .root = -1, .file_size = (int64_t)st.st_size,
                .err = err};
     case_t tmp;
     memset(&tmp, 0, sizeof tmp);
-    hid_t fapl = -1;
     int rc = -1;
 
-    /* Checked first so a text file or an empty file gets a plain message
-     * instead of whatever H5Fopen's failure would suggest. */
-#if H5_VERSION_GE(1, 12, 0)
-    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
-#else
-    htri_t is = H5Fis_hdf5(path);
-#endif
-    if (is <= 0) {
-        if (is == 0)
-            kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected an HDF5 case "
-                         "file (schema %s)", path, CASE_SCHEMA_V1);
-        else
-            kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected an "
-                         "HDF5 case file", path);
+    static const h5_expect_t expect = {
+        .not_hdf5 = "an HDF5 case file (schema " CASE_SCHEMA_V1 ")",
+        .unreadable = "an HDF5 case file",
+        .complete = "a complete HDF5 file",
+    };
+    rd.file = h5_open_readonly(path, &expect, err);
+    if (rd.file < 0)
         goto done;
-    }
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) {
-        kr_fail(err, "%s: file: cannot set up an HDF5 property list; expected a working HDF5 "
-                     "library", path);
-        goto done;
-    }
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-    /* Read-only access needs no lock; where the file system has none (NFS,
-     * Lustre) HDF5 would otherwise refuse to open the file at all. */
-    H5Pset_file_locking(fapl, 1, 1);
-#endif
-    rd.file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (rd.file < 0) {
-        kr_fail(err, "%s: file: HDF5 cannot open it (truncated or corrupt file?); expected a "
-                     "complete HDF5 file", path);
-        goto done;
-    }
     rd.root = H5Gopen2(rd.file, "/", H5P_DEFAULT);
     if (rd.root < 0) {
         kr_fail(err, "%s: /: cannot open the root group (corrupt file?); expected a readable "
@@ -882,8 +853,6 @@ done:
         H5Gclose(rd.root);
     if (rd.file >= 0)
         H5Fclose(rd.file);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    h5_restore(&quiet);
     return rc;
 }

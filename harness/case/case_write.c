@@ -7,6 +7,7 @@
  * gives the same bytes and old h5py versions read it. */
 #include "case_io.h"
 #include "h5_attr.h"
+#include "h5_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -184,17 +185,15 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
         return kr_fail(err, "%s: file: out of memory; expected to fit in memory", path);
     snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
 
-    H5E_auto2_t old_func = NULL;
-    void *old_data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet_t quiet;
+    h5_quiet(&quiet);
 
     wr_t w = {.path = path, .file = -1, .dcpl = -1, .err = err};
     hid_t fcpl = -1, fapl = -1;
     int rc = -1;
 
     fcpl = H5Pcreate(H5P_FILE_CREATE);   /* the root group is created with the file */
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    fapl = h5_fapl_nolock();   /* the temporary file is private to this process */
     w.dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (fcpl < 0 || fapl < 0 || w.dcpl < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
         H5Pset_obj_track_times(w.dcpl, 0) < 0 ||
@@ -203,11 +202,6 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
                      "library", path);
         goto done;
     }
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-    /* The temporary file is private to this process; on a file system
-     * without locks (NFS, Lustre) HDF5 would otherwise refuse to create it. */
-    H5Pset_file_locking(fapl, 1, 1);
-#endif
     w.file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (w.file < 0) {
         int e = errno;
@@ -247,7 +241,7 @@ done:
         H5Pclose(fapl);
     if (fcpl >= 0)
         H5Pclose(fcpl);
-    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    h5_restore(&quiet);
     free(tmp);
     return rc;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "h5_file.h"
 #include "h5_safety.h"
 #include "kr_string.h"
 #include "blas_info.h"
@@ -96,33 +97,6 @@ int result_list_sort(result_list_t *l)
 
 /* ---------------------------------------------------------------- HDF5 plumbing */
 
-typedef struct {
-    H5E_auto2_t func;
-    void *data;
-} h5_quiet_t;
-
-static void h5_quiet(h5_quiet_t *q)
-{
-    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void h5_restore(const h5_quiet_t *q)
-{
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
-static hid_t fapl_nolock(void)
-{
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-    /* Where the file system has no locks (NFS, Lustre) HDF5 would refuse the file. */
-    if (fapl >= 0)
-        H5Pset_file_locking(fapl, 1, 1);
-#endif
-    return fapl;
-}
-
 static int sync_path(const char *p, int dir)
 {
     int fd = open(p, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
@@ -153,7 +127,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
     const char *stage = "setting up HDF5 property lists";
 
     fcpl = H5Pcreate(H5P_FILE_CREATE);
-    fapl = fapl_nolock();
+    fapl = h5_fapl_nolock();
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (fcpl < 0 || fapl < 0 || dcpl < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
         H5Pset_obj_track_times(dcpl, 0) < 0 ||
@@ -333,38 +307,20 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
     h5_quiet_t q;
     h5_quiet(&q);
     rd_t rd = {.path = path, .err = err};
-    hid_t fapl = -1, file = -1;
+    hid_t file = -1;
     result_list_t tmp = {0};
     results_meta_t m;
     memset(&m, 0, sizeof m);
     int rc = -1;
 
-#if H5_VERSION_GE(1, 12, 0)
-    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
-#else
-    htri_t is = H5Fis_hdf5(path);
-#endif
-    if (is <= 0) {
-        if (is == 0)
-            kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected a results "
-                         "file (schema %s)", path, RESULTS_SCHEMA_V2);
-        else
-            kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected a "
-                         "results file (schema %s)", path, RESULTS_SCHEMA_V2);
+    static const h5_expect_t expect = {
+        .not_hdf5 = "a results file (schema " RESULTS_SCHEMA_V2 ")",
+        .unreadable = "a results file (schema " RESULTS_SCHEMA_V2 ")",
+        .complete = "a complete results file",
+    };
+    file = h5_open_readonly(path, &expect, err);
+    if (file < 0)
         goto done;
-    }
-    fapl = fapl_nolock();
-    if (fapl < 0) {
-        kr_fail(err, "%s: file: cannot set up an HDF5 property list; expected a working HDF5 "
-                     "library", path);
-        goto done;
-    }
-    file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (file < 0) {
-        kr_fail(err, "%s: file: HDF5 cannot open it (truncated or corrupt file?); expected a "
-                     "complete results file", path);
-        goto done;
-    }
     if (h5_safety_check(file, path, err) != 0)
         goto done;
     int got = read_str_attr(&rd, file, "schema", m.schema, sizeof m.schema);
@@ -405,8 +361,6 @@ done:
     result_list_free(&tmp);
     if (file >= 0)
         H5Fclose(file);
-    if (fapl >= 0)
-        H5Pclose(fapl);
     h5_restore(&q);
     return rc;
 }
