@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "escape.h"
 #include "plots.h"
 #include "shape_order.h"
@@ -111,7 +112,8 @@ int report_groups(const result_list_t *rows, report_group_t **groups)
 {
     *groups = NULL;
     report_group_t *g = NULL;
-    int n = 0, cap = 0;
+    int n = 0;
+    int64_t cap = 0;
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         if (!strcmp(r->reference, "-"))
@@ -122,15 +124,12 @@ int report_groups(const result_list_t *rows, report_group_t **groups)
                 !strcmp(g[j].reference, r->reference))
                 break;
         if (j < 0) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                report_group_t *ng = realloc(g, (size_t)cap * sizeof *ng);
-                if (!ng) {
-                    free(g);
-                    return -1;
-                }
-                g = ng;
+            report_group_t *ng = array_reserve_one(g, n, &cap, sizeof *ng, 64);
+            if (!ng) {
+                free(g);
+                return -1;
             }
+            g = ng;
             j = n++;
             memset(&g[j], 0, sizeof g[j]);
             g[j].N = r->N;

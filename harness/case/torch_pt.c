@@ -18,6 +18,8 @@
 #include <string.h>
 #include <zip.h>
 
+#include "array_grow.h"
+
 /* ---- dtypes and kinds ---- */
 
 static const struct {
@@ -450,14 +452,10 @@ static int push(vm_t *vm, pt_value_t *v)
     if (vm->sp >= PT_MAX_STACK)
         return vfail(vm, "the stack exceeds %d entries at byte %zu; expected a dict of tensors "
                          "and ints", PT_MAX_STACK, vm->op_pos);
-    if (vm->sp == vm->scap) {
-        int64_t cap = vm->scap ? vm->scap * 2 : 64;
-        pt_value_t **s = realloc(vm->stack, (size_t)cap * sizeof *s);
-        if (!s)
-            return vfail(vm, "out of memory at byte %zu; expected to fit in memory", vm->op_pos);
-        vm->stack = s;
-        vm->scap = cap;
-    }
+    pt_value_t **s = array_reserve_one(vm->stack, vm->sp, &vm->scap, sizeof *s, 64);
+    if (!s)
+        return vfail(vm, "out of memory at byte %zu; expected to fit in memory", vm->op_pos);
+    vm->stack = s;
     vm->stack[vm->sp++] = v;
     return 0;
 }

@@ -65,13 +65,10 @@ static const meta_attr_t meta_attrs[] = {
 
 int result_key_cmp(const result_t *a, const result_t *b)
 {
-    int c = strncmp(a->case_path, b->case_path, sizeof a->case_path);
-    if (c)
-        return c;
-    c = strncmp(a->kernel, b->kernel, sizeof a->kernel);
-    if (c)
-        return c;
-    return strncmp(a->reference, b->reference, sizeof a->reference);
+    static const result_text_key_t keys[] = {
+        RESULT_TEXT_KEY(case_path), RESULT_TEXT_KEY(kernel), RESULT_TEXT_KEY(reference),
+    };
+    return result_text_keys_cmp(a, b, keys, (int)(sizeof keys / sizeof keys[0]));
 }
 
 int result_list_sort(result_list_t *l)
