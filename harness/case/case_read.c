@@ -226,11 +226,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *label, const char *nam
 read_fail:
     fail(rd, label, "cannot read attribute %s (corrupt file?); expected a readable string", name);
 done:
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    H5Aclose(attr);
+    H5_CLOSE_ALL(mtype, ftype, attr);
     return rc;
 }
 
@@ -263,9 +259,7 @@ static int read_int_attr(rd_t *rd, const char *name, int64_t *out)
     }
     rc = 0;
 done:
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    H5Aclose(attr);
+    H5_CLOSE_ALL(ftype, attr);
     return rc;
 }
 
@@ -849,10 +843,7 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
     rc = 0;
 done:
     case_free(&tmp);
-    if (rd.root >= 0)
-        H5Gclose(rd.root);
-    if (rd.file >= 0)
-        H5Fclose(rd.file);
+    H5_CLOSE_ALL(rd.root, rd.file);
     h5_restore(&quiet);
     return rc;
 }

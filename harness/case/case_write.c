@@ -46,10 +46,7 @@ done:
     if (rc != 0)
         kr_fail(w->err, "%s: %s: cannot write root attribute; expected a writable file", w->path,
                 name);
-    if (attr >= 0)
-        H5Aclose(attr);
-    if (space >= 0)
-        H5Sclose(space);
+    H5_CLOSE_ALL(attr, space);
     return rc;
 }
 
@@ -75,10 +72,7 @@ fail:
     kr_fail(w->err, "%s: %s: cannot write the dataset (disk full or not writable?); expected "
                     "to write %lld elements", w->path, name, (long long)(rank == 1 ? d0 : d0 * d1));
 done:
-    if (ds >= 0)
-        H5Dclose(ds);
-    if (space >= 0)
-        H5Sclose(space);
+    H5_CLOSE_ALL(ds, space);
     return rc;
 }
 
@@ -235,12 +229,7 @@ done:
     /* Unconditional: HDF5 may have created the file before failing. */
     if (rc != 0)
         unlink(tmp);
-    if (w.dcpl >= 0)
-        H5Pclose(w.dcpl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
+    H5_CLOSE_ALL(w.dcpl, fapl, fcpl);
     h5_restore(&quiet);
     free(tmp);
     return rc;

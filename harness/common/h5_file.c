@@ -51,3 +51,21 @@ hid_t h5_open_readonly(const char *path, const h5_expect_t *expect, kr_error_t *
                 path, expect->complete);
     return file;
 }
+
+void h5_close_ids(const hid_t *ids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0)
+            continue;
+        switch (H5Iget_type(ids[i])) {
+        case H5I_FILE: H5Fclose(ids[i]); break;
+        case H5I_GROUP: H5Gclose(ids[i]); break;
+        case H5I_DATATYPE: H5Tclose(ids[i]); break;
+        case H5I_DATASPACE: H5Sclose(ids[i]); break;
+        case H5I_DATASET: H5Dclose(ids[i]); break;
+        case H5I_ATTR: H5Aclose(ids[i]); break;
+        case H5I_GENPROP_LST: H5Pclose(ids[i]); break;
+        default: break;
+        }
+    }
+}

@@ -34,4 +34,12 @@ typedef struct {
  * or empty file gets a plain message.  The file id, or -1 with err set. */
 hid_t h5_open_readonly(const char *path, const h5_expect_t *expect, kr_error_t *err);
 
+/* Each id of ids[0..n-1] that is open (>= 0) closed with the call its kind
+ * needs, in the order given: the clean-up at the end of a reader or writer. */
+void h5_close_ids(const hid_t *ids, int n);
+
+#define H5_CLOSE_ALL(...)                                                                   \
+    h5_close_ids((const hid_t[]){__VA_ARGS__},                                              \
+                 (int)(sizeof((const hid_t[]){__VA_ARGS__}) / sizeof(hid_t)))
+
 #endif

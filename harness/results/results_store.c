@@ -196,12 +196,7 @@ done:
         H5Fclose(file);
     if (rc != 0)
         unlink(tmp);   /* HDF5 may have created it before failing */
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
+    H5_CLOSE_ALL(dcpl, fapl, fcpl);
     h5_restore(&q);
     return rc;
 }
@@ -272,14 +267,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_
     rc = 1;
 done:
     free(tmp);
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (attr >= 0)
-        H5Aclose(attr);
+    H5_CLOSE_ALL(mtype, space, ftype, attr);
     return rc;
 }
 
