@@ -250,12 +250,8 @@ static int collect_shapes(const result_list_t *rows, shape_key_t **out, int *n)
             seen = v[j].N == r->N && v[j].K == r->K;
         if (seen)
             continue;
-        shape_key_t *nv = array_reserve_one(v, cnt, &cap, sizeof *nv, 8);
-        if (!nv) {
-            free(v);
+        if ((v = array_reserve_one_or_free(v, cnt, &cap, sizeof *v, 8)) == NULL)
             return -1;
-        }
-        v = nv;
         v[cnt].N = r->N;
         v[cnt].K = r->K;
         cnt++;
@@ -513,12 +509,8 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
             if (v[j].N == r->N && v[j].K == r->K && !strcmp(v[j].band, r->band))
                 break;
         if (j == n) {
-            plot_cell_t *nv = array_reserve_one(v, n, &cap, sizeof *nv, 16);
-            if (!nv) {
-                free(v);
+            if ((v = array_reserve_one_or_free(v, n, &cap, sizeof *v, 16)) == NULL)
                 return -1;
-            }
-            v = nv;
             memset(&v[n], 0, sizeof v[n]);
             v[n].N = r->N;
             v[n].K = r->K;

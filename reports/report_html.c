@@ -124,12 +124,8 @@ int report_groups(const result_list_t *rows, report_group_t **groups)
                 !strcmp(g[j].reference, r->reference))
                 break;
         if (j < 0) {
-            report_group_t *ng = array_reserve_one(g, n, &cap, sizeof *ng, 64);
-            if (!ng) {
-                free(g);
+            if ((g = array_reserve_one_or_free(g, n, &cap, sizeof *g, 64)) == NULL)
                 return -1;
-            }
-            g = ng;
             j = n++;
             memset(&g[j], 0, sizeof g[j]);
             g[j].N = r->N;

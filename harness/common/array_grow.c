@@ -12,3 +12,12 @@ void *array_reserve_one(void *items, int64_t count, int64_t *cap, size_t elem, i
         *cap = grown;
     return p;
 }
+
+void *array_reserve_one_or_free(void *items, int64_t count, int64_t *cap, size_t elem,
+                                int64_t first_cap)
+{
+    void *p = array_reserve_one(items, count, cap, elem, first_cap);
+    if (!p)
+        free(items);
+    return p;
+}

@@ -12,4 +12,9 @@
  * out of memory; then items and *cap are untouched and still valid. */
 void *array_reserve_one(void *items, int64_t count, int64_t *cap, size_t elem, int64_t first_cap);
 
+/* As array_reserve_one, but on failure items is freed: for an array built
+ * in a local variable and dropped whole when it cannot grow. */
+void *array_reserve_one_or_free(void *items, int64_t count, int64_t *cap, size_t elem,
+                                int64_t first_cap);
+
 #endif
