@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array_grow.h"
 #include "atomic_file.h"
 #include "h5_file.h"
 #include "h5_safety.h"
@@ -523,6 +524,47 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, char ***names,
+                                int *n, kr_error_t *err)
+{
+    *names = NULL;
+    *n = 0;
+    snprintf(dir, dir_cap, "%s/partial", run_dir);
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir,
+                       strerror(errno));
+    }
+    char **v = NULL;
+    int nn = 0;
+    int64_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
+        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
+            continue;
+        char **t = array_reserve_one(v, nn, &cap, sizeof *t, 64);
+        if (!t || !(t[nn] = strdup(e->d_name))) {
+            v = t ? t : v;
+            closedir(d);
+            results_store_free_keys(v, nn);
+            return kr_fail(err, "%s: out of memory loading partial results; expected to fit in "
+                                "memory", dir);
+        }
+        v = t;
+        nn++;
+    }
+    closedir(d);
+    if (nn)
+        qsort(v, (size_t)nn, sizeof *v, cmp_str);
+    *names = v;
+    *n = nn;
+    return 0;
+}
+
 int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
                                 int *n_done, kr_error_t *err)
 {
@@ -531,38 +573,11 @@ int results_store_load_partials(const char *run_dir, result_list_t *rows, char *
     if (!run_dir)
         return kr_fail(err, "(null): partial: no run folder given; expected a folder");
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT)
-            return 0;
-        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir,
-                       strerror(errno));
-    }
     char **names = NULL, **keys = NULL;
-    int nn = 0, capn = 0, nk = 0, rc = -1;
+    int nn = 0, nk = 0, rc = -1;
+    if (results_store_partial_names(run_dir, dir, sizeof dir, &names, &nn, err) != 0)
+        return -1;
     const int64_t rows_before = rows->count;   /* restored on failure */
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
-        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
-            continue;
-        if (nn == capn) {
-            capn = capn ? 2 * capn : 64;
-            char **t = realloc(names, (size_t)capn * sizeof *t);
-            if (!t)
-                goto oom;
-            names = t;
-        }
-        if (!(names[nn] = strdup(e->d_name)))
-            goto oom;
-        nn++;
-    }
-    closedir(d);
-    d = NULL;
-    if (nn)
-        qsort(names, (size_t)nn, sizeof *names, cmp_str);
     keys = calloc((size_t)(nn ? nn : 1), sizeof *keys);
     if (!keys)
         goto oom;
@@ -599,11 +614,7 @@ oom:
 done:
     if (rc != 0)
         rows->count = rows_before;
-    if (d)
-        closedir(d);
-    for (int i = 0; i < nn; i++)
-        free(names[i]);
-    free(names);
+    results_store_free_keys(names, nn);
     results_store_free_keys(keys, nk);
     return rc;
 }
