@@ -16,6 +16,7 @@
 #include "gnuplot.h"
 #include "input_health.h"
 #include "kr_string.h"
+#include "markdown_row.h"
 #include "plots.h"
 #include "progress.h"
 #include "report.h"
@@ -218,24 +219,11 @@ static void md_num(FILE *fp, double v)
 
 static void md_row_brief(FILE *fp, const result_t *r)
 {
-    fputs("| ", fp);
-    md(fp, r->case_name);
-    fprintf(fp, " | %lld | %lld | %lld | ", (long long)r->M, (long long)r->N, (long long)r->K);
-    md(fp, r->band);
-    fputs(" | ", fp);
-    md(fp, r->kernel);
-    fputs(" | ", fp);
-    md(fp, r->reference);
-    fputs(" |", fp);
+    md_row_identity(fp, r);
     md_num(fp, r->metrics.rel_fro);
     md_num(fp, r->threshold > 0 ? r->threshold : NAN);
     fprintf(fp, " %s | ", verdict_name(r->verdict));
-    md(fp, r->note);
-    if (r->diagnosis[0]) {
-        fputs(" **Diagnosis:** ", fp);
-        md(fp, r->diagnosis);
-    }
-    fputs(" |\n", fp);
+    md_row_note_end(fp, r);
 }
 
 static const char *MD_BRIEF_HEAD = "| case | M | N | K | band | kernel | reference | rel_fro | threshold | verdict | note |\n"
