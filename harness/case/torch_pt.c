@@ -776,7 +776,7 @@ static int int_tuple(const pt_value_t *t, int64_t *out, int *rank)
     return 0;
 }
 
-static void shape_str(const int64_t *v, int rank, char *buf, size_t cap)
+void pt_shape_str(const int64_t *v, int rank, char *buf, size_t cap)
 {
     size_t o = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < rank && o < cap; i++)
@@ -846,8 +846,8 @@ static int rebuild_tensor(vm_t *vm, int v3, const pt_value_t *args)
     int64_t elems = st->storage_typed ? st->storage_numel : st->storage_numel / (int64_t)es;
 
     char sz[160], sd[160];
-    shape_str(t.sizes, t.rank, sz, sizeof sz);
-    shape_str(t.strides, t.rank, sd, sizeof sd);
+    pt_shape_str(t.sizes, t.rank, sz, sizeof sz);
+    pt_shape_str(t.strides, t.rank, sd, sizeof sd);
     int64_t numel = 1, maxidx = t.offset;
     int overflow = 0;
     for (int d = 0; d < t.rank; d++) {
