@@ -47,39 +47,33 @@ typedef struct {
 
 /* ---- describing what was found, for messages ---- */
 
+/* The type classes a message names by class alone. */
+static const struct {
+    H5T_class_t cls;
+    const char *name;
+} CLASS_ONLY_NAMES[] = {
+    {H5T_STRING, "string"}, {H5T_COMPOUND, "compound"}, {H5T_ENUM, "enum"},
+    {H5T_OPAQUE, "opaque"}, {H5T_ARRAY, "array"},       {H5T_VLEN, "vlen"},
+};
+
 static void type_desc(hid_t t, char *buf, size_t cap)
 {
     H5T_class_t cls = H5Tget_class(t);
     size_t sz = H5Tget_size(t);
-    switch (cls) {
-    case H5T_INTEGER:
+    if (cls == H5T_INTEGER) {
         snprintf(buf, cap, "%s%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int", sz * 8);
-        break;
-    case H5T_FLOAT:
-        snprintf(buf, cap, "float%zu", sz * 8);
-        break;
-    case H5T_STRING:
-        snprintf(buf, cap, "string");
-        break;
-    case H5T_COMPOUND:
-        snprintf(buf, cap, "compound");
-        break;
-    case H5T_ENUM:
-        snprintf(buf, cap, "enum");
-        break;
-    case H5T_OPAQUE:
-        snprintf(buf, cap, "opaque");
-        break;
-    case H5T_ARRAY:
-        snprintf(buf, cap, "array");
-        break;
-    case H5T_VLEN:
-        snprintf(buf, cap, "vlen");
-        break;
-    default:
-        snprintf(buf, cap, "type class %d", (int)cls);
-        break;
+        return;
     }
+    if (cls == H5T_FLOAT) {
+        snprintf(buf, cap, "float%zu", sz * 8);
+        return;
+    }
+    for (size_t i = 0; i < sizeof CLASS_ONLY_NAMES / sizeof CLASS_ONLY_NAMES[0]; i++)
+        if (CLASS_ONLY_NAMES[i].cls == cls) {
+            snprintf(buf, cap, "%s", CLASS_ONLY_NAMES[i].name);
+            return;
+        }
+    snprintf(buf, cap, "type class %d", (int)cls);
 }
 
 static int type_is(hid_t t, elem_t e)
