@@ -16,7 +16,7 @@
 #include "gnuplot.h"
 #include "input_health.h"
 #include "kr_string.h"
-#include "markdown_row.h"
+#include "markdown_parts.h"
 #include "plots.h"
 #include "progress.h"
 #include "report.h"
@@ -264,14 +264,9 @@ static void md_summary(FILE *fp, const report_doc_t *d)
 static void md_provenance(FILE *fp, const report_doc_t *d)
 {
     if (d->meta) {
-        fputs("- kreplay ", fp);
-        md(fp, d->meta->version);
-        fputs(" (commit ", fp);
-        md(fp, d->meta->git_commit);
-        fputs(") on ", fp);
-        md(fp, d->meta->host);
-        fputs(" at ", fp);
-        md(fp, d->meta->time_utc);
+        fputs("- ", fp);
+        md_build_line(fp, d->meta->version, d->meta->git_commit, d->meta->host,
+                      d->meta->time_utc);
         if (d->meta->command[0]) {
             fputs("\n- command: ", fp);
             esc_markdown_code(fp, d->meta->command);

@@ -1,7 +1,7 @@
 #include <string.h>
 
 #include "escape.h"
-#include "markdown_row.h"
+#include "markdown_parts.h"
 #include "report.h"
 #include "verdict.h"
 
@@ -39,14 +39,8 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
     for (int v = 0; v < VERDICT_COUNT; v++)
         if (counts[v])
             fprintf(fp, " %s %lld;", verdict_name((verdict_t)v), (long long)counts[v]);
-    fputs("\n- kreplay ", fp);
-    esc_markdown(fp, info->version);
-    fputs(" (commit ", fp);
-    esc_markdown(fp, info->git_commit);
-    fputs(") on ", fp);
-    esc_markdown(fp, info->host);
-    fputs(" at ", fp);
-    esc_markdown(fp, info->time_utc);
+    fputs("\n- ", fp);
+    md_build_line(fp, info->version, info->git_commit, info->host, info->time_utc);
     fputs("\n- command: ", fp);
     esc_markdown_code(fp, info->command ? info->command : "");
     fputs("\n\n", fp);

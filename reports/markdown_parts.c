@@ -1,4 +1,4 @@
-#include "markdown_row.h"
+#include "markdown_parts.h"
 
 #include "escape.h"
 
@@ -23,4 +23,17 @@ void md_row_note_end(FILE *fp, const result_t *r)
         esc_markdown(fp, r->diagnosis);
     }
     fputs(" |\n", fp);
+}
+
+void md_build_line(FILE *fp, const char *version, const char *commit, const char *host,
+                   const char *time_utc)
+{
+    fputs("kreplay ", fp);
+    esc_markdown(fp, version);
+    fputs(" (commit ", fp);
+    esc_markdown(fp, commit);
+    fputs(") on ", fp);
+    esc_markdown(fp, host);
+    fputs(" at ", fp);
+    esc_markdown(fp, time_utc);
 }
