@@ -112,19 +112,41 @@ void esc_markdown_code(FILE *fp, const char *s)
         fputc('`', fp);
 }
 
+/* The entity each ASCII character is written as (NULL: as itself), per
+ * format: HTML text and attributes, XML text, XML attribute values (where a
+ * raw newline or tab would be normalised to a space). */
+typedef const char *entity_table_t[128];
+static const entity_table_t HTML_ENTITIES = {
+    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+};
+static const entity_table_t XML_TEXT_ENTITIES = {
+    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&apos;",
+    ['\n'] = "\n", ['\t'] = "\t", ['\r'] = "&#13;",
+};
+static const entity_table_t XML_ATTR_ENTITIES = {
+    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&apos;",
+    ['\n'] = "&#10;", ['\t'] = "&#9;", ['\r'] = "&#13;",
+};
+
+/* Writes the entity of the character at p and returns 1, or returns 0 when
+ * it has none. */
+static int put_entity(FILE *fp, const unsigned char *p, const entity_table_t *table)
+{
+    const char *e = *p < 128 ? (*table)[*p] : NULL;
+    if (e)
+        fputs(e, fp);
+    return e != NULL;
+}
+
 void esc_html(FILE *fp, const char *s)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
-        unsigned char c = *p;
-        switch (c) {
-        case '&': fputs("&amp;", fp); p++; continue;
-        case '<': fputs("&lt;", fp); p++; continue;
-        case '>': fputs("&gt;", fp); p++; continue;
-        case '"': fputs("&quot;", fp); p++; continue;
-        case '\'': fputs("&#39;", fp); p++; continue;
-        default: break;
+        if (put_entity(fp, p, &HTML_ENTITIES)) {
+            p++;
+            continue;
         }
+        unsigned char c = *p;
         p += put_char(fp, p, c == '\n' || c == '\t' ? NULL : "&#xFFFD;", "&#xFFFD;");
     }
 }
@@ -160,20 +182,13 @@ void esc_csv(FILE *fp, const char *s, int always_quote)
 void esc_xml(FILE *fp, const char *s, int attr)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
+    const entity_table_t *entities = attr ? &XML_ATTR_ENTITIES : &XML_TEXT_ENTITIES;
     while (*p) {
-        unsigned char c = *p;
-        switch (c) {
-        case '&': fputs("&amp;", fp); p++; continue;
-        case '<': fputs("&lt;", fp); p++; continue;
-        case '>': fputs("&gt;", fp); p++; continue;
-        case '"': fputs("&quot;", fp); p++; continue;
-        case '\'': fputs("&apos;", fp); p++; continue;
-        case '\n': fputs(attr ? "&#10;" : "\n", fp); p++; continue;
-        case '\t': fputs(attr ? "&#9;" : "\t", fp); p++; continue;
-        case '\r': fputs("&#13;", fp); p++; continue;
-        default: break;
+        if (put_entity(fp, p, entities)) {
+            p++;
+            continue;
         }
-        if (is_control(c)) {
+        if (is_control(*p)) {
             fputc('?', fp);
             p++;
             continue;

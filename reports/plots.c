@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "kr_string.h"
 #include "row_kernel.h"
 #include "shape_order.h"
@@ -21,7 +22,8 @@ static const int POINT_TYPES[] = {7, 5, 9, 11, 13, 4, 6, 8, 10, 12, 1, 2, 3};
 /* A sorted set of strings (kernel names, references, bands). */
 typedef struct {
     char **v;
-    int n, cap;
+    int n;
+    int64_t cap;
 } strset_t;
 
 static int strset_find(const strset_t *s, const char *x)
@@ -36,14 +38,10 @@ static int strset_add(strset_t *s, const char *x)
 {
     if (strset_find(s, x) >= 0)
         return 0;
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 16;
-        char **v = realloc(s->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return -1;
-        s->v = v;
-        s->cap = cap;
-    }
+    char **v = array_reserve_one(s->v, s->n, &s->cap, sizeof *v, 16);
+    if (!v)
+        return -1;
+    s->v = v;
     char *d = strdup(x);
     if (!d)
         return -1;
@@ -150,14 +148,10 @@ static const char *BAND_FILL[] = {"#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#
 
 static plot_t *plot_add(plot_list_t *pl, const char *kind, const char *name, int w, int h)
 {
-    if (pl->count == pl->cap) {
-        int cap = pl->cap ? 2 * pl->cap : 16;
-        plot_t *v = realloc(pl->items, (size_t)cap * sizeof *v);
-        if (!v)
-            return NULL;
-        pl->items = v;
-        pl->cap = cap;
-    }
+    plot_t *v = array_reserve_one(pl->items, pl->count, &pl->cap, sizeof *v, 16);
+    if (!v)
+        return NULL;
+    pl->items = v;
     plot_t *p = &pl->items[pl->count];
     memset(p, 0, sizeof *p);
     kr_strlcpy(p->kind, kind, sizeof p->kind);
@@ -245,7 +239,8 @@ static int shape_cmp(const void *a, const void *b)
 static int collect_shapes(const result_list_t *rows, shape_key_t **out, int *n)
 {
     shape_key_t *v = NULL;
-    int cnt = 0, cap = 0;
+    int cnt = 0;
+    int64_t cap = 0;
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         if (!plots_is_error_row(r, NULL))
@@ -255,15 +250,8 @@ static int collect_shapes(const result_list_t *rows, shape_key_t **out, int *n)
             seen = v[j].N == r->N && v[j].K == r->K;
         if (seen)
             continue;
-        if (cnt == cap) {
-            cap = cap ? 2 * cap : 8;
-            shape_key_t *nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                return -1;
-            }
-            v = nv;
-        }
+        if ((v = array_reserve_one_or_free(v, cnt, &cap, sizeof *v, 8)) == NULL)
+            return -1;
         v[cnt].N = r->N;
         v[cnt].K = r->K;
         cnt++;
@@ -510,7 +498,8 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
     if (!any)
         ref = NULL;
     plot_cell_t *v = NULL;
-    int n = 0, cap = 0;
+    int n = 0;
+    int64_t cap = 0;
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         if (!plots_is_error_row(r, ref))
@@ -520,15 +509,8 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
             if (v[j].N == r->N && v[j].K == r->K && !strcmp(v[j].band, r->band))
                 break;
         if (j == n) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                plot_cell_t *nv = realloc(v, (size_t)cap * sizeof *nv);
-                if (!nv) {
-                    free(v);
-                    return -1;
-                }
-                v = nv;
-            }
+            if ((v = array_reserve_one_or_free(v, n, &cap, sizeof *v, 16)) == NULL)
+                return -1;
             memset(&v[n], 0, sizeof v[n]);
             v[n].N = r->N;
             v[n].K = r->K;

@@ -44,7 +44,8 @@ typedef struct {
 
 typedef struct {
     plot_t *items;
-    int count, cap;
+    int count;
+    int64_t cap;
 } plot_list_t;
 
 /* One run of the history, for the trend. */

@@ -16,6 +16,7 @@
 #include "gnuplot.h"
 #include "input_health.h"
 #include "kr_string.h"
+#include "markdown_parts.h"
 #include "plots.h"
 #include "progress.h"
 #include "report.h"
@@ -218,24 +219,11 @@ static void md_num(FILE *fp, double v)
 
 static void md_row_brief(FILE *fp, const result_t *r)
 {
-    fputs("| ", fp);
-    md(fp, r->case_name);
-    fprintf(fp, " | %lld | %lld | %lld | ", (long long)r->M, (long long)r->N, (long long)r->K);
-    md(fp, r->band);
-    fputs(" | ", fp);
-    md(fp, r->kernel);
-    fputs(" | ", fp);
-    md(fp, r->reference);
-    fputs(" |", fp);
+    md_row_identity(fp, r);
     md_num(fp, r->metrics.rel_fro);
     md_num(fp, r->threshold > 0 ? r->threshold : NAN);
     fprintf(fp, " %s | ", verdict_name(r->verdict));
-    md(fp, r->note);
-    if (r->diagnosis[0]) {
-        fputs(" **Diagnosis:** ", fp);
-        md(fp, r->diagnosis);
-    }
-    fputs(" |\n", fp);
+    md_row_note_end(fp, r);
 }
 
 static const char *MD_BRIEF_HEAD = "| case | M | N | K | band | kernel | reference | rel_fro | threshold | verdict | note |\n"
@@ -265,39 +253,20 @@ static void md_summary(FILE *fp, const report_doc_t *d)
     fputs("\n- verdicts: ", fp);
     md(fp, tally);
     fputc('\n', fp);
-    plot_cell_t *cells = NULL;
-    int nc = plots_cells(rows, &cells);
-    if (nc > 0) {
-        int w = 0;
-        for (int c = 1; c < nc; c++)
-            if (cells[c].worst_rel > cells[w].worst_rel)
-                w = c;
-        const result_t *r = &rows->rows[cells[w].worst_index];
-        fprintf(fp, "- worst shape x band: %lldx%lld ", (long long)cells[w].N, (long long)cells[w].K);
-        md(fp, cells[w].band);
-        fprintf(fp, ", rel_fro %.4g (", cells[w].worst_rel);
-        md(fp, r->kernel);
-        fputs(" vs ", fp);
-        md(fp, r->reference);
-        fputs(", ", fp);
-        md(fp, r->case_name);
-        fputs(")\n", fp);
-    }
-    free(cells);
+    static const report_line_style_t worst = {
+        .esc = md, .lead = "- worst shape x band: ", .after_band = ", rel_fro ",
+        .before_case = ", ", .tail = ")\n",
+    };
+    report_worst_cell_line(fp, rows, &worst);
     md_provenance(fp, d);
 }
 
 static void md_provenance(FILE *fp, const report_doc_t *d)
 {
     if (d->meta) {
-        fputs("- kreplay ", fp);
-        md(fp, d->meta->version);
-        fputs(" (commit ", fp);
-        md(fp, d->meta->git_commit);
-        fputs(") on ", fp);
-        md(fp, d->meta->host);
-        fputs(" at ", fp);
-        md(fp, d->meta->time_utc);
+        fputs("- ", fp);
+        md_build_line(fp, d->meta->version, d->meta->git_commit, d->meta->host,
+                      d->meta->time_utc);
         if (d->meta->command[0]) {
             fputs("\n- command: ", fp);
             esc_markdown_code(fp, d->meta->command);
@@ -314,26 +283,22 @@ static void md_provenance(FILE *fp, const report_doc_t *d)
 }
 
 /* Regressions, then the other failing rows (the first 100 of each). */
+static void md_failing_head(FILE *fp, int pass)
+{
+    fprintf(fp, "## %s\n\n%s", pass == 0 ? "Regressions" : "Failing rows", MD_BRIEF_HEAD);
+}
+
+static void md_failing_end(FILE *fp, int64_t n_more)
+{
+    if (n_more > 0)
+        fprintf(fp, "\n... and %lld more: see report.html\n", (long long)n_more);
+    fputc('\n', fp);
+}
+
 static void md_failing(FILE *fp, const result_list_t *rows)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t n = 0;
-        for (int64_t i = 0; i < rows->count; i++) {
-            const result_t *r = &rows->rows[i];
-            int is_reg = r->verdict == VERDICT_REGRESSED;
-            if (pass == 0 ? !is_reg : (is_reg || !verdict_is_failure(r->verdict)))
-                continue;
-            if (n == 0)
-                fprintf(fp, "## %s\n\n%s", pass == 0 ? "Regressions" : "Failing rows", MD_BRIEF_HEAD);
-            if (n < 100)
-                md_row_brief(fp, r);
-            n++;
-        }
-        if (n > 100)
-            fprintf(fp, "\n... and %lld more: see report.html\n", (long long)(n - 100));
-        if (n)
-            fputc('\n', fp);
-    }
+    static const report_failing_writer_t w = {md_failing_head, md_row_brief, md_failing_end};
+    report_failing_sections(fp, rows, &w);
 }
 
 static void md_worst_and_plots(FILE *fp, const report_doc_t *d)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "escape.h"
 #include "plots.h"
 #include "shape_order.h"
@@ -111,7 +112,8 @@ int report_groups(const result_list_t *rows, report_group_t **groups)
 {
     *groups = NULL;
     report_group_t *g = NULL;
-    int n = 0, cap = 0;
+    int n = 0;
+    int64_t cap = 0;
     for (int64_t i = 0; i < rows->count; i++) {
         const result_t *r = &rows->rows[i];
         if (!strcmp(r->reference, "-"))
@@ -122,15 +124,8 @@ int report_groups(const result_list_t *rows, report_group_t **groups)
                 !strcmp(g[j].reference, r->reference))
                 break;
         if (j < 0) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                report_group_t *ng = realloc(g, (size_t)cap * sizeof *ng);
-                if (!ng) {
-                    free(g);
-                    return -1;
-                }
-                g = ng;
-            }
+            if ((g = array_reserve_one_or_free(g, n, &cap, sizeof *g, 64)) == NULL)
+                return -1;
             j = n++;
             memset(&g[j], 0, sizeof g[j]);
             g[j].N = r->N;
@@ -280,6 +275,21 @@ static void figure(FILE *fp, const report_doc_t *d, int i)
     fputs("</figure>\n", fp);
 }
 
+/* The verdict cell and the note cell (with the diagnosis below the note)
+ * that end a row of every row table, and the row's end. */
+static void verdict_note_cells(FILE *fp, const result_t *r)
+{
+    fprintf(fp, "<td class=\"%s\">%s</td><td><span class=\"note\">", verdict_class(r->verdict), verdict_name(r->verdict));
+    E(r->note);
+    fputs("</span>", fp);
+    if (r->diagnosis[0]) {
+        fputs("<br><span class=\"diag\">diagnosis: ", fp);
+        E(r->diagnosis);
+        fputs("</span>", fp);
+    }
+    fputs("</td></tr>\n", fp);
+}
+
 static void row_brief(FILE *fp, const result_t *r)
 {
     fprintf(fp, "<tr class=\"%s\"><td>", verdict_is_failure(r->verdict) ? "fail" : "");
@@ -295,15 +305,7 @@ static void row_brief(FILE *fp, const result_t *r)
     num_cell(fp, r->metrics.rel_fro);
     num_cell(fp, r->threshold);
     num_cell(fp, r->threshold > 0 ? r->metrics.rel_fro / r->threshold : NAN);
-    fprintf(fp, "<td class=\"%s\">%s</td><td><span class=\"note\">", verdict_class(r->verdict), verdict_name(r->verdict));
-    E(r->note);
-    fputs("</span>", fp);
-    if (r->diagnosis[0]) {
-        fputs("<br><span class=\"diag\">diagnosis: ", fp);
-        E(r->diagnosis);
-        fputs("</span>", fp);
-    }
-    fputs("</td></tr>\n", fp);
+    verdict_note_cells(fp, r);
 }
 
 static const char *BRIEF_HEAD =
@@ -428,6 +430,20 @@ static void poisoned_line(FILE *fp, const result_list_t *rows)
     case_index_free(&ci);
 }
 
+static void failing_head(FILE *fp, int pass)
+{
+    fprintf(fp, "<h2 id=\"%s\">%s</h2>\n%s", pass == 0 ? "regressions" : "failing",
+            pass == 0 ? "Regressions" : "Failing rows", BRIEF_HEAD);
+}
+
+static void failing_end(FILE *fp, int64_t n_more)
+{
+    if (n_more > 0)
+        fprintf(fp, "<tr><td colspan=\"12\">... and %lld more (see the per-case detail)</td></tr>\n",
+                (long long)n_more);
+    fputs("</table>\n", fp);
+}
+
 static void summary(FILE *fp, const report_doc_t *d)
 {
     const result_list_t *rows = d->rows;
@@ -452,26 +468,11 @@ static void summary(FILE *fp, const report_doc_t *d)
     fprintf(fp, "<tr data-verdict=\"total\"><th>total</th><th class=\"n\">%lld</th></tr>\n</table>\n",
             (long long)rows->count);
 
-    plot_cell_t *cells = NULL;
-    int nc = plots_cells(rows, &cells);
-    if (nc > 0) {
-        int w = 0;
-        for (int c = 1; c < nc; c++)
-            if (cells[c].worst_rel > cells[w].worst_rel)
-                w = c;
-        const result_t *r = &rows->rows[cells[w].worst_index];
-        fprintf(fp, "<p id=\"kr-worst-cell\"><b>Worst shape x band:</b> %lldx%lld ", (long long)cells[w].N,
-                (long long)cells[w].K);
-        E(cells[w].band);
-        fprintf(fp, ": rel_fro %.4g (", cells[w].worst_rel);
-        E(r->kernel);
-        fputs(" vs ", fp);
-        E(r->reference);
-        fputs(", case ", fp);
-        E(r->case_name);
-        fputs(")</p>\n", fp);
-    }
-    free(cells);
+    static const report_line_style_t worst = {
+        .esc = report_html_escape, .lead = "<p id=\"kr-worst-cell\"><b>Worst shape x band:</b> ",
+        .after_band = ": rel_fro ", .before_case = ", case ", .tail = ")</p>\n",
+    };
+    report_worst_cell_line(fp, rows, &worst);
 
     const char *a8 = plots_w4a8_kernel(rows), *a4 = plots_w4a4_kernel();
     if (a8 && a4) {
@@ -536,27 +537,8 @@ static void summary(FILE *fp, const report_doc_t *d)
     }
     poisoned_line(fp, rows);
 
-    /* Regressions first, then the other failing rows. */
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t n = 0;
-        for (int64_t i = 0; i < rows->count; i++) {
-            const result_t *r = &rows->rows[i];
-            int is_reg = r->verdict == VERDICT_REGRESSED;
-            if (pass == 0 ? !is_reg : (is_reg || !verdict_is_failure(r->verdict)))
-                continue;
-            if (n == 0)
-                fprintf(fp, "<h2 id=\"%s\">%s</h2>\n%s", pass == 0 ? "regressions" : "failing",
-                        pass == 0 ? "Regressions" : "Failing rows", BRIEF_HEAD);
-            if (n < 100)
-                row_brief(fp, r);
-            n++;
-        }
-        if (n > 100)
-            fprintf(fp, "<tr><td colspan=\"12\">... and %lld more (see the per-case detail)</td></tr>\n",
-                    (long long)(n - 100));
-        if (n)
-            fputs("</table>\n", fp);
-    }
+    static const report_failing_writer_t failing_writer = {failing_head, row_brief, failing_end};
+    report_failing_sections(fp, rows, &failing_writer);
 
     int64_t idx[10];
     int n_off = report_worst_offenders(rows, idx, 10);
@@ -756,16 +738,7 @@ static void case_detail(FILE *fp, const report_doc_t *d)
                 num_cell(fp, r->ulp.count > 0 ? r->ulp.identical_frac : NAN);
                 fprintf(fp, "<td class=\"n\">%llu</td>", (unsigned long long)r->ulp.max_ulp);
             }
-            fprintf(fp, "<td class=\"%s\">%s</td><td><span class=\"note\">", verdict_class(r->verdict),
-                    verdict_name(r->verdict));
-            E(r->note);
-            fputs("</span>", fp);
-            if (r->diagnosis[0]) {
-                fputs("<br><span class=\"diag\">diagnosis: ", fp);
-                E(r->diagnosis);
-                fputs("</span>", fp);
-            }
-            fputs("</td></tr>\n", fp);
+            verdict_note_cells(fp, r);
         }
         fputs("</table>\n</details>\n", fp);
     }

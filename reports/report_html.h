@@ -77,6 +77,35 @@ void report_html_escape(FILE *fp, const char *s);
  * count. */
 int report_worst_offenders(const result_list_t *rows, int64_t *idx, int cap);
 
+/* The words around the worst shape x band cell's line, and the escaper of
+ * the format (the line reads LEAD NxK BAND AFTER_BAND rel (KERNEL vs
+ * REFERENCE BEFORE_CASE CASE TAIL). */
+typedef struct {
+    void (*esc)(FILE *fp, const char *s);
+    const char *lead, *after_band, *before_case, *tail;
+} report_line_style_t;
+
+/* The line naming the worst shape x band cell by rel_fro; nothing when no
+ * row has an error metric. */
+void report_worst_cell_line(FILE *fp, const result_list_t *rows, const report_line_style_t *st);
+
+/* How many rows of each failing section are listed. */
+#define REPORT_FAILING_SHOWN 100
+
+/* The writer of the failing sections: head(pass) before a section's first
+ * row (pass 0: regressions, 1: the other failing rows), row for each of its
+ * first REPORT_FAILING_SHOWN rows, end(n_more) after its last one (n_more:
+ * the rows not listed, <= 0 when none). */
+typedef struct {
+    void (*head)(FILE *fp, int pass);
+    void (*row)(FILE *fp, const result_t *r);
+    void (*end)(FILE *fp, int64_t n_more);
+} report_failing_writer_t;
+
+/* The regressions, then the other failing rows, each section only when it
+ * has a row. */
+void report_failing_sections(FILE *fp, const result_list_t *rows, const report_failing_writer_t *w);
+
 /* One group of a shape x band table: the rows of one kernel x reference. */
 typedef struct {
     int64_t N, K;

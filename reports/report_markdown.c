@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "markdown_parts.h"
 #include "report.h"
 #include "verdict.h"
 
@@ -10,17 +11,6 @@ static void md_cell_number(FILE *fp, double v)
         fputs(" nan |", fp);
     else
         fprintf(fp, " %.4g |", v);
-}
-
-/* "band | kernel | reference |", each escaped. */
-static void md_cells(FILE *fp, const char *band, const char *kernel, const char *reference)
-{
-    esc_markdown(fp, band);
-    fputs(" | ", fp);
-    esc_markdown(fp, kernel);
-    fputs(" | ", fp);
-    esc_markdown(fp, reference);
-    fputs(" |", fp);
 }
 
 void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t *info)
@@ -49,14 +39,8 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
     for (int v = 0; v < VERDICT_COUNT; v++)
         if (counts[v])
             fprintf(fp, " %s %lld;", verdict_name((verdict_t)v), (long long)counts[v]);
-    fputs("\n- kreplay ", fp);
-    esc_markdown(fp, info->version);
-    fputs(" (commit ", fp);
-    esc_markdown(fp, info->git_commit);
-    fputs(") on ", fp);
-    esc_markdown(fp, info->host);
-    fputs(" at ", fp);
-    esc_markdown(fp, info->time_utc);
+    fputs("\n- ", fp);
+    md_build_line(fp, info->version, info->git_commit, info->host, info->time_utc);
     fputs("\n- command: ", fp);
     esc_markdown_code(fp, info->command ? info->command : "");
     fputs("\n\n", fp);
@@ -75,10 +59,7 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
                 fprintf(fp, "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
                 header = 1;
             }
-            fputs("| ", fp);
-            esc_markdown(fp, r->case_name);
-            fprintf(fp, " | %lld | %lld | %lld | ", (long long)r->M, (long long)r->N, (long long)r->K);
-            md_cells(fp, r->band, r->kernel, r->reference);
+            md_row_identity(fp, r);
             if (strcmp(r->reference, "-") == 0) {
                 fprintf(fp, " | | | | | | | %s | ", verdict_name(r->verdict));
                 esc_markdown(fp, r->note);
@@ -92,12 +73,7 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
             md_cell_number(fp, r->metrics.mag_ratio);
             fprintf(fp, " %lld | %.4f | %s | ", (long long)nonfinite_total(&r->metrics.out_nf),
                     r->ulp.identical_frac, verdict_name(r->verdict));
-            esc_markdown(fp, r->note);
-            if (r->diagnosis[0]) {
-                fputs(" **Diagnosis:** ", fp);
-                esc_markdown(fp, r->diagnosis);
-            }
-            fputs(" |\n", fp);
+            md_row_note_end(fp, r);
         }
         if (header)
             fputc('\n', fp);

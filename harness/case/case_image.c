@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,32 +210,13 @@ static uint64_t align_up(uint64_t n)
 
 /* ------------------------------------------------------------ plain I/O */
 
-static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+/* Moves exactly n bytes between buf and the file at off, whatever a single
+ * call moves, retrying EINTR; 0 bytes moved (a short file: the size was
+ * checked first, so it shrank under us) is EIO. */
+static int transfer_all(int fd, char *p, size_t n, uint64_t off, int writing)
 {
-    const char *p = buf;
     while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = EIO;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
-/* Reads exactly n bytes; a short file is EIO (the size was checked
- * first, so it means the file shrank under us). */
-static int pread_all(int fd, void *buf, size_t n, uint64_t off)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
+        ssize_t r = writing ? pwrite(fd, p, n, (off_t)off) : pread(fd, p, n, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
@@ -247,6 +229,16 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off)
         off += (uint64_t)r;
     }
     return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    return transfer_all(fd, (char *)(uintptr_t)buf, n, off, 1);   /* pwrite only reads buf */
+}
+
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    return transfer_all(fd, buf, n, off, 0);
 }
 
 /* Gives [off, off + n) of the file back to the system.  Best effort: a

@@ -7,6 +7,7 @@
  * Data is read with explicit native memory types so HDF5 converts the file's
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
+#include "h5_file.h"
 #include "h5_safety.h"
 
 #include <errno.h>
@@ -46,39 +47,33 @@ typedef struct {
 
 /* ---- describing what was found, for messages ---- */
 
+/* The type classes a message names by class alone. */
+static const struct {
+    H5T_class_t cls;
+    const char *name;
+} CLASS_ONLY_NAMES[] = {
+    {H5T_STRING, "string"}, {H5T_COMPOUND, "compound"}, {H5T_ENUM, "enum"},
+    {H5T_OPAQUE, "opaque"}, {H5T_ARRAY, "array"},       {H5T_VLEN, "vlen"},
+};
+
 static void type_desc(hid_t t, char *buf, size_t cap)
 {
     H5T_class_t cls = H5Tget_class(t);
     size_t sz = H5Tget_size(t);
-    switch (cls) {
-    case H5T_INTEGER:
+    if (cls == H5T_INTEGER) {
         snprintf(buf, cap, "%s%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "uint" : "int", sz * 8);
-        break;
-    case H5T_FLOAT:
-        snprintf(buf, cap, "float%zu", sz * 8);
-        break;
-    case H5T_STRING:
-        snprintf(buf, cap, "string");
-        break;
-    case H5T_COMPOUND:
-        snprintf(buf, cap, "compound");
-        break;
-    case H5T_ENUM:
-        snprintf(buf, cap, "enum");
-        break;
-    case H5T_OPAQUE:
-        snprintf(buf, cap, "opaque");
-        break;
-    case H5T_ARRAY:
-        snprintf(buf, cap, "array");
-        break;
-    case H5T_VLEN:
-        snprintf(buf, cap, "vlen");
-        break;
-    default:
-        snprintf(buf, cap, "type class %d", (int)cls);
-        break;
+        return;
     }
+    if (cls == H5T_FLOAT) {
+        snprintf(buf, cap, "float%zu", sz * 8);
+        return;
+    }
+    for (size_t i = 0; i < sizeof CLASS_ONLY_NAMES / sizeof CLASS_ONLY_NAMES[0]; i++)
+        if (CLASS_ONLY_NAMES[i].cls == cls) {
+            snprintf(buf, cap, "%s", CLASS_ONLY_NAMES[i].name);
+            return;
+        }
+    snprintf(buf, cap, "type class %d", (int)cls);
 }
 
 static int type_is(hid_t t, elem_t e)
@@ -225,11 +220,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *label, const char *nam
 read_fail:
     fail(rd, label, "cannot read attribute %s (corrupt file?); expected a readable string", name);
 done:
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    H5Aclose(attr);
+    H5_CLOSE_ALL(mtype, ftype, attr);
     return rc;
 }
 
@@ -262,9 +253,7 @@ static int read_int_attr(rd_t *rd, const char *name, int64_t *out)
     }
     rc = 0;
 done:
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    H5Aclose(attr);
+    H5_CLOSE_ALL(ftype, attr);
     return rc;
 }
 
@@ -808,53 +797,23 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
     if (S_ISDIR(st.st_mode))
         return kr_fail(err, "%s: file: is a directory; expected an HDF5 case file", path);
 
-    /* HDF5 prints its whole error stack to stderr by default; every failure
-     * is reported through err instead. */
-    H5E_auto2_t old_func = NULL;
-    void *old_data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet_t quiet;
+    h5_quiet(&quiet);
 
     rd_t rd = {.path = path, .file = -1, .root = -1, .file_size = (int64_t)st.st_size,
                .err = err};
     case_t tmp;
     memset(&tmp, 0, sizeof tmp);
-    hid_t fapl = -1;
     int rc = -1;
 
-    /* Checked first so a text file or an empty file gets a plain message
-     * instead of whatever H5Fopen's failure would suggest. */
-#if H5_VERSION_GE(1, 12, 0)
-    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
-#else
-    htri_t is = H5Fis_hdf5(path);
-#endif
-    if (is <= 0) {
-        if (is == 0)
-            kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected an HDF5 case "
-                         "file (schema %s)", path, CASE_SCHEMA_V1);
-        else
-            kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected an "
-                         "HDF5 case file", path);
+    static const h5_expect_t expect = {
+        .not_hdf5 = "an HDF5 case file (schema " CASE_SCHEMA_V1 ")",
+        .unreadable = "an HDF5 case file",
+        .complete = "a complete HDF5 file",
+    };
+    rd.file = h5_open_readonly(path, &expect, err);
+    if (rd.file < 0)
         goto done;
-    }
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) {
-        kr_fail(err, "%s: file: cannot set up an HDF5 property list; expected a working HDF5 "
-                     "library", path);
-        goto done;
-    }
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-    /* Read-only access needs no lock; where the file system has none (NFS,
-     * Lustre) HDF5 would otherwise refuse to open the file at all. */
-    H5Pset_file_locking(fapl, 1, 1);
-#endif
-    rd.file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (rd.file < 0) {
-        kr_fail(err, "%s: file: HDF5 cannot open it (truncated or corrupt file?); expected a "
-                     "complete HDF5 file", path);
-        goto done;
-    }
     rd.root = H5Gopen2(rd.file, "/", H5P_DEFAULT);
     if (rd.root < 0) {
         kr_fail(err, "%s: /: cannot open the root group (corrupt file?); expected a readable "
@@ -878,12 +837,7 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
     rc = 0;
 done:
     case_free(&tmp);
-    if (rd.root >= 0)
-        H5Gclose(rd.root);
-    if (rd.file >= 0)
-        H5Fclose(rd.file);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    H5_CLOSE_ALL(rd.root, rd.file);
+    h5_restore(&quiet);
     return rc;
 }

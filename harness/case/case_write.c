@@ -7,6 +7,7 @@
  * gives the same bytes and old h5py versions read it. */
 #include "case_io.h"
 #include "h5_attr.h"
+#include "h5_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,10 +46,7 @@ done:
     if (rc != 0)
         kr_fail(w->err, "%s: %s: cannot write root attribute; expected a writable file", w->path,
                 name);
-    if (attr >= 0)
-        H5Aclose(attr);
-    if (space >= 0)
-        H5Sclose(space);
+    H5_CLOSE_ALL(attr, space);
     return rc;
 }
 
@@ -74,10 +72,7 @@ fail:
     kr_fail(w->err, "%s: %s: cannot write the dataset (disk full or not writable?); expected "
                     "to write %lld elements", w->path, name, (long long)(rank == 1 ? d0 : d0 * d1));
 done:
-    if (ds >= 0)
-        H5Dclose(ds);
-    if (space >= 0)
-        H5Sclose(space);
+    H5_CLOSE_ALL(ds, space);
     return rc;
 }
 
@@ -184,17 +179,15 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
         return kr_fail(err, "%s: file: out of memory; expected to fit in memory", path);
     snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
 
-    H5E_auto2_t old_func = NULL;
-    void *old_data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet_t quiet;
+    h5_quiet(&quiet);
 
     wr_t w = {.path = path, .file = -1, .dcpl = -1, .err = err};
     hid_t fcpl = -1, fapl = -1;
     int rc = -1;
 
     fcpl = H5Pcreate(H5P_FILE_CREATE);   /* the root group is created with the file */
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    fapl = h5_fapl_nolock();   /* the temporary file is private to this process */
     w.dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (fcpl < 0 || fapl < 0 || w.dcpl < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
         H5Pset_obj_track_times(w.dcpl, 0) < 0 ||
@@ -203,11 +196,6 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
                      "library", path);
         goto done;
     }
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-    /* The temporary file is private to this process; on a file system
-     * without locks (NFS, Lustre) HDF5 would otherwise refuse to create it. */
-    H5Pset_file_locking(fapl, 1, 1);
-#endif
     w.file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (w.file < 0) {
         int e = errno;
@@ -241,13 +229,8 @@ done:
     /* Unconditional: HDF5 may have created the file before failing. */
     if (rc != 0)
         unlink(tmp);
-    if (w.dcpl >= 0)
-        H5Pclose(w.dcpl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
-    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    H5_CLOSE_ALL(w.dcpl, fapl, fcpl);
+    h5_restore(&quiet);
     free(tmp);
     return rc;
 }

@@ -26,15 +26,6 @@ typedef struct {
 
 #define DT(d) (1u << (d))
 
-static void dims_str(const int64_t *v, int rank, char *buf, size_t cap)
-{
-    size_t o = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < rank && o < cap; i++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)v[i]);
-    if (o < cap)
-        snprintf(buf + o, cap - o, "]");
-}
-
 /* 1 and *t if `key` holds a tensor, 0 if absent, -1 (message) if it holds something else. */
 static int get_tensor(im_t *im, const char *key, const pt_tensor_t **t)
 {
@@ -66,8 +57,8 @@ static int check(im_t *im, const char *key, const pt_tensor_t *t, unsigned mask,
     if (dt_ok && sh_ok)
         return 0;
     char want[128], found[128];
-    dims_str(dims, rank, want, sizeof want);
-    dims_str(t->sizes, t->rank, found, sizeof found);
+    pt_shape_str(dims, rank, want, sizeof want);
+    pt_shape_str(t->sizes, t->rank, found, sizeof found);
     return ifail(im, key, "wrong %s; expected %s %s, found %s %s",
                  !dt_ok && !sh_ok ? "shape and dtype" : !dt_ok ? "dtype" : "shape", want, expect,
                  found, pt_dtype_name(t->dtype));
@@ -205,7 +196,7 @@ static int import_weight(im_t *im, case_t *c, const pt_import_options_t *o)
     const int64_t nk[2] = {c->N, c->K / 32}, kn[2] = {c->K / 32, c->N};
     int is_nk = shape_is(s, 2, nk), is_kn = shape_is(s, 2, kn);
     char found[128];
-    dims_str(s->sizes, s->rank, found, sizeof found);
+    pt_shape_str(s->sizes, s->rank, found, sizeof found);
     int s_u8 = s->dtype == PT_DT_UINT8 || s->dtype == PT_DT_FLOAT8_E8M0FNU;
     /* the hook records the layout and the order it knew; the options still win */
     const char *layout = NULL, *order = NULL;
@@ -266,7 +257,7 @@ static int import_weight(im_t *im, case_t *c, const pt_import_options_t *o)
         return rr;
     int64_t len = r->rank == 1 ? r->sizes[0] : -1;
     if (r->dtype != PT_DT_UINT8 || r->rank != 1 || (len != c->N && len != 2 && len != 1)) {
-        dims_str(r->sizes, r->rank, found, sizeof found);
+        pt_shape_str(r->sizes, r->rank, found, sizeof found);
         return ifail(im, "weight_ref", "found %s %s, which is not a known route; expected uint8 "
                                        "[%lld] (N, folded), [2] (per-block) or [1] (aiter)",
                      found, pt_dtype_name(r->dtype), (long long)c->N);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "data_path.h"
 #include "kr_string.h"
 
@@ -42,7 +43,8 @@ int shape_catalog_load(const char *path, shape_catalog_t *cat, kr_error_t *err)
     if (!fp)
         return kr_fail(err, "%s: cannot open the shape catalogue", path);
     char line[512];
-    int lineno = 0, cap = 0;
+    int lineno = 0;
+    int64_t cap = 0;
     while (fgets(line, sizeof line, fp)) {
         lineno++;
         line[strcspn(line, "\r\n")] = '\0';
@@ -68,17 +70,14 @@ int shape_catalog_load(const char *path, shape_catalog_t *cat, kr_error_t *err)
             shape_catalog_free(cat);
             return kr_fail(err, "%s:%d: expected name,N,K,weight(mxfp4|bf16),role", path, lineno);
         }
-        if (cat->count == cap) {
-            cap = cap ? cap * 2 : 16;
-            shape_t *s = realloc(cat->shapes, (size_t)cap * sizeof *s);
-            if (!s) {
-                fclose(fp);
-                shape_catalog_free(cat);
-                return kr_fail(err, "out of memory");
-            }
-            cat->shapes = s;
+        shape_t *s = array_reserve_one(cat->shapes, cat->count, &cap, sizeof *s, 16);
+        if (!s) {
+            fclose(fp);
+            shape_catalog_free(cat);
+            return kr_fail(err, "out of memory");
         }
-        shape_t *s = &cat->shapes[cat->count++];
+        cat->shapes = s;
+        s = &cat->shapes[cat->count++];
         kr_strlcpy(s->name, fields[0], sizeof s->name);
         s->N = n;
         s->K = k;

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <zip.h>
 
+#include "array_grow.h"
+
 /* ---- dtypes and kinds ---- */
 
 static const struct {
@@ -450,14 +452,10 @@ static int push(vm_t *vm, pt_value_t *v)
     if (vm->sp >= PT_MAX_STACK)
         return vfail(vm, "the stack exceeds %d entries at byte %zu; expected a dict of tensors "
                          "and ints", PT_MAX_STACK, vm->op_pos);
-    if (vm->sp == vm->scap) {
-        int64_t cap = vm->scap ? vm->scap * 2 : 64;
-        pt_value_t **s = realloc(vm->stack, (size_t)cap * sizeof *s);
-        if (!s)
-            return vfail(vm, "out of memory at byte %zu; expected to fit in memory", vm->op_pos);
-        vm->stack = s;
-        vm->scap = cap;
-    }
+    pt_value_t **s = array_reserve_one(vm->stack, vm->sp, &vm->scap, sizeof *s, 64);
+    if (!s)
+        return vfail(vm, "out of memory at byte %zu; expected to fit in memory", vm->op_pos);
+    vm->stack = s;
     vm->stack[vm->sp++] = v;
     return 0;
 }
@@ -778,7 +776,7 @@ static int int_tuple(const pt_value_t *t, int64_t *out, int *rank)
     return 0;
 }
 
-static void shape_str(const int64_t *v, int rank, char *buf, size_t cap)
+void pt_shape_str(const int64_t *v, int rank, char *buf, size_t cap)
 {
     size_t o = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < rank && o < cap; i++)
@@ -848,8 +846,8 @@ static int rebuild_tensor(vm_t *vm, int v3, const pt_value_t *args)
     int64_t elems = st->storage_typed ? st->storage_numel : st->storage_numel / (int64_t)es;
 
     char sz[160], sd[160];
-    shape_str(t.sizes, t.rank, sz, sizeof sz);
-    shape_str(t.strides, t.rank, sd, sizeof sd);
+    pt_shape_str(t.sizes, t.rank, sz, sizeof sz);
+    pt_shape_str(t.strides, t.rank, sd, sizeof sd);
     int64_t numel = 1, maxidx = t.offset;
     int overflow = 0;
     for (int d = 0; d < t.rank; d++) {

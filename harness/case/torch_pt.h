@@ -168,4 +168,7 @@ int pt_tensor_read(pt_file_t *f, const pt_tensor_t *t, const char *what, void **
 #define PT_MAX_MB_CEILING (1 << 20)
 #define PT_MAX_MB_ENV "KREPLAY_PT_MAX_MB"
 
+/* v[0..rank-1] as "[a, b, ...]" for messages, cut at cap. */
+void pt_shape_str(const int64_t *v, int rank, char *buf, size_t cap);
+
 #endif

@@ -1,4 +1,5 @@
 #include "h5_attr.h"
+#include "h5_file.h"
 
 /* A copy of the C string type with two properties set: its size, then
  * padding or character set. */
@@ -46,11 +47,6 @@ int h5_write_str_attr(hid_t obj, const char *name, const char *value)
         goto done;
     rc = 0;
 done:
-    if (attr >= 0)
-        H5Aclose(attr);
-    if (space >= 0)
-        H5Sclose(space);
-    if (type >= 0)
-        H5Tclose(type);
+    H5_CLOSE_ALL(attr, space, type);
     return rc;
 }

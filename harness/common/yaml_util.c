@@ -397,24 +397,29 @@ int kr_yaml_map_pair(kr_yaml_t *y, const yaml_node_t *map, int i, yaml_node_t **
     return *key && *value ? 0 : -1;
 }
 
+/* n is a collection of the type wanted, of at most KR_YAML_MAX_ITEMS
+ * entries; else the message names what was expected. */
+static int expect_collection(const kr_yaml_t *y, const yaml_node_t *n, const char *key,
+                             yaml_node_type_t type, const char *what, const char *entries,
+                             const char *shorter, kr_error_t *err)
+{
+    if (!n || n->type != type)
+        return type_fail(y, n, key, what, err);
+    int len = type == YAML_SEQUENCE_NODE ? kr_yaml_seq_len(n) : kr_yaml_map_len(n);
+    if (len > KR_YAML_MAX_ITEMS)
+        return kr_yaml_fail(y, n, 0, err, "%s: more than %d %s; expected a shorter %s", key,
+                            KR_YAML_MAX_ITEMS, entries, shorter);
+    return 0;
+}
+
 int kr_yaml_expect_seq(const kr_yaml_t *y, const yaml_node_t *n, const char *key, kr_error_t *err)
 {
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return type_fail(y, n, key, "a list", err);
-    if (kr_yaml_seq_len(n) > KR_YAML_MAX_ITEMS)
-        return kr_yaml_fail(y, n, 0, err, "%s: more than %d items; expected a shorter list", key,
-                            KR_YAML_MAX_ITEMS);
-    return 0;
+    return expect_collection(y, n, key, YAML_SEQUENCE_NODE, "a list", "items", "list", err);
 }
 
 int kr_yaml_expect_map(const kr_yaml_t *y, const yaml_node_t *n, const char *key, kr_error_t *err)
 {
-    if (!n || n->type != YAML_MAPPING_NODE)
-        return type_fail(y, n, key, "a mapping", err);
-    if (kr_yaml_map_len(n) > KR_YAML_MAX_ITEMS)
-        return kr_yaml_fail(y, n, 0, err, "%s: more than %d keys; expected a shorter mapping", key,
-                            KR_YAML_MAX_ITEMS);
-    return 0;
+    return expect_collection(y, n, key, YAML_MAPPING_NODE, "a mapping", "keys", "mapping", err);
 }
 
 /* A key's text, or NULL when the key is not a string scalar without NULs. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array_grow.h"
 #include "isolate_kernel.h"
 #include "kr_string.h"
 #include "plugin_loader.h"
@@ -245,16 +246,12 @@ static launch_entry_t *table_add(launch_table_t *t, const kernel_desc_t *k, kr_e
     launch_entry_t *e = launch_table_find(t, k);
     if (e)
         return e;
-    if (t->count == t->cap) {
-        const int cap = t->cap ? 2 * t->cap : 8;
-        launch_entry_t *items = realloc(t->items, (size_t)cap * sizeof *items);
-        if (!items) {
-            kr_fail(err, "out of memory for the launch table");
-            return NULL;
-        }
-        t->items = items;
-        t->cap = cap;
+    launch_entry_t *items = array_reserve_one(t->items, t->count, &t->cap, sizeof *items, 8);
+    if (!items) {
+        kr_fail(err, "out of memory for the launch table");
+        return NULL;
     }
+    t->items = items;
     e = &t->items[t->count++];
     memset(e, 0, sizeof *e);
     e->k = k;

@@ -99,7 +99,8 @@ typedef struct {
 
 typedef struct {
     launch_entry_t *items;
-    int count, cap;
+    int count;
+    int64_t cap;
     int64_t N;                  /* the case's columns */
 } launch_table_t;
 

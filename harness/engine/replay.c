@@ -652,6 +652,19 @@ static void prepare_vs_model(replay_ctx_t *rc)
     kernel_act_free(&act);
 }
 
+/* What the GPU runner measured, on a row it produced: device, reruns,
+ * canary and timing. */
+static void gpu_stamp_measures(result_t *r, const gpu_run_result_t *gr)
+{
+    kr_strlcpy(r->device, gr->device, sizeof r->device);
+    r->reruns = gr->reruns;
+    r->rerun_diff = gr->rerun_diff;
+    r->canary_ok = gr->canary_bad == 0;
+    r->time_ms = gr->ms_median;
+    r->tflops = gr->tflops;
+    r->gbps = gr->gbps;
+}
+
 /* The GPU's output against the kernel's own CPU model: a bit-faithful kernel
  * must match it exactly (MODEL_MISMATCH otherwise).  A matrix-unit variant
  * is measured, not judged: its difference is a finding. */
@@ -674,13 +687,7 @@ static void add_model_row(replay_ctx_t *rc, const char *kernel, const kernel_des
     bf16_digest(gr->out, MN, r->out_digest);
     free(a);
     free(b);
-    kr_strlcpy(r->device, gr->device, sizeof r->device);
-    r->reruns = gr->reruns;
-    r->rerun_diff = gr->rerun_diff;
-    r->canary_ok = gr->canary_bad == 0;
-    r->time_ms = gr->ms_median;
-    r->tflops = gr->tflops;
-    r->gbps = gr->gbps;
+    gpu_stamp_measures(r, gr);
     const int64_t differ = r->ulp.count - r->ulp.identical;
     if (differ == 0) {
         r->verdict = VERDICT_PASS;
@@ -704,13 +711,7 @@ static void stamp_gpu_rows(replay_ctx_t *rc, int64_t first, const gpu_run_result
 {
     for (int64_t i = first; i < rc->out->count; i++) {
         result_t *r = &rc->out->rows[i];
-        kr_strlcpy(r->device, gr->device, sizeof r->device);
-        r->reruns = gr->reruns;
-        r->rerun_diff = gr->rerun_diff;
-        r->canary_ok = gr->canary_bad == 0;
-        r->time_ms = gr->ms_median;
-        r->tflops = gr->tflops;
-        r->gbps = gr->gbps;
+        gpu_stamp_measures(r, gr);
         if (gr->verdict != VERDICT_PASS && !verdict_is_failure(r->verdict)) {
             r->verdict = gr->verdict;
             kr_strlcpy(r->note, gr->note, sizeof r->note);

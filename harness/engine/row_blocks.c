@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "kr_string.h"
 
 row_block_acc_t *row_blocks_find(row_blocks_t *b, const char *kernel, const char *reference)
@@ -11,14 +12,10 @@ row_block_acc_t *row_blocks_find(row_blocks_t *b, const char *kernel, const char
     for (int64_t i = 0; i < b->count; i++)
         if (!strcmp(b->accs[i].first.kernel, kernel) && !strcmp(b->accs[i].first.reference, reference))
             return &b->accs[i];
-    if (b->count == b->cap) {
-        int64_t cap = b->cap ? 2 * b->cap : 16;
-        row_block_acc_t *a = realloc(b->accs, (size_t)cap * sizeof *a);
-        if (!a)
-            return NULL;
-        b->accs = a;
-        b->cap = cap;
-    }
+    row_block_acc_t *a = array_reserve_one(b->accs, b->count, &b->cap, sizeof *a, 16);
+    if (!a)
+        return NULL;
+    b->accs = a;
     row_block_acc_t *acc = &b->accs[b->count++];
     memset(acc, 0, sizeof *acc);
     kr_strlcpy(acc->first.kernel, kernel, sizeof acc->first.kernel);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_grow.h"
 #include "case_io.h"
 #include "case_name.h"
 #include "formats.h"
@@ -39,15 +40,11 @@ static compare_group_t *group_for(compare_t *cmp, const char *shape, int64_t N, 
         if (g->N == N && g->K == K && !strcmp(g->band, band) && !strcmp(g->shape, shape))
             return g;
     }
-    if (cmp->count == cmp->cap) {
-        int cap = cmp->cap ? cmp->cap * 2 : 16;
-        compare_group_t *g = realloc(cmp->groups, (size_t)cap * sizeof *g);
-        if (!g)
-            return NULL;
-        cmp->groups = g;
-        cmp->cap = cap;
-    }
-    compare_group_t *g = &cmp->groups[cmp->count++];
+    compare_group_t *g = array_reserve_one(cmp->groups, cmp->count, &cmp->cap, sizeof *g, 16);
+    if (!g)
+        return NULL;
+    cmp->groups = g;
+    g = &cmp->groups[cmp->count++];
     memset(g, 0, sizeof *g);
     kr_strlcpy(g->shape, shape, sizeof g->shape);
     g->N = N;

@@ -27,7 +27,8 @@ typedef struct {
 typedef struct {
     const kernel_desc_t *a, *b;
     compare_group_t *groups;
-    int count, cap;
+    int count;
+    int64_t cap;
     result_list_t rows;         /* per case: each kernel against R_source and its own
                                    R_exact, for the report (kreplay report's plots) */
     /* The judgement's thresholds (judge.h) for those rows: NULL = the

@@ -1,5 +1,6 @@
 #include "suite.h"
 
+#include "array_grow.h"
 #include "kr_string.h"
 #include "registry.h"
 #include "yaml_util.h"
@@ -31,7 +32,7 @@ typedef struct {
     char dir[SUITE_PATH_MAX];   /* the suite file's directory */
     shape_catalog_t cat;
     int have_cat;
-    int files_cap;
+    int64_t files_cap;
 } loader_t;
 
 /* ---- paths ---- */
@@ -117,14 +118,10 @@ static int add_file(loader_t *L, const char *path)
     suite_t *s = L->s;
     if (s->n_files >= SUITE_MAX_FILES)
         return -1;
-    if (s->n_files == L->files_cap) {
-        int cap = L->files_cap ? L->files_cap * 2 : 16;
-        char **f = realloc(s->files, (size_t)cap * sizeof *f);
-        if (!f)
-            return -1;
-        s->files = f;
-        L->files_cap = cap;
-    }
+    char **f = array_reserve_one(s->files, s->n_files, &L->files_cap, sizeof *f, 16);
+    if (!f)
+        return -1;
+    s->files = f;
     char *d = strdup(path);
     if (!d)
         return -1;

@@ -177,16 +177,11 @@ static baseline_class_t classify(const result_t *r, const result_t *b, const bas
  * directory the run was started from. */
 static int identity_cmp(const result_t *a, const result_t *b)
 {
-    int c = strncmp(a->case_name, b->case_name, sizeof a->case_name);
-    if (c)
-        return c;
-    c = strncmp(a->case_id, b->case_id, sizeof a->case_id);
-    if (c)
-        return c;
-    c = strncmp(a->kernel, b->kernel, sizeof a->kernel);
-    if (c)
-        return c;
-    return strncmp(a->reference, b->reference, sizeof a->reference);
+    static const result_text_key_t keys[] = {
+        RESULT_TEXT_KEY(case_name), RESULT_TEXT_KEY(case_id), RESULT_TEXT_KEY(kernel),
+        RESULT_TEXT_KEY(reference),
+    };
+    return result_text_keys_cmp(a, b, keys, (int)(sizeof keys / sizeof keys[0]));
 }
 
 int baseline_check_identity(const result_list_t *base, const char *path, kr_error_t *err)

@@ -1,4 +1,5 @@
 #include "calibrate.h"
+#include "array_grow.h"
 #include "policy.h"
 
 #include <math.h>
@@ -26,15 +27,11 @@ static calib_group_t *group_for(calibration_t *cal, const result_t *r)
             !strcmp(g->band, r->band))
             return g;
     }
-    if (cal->count == cal->cap) {
-        int cap = cal->cap ? cal->cap * 2 : 32;
-        calib_group_t *g = realloc(cal->groups, (size_t)cap * sizeof *g);
-        if (!g)
-            return NULL;
-        cal->groups = g;
-        cal->cap = cap;
-    }
-    calib_group_t *g = &cal->groups[cal->count++];
+    calib_group_t *g = array_reserve_one(cal->groups, cal->count, &cal->cap, sizeof *g, 32);
+    if (!g)
+        return NULL;
+    cal->groups = g;
+    g = &cal->groups[cal->count++];
     memset(g, 0, sizeof *g);
     kr_strlcpy(g->kernel, r->kernel, sizeof g->kernel);
     kr_strlcpy(g->reference, r->reference, sizeof g->reference);

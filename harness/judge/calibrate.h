@@ -25,7 +25,8 @@ typedef struct {
 
 typedef struct {
     calib_group_t *groups;
-    int count, cap;
+    int count;
+    int64_t cap;
 } calibration_t;
 
 int calibration_add_rows(calibration_t *cal, const result_t *rows, int64_t n, kr_error_t *err);

@@ -6,6 +6,7 @@
 
 #include <fnmatch.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,43 @@ static int get_threshold(kr_yaml_t *y, yaml_node_t *v, const char *key, double l
     return 0;
 }
 
+/* A rule's optional limits, in the order they are read (a bad one is
+ * reported before those after it), with the range each must lie in. */
+typedef struct {
+    const char *name;
+    double lo, hi;
+    size_t offset;      /* where it goes in policy_rule_t */
+    int whole_ulps;     /* an int64_t count of ULPs, not a double */
+} optional_limit_t;
+
+static const optional_limit_t OPTIONAL_LIMITS[] = {
+    {"worst_row_rel", 0, INFINITY, offsetof(policy_rule_t, worst_row_rel), 0},
+    {"max_ulp", 0, 65535, offsetof(policy_rule_t, max_ulp), 1},
+    {"identical_min", 0, 1, offsetof(policy_rule_t, identical_min), 0},
+    {"bias_z", 0, INFINITY, offsetof(policy_rule_t, bias_z), 0},
+    {"bias_frac", 0, 1, offsetof(policy_rule_t, bias_frac), 0},
+    {"bias_share", 0, 1, offsetof(policy_rule_t, bias_share), 0},
+};
+
+static int read_optional_limit(kr_yaml_t *y, yaml_node_t *v, const char *k,
+                               const optional_limit_t *o, policy_rule_t *r, kr_error_t *err)
+{
+    char *field = (char *)r + o->offset;
+    if (o->whole_ulps) {
+        long long u;
+        if (kr_yaml_get_int(y, v, k, (long long)o->lo, (long long)o->hi, &u, err))
+            return -1;
+        const int64_t ulps = u;
+        memcpy(field, &ulps, sizeof ulps);
+        return 0;
+    }
+    double d;
+    if (get_threshold(y, v, k, o->lo, o->hi, &d, err))
+        return -1;
+    memcpy(field, &d, sizeof d);
+    return 0;
+}
+
 static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, kr_error_t *err)
 {
     char key[48], k[96];
@@ -131,36 +169,12 @@ static int parse_rule(kr_yaml_t *y, yaml_node_t *node, int i, policy_rule_t *r, 
         return kr_yaml_fail(y, node, 0, err, "%s: missing required key 'rel_fro'; expected rel_fro: MAX (a number)", key);
     if (get_threshold(y, v, k, 0, INFINITY, &r->rel_fro, err))
         return -1;
-    if ((v = kr_yaml_get(y, node, "worst_row_rel", NULL)) && !kr_yaml_is_null(v)) {
-        snprintf(k, sizeof k, "%s.worst_row_rel", key);
-        if (get_threshold(y, v, k, 0, INFINITY, &r->worst_row_rel, err))
-            return -1;
-    }
-    if ((v = kr_yaml_get(y, node, "max_ulp", NULL)) && !kr_yaml_is_null(v)) {
-        long long u;
-        snprintf(k, sizeof k, "%s.max_ulp", key);
-        if (kr_yaml_get_int(y, v, k, 0, 65535, &u, err))
-            return -1;
-        r->max_ulp = u;
-    }
-    if ((v = kr_yaml_get(y, node, "identical_min", NULL)) && !kr_yaml_is_null(v)) {
-        snprintf(k, sizeof k, "%s.identical_min", key);
-        if (get_threshold(y, v, k, 0, 1, &r->identical_min, err))
-            return -1;
-    }
-    if ((v = kr_yaml_get(y, node, "bias_z", NULL)) && !kr_yaml_is_null(v)) {
-        snprintf(k, sizeof k, "%s.bias_z", key);
-        if (get_threshold(y, v, k, 0, INFINITY, &r->bias_z, err))
-            return -1;
-    }
-    if ((v = kr_yaml_get(y, node, "bias_frac", NULL)) && !kr_yaml_is_null(v)) {
-        snprintf(k, sizeof k, "%s.bias_frac", key);
-        if (get_threshold(y, v, k, 0, 1, &r->bias_frac, err))
-            return -1;
-    }
-    if ((v = kr_yaml_get(y, node, "bias_share", NULL)) && !kr_yaml_is_null(v)) {
-        snprintf(k, sizeof k, "%s.bias_share", key);
-        if (get_threshold(y, v, k, 0, 1, &r->bias_share, err))
+    for (size_t j = 0; j < sizeof OPTIONAL_LIMITS / sizeof OPTIONAL_LIMITS[0]; j++) {
+        const optional_limit_t *o = &OPTIONAL_LIMITS[j];
+        if (!(v = kr_yaml_get(y, node, o->name, NULL)) || kr_yaml_is_null(v))
+            continue;
+        snprintf(k, sizeof k, "%s.%s", key, o->name);
+        if (read_optional_limit(y, v, k, o, r, err))
             return -1;
     }
     if ((v = kr_yaml_get(y, node, "nonfinite", NULL)) && !kr_yaml_is_null(v)) {

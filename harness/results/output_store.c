@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "h5_file.h"
 #include "h5_safety.h"
 
 static int write_dataset(hid_t group, const char *name, hid_t file_type, hid_t mem_type, int rank,
@@ -48,10 +49,8 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
                       const kernel_act_t *act, const uint16_t *out, int64_t M, int64_t N,
                       kr_error_t *err)
 {
-    H5E_auto2_t old_func;
-    void *old_data;
-    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_quiet_t quiet;
+    h5_quiet(&quiet);
     hid_t file = access(path, F_OK) == 0 ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)
                                          : H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     int status = -1;
@@ -114,7 +113,7 @@ done:
     errno = 0;
     if (file >= 0 && H5Fclose(file) < 0 && status == 0)
         status = kr_fail(err, "%s: closing the file failed (%s)", path, errno ? strerror(errno) : "disk full?");
-    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+    h5_restore(&quiet);
     return status;
 }
 

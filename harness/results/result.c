@@ -1,5 +1,6 @@
 #include "result.h"
 
+#include "array_grow.h"
 #include "kr_string.h"
 
 #include <math.h>
@@ -48,14 +49,10 @@ const char *m_band_name(int64_t M)
 
 result_t *result_list_add(result_list_t *l)
 {
-    if (l->count == l->cap) {
-        int64_t cap = l->cap ? l->cap * 2 : 16;
-        result_t *rows = realloc(l->rows, (size_t)cap * sizeof *rows);
-        if (!rows)
-            return NULL;
-        l->rows = rows;
-        l->cap = cap;
-    }
+    result_t *rows = array_reserve_one(l->rows, l->count, &l->cap, sizeof *rows, 16);
+    if (!rows)
+        return NULL;
+    l->rows = rows;
     result_t *r = &l->rows[l->count++];
     memset(r, 0, sizeof *r);
     r->metrics.max_abs_index = -1;

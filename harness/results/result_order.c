@@ -1,6 +1,7 @@
 #include "result_order.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int64_t *result_order(const result_t *rows, int64_t n, result_cmp_fn cmp)
 {
@@ -30,4 +31,16 @@ int64_t *result_order(const result_t *rows, int64_t n, result_cmp_fn cmp)
     }
     free(b);
     return a;
+}
+
+int result_text_keys_cmp(const result_t *a, const result_t *b, const result_text_key_t *keys,
+                         int n)
+{
+    for (int i = 0; i < n; i++) {
+        int c = strncmp((const char *)a + keys[i].offset, (const char *)b + keys[i].offset,
+                        keys[i].size);
+        if (c)
+            return c;
+    }
+    return 0;
 }

@@ -16,7 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array_grow.h"
 #include "atomic_file.h"
+#include "h5_file.h"
 #include "h5_safety.h"
 #include "kr_string.h"
 #include "blas_info.h"
@@ -64,13 +66,10 @@ static const meta_attr_t meta_attrs[] = {
 
 int result_key_cmp(const result_t *a, const result_t *b)
 {
-    int c = strncmp(a->case_path, b->case_path, sizeof a->case_path);
-    if (c)
-        return c;
-    c = strncmp(a->kernel, b->kernel, sizeof a->kernel);
-    if (c)
-        return c;
-    return strncmp(a->reference, b->reference, sizeof a->reference);
+    static const result_text_key_t keys[] = {
+        RESULT_TEXT_KEY(case_path), RESULT_TEXT_KEY(kernel), RESULT_TEXT_KEY(reference),
+    };
+    return result_text_keys_cmp(a, b, keys, (int)(sizeof keys / sizeof keys[0]));
 }
 
 int result_list_sort(result_list_t *l)
@@ -95,33 +94,6 @@ int result_list_sort(result_list_t *l)
 }
 
 /* ---------------------------------------------------------------- HDF5 plumbing */
-
-typedef struct {
-    H5E_auto2_t func;
-    void *data;
-} h5_quiet_t;
-
-static void h5_quiet(h5_quiet_t *q)
-{
-    H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-static void h5_restore(const h5_quiet_t *q)
-{
-    H5Eset_auto2(H5E_DEFAULT, q->func, q->data);
-}
-
-static hid_t fapl_nolock(void)
-{
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-#if (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7) || H5_VERSION_GE(1, 12, 1)
-    /* Where the file system has no locks (NFS, Lustre) HDF5 would refuse the file. */
-    if (fapl >= 0)
-        H5Pset_file_locking(fapl, 1, 1);
-#endif
-    return fapl;
-}
 
 static int sync_path(const char *p, int dir)
 {
@@ -153,7 +125,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
     const char *stage = "setting up HDF5 property lists";
 
     fcpl = H5Pcreate(H5P_FILE_CREATE);
-    fapl = fapl_nolock();
+    fapl = h5_fapl_nolock();
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (fcpl < 0 || fapl < 0 || dcpl < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
         H5Pset_obj_track_times(dcpl, 0) < 0 ||
@@ -225,12 +197,7 @@ done:
         H5Fclose(file);
     if (rc != 0)
         unlink(tmp);   /* HDF5 may have created it before failing */
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
-    if (fcpl >= 0)
-        H5Pclose(fcpl);
+    H5_CLOSE_ALL(dcpl, fapl, fcpl);
     h5_restore(&q);
     return rc;
 }
@@ -301,14 +268,7 @@ static int read_str_attr(rd_t *rd, hid_t obj, const char *name, char *buf, size_
     rc = 1;
 done:
     free(tmp);
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (attr >= 0)
-        H5Aclose(attr);
+    H5_CLOSE_ALL(mtype, space, ftype, attr);
     return rc;
 }
 
@@ -333,38 +293,20 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
     h5_quiet_t q;
     h5_quiet(&q);
     rd_t rd = {.path = path, .err = err};
-    hid_t fapl = -1, file = -1;
+    hid_t file = -1;
     result_list_t tmp = {0};
     results_meta_t m;
     memset(&m, 0, sizeof m);
     int rc = -1;
 
-#if H5_VERSION_GE(1, 12, 0)
-    htri_t is = H5Fis_accessible(path, H5P_DEFAULT);
-#else
-    htri_t is = H5Fis_hdf5(path);
-#endif
-    if (is <= 0) {
-        if (is == 0)
-            kr_fail(err, "%s: file: not an HDF5 file (no HDF5 signature); expected a results "
-                         "file (schema %s)", path, RESULTS_SCHEMA_V2);
-        else
-            kr_fail(err, "%s: file: cannot be read as HDF5 (unreadable or corrupt); expected a "
-                         "results file (schema %s)", path, RESULTS_SCHEMA_V2);
+    static const h5_expect_t expect = {
+        .not_hdf5 = "a results file (schema " RESULTS_SCHEMA_V2 ")",
+        .unreadable = "a results file (schema " RESULTS_SCHEMA_V2 ")",
+        .complete = "a complete results file",
+    };
+    file = h5_open_readonly(path, &expect, err);
+    if (file < 0)
         goto done;
-    }
-    fapl = fapl_nolock();
-    if (fapl < 0) {
-        kr_fail(err, "%s: file: cannot set up an HDF5 property list; expected a working HDF5 "
-                     "library", path);
-        goto done;
-    }
-    file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (file < 0) {
-        kr_fail(err, "%s: file: HDF5 cannot open it (truncated or corrupt file?); expected a "
-                     "complete results file", path);
-        goto done;
-    }
     if (h5_safety_check(file, path, err) != 0)
         goto done;
     int got = read_str_attr(&rd, file, "schema", m.schema, sizeof m.schema);
@@ -405,8 +347,6 @@ done:
     result_list_free(&tmp);
     if (file >= 0)
         H5Fclose(file);
-    if (fapl >= 0)
-        H5Pclose(fapl);
     h5_restore(&q);
     return rc;
 }
@@ -584,6 +524,47 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, char ***names,
+                                int *n, kr_error_t *err)
+{
+    *names = NULL;
+    *n = 0;
+    snprintf(dir, dir_cap, "%s/partial", run_dir);
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir,
+                       strerror(errno));
+    }
+    char **v = NULL;
+    int nn = 0;
+    int64_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
+        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
+            continue;
+        char **t = array_reserve_one(v, nn, &cap, sizeof *t, 64);
+        if (!t || !(t[nn] = strdup(e->d_name))) {
+            v = t ? t : v;
+            closedir(d);
+            results_store_free_keys(v, nn);
+            return kr_fail(err, "%s: out of memory loading partial results; expected to fit in "
+                                "memory", dir);
+        }
+        v = t;
+        nn++;
+    }
+    closedir(d);
+    if (nn)
+        qsort(v, (size_t)nn, sizeof *v, cmp_str);
+    *names = v;
+    *n = nn;
+    return 0;
+}
+
 int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
                                 int *n_done, kr_error_t *err)
 {
@@ -592,38 +573,11 @@ int results_store_load_partials(const char *run_dir, result_list_t *rows, char *
     if (!run_dir)
         return kr_fail(err, "(null): partial: no run folder given; expected a folder");
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT)
-            return 0;
-        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir,
-                       strerror(errno));
-    }
     char **names = NULL, **keys = NULL;
-    int nn = 0, capn = 0, nk = 0, rc = -1;
+    int nn = 0, nk = 0, rc = -1;
+    if (results_store_partial_names(run_dir, dir, sizeof dir, &names, &nn, err) != 0)
+        return -1;
     const int64_t rows_before = rows->count;   /* restored on failure */
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
-        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
-            continue;
-        if (nn == capn) {
-            capn = capn ? 2 * capn : 64;
-            char **t = realloc(names, (size_t)capn * sizeof *t);
-            if (!t)
-                goto oom;
-            names = t;
-        }
-        if (!(names[nn] = strdup(e->d_name)))
-            goto oom;
-        nn++;
-    }
-    closedir(d);
-    d = NULL;
-    if (nn)
-        qsort(names, (size_t)nn, sizeof *names, cmp_str);
     keys = calloc((size_t)(nn ? nn : 1), sizeof *keys);
     if (!keys)
         goto oom;
@@ -660,11 +614,7 @@ oom:
 done:
     if (rc != 0)
         rows->count = rows_before;
-    if (d)
-        closedir(d);
-    for (int i = 0; i < nn; i++)
-        free(names[i]);
-    free(names);
+    results_store_free_keys(names, nn);
     results_store_free_keys(keys, nk);
     return rc;
 }

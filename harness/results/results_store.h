@@ -28,6 +28,7 @@
 #ifndef KR_RESULTS_STORE_H
 #define KR_RESULTS_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kr_error.h"
@@ -107,5 +108,12 @@ int results_store_append_case(const char *run_dir, const char *case_key, const r
 int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
                                 int *n_done, kr_error_t *err);
 void results_store_free_keys(char **keys, int n);
+
+/* The finished partial files of RUNDIR/partial ("*.h5"; a killed write's
+ * "*.h5.tmp.PID" is left out), sorted by name, into *names (*n of them;
+ * free with results_store_free_keys), and the folder's path into dir.  A
+ * missing folder is 0 files, not an error. */
+int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, char ***names,
+                                int *n, kr_error_t *err);
 
 #endif

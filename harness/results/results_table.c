@@ -7,6 +7,7 @@
  * compound type over the staging record is built per file from what its
  * members are, so HDF5 does each conversion and only by name. */
 #include "results_table.h"
+#include "h5_file.h"
 #include "h5_attr.h"
 
 #include <inttypes.h>
@@ -247,14 +248,7 @@ int results_table_write(hid_t file, hid_t dcpl, const char *path, const result_t
     }
     rc = 0;
 done:
-    if (ds >= 0)
-        H5Dclose(ds);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (mtype >= 0)
-        H5Tclose(mtype);
+    H5_CLOSE_ALL(ds, space, ftype, mtype);
     free_strings(&L, buf, n);
     free(buf);
     return rc;
@@ -612,13 +606,6 @@ done:
     }
     free(buf);
     free(L);
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (ds >= 0)
-        H5Dclose(ds);
+    H5_CLOSE_ALL(mtype, space, ftype, ds);
     return rc;
 }

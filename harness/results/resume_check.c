@@ -1,7 +1,5 @@
 #include "resume_check.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,24 +48,16 @@ int resume_check_partials(const char *run_dir, const results_meta_t *now, resume
 {
     memset(out, 0, sizeof *out);
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT)
-            return 0;
-        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir, strerror(errno));
-    }
+    char **names = NULL;
+    int n = 0;
+    if (results_store_partial_names(run_dir, dir, sizeof dir, &names, &n, err) != 0)
+        return -1;
     int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        /* The same files results_store_load_partials takes: finished "*.h5", not "*.tmp.*". */
-        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
-            continue;
-        char path[sizeof dir + sizeof e->d_name + 1];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char path[sizeof dir + 256 + 1];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         rc = check_one(path, now, out, err);
     }
-    closedir(d);
+    results_store_free_keys(names, n);
     return rc;
 }

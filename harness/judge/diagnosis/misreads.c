@@ -64,24 +64,24 @@ static int applicable(const mr_ctx_t *c, const misread_t *h)
     return 1;
 }
 
+/* i moved by d, or i itself where that would leave 0..n-1: the edge block
+ * or row keeps its own scale. */
+static int64_t step_within(int64_t i, int d, int64_t n)
+{
+    const int64_t j = i + d;
+    return j >= 0 && j < n ? j : i;
+}
+
 static uint8_t scale_byte(const dctx_t *x, const misread_t *h, int64_t n, int64_t b)
 {
     const mxfp4_weight_t *w = &x->d->in->weight;
     const int64_t N = x->N, nb = x->K / 32;
     const scale_layout_t layout = w->layout;
     switch (h->si) {
-    case MR_S_K_NEXT:
-        b = b + 1 < nb ? b + 1 : b;
-        break;
-    case MR_S_K_PREV:
-        b = b > 0 ? b - 1 : b;
-        break;
-    case MR_S_N_NEXT:
-        n = n + 1 < N ? n + 1 : n;
-        break;
-    case MR_S_N_PREV:
-        n = n > 0 ? n - 1 : n;
-        break;
+    case MR_S_K_NEXT: b = step_within(b, +1, nb); break;
+    case MR_S_K_PREV: b = step_within(b, -1, nb); break;
+    case MR_S_N_NEXT: n = step_within(n, +1, N); break;
+    case MR_S_N_PREV: n = step_within(n, -1, N); break;
     case MR_S_KN_AS_NK: {
         /* byte n*nb + b of the [K/32, N] array is block i / N of row i % N */
         const int64_t i = n * nb + b;

@@ -1,0 +1,23 @@
+#include "array_grow.h"
+
+#include <stdlib.h>
+
+void *array_reserve_one(void *items, int64_t count, int64_t *cap, size_t elem, int64_t first_cap)
+{
+    if (count < *cap)
+        return items;
+    int64_t grown = *cap ? 2 * *cap : first_cap;
+    void *p = realloc(items, (size_t)grown * elem);
+    if (p)
+        *cap = grown;
+    return p;
+}
+
+void *array_reserve_one_or_free(void *items, int64_t count, int64_t *cap, size_t elem,
+                                int64_t first_cap)
+{
+    void *p = array_reserve_one(items, count, cap, elem, first_cap);
+    if (!p)
+        free(items);
+    return p;
+}
