@@ -44,28 +44,30 @@ blas_isa_t blas_core_isa(const char *core_name)
     return BLAS_ISA_UNKNOWN;
 }
 
+/* Per ISA, indexed by it: its name, and the OPENBLAS_CORETYPE value whose
+ * kernels use it ("" when none is known). */
+static const struct {
+    const char *name;
+    const char *core;
+} ISAS[] = {
+    [BLAS_ISA_UNKNOWN] = {"unknown", ""},  [BLAS_ISA_SSE3] = {"SSE3", "Prescott"},
+    [BLAS_ISA_AVX] = {"AVX", "Sandybridge"}, [BLAS_ISA_AVX2] = {"AVX2", "Haswell"},
+    [BLAS_ISA_AVX512] = {"AVX-512", "SkylakeX"},
+};
+
+static size_t isa_index(blas_isa_t isa)
+{
+    return (unsigned)isa < sizeof ISAS / sizeof ISAS[0] ? (size_t)isa : (size_t)BLAS_ISA_UNKNOWN;
+}
+
 const char *blas_core_for_isa(blas_isa_t isa)
 {
-    switch (isa) {
-    case BLAS_ISA_AVX512: return "SkylakeX";
-    case BLAS_ISA_AVX2: return "Haswell";
-    case BLAS_ISA_AVX: return "Sandybridge";
-    case BLAS_ISA_SSE3: return "Prescott";
-    case BLAS_ISA_UNKNOWN: break;
-    }
-    return "";
+    return ISAS[isa_index(isa)].core;
 }
 
 const char *blas_isa_name(blas_isa_t isa)
 {
-    switch (isa) {
-    case BLAS_ISA_AVX512: return "AVX-512";
-    case BLAS_ISA_AVX2: return "AVX2";
-    case BLAS_ISA_AVX: return "AVX";
-    case BLAS_ISA_SSE3: return "SSE3";
-    case BLAS_ISA_UNKNOWN: break;
-    }
-    return "unknown";
+    return ISAS[isa_index(isa)].name;
 }
 
 static blas_isa_t cpu_isa(void)

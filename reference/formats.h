@@ -23,6 +23,22 @@ static inline float f32_from_bits(uint32_t u)
     return x;
 }
 
+#define F32_INF_BITS 0x7F800000u
+
+/* The largest |x[i]| of n floats as fp32 bits, for the quantizers' amax.
+ * For non-negative floats the integer order of the bits is the numeric
+ * order, so an integer max (which vectorizes) finds it; above F32_INF_BITS
+ * the values hold a NaN, at it an Inf. */
+static inline uint32_t f32_abs_max_bits(const float *x, int64_t n)
+{
+    uint32_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t a = f32_bits(x[i]) & 0x7FFFFFFFu;
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
 /* The fp32 bits of every code's value, for the decoders below (inline, so
  * hot loops anywhere in the project decode with one load).  Each table is
  * the spec formula evaluated once; tests/test_format_tables.c checks every

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "name_table.h"
 
 static const char *const fp8_token_variant_names[FP8_TOKEN_VARIANT_COUNT] = {
     [FP8_TOKEN_VLLM] = "vllm",
@@ -13,23 +14,7 @@ static const char *const fp8_token_variant_names[FP8_TOKEN_VARIANT_COUNT] = {
     [FP8_TOKEN_RECIPROCAL] = "reciprocal",
 };
 
-const char *fp8_token_variant_name(fp8_token_variant_t v)
-{
-    if ((unsigned)v < FP8_TOKEN_VARIANT_COUNT)
-        return fp8_token_variant_names[v];
-    return "unknown";
-}
-
-int fp8_token_variant_from_name(const char *name, fp8_token_variant_t *out)
-{
-    for (int v = 0; v < FP8_TOKEN_VARIANT_COUNT; v++) {
-        if (name && strcmp(name, fp8_token_variant_names[v]) == 0) {
-            *out = (fp8_token_variant_t)v;
-            return 0;
-        }
-    }
-    return -1;
-}
+NAME_TABLE_LOOKUPS(fp8_token_variant, fp8_token_variant_t, fp8_token_variant_names)
 
 /* The constants every variant derives from Q.  They are the fp32 values the
  * GPU code ends up with: vLLM computes 1.0f / (Q * 512.0f) in fp32, the
@@ -59,27 +44,12 @@ static uint8_t fp8_encode(const fp8_target_t *t, float r, fp8_overflow_t ovf)
     return t->fmt == FP8_E4M3FNUZ ? e4m3fnuz_encode(r, ovf) : e4m3fn_encode(r, ovf);
 }
 
-/* The largest |x[k]| as fp32 bits.  For non-negative floats the integer
- * order of the bits is the numeric order, so an integer max (which
- * vectorizes) finds it; a result above 0x7F800000 means the row holds a NaN. */
-static uint32_t abs_max_bits(const float *x, int64_t K)
-{
-    uint32_t m = 0;
-    for (int64_t k = 0; k < K; k++) {
-        const uint32_t a = f32_bits(x[k]) & 0x7FFFFFFFu;
-        m = a > m ? a : m;
-    }
-    return m;
-}
-
-#define F32_INF_BITS 0x7F800000u
-
 /* vLLM's per-thread fold: fmaxf from 0 never becomes NaN.  Without a NaN in
  * the row the fold is the plain maximum; with one, libm's fmaxf itself is
  * folded, since it treats a signaling NaN unlike a quiet one. */
 static float amax_ignoring_nan(const float *x, int64_t K)
 {
-    const uint32_t m = abs_max_bits(x, K);
+    const uint32_t m = f32_abs_max_bits(x, K);
     if (m <= F32_INF_BITS)
         return f32_from_bits(m);
     float amax = 0.0f;
@@ -91,7 +61,7 @@ static float amax_ignoring_nan(const float *x, int64_t K)
 /* torch.amax: any NaN makes the result NaN (the first one's magnitude). */
 static float amax_propagating_nan(const float *x, int64_t K)
 {
-    const uint32_t m = abs_max_bits(x, K);
+    const uint32_t m = f32_abs_max_bits(x, K);
     if (m <= F32_INF_BITS)
         return f32_from_bits(m);
     float amax = 0.0f;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "name_table.h"
 
 static const char *const mxfp4_variant_names[MXFP4_VARIANT_COUNT] = {
     [MXFP4_AITER_EVEN] = "aiter-even",
@@ -12,23 +13,7 @@ static const char *const mxfp4_variant_names[MXFP4_VARIANT_COUNT] = {
     [MXFP4_CEIL] = "ceil",
 };
 
-const char *mxfp4_variant_name(mxfp4_variant_t v)
-{
-    if ((unsigned)v < MXFP4_VARIANT_COUNT)
-        return mxfp4_variant_names[v];
-    return "unknown";
-}
-
-int mxfp4_variant_from_name(const char *name, mxfp4_variant_t *out)
-{
-    for (int v = 0; v < MXFP4_VARIANT_COUNT; v++) {
-        if (name && strcmp(name, mxfp4_variant_names[v]) == 0) {
-            *out = (mxfp4_variant_t)v;
-            return 0;
-        }
-    }
-    return -1;
-}
+NAME_TABLE_LOOKUPS(mxfp4_variant, mxfp4_variant_t, mxfp4_variant_names)
 
 #define MX_SCALE_EXP_MIN (-127)
 #define MX_SCALE_EXP_MAX 127
@@ -40,22 +25,6 @@ static int clamp_scale_exponent(int e)
 }
 
 /* ---- aiter-even: aiter/ops/triton/_triton_kernels/quant/quant.py ---- */
-
-/* The largest |x[i]| of a block as fp32 bits.  For non-negative floats the
- * integer order of the bits is the numeric order, so an integer max (which
- * vectorizes) finds it; above 0x7F800000 the block holds a NaN, at
- * 0x7F800000 an Inf. */
-static uint32_t block_abs_max_bits(const float *x)
-{
-    uint32_t m = 0;
-    for (int i = 0; i < MX_BLOCK; i++) {
-        const uint32_t a = f32_bits(x[i]) & 0x7FFFFFFFu;
-        m = a > m ? a : m;
-    }
-    return m;
-}
-
-#define F32_INF_BITS 0x7F800000u
 
 /* libm's fmaxf(a, b) for a, b >= +0 or NaN, spelled out: a number beats a
  * quiet NaN, a signaling NaN beats a number (and comes back quieted), and of
@@ -85,7 +54,7 @@ static float libm_fmaxf(float a, float b)
  * block restarts the fold from the next number. */
 static float triton_block_amax(const float *x)
 {
-    const uint32_t m = block_abs_max_bits(x);
+    const uint32_t m = f32_abs_max_bits(x, MX_BLOCK);
     if (m <= F32_INF_BITS)
         return f32_from_bits(m);
     float amax = fabsf(x[0]);
@@ -209,7 +178,7 @@ void mxfp4_quant_block(const float *x, mxfp4_variant_t v, uint8_t codes[MX_BLOCK
          * it to NaN.  A block is finite exactly when its largest magnitude's
          * bits are below an Inf's, and then that magnitude is the fmaxf fold
          * from 0. */
-        const uint32_t amax_bits = block_abs_max_bits(x);
+        const uint32_t amax_bits = f32_abs_max_bits(x, MX_BLOCK);
         if (amax_bits >= F32_INF_BITS) {
             memset(codes, 0, MX_BLOCK);
             *scale_byte = E8M0_NAN;

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "act_prepare.h"
+#include "byte_tile.h"    /* the vector transpose of the weight fill */
 #include "formats.h"
 #include "registry.h"
 #include "tile_gemm.h"
@@ -49,45 +50,21 @@
 
 enum { BF16_SEQUENTIAL = 0, BF16_SKINNY = 1 };     /* kernel_desc_t.config */
 
-/* The weight tile is filled by an in-register transpose with GCC/Clang
- * vector builtins where the compiler has them (GCC >= 12, Clang), else by a
- * scalar loop; both store the same values. */
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector) && __has_builtin(__builtin_convertvector)
-#define BF_VECTOR_FILL 1
-#endif
-#endif
-
-#ifdef BF_VECTOR_FILL
-typedef uint16_t bf_u16x8 __attribute__((vector_size(16)));
-typedef uint32_t bf_u32x4 __attribute__((vector_size(16)));
-typedef uint64_t bf_u64x2 __attribute__((vector_size(16)));
+#ifdef BYTE_TILE_VECTOR
 typedef uint32_t bf_u32x8 __attribute__((vector_size(32)));
 
 /* After transpose_8x8, v[i] is column bitrev3[i] of the input rows. */
 static const uint8_t bitrev3[8] = {0, 4, 2, 6, 1, 5, 3, 7};
 
-/* Transposes an 8x8 matrix of uint16 (v[r] = row r) by three interleave rounds. */
-static inline void transpose_8x8(bf_u16x8 v[8])
+/* Transposes an 8x8 matrix of uint16 (v[r] = row r, 16 bytes) by three
+ * interleave rounds: byte_tile's last three, over 8 rows. */
+static inline void transpose_8x8(bt_u8x16 v[8])
 {
-    bf_u16x8 x[8];
-    for (int i = 0; i < 4; i++) {
-        const bf_u16x8 a = v[2 * i], b = v[2 * i + 1];
-        x[i] = __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
-        x[i + 4] = __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < 4; i++) {
-        const bf_u32x4 a = (bf_u32x4)x[2 * i], b = (bf_u32x4)x[2 * i + 1];
-        v[i] = (bf_u16x8)__builtin_shufflevector(a, b, 0, 4, 1, 5);
-        v[i + 4] = (bf_u16x8)__builtin_shufflevector(a, b, 2, 6, 3, 7);
-    }
-    for (int i = 0; i < 4; i++) {
-        const bf_u64x2 a = (bf_u64x2)v[2 * i], b = (bf_u64x2)v[2 * i + 1];
-        x[i] = (bf_u16x8)__builtin_shufflevector(a, b, 0, 2);
-        x[i + 4] = (bf_u16x8)__builtin_shufflevector(a, b, 1, 3);
-    }
-    for (int i = 0; i < 8; i++)
-        v[i] = x[i];
+    bt_u8x16 x[8];
+    byte_tile_zip(v, x, 4, 2);
+    byte_tile_zip(x, v, 4, 4);
+    byte_tile_zip(v, x, 4, 8);
+    memcpy(v, x, sizeof x);
 }
 #endif
 
@@ -171,7 +148,7 @@ static void bf16_fill(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k
     /* Columns written: a half-width tile's other half is never read. */
     const int64_t filled = width <= TILE_N / 2 ? TILE_N / 2 : TILE_N;
     int64_t k_done = k0;
-#ifdef BF_VECTOR_FILL
+#ifdef BYTE_TILE_VECTOR
     /* 8 rows x 8 k at a time: transpose in registers, widen, shift, store
      * 8 columns of one k row. */
     static const uint16_t zero_row[8];
@@ -183,7 +160,7 @@ static void bf16_fill(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k
             row[r] = j < width ? wb + (n0 + j) * K : NULL;
         }
         for (int64_t c = k0; c < k_done; c += 8) {
-            bf_u16x8 v[8];
+            bt_u8x16 v[8];
             for (int r = 0; r < 8; r++) {
                 if (row[r] && (c & 31) == 0 && c + 512 < K)
                     __builtin_prefetch(row[r] + c + 512);
@@ -192,7 +169,7 @@ static void bf16_fill(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k
             transpose_8x8(v);
             for (int i = 0; i < 8; i++) {
                 /* v[i]: element c + bitrev3[i] of each row */
-                const bf_u32x8 u = __builtin_convertvector(v[i], bf_u32x8) << 16;
+                const bf_u32x8 u = __builtin_convertvector((bt_u16x8)v[i], bf_u32x8) << 16;
                 memcpy(value + (c + bitrev3[i] - k0) * TILE_N + 8 * grp, &u, sizeof u);
             }
         }
@@ -226,16 +203,19 @@ static int bf16_run(const kernel_desc_t *k, const kernel_inputs_t *in, const ker
     return 0;
 }
 
+/* Both are one model on the split-K GPU kernel, judged against R_source. */
+#define BF16_FIELDS                                                                           \
+    .family = "bf16", .act_format = "bf16 (x rounded to bf16)",                               \
+    .weight_format = "bf16 [N,K] (weight_bf16)", .weight_kind = WEIGHT_KIND_BF16,             \
+    .act = OPERAND_BF16, .weight = OPERAND_BF16, .op = KERNEL_OP_GEMM, .refs = REF_SOURCE,    \
+    .rel_tol_exact = 0.0, .rel_tol_source = 0.01, .gpu_entry = KERNEL_GPU_BF16_SPLITK,        \
+    .split_k = bf16_split_k, .prepare_act = bf16_prepare_act, .run_cpu = bf16_run
+
 const kernel_desc_t kernel_bf16_skinny = {
     .name = "bf16.skinny",
-    .family = "bf16",
+    BF16_FIELDS,
     .summary = "R4D gemm_bf16_nt_m64 / pq_skinny_bf16: split-K skinny bf16 GEMM, SK from the "
                "skinny dispatch's measured (N, K) tables",
-    .act_format = "bf16 (x rounded to bf16)",
-    .weight_format = "bf16 [N,K] (weight_bf16)",
-    .weight_kind = WEIGHT_KIND_BF16,
-    .act = OPERAND_BF16,
-    .weight = OPERAND_BF16,
     .accumulation = "SK equal contiguous K ranges (SK 16 for 256x2048 from _CFG; 8 for 48x5120, "
                     "96x5120, 1280x5120, 256x5120 from _CFG_TAXED; else decode_splits): "
                     "partial[s] += x*w over k ascending in range s (exact products, fp32 adds); "
@@ -243,39 +223,18 @@ const kernel_desc_t kernel_bf16_skinny = {
     .k_multiple = 256,
     .m_min = 6,
     .m_max = 64,
-    .refs = REF_SOURCE,
-    .rel_tol_exact = 0.0,
-    .rel_tol_source = 0.01,
-    .op = KERNEL_OP_GEMM,
     .config = BF16_SKINNY,
-    .gpu_entry = KERNEL_GPU_BF16_SPLITK,
-    .split_k = bf16_split_k,
-    .prepare_act = bf16_prepare_act,
-    .run_cpu = bf16_run,
 };
 
 const kernel_desc_t kernel_bf16_sequential = {
     .name = "bf16.sequential",
-    .family = "bf16",
+    BF16_FIELDS,
     .summary = "bf16 GEMM as rocBLAS/torch is modelled: one sequential fp32 dot per output",
-    .act_format = "bf16 (x rounded to bf16)",
-    .weight_format = "bf16 [N,K] (weight_bf16)",
-    .weight_kind = WEIGHT_KIND_BF16,
-    .act = OPERAND_BF16,
-    .weight = OPERAND_BF16,
     .accumulation = "acc += x*w over k = 0..K-1 ascending (exact products, fp32 adds); "
                     "out = bf16(acc)",
     .k_multiple = 32,
     .m_min = 1,
     .m_max = 0,
-    .refs = REF_SOURCE,
-    .rel_tol_exact = 0.0,
-    .rel_tol_source = 0.01,
-    .op = KERNEL_OP_GEMM,
     .config = BF16_SEQUENTIAL,
-    .gpu_entry = KERNEL_GPU_BF16_SPLITK,
     .compare_role = COMPARE_ROLE_BF16_LAYER,
-    .split_k = bf16_split_k,
-    .prepare_act = bf16_prepare_act,
-    .run_cpu = bf16_run,
 };

@@ -1,5 +1,6 @@
 /* Reading 16 rows x 16 bytes of a packed weight as 16 columns: the in-register
- * transpose behind the k-major weight fills (weight_tile.c, folded_weight.c).
+ * transpose behind the k-major weight fills (weight_tile.c, folded_weight.c;
+ * bf16_gemm.c runs its last three rounds as an 8x8 transpose of uint16).
  * The models vectorize across output columns, so each k needs its code from
  * 16 different weight rows; a 16x16 byte transpose gets 16 k's worth at a
  * time.
@@ -32,32 +33,49 @@ typedef uint32_t bt_u32x4 __attribute__((vector_size(16)));
 typedef uint64_t bt_u64x2 __attribute__((vector_size(16)));
 typedef int32_t bt_i32x16 __attribute__((vector_size(64)));
 
+/* One interleave round of a transpose of 16-byte rows: for each pair
+ * (in[2i], in[2i+1]), i < pairs, the low halves of the two, interleaved
+ * `width` bytes at a time (1, 2, 4 or 8), go to out[i] and the high halves
+ * to out[i + pairs].  The callers pass constants, so the switch folds. */
+static inline void byte_tile_zip(const bt_u8x16 *in, bt_u8x16 *out, int pairs, int width)
+{
+    for (int i = 0; i < pairs; i++) {
+        const bt_u8x16 a = in[2 * i], b = in[2 * i + 1];
+        bt_u8x16 lo, hi;
+        switch (width) {
+        case 1:
+            lo = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+            hi = __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30,
+                                         15, 31);
+            break;
+        case 2:
+            lo = (bt_u8x16)__builtin_shufflevector((bt_u16x8)a, (bt_u16x8)b, 0, 8, 1, 9, 2, 10, 3, 11);
+            hi = (bt_u8x16)__builtin_shufflevector((bt_u16x8)a, (bt_u16x8)b, 4, 12, 5, 13, 6, 14, 7,
+                                                   15);
+            break;
+        case 4:
+            lo = (bt_u8x16)__builtin_shufflevector((bt_u32x4)a, (bt_u32x4)b, 0, 4, 1, 5);
+            hi = (bt_u8x16)__builtin_shufflevector((bt_u32x4)a, (bt_u32x4)b, 2, 6, 3, 7);
+            break;
+        default:
+            lo = (bt_u8x16)__builtin_shufflevector((bt_u64x2)a, (bt_u64x2)b, 0, 2);
+            hi = (bt_u8x16)__builtin_shufflevector((bt_u64x2)a, (bt_u64x2)b, 1, 3);
+            break;
+        }
+        out[i] = lo;
+        out[i + pairs] = hi;
+    }
+}
+
 /* Transposes a 16x16 byte matrix (v[r] = row r) by four interleave rounds;
  * afterwards v[i] is column bitrev4(i) of the input. */
 static inline void byte_tile_transpose(bt_u8x16 v[16])
 {
     bt_u8x16 x[16];
-    for (int i = 0; i < 8; i++) {
-        const bt_u8x16 a = v[2 * i], b = v[2 * i + 1];
-        x[i] = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-        x[i + 8] = __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14,
-                                           30, 15, 31);
-    }
-    for (int i = 0; i < 8; i++) {
-        const bt_u16x8 a = (bt_u16x8)x[2 * i], b = (bt_u16x8)x[2 * i + 1];
-        v[i] = (bt_u8x16)__builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
-        v[i + 8] = (bt_u8x16)__builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
-    }
-    for (int i = 0; i < 8; i++) {
-        const bt_u32x4 a = (bt_u32x4)v[2 * i], b = (bt_u32x4)v[2 * i + 1];
-        x[i] = (bt_u8x16)__builtin_shufflevector(a, b, 0, 4, 1, 5);
-        x[i + 8] = (bt_u8x16)__builtin_shufflevector(a, b, 2, 6, 3, 7);
-    }
-    for (int i = 0; i < 8; i++) {
-        const bt_u64x2 a = (bt_u64x2)x[2 * i], b = (bt_u64x2)x[2 * i + 1];
-        v[i] = (bt_u8x16)__builtin_shufflevector(a, b, 0, 2);
-        v[i + 8] = (bt_u8x16)__builtin_shufflevector(a, b, 1, 3);
-    }
+    byte_tile_zip(v, x, 8, 1);
+    byte_tile_zip(x, v, 8, 2);
+    byte_tile_zip(v, x, 8, 4);
+    byte_tile_zip(x, v, 8, 8);
 }
 
 /* 16 bytes widened to 16 int32 lanes.  GCC 12 turns __builtin_convertvector

@@ -155,10 +155,7 @@ void folded_plan_free(folded_plan_t *p)
     free(p->ref);
     free(p->epi);
     free(p->tile_stats);
-    p->owned = NULL;
-    p->ref = NULL;
-    p->epi = NULL;
-    p->tile_stats = NULL;
+    *p = (folded_plan_t){0};
 }
 
 /* Index of the 4-byte group holding weight byte (n, kb), kb % 4 == 0. */

@@ -75,6 +75,7 @@ typedef struct {
  * and (FOLDED_W_FRAGMENT) the permuted weight.  Returns 0 or -1 with err. */
 int folded_plan_init(folded_plan_t *p, const kernel_inputs_t *in, folded_wlayout_t wl,
                      kr_error_t *err);
+/* Frees what the plan holds and leaves it all zero. */
 void folded_plan_free(folded_plan_t *p);
 
 /* One column tile's pre-shifted weight, k-major. */

@@ -37,11 +37,9 @@ static int w4a4_aiter_run(const kernel_desc_t *k, const kernel_inputs_t *in, con
         return kr_fail(err, "out of memory decoding MXFP4 activations");
     }
     act_mxfp4_values(act, a_value, a_scale, opt->threads);
-    weight_tile_source_t source;
-    weight_tile_source_init(&source, &in->weight);
-    const tile_gemm_t g = {.M = M, .N = in->N, .K = K, .x = a_value, .order = TILE_SUM_BLOCKS,
-                           .x_block = a_scale, .fill = weight_tile_fill_source, .fill_ctx = &source, .out = out};
-    tile_gemm_run(&g, opt->threads);
+    const tile_gemm_t g = {.M = M, .N = in->N, .K = K, .x = a_value, .x_block = a_scale,
+                           .out = out};
+    weight_tile_gemm_blocks(&g, &in->weight, opt->threads);
     scratch_put(&value_buffer);
     scratch_put(&scale_buffer);
     return 0;

@@ -15,40 +15,13 @@
  * (parts == 3, fp8 format x_fp8_format); otherwise (a schema-v1 case holds
  * one copy) all three partitions read the kernel's prepared activations. */
 #include <stdio.h>
-#include <stdlib.h>
 
-#include "act_prepare.h"
-#include "folded_weight.h"
-#include "registry.h"
+#include "folded_model.h"
+#include "w4a8_family.h"
 
 #define PQP_PARTS 3
 
-typedef struct {
-    folded_plan_t *plan;
-    folded_act_t act[PQP_PARTS];
-    int64_t lo[PQP_PARTS], hi[PQP_PARTS];  /* column range of each partition */
-    uint16_t *out;
-} pqp_job_t;
-
-static void pqp_rows(void *ctx, const folded_tile_t *t, int64_t m0, int64_t m1)
-{
-    pqp_job_t *job = ctx;
-    const int64_t N = job->plan->N, K = job->plan->K;
-    float sums[FOLDED_MB][TILE_N];
-    for (int p = 0; p < PQP_PARTS; p++) {
-        const int64_t j0 = job->lo[p] > t->n0 ? job->lo[p] - t->n0 : 0;
-        const int64_t j1 = job->hi[p] - t->n0 < t->width ? job->hi[p] - t->n0 : t->width;
-        if (j0 >= j1)
-            continue;
-        const folded_act_t *a = &job->act[p];
-        for (int64_t m = m0; m < m1; m += FOLDED_MB) {
-            const int mb = (int)(m1 - m < FOLDED_MB ? m1 - m : FOLDED_MB);
-            folded_dot(t, a, m, mb, 0, K, sums);
-            for (int i = 0; i < mb; i++)
-                folded_store(t, sums[i], a->scale[m + i], job->out + (m + i) * N, j0, j1);
-        }
-    }
-}
+_Static_assert(PQP_PARTS <= FOLDED_MAX_PARTS, "the folded model holds every copy");
 
 static int w4a8_partitioned_run(const kernel_desc_t *k, const kernel_inputs_t *in,
                                 const kernel_act_t *act, const kernel_options_t *opt,
@@ -66,58 +39,35 @@ static int w4a8_partitioned_run(const kernel_desc_t *k, const kernel_inputs_t *i
     if (pb1 < 0 || pb1 > pb2 || pb2 > N)
         return kr_fail(err, "partition bounds %lld, %lld must satisfy 0 <= pb1 <= pb2 <= N=%lld",
                        (long long)pb1, (long long)pb2, (long long)N);
-    folded_plan_t *plan = malloc(sizeof *plan);
-    if (!plan)
-        return kr_fail(err, "out of memory for the folded weight plan");
-    if (folded_plan_init(plan, in, FOLDED_W_CHECKPOINT, err)) {
-        free(plan);
-        return -1;
-    }
-    pqp_job_t job = {.plan = plan, .out = out,
-                     .lo = {0, pb1, pb2}, .hi = {pb1, pb2, N}};
+    folded_model_t model = {.wlayout = FOLDED_W_CHECKPOINT, .parts = PQP_PARTS,
+                            .part_end = {pb1, pb2, N}, .splits = 1};
     for (int p = 0; p < PQP_PARTS; p++) {
         if (have_parts)
-            folded_act_init(&job.act[p], in->x_fp8_parts + (int64_t)p * M * K, 0, M, K,
+            folded_act_init(&model.act[p], in->x_fp8_parts + (int64_t)p * M * K, 0, M, K,
                             in->x_scale_parts + (int64_t)p * M, in->x_fp8_format);
         else
-            folded_act_init(&job.act[p], act->codes, 0, M, K, act->token_scale,
+            folded_act_init(&model.act[p], act->codes, 0, M, K, act->token_scale,
                             act->fp8_format);
     }
-    int rc = 0;
-    if (folded_run(plan, M, opt->threads, pqp_rows, &job)) {
-        rc = kr_fail(err, "out of memory for weight tiles");
-    } else if (info) {
-        snprintf(info->note, sizeof info->note, "partitions n<%lld, n<%lld, n<%lld; %s%s",
-                 (long long)pb1, (long long)pb2, (long long)N,
-                 have_parts ? "3 recorded activation copies (x_fp8_parts)"
-                            : "3 identical activation copies",
-                 plan->ref_from_case ? "; ref = case weight_ref" : "");
-        folded_stats_note(plan, info->note, (int)sizeof info->note);
-    }
-    folded_plan_free(plan);
-    free(plan);
-    return rc;
+    char layout[sizeof info->note];
+    snprintf(layout, sizeof layout, "partitions n<%lld, n<%lld, n<%lld; %s", (long long)pb1,
+             (long long)pb2, (long long)N,
+             have_parts ? "3 recorded activation copies (x_fp8_parts)"
+                        : "3 identical activation copies");
+    model.layout_note = layout;
+    return folded_model_run(&model, in, opt, out, info, err);
 }
 
 const kernel_desc_t kernel_w4a8_partitioned = {
     .name = "w4a8.partitioned",
-    .family = "w4a8",
+    W4A8_FAMILY_FIELDS,
     .summary = "mxfp4_linear_pqp: folded W4A8 where output columns of partition p "
                "(bounds pb1, pb2) read activation copy p of 3",
     .act_format = "3 copies of e4m3fn per-token activations [3, M, K] + scales [3, M]",
     .weight_format = "mxfp4: e2m1 [N,K/2] + e8m0 per 32 along K, folded to e4m3 per row",
-    .act = OPERAND_E4M3FN_PER_TOKEN,
-    .weight = OPERAND_MXFP4,
     .accumulation = "as w4a8.folded on copy p = partition(n): acc += x_p*w8 over k ascending "
                     "(fp32); out = bf16(acc * (x_scale_p[m] * 2^(ref[n]-127)))",
-    .k_multiple = 64,
-    .m_min = 1,
     .m_max = 0,
-    .refs = REF_EXACT | REF_SOURCE,
-    .rel_tol_exact = 0.01,
-    .rel_tol_source = 0.08,
-    .op = KERNEL_OP_GEMM,
     .config = 0,
-    .prepare_act = act_prepare_fp8_token,
     .run_cpu = w4a8_partitioned_run,
 };

@@ -16,6 +16,7 @@
 #include "registry.h"
 #include "scratch.h"
 #include "tile_gemm.h"
+#include "w4a8_family.h"
 #include "weight_tile.h"
 
 static int w4a8_perblock_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
@@ -29,33 +30,22 @@ static int w4a8_perblock_run(const kernel_desc_t *k, const kernel_inputs_t *in, 
     if (!x_value)
         return kr_fail(err, "out of memory decoding activations");
     act_fp8_values(act, x_value, opt->threads);
-    weight_tile_source_t source;
-    weight_tile_source_init(&source, &in->weight);
     const tile_gemm_t g = {.M = in->M, .N = in->N, .K = in->K, .x = x_value,
-                           .order = TILE_SUM_BLOCKS, .fill = weight_tile_fill_source, .fill_ctx = &source,
                            .row_scale = act->token_scale, .out = out};
-    tile_gemm_run(&g, opt->threads);
+    weight_tile_gemm_blocks(&g, &in->weight, opt->threads);
     scratch_put(&x_buffer);
     return 0;
 }
 
 const kernel_desc_t kernel_w4a8_perblock = {
     .name = "w4a8.perblock",
-    .family = "w4a8",
+    W4A8_FAMILY_FIELDS,
     .summary = "MXFP4 weights x fp8 per-token activations, block scale applied per 32-block",
     .act_format = "e4m3fn per-token (fp32 scale per row)",
     .weight_format = "mxfp4: e2m1 [N,K/2] + e8m0 per 32 along K",
-    .act = OPERAND_E4M3FN_PER_TOKEN,
-    .weight = OPERAND_MXFP4,
     .accumulation = "per 32-block: s += x*w over k ascending (exact products, fp32 adds); "
                     "acc += s * 2^(E-127) over blocks ascending; out = bf16(acc * x_scale[m])",
-    .k_multiple = 64,
-    .m_min = 1,
     .m_max = 0,
-    .refs = REF_EXACT | REF_SOURCE,
-    .rel_tol_exact = 0.01,
-    .rel_tol_source = 0.08,
-    .prepare_act = act_prepare_fp8_token,
     .run_cpu = w4a8_perblock_run,
     .gpu_entry = KERNEL_GPU_W4A8_PERBLOCK,
     .compare_role = COMPARE_ROLE_W4A8_MODEL,

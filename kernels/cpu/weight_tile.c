@@ -7,12 +7,22 @@
 #include "mxfp4_weight.h"
 #include "tile_gemm.h"
 
-
 void weight_tile_source_init(weight_tile_source_t *s, const mxfp4_weight_t *w)
 {
     s->w = w;
     for (int e = 0; e < 256; e++)
         s->scale_of[e] = e8m0_decode((uint8_t)e, w->e8m0_mode);
+}
+
+void weight_tile_gemm_blocks(const tile_gemm_t *g, const mxfp4_weight_t *w, int threads)
+{
+    weight_tile_source_t source;
+    weight_tile_source_init(&source, w);
+    tile_gemm_t run = *g;
+    run.order = TILE_SUM_BLOCKS;
+    run.fill = weight_tile_fill_source;
+    run.fill_ctx = &source;
+    tile_gemm_run(&run, threads);
 }
 
 void weight_tile_fill_source(const tile_gemm_t *g, int64_t n0, int64_t width, int64_t k0,

@@ -39,4 +39,9 @@ struct tile_gemm;
 void weight_tile_fill_source(const struct tile_gemm *g, int64_t n0, int64_t width, int64_t k0,
                              int64_t k1, float *value, float *block_scale);
 
+/* Runs g, whose shape, activations (x, x_block), epilogue and out are set,
+ * in per-32-block order (TILE_SUM_BLOCKS) over the MXFP4 weight w: the GEMM
+ * of w4a8.perblock and w4a4.aiter. */
+void weight_tile_gemm_blocks(const struct tile_gemm *g, const mxfp4_weight_t *w, int threads);
+
 #endif
