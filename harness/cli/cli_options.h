@@ -97,7 +97,7 @@ enum {
  * the count in an int instead.  The flags take the CLI_SET_* tail that
  * says where they go. */
 #define CLI_ROW_THREADS \
-    CLI_ID_THREADS, "threads", 't', "N", CLI_POS_INT, NULL, "threads for the models (default: all cores)"
+    CLI_ID_THREADS, "threads", 't', "N", CLI_POS_INT, NULL, "threads for the models (default: the cores this process may run on)"
 #define CLI_OPT_THREADS {CLI_ROW_THREADS, CLI_BY_CODE}
 #define CLI_OPT_THREADS_SET(type, field) {CLI_ROW_THREADS, CLI_SET_INT(type, field)}
 #define CLI_OPT_FP8_QUANT                                                                         \
