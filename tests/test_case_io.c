@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "case_io.h"
-#include "float_bits.h"
+#include "formats.h"        /* f32_bits, f32_from_bits */
 #include "test_cases.h"
 #include "test_support.h"
 
@@ -64,7 +64,7 @@ static void make_case(case_t *c, const case_spec_t *s, uint64_t seed)
                 uint16_t h = (uint16_t)(1 + test_rng_u64(&r) % 0xFFFF);
                 if ((h & 0x7F80) == 0x7F80)
                     h &= 0xBFFF;
-                c->x[i] = test_f32_from_bits((uint32_t)h << 16);
+                c->x[i] = f32_from_bits((uint32_t)h << 16);
             } else {
                 c->x[i] = (float)test_rng_normal(&r) + 1e-3f;
             }
@@ -477,12 +477,12 @@ static void test_write_bf16_rne(void **st)
     make_case(&a, &s, 5);
     a.x_storage = X_STORED_BF16;
     const float in[6] = {
-        test_f32_from_bits(0x3F808000u),  /* 1 + 2^-8: tie, rounds down to even 1.0 */
-        test_f32_from_bits(0x3F818000u),  /* 1 + 3*2^-8: tie, rounds up to even 1 + 2^-6 */
-        test_f32_from_bits(0x3F808001u),  /* just above the tie: up */
-        test_f32_from_bits(0x7F7FFFFFu),  /* FLT_MAX: overflows to +Inf */
+        f32_from_bits(0x3F808000u),  /* 1 + 2^-8: tie, rounds down to even 1.0 */
+        f32_from_bits(0x3F818000u),  /* 1 + 3*2^-8: tie, rounds up to even 1 + 2^-6 */
+        f32_from_bits(0x3F808001u),  /* just above the tie: up */
+        f32_from_bits(0x7F7FFFFFu),  /* FLT_MAX: overflows to +Inf */
         -0.0f,
-        test_f32_from_bits(0xFFC12345u),  /* negative NaN: quiet NaN with the sign */
+        f32_from_bits(0xFFC12345u),  /* negative NaN: quiet NaN with the sign */
     };
     const uint32_t want[6] = {0x3F800000u, 0x3F820000u, 0x3F810000u, 0x7F800000u,
                               0x80000000u, 0xFFC00000u};
@@ -491,7 +491,7 @@ static void test_write_bf16_rne(void **st)
     assert_int_equal(case_read(path, &b, &err), 0);
     assert_int_equal(b.x_storage, X_STORED_BF16);
     for (int i = 0; i < 6; i++)
-        assert_int_equal(test_f32_bits(b.x[i]), want[i]);
+        assert_int_equal(f32_bits(b.x[i]), want[i]);
     case_free(&a);
     case_free(&b);
     unlink(path);
