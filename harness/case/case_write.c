@@ -34,20 +34,10 @@ static int write_str_attr(wr_t *w, hid_t obj, const char *label, const char *nam
 
 static int write_i64_attr(wr_t *w, hid_t obj, const char *name, int64_t value)
 {
-    hid_t space = H5Screate(H5S_SCALAR), attr = -1;
-    int rc = -1;
-    if (space < 0)
-        goto done;
-    attr = H5Acreate2(obj, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, H5T_NATIVE_INT64, &value) < 0)
-        goto done;
-    rc = 0;
-done:
-    if (rc != 0)
-        kr_fail(w->err, "%s: %s: cannot write root attribute; expected a writable file", w->path,
-                name);
-    H5_CLOSE_ALL(attr, space);
-    return rc;
+    if (h5_write_scalar_attr(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value) == 0)
+        return 0;
+    return kr_fail(w->err, "%s: %s: cannot write root attribute; expected a writable file", w->path,
+                   name);
 }
 
 /* Creates and fills a dataset; with attr_name set, adds one string

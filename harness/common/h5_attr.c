@@ -36,17 +36,26 @@ hid_t h5_vlen_utf8_type(void)
     return str_type_with(H5Tset_size, H5T_VARIABLE, set_cset, H5T_CSET_UTF8);
 }
 
-int h5_write_str_attr(hid_t obj, const char *name, const char *value)
+int h5_write_scalar_attr(hid_t obj, const char *name, hid_t file_type, hid_t mem_type,
+                         const void *value)
 {
-    hid_t type = h5_vlen_utf8_type(), space = H5Screate(H5S_SCALAR), attr = -1;
+    hid_t space = H5Screate(H5S_SCALAR), attr = -1;
     int rc = -1;
-    if (type < 0 || space < 0)
+    if (file_type < 0 || space < 0)
         goto done;
-    attr = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, type, &value) < 0)
+    attr = H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (attr < 0 || H5Awrite(attr, mem_type, value) < 0)
         goto done;
     rc = 0;
 done:
-    H5_CLOSE_ALL(attr, space, type);
+    H5_CLOSE_ALL(attr, space);
+    return rc;
+}
+
+int h5_write_str_attr(hid_t obj, const char *name, const char *value)
+{
+    const hid_t type = h5_vlen_utf8_type();
+    const int rc = h5_write_scalar_attr(obj, name, type, type, &value);
+    H5_CLOSE_ALL(type);
     return rc;
 }

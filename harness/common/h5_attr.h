@@ -7,6 +7,10 @@
 /* A scalar variable-length UTF-8 string attribute: what h5py writes for a
  * str, and reads back as str.  0, or -1 when HDF5 refuses. */
 int h5_write_str_attr(hid_t obj, const char *name, const char *value);
+/* A scalar attribute `name` of file_type, written from *value as mem_type;
+ * 0 or -1 (nothing reported: the caller names the file). */
+int h5_write_scalar_attr(hid_t obj, const char *name, hid_t file_type, hid_t mem_type,
+                         const void *value);
 
 /* A fixed-length string type of `size` bytes, NUL-terminated; -1 when HDF5
  * refuses.  The caller closes it. */
