@@ -56,7 +56,8 @@ static void test_install_moved_tree(void **state)
                            "share/kreplay/cases/policies/default.yaml",
                            "share/kreplay/cases/suites/default.yaml",
                            "share/kreplay/cases/samples/moe_gate_N256_K2048_M8.h5",
-                           "include/kreplay/plugin.h", "share/man/man1/kreplay.1",
+                           "include/kreplay/plugin.h", "include/kreplay/plugin_util.h",
+                           "share/man/man1/kreplay.1",
                            "share/bash-completion/completions/kreplay"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s/%s", moved, files[i]);
