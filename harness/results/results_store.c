@@ -577,8 +577,12 @@ int results_store_load_partials(const char *run_dir, result_list_t *rows, char *
     int nn = 0, nk = 0, rc = -1;
     if (results_store_partial_names(run_dir, dir, sizeof dir, &names, &nn, err) != 0)
         return -1;
+    if (nn == 0) {              /* nothing finished yet: no keys, nothing to free */
+        results_store_free_keys(names, 0);
+        return 0;
+    }
     const int64_t rows_before = rows->count;   /* restored on failure */
-    keys = calloc((size_t)(nn ? nn : 1), sizeof *keys);
+    keys = calloc((size_t)nn, sizeof *keys);
     if (!keys)
         goto oom;
     for (int i = 0; i < nn; i++) {
