@@ -3,6 +3,7 @@
 #include "acc_fit.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "formats.h"
 #include "kr_string.h"
 #include "mxfp4_weight.h"
+#include "parallel.h"
 
 typedef enum { ACC_BF16 = 0, ACC_FP16, ACC_FP32 } acc_format_t;
 
@@ -64,7 +66,9 @@ static const acc_model_t acc_models[] = {
 #define ACC_SAMPLE_ROWS 16
 #define ACC_SAMPLE_COLS 64
 
-/* x rounded to the nearest fp16 value (ties to even), overflow to +-Inf. */
+/* x rounded to the nearest fp16 value (ties to even), overflow to +-Inf.
+ * On the bits: the per-element models round some 10^7 partial sums a case,
+ * and frexpf/ldexpf/rintf made this the test's hot spot. */
 static float fp16_round(float x)
 {
     if (!isfinite(x) || x == 0.0f)
@@ -72,10 +76,16 @@ static float fp16_round(float x)
     const float a = fabsf(x);
     if (a >= 65520.0f)
         return x > 0 ? INFINITY : -INFINITY;
-    int e;
-    frexpf(a, &e);                      /* a = f * 2^e, f in [0.5, 1): binade 2^(e-1) */
-    const int lsb = (e - 1 < -14 ? -14 : e - 1) - 10;
-    return ldexpf(rintf(ldexpf(x, -lsb)), lsb);
+    if (a < 0x1p-14f)   /* fp16 subnormals: multiples of 2^-24 (the scalings are exact) */
+        return rintf(x * 0x1p24f) * 0x1p-24f;
+    /* Normal: keep 10 of fp32's 23 fraction bits, nearest even; a carry out
+     * of the fraction moves the exponent up, as the value does. */
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    const uint32_t lsb = (u >> 13) & 1u;
+    u = (u + 0x0FFFu + lsb) & ~0x1FFFu;
+    memcpy(&x, &u, sizeof x);
+    return x;
 }
 
 static float round_to(acc_format_t f, float x)
@@ -207,6 +217,54 @@ static int elem_fill(const kernel_inputs_t *in, const kernel_act_t *act, int64_t
     return 1;
 }
 
+/* What one sampled output contributes: its value, the exact sum and each
+ * applicable model's value, rounded and plain (fp32). */
+typedef struct {
+    double o, exact;
+    double model[ACC_MODEL_COUNT][2];
+} acc_point_t;
+
+/* The sample's points, filled in parallel (a few hundred million rounded
+ * additions) and summed afterwards in sample order, so the residuals do not
+ * depend on the thread count. */
+typedef struct {
+    const kernel_inputs_t *in;
+    const kernel_act_t *act;
+    const uint16_t *out_bits;
+    const float *out_f32;
+    const int64_t *rows, *cols;
+    int64_t sn;
+    acc_point_t *points;
+    int *row_ok;        /* [sample row]: every output's operands were R_exact's */
+} acc_job_t;
+
+static void acc_sample_row(void *ctx, int64_t i)
+{
+    const acc_job_t *j = ctx;
+    const int64_t K = j->in->K, N = j->in->N;
+    acc_elem_t e = {.K = K, .nb = K / 32};
+    e.prod = malloc((size_t)K * sizeof(float));
+    e.part = malloc((size_t)e.nb * sizeof(float));
+    j->row_ok[i] = e.prod && e.part ? 1 : -1;
+    for (int64_t c = 0; c < j->sn && j->row_ok[i] == 1; c++) {
+        const int64_t m = j->rows[i], n = j->cols[c];
+        acc_point_t *p = &j->points[i * j->sn + c];
+        if (!elem_fill(j->in, j->act, m, n, &e)) {
+            j->row_ok[i] = 0;
+            break;
+        }
+        p->o = j->out_f32 ? (double)j->out_f32[m * N + n] : (double)bf16_decode(j->out_bits[m * N + n]);
+        p->exact = e.exact * e.xs;
+        for (int h = 0; h < ACC_MODEL_COUNT; h++)
+            if (applicable(&acc_models[h], e.nb)) {
+                p->model[h][0] = model_value(&acc_models[h], &e, 0);
+                p->model[h][1] = model_value(&acc_models[h], &e, 1);
+            }
+    }
+    free(e.prod);
+    free(e.part);
+}
+
 int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const uint16_t *out_bits,
                     const float *out_f32, const unsigned char *skip_rows, acc_fit_t *fit,
                     kr_error_t *err)
@@ -215,16 +273,15 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
     if (!in || !act_usable(act) || !in->weight.packed || !in->weight.scales || in->K % 32 ||
         in->K < 64 || (!out_bits && !out_f32))
         return 0;
-    const int64_t M = in->M, N = in->N, K = in->K;
+    const int64_t M = in->M, N = in->N, K = in->K, nb = K / 32;
     int64_t *rows = malloc((size_t)M * sizeof(int64_t)), *cols = malloc((size_t)N * sizeof(int64_t));
-    acc_elem_t e = {.K = K, .nb = K / 32};
-    e.prod = malloc((size_t)K * sizeof(float));
-    e.part = malloc((size_t)e.nb * sizeof(float));
+    acc_point_t *points = malloc((size_t)ACC_SAMPLE_ROWS * ACC_SAMPLE_COLS * sizeof *points);
+    int row_ok[ACC_SAMPLE_ROWS];
     acc_sum_t sums[ACC_MODEL_COUNT + 1], plain[ACC_MODEL_COUNT];
     memset(sums, 0, sizeof sums);
     memset(plain, 0, sizeof plain);
     int status = 0;
-    if (!rows || !cols || !e.prod || !e.part) {
+    if (!rows || !cols || !points) {
         status = kr_fail(err, "out of memory in the accumulation-precision test");
         goto done;
     }
@@ -238,18 +295,27 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
             const float v = out_f32[rows[i] * N + cols[j]];
             bits = isnan(v) || bf16_decode(bf16_encode(v)) == v;
         }
+    acc_job_t job = {.in = in, .act = act, .out_bits = out_bits, .out_f32 = out_f32, .rows = rows,
+                     .cols = cols, .sn = sn, .points = points, .row_ok = row_ok};
+    /* Some 8 K-long rounded sums per output, a few ns each. */
+    parallel_for_cost(sm, 0, 3.0 * 8.0 * (double)K * (double)sn, acc_sample_row, &job);
+    for (int64_t i = 0; i < sm; i++) {
+        if (row_ok[i] < 0) {
+            status = kr_fail(err, "out of memory in the accumulation-precision test");
+            goto done;
+        }
+        if (row_ok[i] == 0)
+            goto done;      /* not the operands R_exact was built from: nothing to say */
+    }
     int64_t used = 0;
     for (int64_t i = 0; i < sm; i++) {
         for (int64_t j = 0; j < sn; j++) {
-            const int64_t m = rows[i], n = cols[j];
-            if (!elem_fill(in, act, m, n, &e))
-                goto done;      /* not the operands R_exact was built from: nothing to say */
-            const double o = out_f32 ? (double)out_f32[m * N + n] : (double)bf16_decode(out_bits[m * N + n]);
-            acc_add(&sums[ACC_MODEL_COUNT], e.exact * e.xs, o, bits);
+            const acc_point_t *p = &points[i * sn + j];
+            acc_add(&sums[ACC_MODEL_COUNT], p->exact, p->o, bits);
             for (int h = 0; h < ACC_MODEL_COUNT; h++)
-                if (applicable(&acc_models[h], e.nb)) {
-                    acc_add(&sums[h], model_value(&acc_models[h], &e, 0), o, bits);
-                    acc_add(&plain[h], model_value(&acc_models[h], &e, 1), o, bits);
+                if (applicable(&acc_models[h], nb)) {
+                    acc_add(&sums[h], p->model[h][0], p->o, bits);
+                    acc_add(&plain[h], p->model[h][1], p->o, bits);
                 }
             used++;
         }
@@ -259,7 +325,7 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
     /* Rank: fewer non-finite mismatches first, then the smaller residual. */
     int best = -1, second = -1;
     for (int h = 0; h < ACC_MODEL_COUNT; h++) {
-        if (!applicable(&acc_models[h], e.nb))
+        if (!applicable(&acc_models[h], nb))
             continue;
         const int beats_best = best < 0 || sums[h].mismatch < sums[best].mismatch ||
                                (sums[h].mismatch == sums[best].mismatch && acc_rel(&sums[h]) < acc_rel(&sums[best]));
@@ -283,7 +349,7 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
      * so only the rounding of partial sums can make a model fit better. */
     fit->resid_fp32 = acc_rel(&sums[ACC_MODEL_COUNT]);
     for (int h = 0; h < ACC_MODEL_COUNT; h++)
-        if (applicable(&acc_models[h], e.nb) && plain[h].mismatch <= sums[ACC_MODEL_COUNT].mismatch &&
+        if (applicable(&acc_models[h], nb) && plain[h].mismatch <= sums[ACC_MODEL_COUNT].mismatch &&
             acc_rel(&plain[h]) < fit->resid_fp32)
             fit->resid_fp32 = acc_rel(&plain[h]);
     kr_strlcpy(fit->model, acc_models[best].name, sizeof fit->model);
@@ -296,8 +362,7 @@ int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const ui
 done:
     free(rows);
     free(cols);
-    free(e.prod);
-    free(e.part);
+    free(points);
     return status;
 }
 
