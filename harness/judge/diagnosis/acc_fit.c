@@ -69,7 +69,7 @@ static const acc_model_t acc_models[] = {
 /* x rounded to the nearest fp16 value (ties to even), overflow to +-Inf.
  * On the bits: the per-element models round some 10^7 partial sums a case,
  * and frexpf/ldexpf/rintf made this the test's hot spot. */
-static float fp16_round(float x)
+static inline float fp16_round(float x)
 {
     if (!isfinite(x) || x == 0.0f)
         return x;
@@ -88,7 +88,7 @@ static float fp16_round(float x)
     return x;
 }
 
-static float round_to(acc_format_t f, float x)
+static inline float round_to(acc_format_t f, float x)
 {
     if (f == ACC_FP32)
         return x;
@@ -138,6 +138,47 @@ static double model_value(const acc_model_t *md, const acc_elem_t *e, int fp32)
         }
     }
     return md->xs_inside ? (double)acc : (double)acc * e->xs;
+}
+
+/* What one sampled output contributes: its value, the exact sum and each
+ * applicable model's value, rounded and plain (fp32). */
+typedef struct {
+    double o, exact;
+    double model[ACC_MODEL_COUNT][2];
+} acc_point_t;
+
+/* model_value of every per-element model (every == 1), rounded and plain, in
+ * one pass over K: each model's running sum is a serial chain whose adds and
+ * roundings wait on each other, so one chain at a time left the core mostly
+ * idle; side by side the chains overlap.  Every chain does exactly
+ * model_value's operations in its order, so the values are the same. */
+#define ACC_PER_ELEMENT_MAX 8
+static void per_element_models(const acc_elem_t *e, acc_point_t *p)
+{
+    int idx[ACC_PER_ELEMENT_MAX], n = 0;
+    for (int h = 0; h < ACC_MODEL_COUNT && n < ACC_PER_ELEMENT_MAX; h++)
+        if (acc_models[h].every == 1 && acc_models[h].splits == 0)
+            idx[n++] = h;
+    float in[ACC_PER_ELEMENT_MAX], rounded[ACC_PER_ELEMENT_MAX], plain[ACC_PER_ELEMENT_MAX];
+    acc_format_t f[ACC_PER_ELEMENT_MAX];
+    for (int i = 0; i < n; i++) {
+        in[i] = acc_models[idx[i]].xs_inside ? (float)e->xs : 1.0f;
+        f[i] = acc_models[idx[i]].format;
+        rounded[i] = plain[i] = 0.0f;
+    }
+    for (int64_t k = 0; k < e->K; k++) {
+        const float pk = e->prod[k];
+        for (int i = 0; i < n; i++) {
+            const float t = pk * in[i];
+            rounded[i] = round_to(f[i], rounded[i] + t);
+            plain[i] = plain[i] + t;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const int xs_inside = acc_models[idx[i]].xs_inside;
+        p->model[idx[i]][0] = xs_inside ? (double)rounded[i] : (double)rounded[i] * e->xs;
+        p->model[idx[i]][1] = xs_inside ? (double)plain[i] : (double)plain[i] * e->xs;
+    }
 }
 
 static int applicable(const acc_model_t *md, int64_t nb)
@@ -217,13 +258,6 @@ static int elem_fill(const kernel_inputs_t *in, const kernel_act_t *act, int64_t
     return 1;
 }
 
-/* What one sampled output contributes: its value, the exact sum and each
- * applicable model's value, rounded and plain (fp32). */
-typedef struct {
-    double o, exact;
-    double model[ACC_MODEL_COUNT][2];
-} acc_point_t;
-
 /* The sample's points, filled in parallel (a few hundred million rounded
  * additions) and summed afterwards in sample order, so the residuals do not
  * depend on the thread count. */
@@ -256,10 +290,11 @@ static void acc_sample_row(void *ctx, int64_t i)
         p->o = j->out_f32 ? (double)j->out_f32[m * N + n] : (double)bf16_decode(j->out_bits[m * N + n]);
         p->exact = e.exact * e.xs;
         for (int h = 0; h < ACC_MODEL_COUNT; h++)
-            if (applicable(&acc_models[h], e.nb)) {
+            if (applicable(&acc_models[h], e.nb) && acc_models[h].every != 1) {
                 p->model[h][0] = model_value(&acc_models[h], &e, 0);
                 p->model[h][1] = model_value(&acc_models[h], &e, 1);
             }
+        per_element_models(&e, p);
     }
     free(e.prod);
     free(e.part);
