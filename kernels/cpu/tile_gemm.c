@@ -2,6 +2,7 @@
 
 #include "formats.h"
 #include "parallel.h"
+#include "scratch.h"
 #include "tile_dot.h"
 
 /* Rows whose accumulators a task keeps at once (a task with more rows walks
@@ -9,6 +10,8 @@
 #define TILE_GEMM_MC 512
 /* A row range is cut no finer than this. */
 #define TILE_GEMM_MIN_ROWS 8
+/* Column tiles a task walks side by side, at most. */
+#define TILE_GEMM_MAX_TILES 4
 
 /* The planner's cost model, in nanoseconds of one core (measured on an
  * AVX-512 core; only the ratios steer the choice): filling one weight
@@ -25,6 +28,8 @@ typedef struct {
     int64_t group_width;        /* TILE_N, or TILE_N / 2 for narrow outputs */
     int64_t groups;             /* column tiles of group_width */
     int64_t rows_per_part;
+    int64_t tiles_per_task;     /* consecutive column tiles one task walks side by side */
+    int64_t task_groups;        /* tasks per row range: groups / tiles_per_task, rounded up */
 } tile_plan_t;
 
 /* The epilogue of rows [m0, m0 + rows): out = bf16(acc (* row_scale)). */
@@ -44,22 +49,8 @@ static void store_rows(const tile_gemm_t *g, int64_t m0, int64_t rows, int64_t n
     }
 }
 
-/* Rows [m0, m1) (at most TILE_GEMM_MC) over the chunk [k0, k1) of the tile
- * at n0, whose weight is in value / block_scale. */
-static void blocks_chunk(const tile_gemm_t *g, int half, int64_t m0, int64_t m1, int64_t k0,
-                         int64_t k1, const float *value, const float *block_scale,
-                         float acc[][TILE_N])
-{
-    const int64_t K = g->K, nblocks = K / 32;
-    for (int64_t m = m0; m < m1; m += TILE_DOT_MB) {
-        const int mb = (int)(m1 - m < TILE_DOT_MB ? m1 - m : TILE_DOT_MB);
-        const float *xs = g->x_block ? g->x_block + m * nblocks + k0 / 32 : NULL;
-        tile_dot_blocks(value, g->x + m * K + k0, K, mb, half, (k1 - k0) / 32, block_scale, xs,
-                        nblocks, acc + (m - m0));
-    }
-}
-
-/* The same for split-K sums: the chunk is cut at split boundaries; a split's
+/* Rows [m0, m1) (at most TILE_GEMM_MC) of one tile over the chunk [k0, k1) for
+ * split-K sums: the chunk is cut at split boundaries; a split's
  * part starts at +0 at its first k and is folded into acc at its last. */
 static void splits_chunk(const tile_gemm_t *g, int half, int64_t m0, int64_t m1, int64_t k0,
                          int64_t k1, const float *value, float part[][TILE_N],
@@ -87,38 +78,92 @@ static void splits_chunk(const tile_gemm_t *g, int half, int64_t m0, int64_t m1,
     }
 }
 
+/* One task's buffers: per tile of its run the weight chunk, its block
+ * factors, the accumulators and the split parts of up to TILE_GEMM_MC rows
+ * (some 160 KB a tile: from the scratch cache, not the stack). */
+typedef struct {
+    float value[TILE_GEMM_KC * TILE_N];
+    float block_scale[TILE_GEMM_KC / 32 * TILE_N];
+    float acc[TILE_GEMM_MC][TILE_N];
+    float part[TILE_GEMM_MC][TILE_N];
+} tile_buffers_t;
+
+/* The blocks sums of rows [m0, m1) over the chunk [k0, k1) for the run's
+ * tiles, row group by row group: each group's chunk of x is read from the
+ * L1 cache for every tile after the first, instead of every tile streaming
+ * all of x from memory (at M = 4096 the model was bound by that stream). */
+static void blocks_chunk_run(const tile_gemm_t *g, int64_t tiles, const int *half, int64_t m0,
+                             int64_t m1, int64_t k0, int64_t k1, tile_buffers_t *buf)
+{
+    const int64_t K = g->K, nblocks = K / 32;
+    for (int64_t m = m0; m < m1; m += TILE_DOT_MB) {
+        const int mb = (int)(m1 - m < TILE_DOT_MB ? m1 - m : TILE_DOT_MB);
+        const float *xs = g->x_block ? g->x_block + m * nblocks + k0 / 32 : NULL;
+        for (int64_t t = 0; t < tiles; t++)
+            tile_dot_blocks(buf[t].value, g->x + m * K + k0, K, mb, half[t], (k1 - k0) / 32,
+                            buf[t].block_scale, xs, nblocks, buf[t].acc + (m - m0));
+    }
+}
+
+/* Rows [r0, r1) of the run's tiles (n0, width, half per tile) into buf. */
+static void tile_run(const tile_gemm_t *g, int64_t r0, int64_t r1, int64_t tiles,
+                     const int64_t *n0, const int64_t *width, const int *half,
+                     tile_buffers_t *buf)
+{
+    for (int64_t m0 = r0; m0 < r1; m0 += TILE_GEMM_MC) {
+        const int64_t m1 = r1 - m0 < TILE_GEMM_MC ? r1 : m0 + TILE_GEMM_MC;
+        if (g->order == TILE_SUM_BLOCKS)
+            for (int64_t t = 0; t < tiles; t++)
+                for (int64_t i = 0; i < m1 - m0; i++)
+                    for (int j = 0; j < TILE_N; j++)
+                        buf[t].acc[i][j] = 0.0f;
+        for (int64_t k0 = 0; k0 < g->K; k0 += TILE_GEMM_KC) {
+            const int64_t k1 = g->K - k0 < TILE_GEMM_KC ? g->K : k0 + TILE_GEMM_KC;
+            for (int64_t t = 0; t < tiles; t++)
+                g->fill(g, n0[t], width[t], k0, k1, buf[t].value,
+                        g->order == TILE_SUM_BLOCKS ? buf[t].block_scale : NULL);
+            if (g->order == TILE_SUM_BLOCKS)
+                blocks_chunk_run(g, tiles, half, m0, m1, k0, k1, buf);
+            else
+                for (int64_t t = 0; t < tiles; t++)
+                    splits_chunk(g, half[t], m0, m1, k0, k1, buf[t].value, buf[t].part, buf[t].acc);
+        }
+        for (int64_t t = 0; t < tiles; t++)
+            store_rows(g, m0, m1 - m0, n0[t], width[t], buf[t].acc);
+    }
+}
+
 static void tile_gemm_task(void *ctx, int64_t task)
 {
     const tile_plan_t *plan = ctx;
     const tile_gemm_t *g = plan->g;
-    const int64_t group = task % plan->groups, range = task / plan->groups;
-    const int64_t n0 = group * plan->group_width;
-    const int64_t width = g->N - n0 < plan->group_width ? g->N - n0 : plan->group_width;
-    const int half = width <= TILE_N / 2;
+    const int64_t first = (task % plan->task_groups) * plan->tiles_per_task;
+    const int64_t range = task / plan->task_groups;
+    const int64_t tiles = plan->groups - first < plan->tiles_per_task ? plan->groups - first
+                                                                       : plan->tiles_per_task;
     const int64_t r0 = range * plan->rows_per_part;
     const int64_t r1 = g->M - r0 < plan->rows_per_part ? g->M : r0 + plan->rows_per_part;
-
-    _Alignas(64) float value[TILE_GEMM_KC * TILE_N];
-    _Alignas(64) float block_scale[TILE_GEMM_KC / 32 * TILE_N];
-    _Alignas(64) float acc[TILE_GEMM_MC][TILE_N];
-    _Alignas(64) float part[TILE_GEMM_MC][TILE_N];
-    for (int64_t m0 = r0; m0 < r1; m0 += TILE_GEMM_MC) {
-        const int64_t m1 = r1 - m0 < TILE_GEMM_MC ? r1 : m0 + TILE_GEMM_MC;
-        if (g->order == TILE_SUM_BLOCKS)
-            for (int64_t i = 0; i < m1 - m0; i++)
-                for (int j = 0; j < TILE_N; j++)
-                    acc[i][j] = 0.0f;
-        for (int64_t k0 = 0; k0 < g->K; k0 += TILE_GEMM_KC) {
-            const int64_t k1 = g->K - k0 < TILE_GEMM_KC ? g->K : k0 + TILE_GEMM_KC;
-            g->fill(g, n0, width, k0, k1, value, g->order == TILE_SUM_BLOCKS ? block_scale : NULL);
-            if (g->order == TILE_SUM_BLOCKS)
-                blocks_chunk(g, half, m0, m1, k0, k1, value, block_scale, acc);
-            else
-                splits_chunk(g, half, m0, m1, k0, k1, value, part, acc);
-        }
-        store_rows(g, m0, m1 - m0, n0, width, acc);
+    int64_t n0[TILE_GEMM_MAX_TILES], width[TILE_GEMM_MAX_TILES];
+    int half[TILE_GEMM_MAX_TILES];
+    for (int64_t t = 0; t < tiles; t++) {
+        n0[t] = (first + t) * plan->group_width;
+        width[t] = g->N - n0[t] < plan->group_width ? g->N - n0[t] : plan->group_width;
+        half[t] = width[t] <= TILE_N / 2;
     }
+    scratch_t scratch = {0};
+    tile_buffers_t *buf = tiles > 1 ? scratch_get(&scratch, (size_t)tiles * sizeof *buf) : NULL;
+    if (!buf) {
+        /* One tile, or no memory for several: one tile at a time in a
+         * buffer on this thread's stack (the same bits either way). */
+        _Alignas(64) tile_buffers_t own;
+        for (int64_t t = 0; t < tiles; t++)
+            tile_run(g, r0, r1, 1, &n0[t], &width[t], &half[t], &own);
+        return;
+    }
+    tile_run(g, r0, r1, tiles, n0, width, half, buf);
+    scratch_put(&scratch);
 }
+
 
 static double task_cost(const tile_gemm_t *g, int64_t width, int64_t rows)
 {
@@ -186,13 +231,29 @@ static tile_plan_t choose_plan(const tile_gemm_t *g, int p)
     return best;
 }
 
+/* Tiles per task: as many as TILE_GEMM_MAX_TILES while the tasks still
+ * number 8 per thread (for balance); the planner's figures are per tile. */
+static void choose_tiles_per_task(tile_plan_t *plan, int p)
+{
+    const int64_t ranges = (plan->g->M + plan->rows_per_part - 1) / plan->rows_per_part;
+    plan->tiles_per_task = 1;
+    for (int64_t t = TILE_GEMM_MAX_TILES; t > 1; t /= 2)
+        if ((plan->groups + t - 1) / t * ranges >= 8 * (int64_t)p) {
+            plan->tiles_per_task = t;
+            break;
+        }
+    plan->task_groups = (plan->groups + plan->tiles_per_task - 1) / plan->tiles_per_task;
+}
+
 void tile_gemm_run(const tile_gemm_t *g, int threads)
 {
     if (g->M <= 0 || g->N <= 0)
         return;
     const int p = parallel_thread_count(threads);
     tile_plan_t plan = choose_plan(g, p);
-    const int64_t tasks = plan.groups * ((g->M + plan.rows_per_part - 1) / plan.rows_per_part);
-    parallel_for_cost(tasks, threads, task_cost(g, plan.group_width, plan.rows_per_part),
+    choose_tiles_per_task(&plan, p);
+    const int64_t tasks = plan.task_groups * ((g->M + plan.rows_per_part - 1) / plan.rows_per_part);
+    parallel_for_cost(tasks, threads,
+                      (double)plan.tiles_per_task * task_cost(g, plan.group_width, plan.rows_per_part),
                       tile_gemm_task, &plan);
 }
