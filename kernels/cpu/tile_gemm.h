@@ -3,10 +3,12 @@
  * bf16(acc[m][n] (* row_scale[m])) with acc summed in one of tile_dot.h's
  * two orders.
  *
- * Work is cut into tasks of (column tile, row range); a task walks K in
- * chunks of TILE_GEMM_KC, filling the chunk's weight into a k-major buffer
- * on its own stack (the model's fill callback) and running up to 512 rows of
- * its range over it before the next chunk, so the weight is decoded once per
+ * Work is cut into tasks of (up to four consecutive column tiles, row
+ * range); a task walks K in chunks of TILE_GEMM_KC, filling each tile's chunk
+ * of the weight into a k-major buffer (the model's fill callback) and running
+ * up to 512 rows of its range over them, a row group over every tile before
+ * the next group (so x is read from memory once per task, not once per
+ * tile), before the next chunk, so the weight is decoded once per
  * 512 rows of a task and stays in the L1/L2 cache while it is used (at 128
  * rows the decode was a quarter of a prefill replay's model time).  The accumulators of
  * the range's rows live between chunks in another stack buffer.  Small
