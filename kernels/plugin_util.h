@@ -8,7 +8,7 @@
  * Copy it beside plugin.h into your tree if you like; link with -lm.
  *
  *     #include "plugin_util.h"
- *     static int my_launch(...) { ...; if (bad) return kreplay_fail("why", 3); ...; return kreplay_ok(); }
+ *     static KREPLAY_LAUNCH(my_launch) { ...; if (bad) return kreplay_fail("why", 3); ...; return kreplay_ok(); }
  *     KREPLAY_PLUGIN_ONE_KERNEL("mylib", kreplay_last_error,
  *                               .name = "mylib.w4a8", .summary = "my W4A8 GEMM",
  *                               KREPLAY_W4A8_PERBLOCK_OPERANDS, .launch = my_launch);
@@ -93,6 +93,14 @@ static inline const char *kreplay_last_error(void)
 {
     return *kreplay_error_slot();
 }
+
+/* Defines (after `static`, say) a launch `fn` of plugin.h's kreplay_launch_fn
+ * type, its parameters named as there -- the names KREPLAY_UNUSED_OPERANDS
+ * marks used:  static KREPLAY_LAUNCH(my_launch) { ...; return kreplay_ok(); } */
+#define KREPLAY_LAUNCH(fn)                                                                   \
+    int fn(const void *x_fp8, const void *weight, const void *weight_scale,                 \
+           const void *weight_ref, const float *x_scale, void *out, int64_t M, int64_t N,   \
+           int64_t K, void *stream)
 
 /* In a launch that reads none of its operands (a test plugin that only
  * crashes, hangs or aborts): its parameters, named as in plugin.h's

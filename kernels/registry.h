@@ -213,6 +213,14 @@ typedef struct kernel_desc {
                    const kernel_options_t *opt, kr_error_t *err);
 } kernel_desc_t;
 
+/* Descriptor fields more than one model states alike, for their designated
+ * initialisers, so the models that share a fact cannot drift apart on it. */
+/* Every M, K in whole 32-element MX blocks: ref_linear, w4a4.aiter,
+ * bf16.sequential. */
+#define KERNEL_ANY_M_K32 .k_multiple = 32, .m_min = 1, .m_max = 0
+/* x rounded to bf16 (act_prepare_bf16_values): the bf16 models, ref_linear. */
+#define KERNEL_BF16_ACT .act = OPERAND_BF16, .act_format = "bf16 (x rounded to bf16)"
+
 /* run_cpu's answer for a case the kernel cannot take (see run_cpu). */
 #define KERNEL_RUN_UNSUPPORTED (-2)
 

@@ -14,7 +14,6 @@
 
 #include <cblas.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 
 #include "blas_threads.h"
@@ -243,24 +242,10 @@ int gemm_ref_f32(const float *A, int64_t M, const mxfp4_weight_t *W, int64_t chu
     return rc;
 }
 
-/* e2m1 magnitudes for codes 0..7; bit 3 is the sign. */
-static const double E2M1_F64[16] = {
-    0.0,  0.5,  1.0,  1.5,  2.0,  3.0,  4.0,  6.0,
-    -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0,
-};
-
-/* e8m0 in double, exact: every 2^(b-127) for b in 0..254 is a normal double. */
-static double e8m0_f64(uint8_t b, e8m0_mode_t mode)
-{
-    if (b == 0xFF)
-        return NAN;
-    if (b == 0 && mode == E8M0_ZERO_IS_ZERO)
-        return 0.0;
-    return ldexp(1.0, (int)b - 127);
-}
-
 /* Rows [n0, n1) of W into out[(n1-n0), K] as doubles.  e2m1 x 2^e is exact
- * in double (3 significant bits, exponent well inside the range). */
+ * in double (3 significant bits, exponent well inside the range), and so is
+ * widening the fp32 decodes: every e2m1 value and every 2^(b-127) is an fp32
+ * value, and byte 0xFF's quiet NaN widens to the quiet NaN 0x7FF8... */
 static void dequant_rows_f64(const mxfp4_weight_t *W, int64_t n0, int64_t n1, double *out)
 {
     const int64_t N = W->N, K = W->K, nb = K / 32;
@@ -268,12 +253,12 @@ static void dequant_rows_f64(const mxfp4_weight_t *W, int64_t n0, int64_t n1, do
         const uint8_t *row = W->packed + n * (K / 2);
         double *o = out + (n - n0) * K;
         for (int64_t b = 0; b < nb; b++) {
-            const double s = e8m0_f64(mxfp4_scale_at(W->scales, W->layout, N, K, n, b),
-                                      W->e8m0_mode);
+            const double s = (double)e8m0_decode(
+                mxfp4_scale_at(W->scales, W->layout, N, K, n, b), W->e8m0_mode);
             for (int64_t j = 0; j < 16; j++) {
                 const uint8_t byte = row[b * 16 + j];
-                o[b * 32 + 2 * j] = E2M1_F64[byte & 0x0F] * s;
-                o[b * 32 + 2 * j + 1] = E2M1_F64[byte >> 4] * s;
+                o[b * 32 + 2 * j] = (double)e2m1_decode(byte & 0x0F) * s;
+                o[b * 32 + 2 * j + 1] = (double)e2m1_decode(byte >> 4) * s;
             }
         }
     }

@@ -205,10 +205,10 @@ static int bf16_run(const kernel_desc_t *k, const kernel_inputs_t *in, const ker
 
 /* Both are one model on the split-K GPU kernel, judged against R_source. */
 #define BF16_FIELDS                                                                           \
-    .family = "bf16", .act_format = "bf16 (x rounded to bf16)",                               \
-    .weight_format = "bf16 [N,K] (weight_bf16)", .weight_kind = WEIGHT_KIND_BF16,             \
-    .act = OPERAND_BF16, .weight = OPERAND_BF16, .op = KERNEL_OP_GEMM, .refs = REF_SOURCE,    \
-    .rel_tol_exact = 0.0, .rel_tol_source = 0.01, .gpu_entry = KERNEL_GPU_BF16_SPLITK,        \
+    .family = "bf16", KERNEL_BF16_ACT, .weight_format = "bf16 [N,K] (weight_bf16)",           \
+    .weight_kind = WEIGHT_KIND_BF16, .weight = OPERAND_BF16, .op = KERNEL_OP_GEMM,            \
+    .refs = REF_SOURCE, .rel_tol_exact = 0.0, .rel_tol_source = 0.01,                         \
+    .gpu_entry = KERNEL_GPU_BF16_SPLITK,                                                      \
     .split_k = bf16_split_k, .prepare_act = bf16_prepare_act, .run_cpu = bf16_run
 
 const kernel_desc_t kernel_bf16_skinny = {
@@ -232,9 +232,7 @@ const kernel_desc_t kernel_bf16_sequential = {
     .summary = "bf16 GEMM as rocBLAS/torch is modelled: one sequential fp32 dot per output",
     .accumulation = "acc += x*w over k = 0..K-1 ascending (exact products, fp32 adds); "
                     "out = bf16(acc)",
-    .k_multiple = 32,
-    .m_min = 1,
-    .m_max = 0,
+    KERNEL_ANY_M_K32,
     .config = BF16_SEQUENTIAL,
     .compare_role = COMPARE_ROLE_BF16_LAYER,
 };

@@ -92,15 +92,12 @@ const kernel_desc_t kernel_ref_linear = {
     .family = "ref",
     .summary = "RADIANCE_MXFP4_REFLINEAR: (x.float() @ dequant(W).T).to(bf16), sequential dot "
                "(torch's GPU order unknown)",
-    .act_format = "bf16 (x rounded to bf16)",
+    KERNEL_BF16_ACT,
     .weight_format = "mxfp4 dequantized to fp32: e2m1 * pow(2, E-127)",
-    .act = OPERAND_BF16,
     .weight = OPERAND_MXFP4,
     .accumulation = "acc += x*w over k = 0..K-1 ascending, w = e2m1*2^(E-127) in fp32 (exact "
                     "products, fp32 adds); out = bf16(acc)",
-    .k_multiple = 32,
-    .m_min = 1,
-    .m_max = 0,
+    KERNEL_ANY_M_K32,
     .refs = REF_SOURCE,
     .rel_tol_exact = 0.0,
     .rel_tol_source = 0.01,

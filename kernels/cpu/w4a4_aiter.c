@@ -55,9 +55,7 @@ const kernel_desc_t kernel_w4a4_aiter = {
     .weight = OPERAND_MXFP4,
     .accumulation = "per 32-block: s += a*w over k ascending (exact); "
                     "acc += s * (2^(Ea-127) * 2^(Ew-127)) over blocks ascending; out = bf16(acc)",
-    .k_multiple = 32,
-    .m_min = 1,
-    .m_max = 0,
+    KERNEL_ANY_M_K32,
     .refs = REF_EXACT | REF_SOURCE,
     .rel_tol_exact = 0.01,
     .rel_tol_source = 0.25,

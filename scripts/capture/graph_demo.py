@@ -179,6 +179,27 @@ class ForwardContext:
         self.batch_descriptor = None
 
 
+def forward_context_stub(make_context, default_mode):
+    """A vllm.forward_context module with the names the hook reads: get_forward_context,
+    is_forward_context_available and set_forward_context(attn_metadata, mode=default_mode), a
+    context manager that makes make_context(attn_metadata, mode) current.  Registers nothing:
+    also for other stand-ins of vLLM that import this script."""
+    state = {"ctx": None}
+    fc = types.ModuleType("vllm.forward_context")
+    fc.get_forward_context = lambda: state["ctx"]
+    fc.is_forward_context_available = lambda: state["ctx"] is not None
+
+    @contextlib.contextmanager
+    def set_forward_context(attn_metadata, mode=default_mode):
+        prev, state["ctx"] = state["ctx"], make_context(attn_metadata, mode)
+        try:
+            yield
+        finally:
+            state["ctx"] = prev
+    fc.set_forward_context = set_forward_context
+    return fc
+
+
 def forward_context_module():
     """vllm.forward_context: vLLM's own when importable, else one with the names the hook reads."""
     try:
@@ -186,19 +207,7 @@ def forward_context_module():
         return fc, "vLLM's"
     except Exception:
         pass
-    state = {"ctx": None}
-    fc = types.ModuleType("vllm.forward_context")
-    fc.get_forward_context = lambda: state["ctx"]
-    fc.is_forward_context_available = lambda: state["ctx"] is not None
-
-    @contextlib.contextmanager
-    def set_forward_context(attn_metadata, mode=Mode.FULL):
-        prev, state["ctx"] = state["ctx"], ForwardContext(attn_metadata, mode)
-        try:
-            yield
-        finally:
-            state["ctx"] = prev
-    fc.set_forward_context = set_forward_context
+    fc = forward_context_stub(ForwardContext, Mode.FULL)
     sys.modules.setdefault("vllm", types.ModuleType("vllm"))
     sys.modules["vllm.forward_context"] = fc
     return fc, "this script's (vLLM is not importable)"

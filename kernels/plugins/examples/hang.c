@@ -2,11 +2,9 @@
  * isolation timeout (harness/common/isolate.h). */
 #include <stdint.h>
 
-#include "plugin_util.h"
+#include "isolation_test.h"
 
-static int hang_launch(const void *x_fp8, const void *weight, const void *weight_scale,
-                       const void *weight_ref, const float *x_scale, void *out, int64_t M,
-                       int64_t N, int64_t K, void *stream)
+static KREPLAY_LAUNCH(hang_launch)
 {
     KREPLAY_UNUSED_OPERANDS();
     volatile unsigned long spin = 0;
@@ -15,8 +13,4 @@ static int hang_launch(const void *x_fp8, const void *weight, const void *weight
     return 0;
 }
 
-KREPLAY_PLUGIN_ONE_KERNEL("hang", NULL,
-                          .name = "testplugin.hang",
-                          .summary = "never returns (isolation timeout test)",
-                          KREPLAY_W4A8_PERBLOCK_OPERANDS,
-                          .launch = hang_launch);
+ISOLATION_TEST_PLUGIN("hang", "never returns (isolation timeout test)", hang_launch);

@@ -187,9 +187,7 @@ static int splitk_rows(const uint8_t *x, const uint8_t *w, const uint8_t *es, co
 }
 #endif
 
-static int misbehaving_launch(const void *x_fp8, const void *weight, const void *weight_scale,
-                              const void *weight_ref, const float *x_scale, void *out, int64_t M,
-                              int64_t N, int64_t K, void *stream)
+static KREPLAY_LAUNCH(misbehaving_launch)
 {
     const uint8_t *x = x_fp8, *w = weight, *es = weight_scale;
     uint16_t *o = out;
