@@ -24,6 +24,7 @@
 #include "mxfp4_weight.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_main.h"
 #include "test_support.h"
 
 typedef struct {
@@ -646,23 +647,9 @@ static void test_fault_parse(void **state)
     assert_non_null(strstr(fault_usage(), "scale-pow2"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean_gets_no_diagnosis),
-        cmocka_unit_test(test_each_fault_is_named),
-        cmocka_unit_test(test_case_weight_fragment_but_unmarked),
-        cmocka_unit_test(test_sanitize),
-        cmocka_unit_test(test_unsanitized),
-        cmocka_unit_test(test_reference_rows_poisoned),
-        cmocka_unit_test(test_unrelated_corruption_matches_nothing),
-        cmocka_unit_test(test_gemm_budget),
-        cmocka_unit_test(test_fault_parse),
-        cmocka_unit_test(test_pow2_through_rounding_noise),
-        cmocka_unit_test(test_k_block_missing),
-        cmocka_unit_test(test_parity_rows_with_near_miss),
-        cmocka_unit_test(test_misread_sign_by_hand),
-        cmocka_unit_test(test_finite_part_of_poisoned_case),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_clean_gets_no_diagnosis, test_each_fault_is_named, test_case_weight_fragment_but_unmarked,
+    test_sanitize, test_unsanitized, test_reference_rows_poisoned,
+    test_unrelated_corruption_matches_nothing, test_gemm_budget, test_fault_parse,
+    test_pow2_through_rounding_noise, test_k_block_missing, test_parity_rows_with_near_miss,
+    test_misread_sign_by_hand, test_finite_part_of_poisoned_case);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "test_main.h"
 #include "test_support.h"
 
 /* Runs the checker on root; stdout and stderr into *output (caller frees).
@@ -187,12 +188,6 @@ static void test_no_documents_is_an_error(void **state)
     free(out);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_repository_documents_pass),
-        cmocka_unit_test(test_planted_bad_paths_are_named_by_file_and_line),
-        cmocka_unit_test(test_no_documents_is_an_error),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_repository_documents_pass, test_planted_bad_paths_are_named_by_file_and_line,
+    test_no_documents_is_an_error);

@@ -30,6 +30,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 enum {
@@ -830,22 +831,9 @@ static void test_cli_policy_option(void **state)
     remove(path);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replay_uses_the_policy),
-        cmocka_unit_test(test_poison_does_not_hide_a_bug),
-        cmocka_unit_test(test_truncation_is_biased),
-        cmocka_unit_test(test_immaterial_lean_passes),
-        cmocka_unit_test(test_reduced_running_sum_fails),
-        cmocka_unit_test(test_poison_masked_fails),
-        cmocka_unit_test(test_vs_nan_disagreement_fails),
-        cmocka_unit_test(test_zero_reference),
-        cmocka_unit_test(test_recorded_route),
-        cmocka_unit_test(test_rounding_modes_against_double),
-        cmocka_unit_test(test_metrics_rows_apart),
-        cmocka_unit_test(test_cli_policy_option),
-        cmocka_unit_test(test_replay_and_gate_agree),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_replay_uses_the_policy, test_poison_does_not_hide_a_bug, test_truncation_is_biased,
+    test_immaterial_lean_passes, test_reduced_running_sum_fails, test_poison_masked_fails,
+    test_vs_nan_disagreement_fails, test_zero_reference, test_recorded_route,
+    test_rounding_modes_against_double, test_metrics_rows_apart, test_cli_policy_option,
+    test_replay_and_gate_agree);

@@ -22,6 +22,7 @@
 #include "formats.h"
 #include "registry.h"
 #include "spec_formats.h"
+#include "test_main.h"
 #include "test_support.h"
 
 extern const kernel_desc_t kernel_w4a8_folded;
@@ -803,21 +804,8 @@ static void test_descriptors(void **state)
     assert_int_equal(kernel_w4a8_atiled.m_max, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_underflow_10_binades),
-        cmocka_unit_test(test_hand_weight_ref_saturation),
-        cmocka_unit_test(test_oracle_exact_folding),
-        cmocka_unit_test(test_oracle_underflow_explained),
-        cmocka_unit_test(test_layouts_bit_identical),
-        cmocka_unit_test(test_fragment_order_needs_n16),
-        cmocka_unit_test(test_partitioned_identical_copies),
-        cmocka_unit_test(test_partitioned_three_copies),
-        cmocka_unit_test(test_decode_vs_folded),
-        cmocka_unit_test(test_decode_split_constraint),
-        cmocka_unit_test(test_r4d_config),
-        cmocka_unit_test(test_descriptors),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_hand_underflow_10_binades, test_hand_weight_ref_saturation, test_oracle_exact_folding,
+    test_oracle_underflow_explained, test_layouts_bit_identical, test_fragment_order_needs_n16,
+    test_partitioned_identical_copies, test_partitioned_three_copies, test_decode_vs_folded,
+    test_decode_split_constraint, test_r4d_config, test_descriptors);

@@ -13,6 +13,7 @@
 
 #include "policy.h"
 #include "registry.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void write_file(const char *path, const char *text)
@@ -518,14 +519,4 @@ static void test_derived(void **state)
     assert_non_null(strstr(note, "rel_fro 0.01 > 0.00421"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_and_match),
-        cmocka_unit_test(test_default_policy),
-        cmocka_unit_test(test_apply),
-        cmocka_unit_test(test_bad_policies),
-        cmocka_unit_test(test_derived),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_load_and_match, test_default_policy, test_apply, test_bad_policies, test_derived);

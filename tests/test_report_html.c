@@ -33,6 +33,7 @@
 #include "progress.h"
 #include "report_bundle.h"
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define NANHEAD KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5"
@@ -475,13 +476,4 @@ static void test_progress_line(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_report_known_rows),
-        cmocka_unit_test(test_cli_report),
-        cmocka_unit_test(test_empty_rows),
-        cmocka_unit_test(test_progress_line),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_report_known_rows, test_cli_report, test_empty_rows, test_progress_line);

@@ -43,6 +43,7 @@
 #include "escape.h"
 #include "output_store.h"
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 #include "torch_pt.h"
 
@@ -851,18 +852,7 @@ static void test_pt_zip_bomb(void **state)
     unlink(path);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_formats),
-        cmocka_unit_test(test_pt_bounds),
-        cmocka_unit_test(test_pt_zip_bomb),
-        cmocka_unit_test(test_hdf5_cases_leaving_the_file),
-        cmocka_unit_test(test_hdf5_refused_by_cli),
-        cmocka_unit_test(test_hdf5_results_and_outputs),
-        cmocka_unit_test(test_forged_rows),
-        cmocka_unit_test(test_no_gnuplot_injection_from_names),
-        cmocka_unit_test(test_no_shell_from_paths),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_escape_formats, test_pt_bounds, test_pt_zip_bomb, test_hdf5_cases_leaving_the_file,
+    test_hdf5_refused_by_cli, test_hdf5_results_and_outputs, test_forged_rows,
+    test_no_gnuplot_injection_from_names, test_no_shell_from_paths);

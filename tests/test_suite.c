@@ -15,6 +15,7 @@
 
 #include "registry.h"
 #include "suite.h"
+#include "test_main.h"
 #include "test_support.h"
 #include "yaml_util.h"
 
@@ -523,14 +524,6 @@ static void test_hostile_inputs(void **state)
     assert_int_equal(ok + failed, 3000);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_suite),
-        cmocka_unit_test(test_full_suite),
-        cmocka_unit_test(test_relative_paths),
-        cmocka_unit_test(test_bad_suites),
-        cmocka_unit_test(test_hostile_inputs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_default_suite, test_full_suite, test_relative_paths, test_bad_suites,
+    test_hostile_inputs);

@@ -20,6 +20,7 @@
 
 #include "formats.h"
 #include "registry.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
@@ -355,11 +356,4 @@ static void test_hostile_operands(void **state)
     assert_int_equal(bad, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shapes),
-        cmocka_unit_test(test_hostile_operands),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_shapes, test_hostile_operands);
