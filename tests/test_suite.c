@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "load_error.h"
 #include "registry.h"
 #include "suite.h"
 #include "test_main.h"
@@ -364,7 +365,7 @@ static const bad_t bad_suites[] = {
 static void test_bad_suites(void **state)
 {
     (void)state;
-    char root[1024], path[2048], where[2200];
+    char root[1024], path[2048];
     make_tree(root, sizeof root);
     snprintf(path, sizeof path, "%s/suites/bad.yaml", root);
     for (size_t i = 0; i < sizeof bad_suites / sizeof bad_suites[0]; i++) {
@@ -372,15 +373,8 @@ static void test_bad_suites(void **state)
         suite_t s;
         kr_error_t err = {{0}};
         int rc = suite_load(path, &s, &err);
-        snprintf(where, sizeof where, "%s:%d: ", path, bad_suites[i].line);
-        if (rc != -1 || !strstr(err.msg, where) || !strstr(err.msg, bad_suites[i].phrase) || strchr(err.msg, '\n'))
-            fprintf(stderr, "bad suite #%zu:\n%s\n-> rc %d: %s\n   wanted %s ... %s\n", i, bad_suites[i].yaml, rc,
-                    err.msg, where, bad_suites[i].phrase);
-        assert_int_equal(rc, -1);
-        assert_non_null(strstr(err.msg, where));
-        assert_ptr_equal(strstr(err.msg, where), err.msg); /* the message starts with PATH:LINE: */
-        assert_non_null(strstr(err.msg, bad_suites[i].phrase));
-        assert_null(strchr(err.msg, '\n'));
+        test_expect_load_error("suite", i, bad_suites[i].yaml, path, bad_suites[i].line,
+                               bad_suites[i].phrase, rc, err.msg);
         assert_null(s.name); /* zeroed on failure */
         assert_int_equal(s.n_files, 0);
     }
