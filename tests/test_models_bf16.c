@@ -26,6 +26,7 @@
 #include "registry.h"
 #include "spec_formats.h"
 #include "synth.h"
+#include "test_cases.h"
 #include "test_main.h"
 #include "test_support.h"
 
@@ -47,14 +48,9 @@ typedef struct {
 
 static void ops_finish(operands_t *o)
 {
-    memset(&o->in, 0, sizeof o->in);
-    o->in.M = o->M;
-    o->in.N = o->N;
-    o->in.K = o->K;
+    o->in = test_mxfp4_inputs(o->M, o->N, o->K, o->packed, o->scales, o->layout, E8M0_SPEC);
     o->in.x = o->x;
     o->in.weight_bf16 = o->wb;
-    o->in.weight = (mxfp4_weight_t){.packed = o->packed, .scales = o->scales, .layout = o->layout,
-                                    .e8m0_mode = E8M0_SPEC, .N = o->N, .K = o->K};
 }
 
 static void ops_zero(operands_t *o, int64_t M, int64_t N, int64_t K)

@@ -22,6 +22,7 @@
 #include "formats.h"
 #include "registry.h"
 #include "spec_formats.h"
+#include "test_cases.h"
 #include "test_main.h"
 #include "test_support.h"
 
@@ -150,20 +151,10 @@ static void tcase_add_parts(tcase_t *c, uint64_t seed)
 
 static kernel_inputs_t tcase_inputs(const tcase_t *c)
 {
-    kernel_inputs_t in;
-    memset(&in, 0, sizeof in);
-    in.M = c->M;
-    in.N = c->N;
-    in.K = c->K;
+    kernel_inputs_t in =
+        test_mxfp4_inputs(c->M, c->N, c->K, c->packed, c->scales, SCALE_LAYOUT_NK, E8M0_SPEC);
     in.x_fp8 = c->x;
     in.x_scale = c->xs;
-    in.x_fp8_format = FP8_E4M3FN;
-    in.weight.packed = c->packed;
-    in.weight.scales = c->scales;
-    in.weight.layout = SCALE_LAYOUT_NK;
-    in.weight.e8m0_mode = E8M0_SPEC;
-    in.weight.N = c->N;
-    in.weight.K = c->K;
     if (c->wref) {
         in.weight_ref = c->wref;
         in.weight_ref_len = c->N;

@@ -20,6 +20,7 @@
 
 #include "formats.h"
 #include "registry.h"
+#include "test_cases.h"
 #include "test_main.h"
 #include "test_support.h"
 
@@ -145,17 +146,10 @@ static void gcase_free(gcase_t *c)
 
 static kernel_inputs_t gcase_inputs(const gcase_t *c)
 {
-    kernel_inputs_t in;
-    memset(&in, 0, sizeof in);
-    in.M = c->M;
-    in.N = c->N;
-    in.K = c->K;
+    kernel_inputs_t in = test_mxfp4_inputs(c->M, c->N, c->K, c->packed, c->scales, c->layout, c->mode);
     in.x = c->x;
     in.x_fp8 = c->x_fp8;
     in.x_scale = c->x_scale;
-    in.x_fp8_format = FP8_E4M3FN;
-    in.weight = (mxfp4_weight_t){.packed = c->packed, .scales = c->scales, .layout = c->layout,
-                                 .e8m0_mode = c->mode, .N = c->N, .K = c->K};
     in.weight_bf16 = c->wb;
     return in;
 }
