@@ -73,14 +73,6 @@ static void put_file(const char *root, const char *rel, const char *text)
     assert_int_equal(fclose(f), 0);
 }
 
-static int count_lines_with(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    return n;
-}
-
 /* The repository's documents cite only paths that exist, and the check
  * really looked at them (a count of a few cited paths would mean the
  * extraction lost them). */
@@ -153,7 +145,7 @@ static void test_planted_bad_paths_are_named_by_file_and_line(void **state)
     }
     /* Nothing else is flagged: not the fenced command, the placeholders,
      * the output directory, the absolute path, nor a path that exists. */
-    const int flagged = count_lines_with(out, ": missing path '");
+    const int flagged = test_count_substr(out, ": missing path '");
     assert_int_equal(flagged, (int)(sizeof expected / sizeof expected[0]));
     assert_non_null(strstr(out, "check_doc_paths: 7 of "));
     free(out);
