@@ -199,6 +199,14 @@ static void work_dir_with_case(work_t *w)
     assert_true(exists(w->cs));
 }
 
+/* The work directory's case copied to cases/NAME (its path in path): a
+ * hostile case name. */
+static void copy_case_as(const work_t *w, const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/cases/%s", w->dir, name);
+    copy_file(w->cs, path);
+}
+
 /* The hostile names' `touch owned` never ran in DIR. */
 static void assert_nothing_ran(const char *dir)
 {
@@ -274,8 +282,7 @@ static void test_no_gnuplot_injection_from_names(void **state)
     work_t w;
     work_dir_with_case(&w);
     char evil[1400];
-    snprintf(evil, sizeof evil, "%s/cases/x\"; system(\"touch owned\"); print \"`touch owned`@owned.h5", w.dir);
-    copy_file(w.cs, evil);
+    copy_case_as(&w, "x\"; system(\"touch owned\"); print \"`touch owned`@owned.h5", evil, sizeof evil);
     /* NaN in x's first row: the report then draws the case's non-finite
      * map, whose title holds the case name */
     h5_quiet();
@@ -704,8 +711,8 @@ static void test_forged_rows(void **state)
     work_t w;
     work_dir_with_case(&w);
     char evil[1400];
-    snprintf(evil, sizeof evil, "%s/cases/a|b\n| forged | 1 | 2 | 3 | x | y | z |<img src=x onerror=alert(1)>.h5", w.dir);
-    copy_file(w.cs, evil);
+    copy_case_as(&w, "a|b\n| forged | 1 | 2 | 3 | x | y | z |<img src=x onerror=alert(1)>.h5", evil,
+                 sizeof evil);
     const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "--refs", "exact", "-o", "run", evil,
                             NULL};
     char *out = NULL;
