@@ -357,13 +357,7 @@ static void test_apply(void **state)
     assert_int_equal(policy_apply(&only_rel, &r, NULL, 0), VERDICT_WRONG);
 }
 
-typedef struct {
-    const char *yaml;
-    int line;
-    const char *phrase;
-} bad_t;
-
-static const bad_t bad_policies[] = {
+static const test_bad_yaml_t bad_policies[] = {
     {"policy: p\nrules:\n  - kernel: \"w4a8.*\"\n    rel_frob: 0.1\n", 4, "unknown key 'rel_frob' in rules[0]"},
     {"policy: p\nrulez: []\n", 2, "unknown key 'rulez' in the policy"},
     {"policy: p\nrules:\n  - kernel: \"w4a8.*\"\n    band: decode\n", 3, "rules[0]: missing required key 'rel_fro'"},
@@ -397,8 +391,7 @@ static void test_bad_policies(void **state)
         kr_error_t err = {{0}};
         int rc;
         load_text(bad_policies[i].yaml, path, sizeof path, &p, &err, &rc);
-        test_expect_load_error("policy", i, bad_policies[i].yaml, path, bad_policies[i].line,
-                               bad_policies[i].phrase, rc, err.msg);
+        test_expect_load_error("policy", i, &bad_policies[i], path, rc, err.msg);
         assert_null(p.rules);
         assert_null(p.name);
     }

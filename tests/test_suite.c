@@ -297,15 +297,9 @@ static void test_relative_paths(void **state)
     }
 }
 
-typedef struct {
-    const char *yaml;
-    int line;
-    const char *phrase;
-} bad_t;
-
 /* Every kind of bad suite: -1, one line "PATH:LINE: ..." with the line of
  * the fault and a phrase that says what is wrong. */
-static const bad_t bad_suites[] = {
+static const test_bad_yaml_t bad_suites[] = {
     /* unknown keys, anywhere */
     {"suite: x\ncases:\n  - files: [\"../cases/*.h5\"]\nkernals: [\"w4a8.*\"]\n", 4, "unknown key 'kernals' in the suite"},
     {"suite: x\ncases:\n  - files: [\"../cases/*.h5\"]\n    glob: 1\n", 4, "unknown key 'glob' in cases[0]"},
@@ -373,8 +367,7 @@ static void test_bad_suites(void **state)
         suite_t s;
         kr_error_t err = {{0}};
         int rc = suite_load(path, &s, &err);
-        test_expect_load_error("suite", i, bad_suites[i].yaml, path, bad_suites[i].line,
-                               bad_suites[i].phrase, rc, err.msg);
+        test_expect_load_error("suite", i, &bad_suites[i], path, rc, err.msg);
         assert_null(s.name); /* zeroed on failure */
         assert_int_equal(s.n_files, 0);
     }

@@ -4,10 +4,17 @@
 #ifndef KR_LOAD_ERROR_H
 #define KR_LOAD_ERROR_H
 
-/* The loader gave RC and MSG for bad file #I of a table of WHAT ("suite"),
- * TEXT written to PATH: fails unless RC is -1 and MSG is one line starting
- * "PATH:LINE: " and holding PHRASE (the case is printed first when not). */
-void test_expect_load_error(const char *what, unsigned long i, const char *text, const char *path,
-                            int line, const char *phrase, int rc, const char *msg);
+/* A bad file of a test's table, and how the loader must refuse it. */
+typedef struct {
+    const char *yaml;
+    int line;               /* the line of the fault */
+    const char *phrase;     /* what the message says is wrong */
+} test_bad_yaml_t;
+
+/* The loader gave RC and MSG for BAD, entry #I of a table of WHAT ("suite"),
+ * written to PATH: fails unless RC is -1 and MSG is one line starting
+ * "PATH:LINE: " and holding the phrase (the entry is printed first when not). */
+void test_expect_load_error(const char *what, unsigned long i, const test_bad_yaml_t *bad,
+                            const char *path, int rc, const char *msg);
 
 #endif
