@@ -42,5 +42,6 @@ static void test_capture_serve(void **state)
     assert_int_equal(test_run_python("capture_serve_test.py", args), 0);
 }
 
-KR_TEST_MAIN_UNLESS(test_python_lacks("h5py, numpy", "h5py/numpy are not available to /usr/bin/python3: skipped"),
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("h5py, numpy", "h5py/numpy are not available to /usr/bin/python3: skipped"),
     test_capture_hook, test_capture_serve);

@@ -24,5 +24,6 @@ static void test_ci_examples(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-KR_TEST_MAIN_UNLESS(test_python_lacks("yaml", "python3-yaml is not available to /usr/bin/python3: skipped"),
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("yaml", "python3-yaml is not available to /usr/bin/python3: skipped"),
     test_ci_examples);

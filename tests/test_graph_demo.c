@@ -39,5 +39,6 @@ static void test_graph_demo_on_cpu(void **state)
     free(out);
 }
 
-KR_TEST_MAIN_UNLESS(test_python_lacks("torch, numpy", "torch/numpy are not available to /usr/bin/python3: skipped"),
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("torch, numpy", "torch/numpy are not available to /usr/bin/python3: skipped"),
     test_graph_demo_on_cpu);

@@ -25,5 +25,6 @@ static void test_h5py_interop(void **state)
     assert_int_equal(test_run_python("h5py_interop.py", args), 0);
 }
 
-KR_TEST_MAIN_UNLESS(test_python_lacks("h5py, numpy", "h5py is not available to /usr/bin/python3: skipped"),
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("h5py, numpy", "h5py is not available to /usr/bin/python3: skipped"),
     test_h5py_interop);
