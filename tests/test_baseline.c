@@ -16,6 +16,7 @@
 
 #include "baseline.h"
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 
 typedef struct {
@@ -324,13 +325,6 @@ static void test_against_stored_baseline(void **state)
     result_list_free(&stored);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_each_classification),
-        cmocka_unit_test(test_tolerance_arguments),
-        cmocka_unit_test(test_identical_run_passes),
-        cmocka_unit_test(test_against_stored_baseline),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_each_classification, test_tolerance_arguments, test_identical_run_passes,
+    test_against_stored_baseline);

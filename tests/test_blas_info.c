@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "blas_info.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_core_table(void **state)
@@ -100,13 +101,4 @@ static void test_restart(void **state)
     unsetenv("OPENBLAS_CORETYPE");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_core_table),
-        cmocka_unit_test(test_mismatch_rule),
-        cmocka_unit_test(test_this_process),
-        cmocka_unit_test(test_restart),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_core_table, test_mismatch_rule, test_this_process, test_restart);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "gnuplot.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define BROWSER_DIR KREPLAY_TEST_TMP "/browser"
@@ -107,14 +108,6 @@ static void test_reports_in_chromium(void **state)
     free(dom);
 }
 
-int main(void)
-{
-    if (!have_chromium()) {
-        fprintf(stderr, "test_browser: chromium not installed (apt-get install chromium): skipped\n");
-        return TEST_SKIPPED;
-    }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reports_in_chromium),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN_UNLESS(have_chromium() ? NULL
+                                    : "test_browser: chromium not installed (apt-get install chromium): skipped",
+                    test_reports_in_chromium);

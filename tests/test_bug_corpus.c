@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "kreplay_checks.h"
+#include "test_main.h"
 #include "test_support.h"
 
 typedef struct {
@@ -210,10 +211,4 @@ static void test_corpus(void **state)
     assert_int_equal(failures, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_corpus),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_corpus);

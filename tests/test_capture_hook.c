@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_capture_hook(void **state)
@@ -40,13 +42,6 @@ static void test_capture_serve(void **state)
     assert_int_equal(test_run_python("capture_serve_test.py", args), 0);
 }
 
-int main(void)
-{
-    if (system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "h5py/numpy are not available to /usr/bin/python3: skipped\n");
-        return TEST_SKIPPED;
-    }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_capture_hook),
-                                       cmocka_unit_test(test_capture_serve)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("h5py, numpy", "h5py/numpy are not available to /usr/bin/python3: skipped"),
+    test_capture_hook, test_capture_serve);

@@ -25,6 +25,7 @@
 #include "case_io.h"
 #include "case_load.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -715,21 +716,9 @@ static void test_safe_read_blames_the_right_file(void **state)
     unlink(junk);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_field_round_trips),
-        cmocka_unit_test(test_minimal_case_round_trips),
-        cmocka_unit_test(test_sample_file_round_trips),
-        cmocka_unit_test(test_consuming_frees_both_sides),
-        cmocka_unit_test(test_writer_refuses_an_invalid_case),
-        cmocka_unit_test(test_damaged_headers_are_refused),
-        cmocka_unit_test(test_damaged_tables_are_refused),
-        cmocka_unit_test(test_truncated_images_are_refused),
-        cmocka_unit_test(test_random_damage_never_crashes),
-        cmocka_unit_test(test_anonymous_file),
-        cmocka_unit_test(test_safe_read_matches_in_process),
-        cmocka_unit_test(test_safe_read_blames_the_right_file),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_every_field_round_trips, test_minimal_case_round_trips, test_sample_file_round_trips,
+    test_consuming_frees_both_sides, test_writer_refuses_an_invalid_case,
+    test_damaged_headers_are_refused, test_damaged_tables_are_refused,
+    test_truncated_images_are_refused, test_random_damage_never_crashes, test_anonymous_file,
+    test_safe_read_matches_in_process, test_safe_read_blames_the_right_file);

@@ -20,6 +20,7 @@
 #include "case_io.h"
 #include "formats.h"        /* f32_bits, f32_from_bits */
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -1297,42 +1298,17 @@ int main(void)
 {
     /* The raw builder's own HDF5 failures are asserted, not printed. */
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_nk_bf16_checkpoint),
-        cmocka_unit_test(test_round_trip_kn_f32_fragment),
-        cmocka_unit_test(test_round_trip_minimal),
-        cmocka_unit_test(test_write_bf16_rne),
-        cmocka_unit_test(test_write_reproducible),
-        cmocka_unit_test(test_raw_template_is_valid),
-        cmocka_unit_test(test_reader_accepts_variants),
-        cmocka_unit_test(test_reader_x_float32),
-        cmocka_unit_test(test_bad_missing_weight),
-        cmocka_unit_test(test_bad_missing_weight_scale),
-        cmocka_unit_test(test_bad_weight_dtype),
-        cmocka_unit_test(test_bad_weight_shape),
-        cmocka_unit_test(test_bad_weight_scale_layout),
-        cmocka_unit_test(test_bad_x_u16_without_dtype),
-        cmocka_unit_test(test_bad_x_pairing),
-        cmocka_unit_test(test_bad_dims),
-        cmocka_unit_test(test_bad_dims_overflow),
-        cmocka_unit_test(test_bad_schema),
-        cmocka_unit_test(test_bad_weight_ref_and_outputs),
-        cmocka_unit_test(test_bad_fragment_dims),
-        cmocka_unit_test(test_bad_weight_is_group),
-        cmocka_unit_test(test_bad_truncated),
-        cmocka_unit_test(test_bad_truncated_patched_eoa),
-        cmocka_unit_test(test_bad_corrupt_header),
-        cmocka_unit_test(test_bad_not_hdf5),
-        cmocka_unit_test(test_bad_nonexistent),
-        cmocka_unit_test(test_round_trip_weight_bf16),
-        cmocka_unit_test(test_reader_weight_bf16_only),
-        cmocka_unit_test(test_bad_no_weight_at_all),
-        cmocka_unit_test(test_bad_weight_bf16),
-        cmocka_unit_test(test_bad_mxfp4_half_pair),
-        cmocka_unit_test(test_validate_weight_bf16),
-        cmocka_unit_test(test_validate),
-        cmocka_unit_test(test_write_atomic),
-        cmocka_unit_test(test_h5dump_sees_datasets),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    KR_RUN_TESTS(NULL, NULL,
+        test_round_trip_nk_bf16_checkpoint, test_round_trip_kn_f32_fragment,
+        test_round_trip_minimal, test_write_bf16_rne, test_write_reproducible,
+        test_raw_template_is_valid, test_reader_accepts_variants, test_reader_x_float32,
+        test_bad_missing_weight, test_bad_missing_weight_scale, test_bad_weight_dtype,
+        test_bad_weight_shape, test_bad_weight_scale_layout, test_bad_x_u16_without_dtype,
+        test_bad_x_pairing, test_bad_dims, test_bad_dims_overflow, test_bad_schema,
+        test_bad_weight_ref_and_outputs, test_bad_fragment_dims, test_bad_weight_is_group,
+        test_bad_truncated, test_bad_truncated_patched_eoa, test_bad_corrupt_header,
+        test_bad_not_hdf5, test_bad_nonexistent, test_round_trip_weight_bf16,
+        test_reader_weight_bf16_only, test_bad_no_weight_at_all, test_bad_weight_bf16,
+        test_bad_mxfp4_half_pair, test_validate_weight_bf16, test_validate, test_write_atomic,
+        test_h5dump_sees_datasets);
 }

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* Runs the checker on `root` with extra arguments; returns its exit code and
@@ -168,17 +170,6 @@ static void test_repository_within_limits(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-int main(void)
-{
-    if (system("/usr/bin/python3 -c 'import sys' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "/usr/bin/python3 is not available: skipped\n");
-        return TEST_SKIPPED;
-    }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_long_functions),
-        cmocka_unit_test(test_planted_duplicate),
-        cmocka_unit_test(test_data_tables_exempt),
-        cmocka_unit_test(test_repository_within_limits),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN_UNLESS(test_python_lacks("sys", "/usr/bin/python3 is not available: skipped"),
+    test_long_functions, test_planted_duplicate, test_data_tables_exempt,
+    test_repository_within_limits);

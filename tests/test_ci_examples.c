@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_ci_examples(void **state)
@@ -22,12 +24,6 @@ static void test_ci_examples(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-int main(void)
-{
-    if (system("/usr/bin/python3 -c 'import yaml' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "python3-yaml is not available to /usr/bin/python3: skipped\n");
-        return TEST_SKIPPED;
-    }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_ci_examples)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("yaml", "python3-yaml is not available to /usr/bin/python3: skipped"),
+    test_ci_examples);

@@ -16,6 +16,7 @@
 
 #include "case_io.h"
 #include "kreplay_checks.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define SAMPLES KREPLAY_SOURCE_DIR "/cases/samples"
@@ -315,20 +316,8 @@ static void test_completion_and_man(void **state)
     unlink(path);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_usage_errors),
-        cmocka_unit_test(test_bad_case_files),
-        cmocka_unit_test(test_report_directory),
-        cmocka_unit_test(test_unwritable_report_directory),
-        cmocka_unit_test(test_kernel_filter),
-        cmocka_unit_test(test_poisoned_input_is_named),
-        cmocka_unit_test(test_samples_regenerate),
-        cmocka_unit_test(test_synth_seeds),
-        cmocka_unit_test(test_help_for_every_command),
-        cmocka_unit_test(test_option_contracts),
-        cmocka_unit_test(test_completion_and_man),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_usage_errors, test_bad_case_files, test_report_directory,
+    test_unwritable_report_directory, test_kernel_filter, test_poisoned_input_is_named,
+    test_samples_regenerate, test_synth_seeds, test_help_for_every_command, test_option_contracts,
+    test_completion_and_man);

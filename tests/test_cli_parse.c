@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cli_commands.h"
 #include "cli_options.h"
+#include "test_main.h"
 
 enum { ID_NAME = 1, ID_ON, ID_NO_OFF, ID_COUNT, ID_RATE, ID_CODE, ID_STOP };
 
@@ -203,17 +204,7 @@ static void test_scale_layout_words(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stores_and_apply_in_order),
-        cmocka_unit_test(test_absent_options_keep_defaults),
-        cmocka_unit_test(test_apply_exit_code_ends_parsing),
-        cmocka_unit_test(test_bad_options_exit_2),
-        cmocka_unit_test(test_help_exits_0),
-        cmocka_unit_test(test_every_command_stores_what_its_kind_yields),
-        cmocka_unit_test(test_int_list_option),
-        cmocka_unit_test(test_scale_layout_words),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_stores_and_apply_in_order, test_absent_options_keep_defaults,
+    test_apply_exit_code_ends_parsing, test_bad_options_exit_2, test_help_exits_0,
+    test_every_command_stores_what_its_kind_yields, test_int_list_option, test_scale_layout_words);

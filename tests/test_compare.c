@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "shape_catalog.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_catalogue(void **state)
@@ -80,11 +81,4 @@ static void test_compare_table(void **state)
     free(out);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_catalogue),
-        cmocka_unit_test(test_compare_table),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_catalogue, test_compare_table);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_main.h"
 #include "test_support.h"
 
 static void check(const char *name, const char *phrase)
@@ -48,10 +49,6 @@ int main(void)
 {
     /* The hang must end in the test's lifetime: kreplay gives up on a read after this. */
     setenv("KREPLAY_READ_TIMEOUT", "5", 1);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_segfault_in_libhdf5),
-        cmocka_unit_test(test_hang_in_libhdf5),
-        cmocka_unit_test(test_other_corruptions),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    KR_RUN_TESTS(NULL, NULL,
+        test_segfault_in_libhdf5, test_hang_in_libhdf5, test_other_corruptions);
 }

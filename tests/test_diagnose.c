@@ -24,6 +24,7 @@
 #include "mxfp4_weight.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_main.h"
 #include "test_support.h"
 
 typedef struct {
@@ -203,14 +204,34 @@ static void expect(const diag_result_t *r, diag_hypothesis_t h, const char *phra
     }
 }
 
+/* The default w4a8.perblock scenario with M rows (0: the default), built,
+ * and run clean unless only `built`: the hand-made outputs start here. */
+static setup_t perblock_scenario(scenario_t *s, int64_t M, int built)
+{
+    setup_t p = setup_for("w4a8.perblock");
+    p.M = M ? M : p.M;
+    if (built)
+        scenario_build(s, &p);
+    else
+        scenario_start(s, &p, "none");
+    return p;
+}
+
+/* The scenario's output diagnosed as it is: hypothesis h, its line naming `phrase`. */
+static diag_result_t diagnosis_is(scenario_t *s, diag_hypothesis_t h, const char *phrase)
+{
+    diag_result_t r;
+    scenario_diagnose(s, NULL, &r);
+    expect(&r, h, phrase);
+    return r;
+}
+
 /* Injects `spec` into `kernel` on the setup and expects hypothesis h naming `phrase`. */
 static void prove(const setup_t *p, const char *spec, diag_hypothesis_t h, const char *phrase)
 {
     scenario_t s;
     scenario_start(&s, p, spec);
-    diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
-    expect(&r, h, phrase);
+    const diag_result_t r = diagnosis_is(&s, h, phrase);
     assert_true(r.rel <= s.threshold);
     assert_true(r.base_rel > s.threshold || r.base_nonfinite_mismatch > 0);
     scenario_free(&s);
@@ -404,9 +425,7 @@ static void test_unsanitized(void **state)
     kr_error_t err = {{0}};
     assert_int_equal(s.k->prepare_act(s.k, &in2, &o2, &s.act, &err), 0);
     assert_int_equal(gemm_ref_f32(s.act.dequant, p.M, &s.in.weight, 0, s.ref, &err), 0);
-    diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
-    expect(&r, DIAG_UNSANITIZED, "matches R_exact on unsanitized x");
+    diagnosis_is(&s, DIAG_UNSANITIZED, "matches R_exact on unsanitized x");
     free(clean);
     scenario_free(&s);
 }
@@ -432,9 +451,8 @@ static void test_reference_rows_poisoned(void **state)
 static void test_unrelated_corruption_matches_nothing(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
     scenario_t s;
-    scenario_start(&s, &p, "none");
+    const setup_t p = perblock_scenario(&s, 0, 0);
     test_rng_t rng = {42};
     for (int64_t i = 0; i < p.M * p.N; i++)
         s.out[i] = (float)test_rng_normal(&rng) * fabsf(s.ref[i] + 1e-3f);
@@ -488,9 +506,8 @@ static void test_gemm_budget(void **state)
 static void test_pow2_through_rounding_noise(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
     scenario_t s;
-    scenario_start(&s, &p, "none");
+    const setup_t p = perblock_scenario(&s, 0, 0);
     const double tilt[2] = {0.9996, 1.0002};
     for (int t = 0; t < 2; t++) {
         double oo = 0, rr = 0;
@@ -503,9 +520,7 @@ static void test_pow2_through_rounding_noise(void **state)
         }
         const double ratio = sqrt(oo / rr);
         assert_true(t == 0 ? ratio < 0.5 : ratio > 0.5);
-        diag_result_t r;
-        scenario_diagnose(&s, NULL, &r);
-        expect(&r, DIAG_SCALE_POW2, "out = 2^-1 x R_exact");
+        const diag_result_t r = diagnosis_is(&s, DIAG_SCALE_POW2, "out = 2^-1 x R_exact");
         assert_int_equal(diag_refine_verdict(&r, VERDICT_WRONG), VERDICT_MAGNITUDE);
         assert_int_equal(diag_refine_verdict(&r, VERDICT_PASS), VERDICT_PASS);
     }
@@ -517,10 +532,8 @@ static void test_pow2_through_rounding_noise(void **state)
 static void test_k_block_missing(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
-    p.M = 16;
     scenario_t s;
-    scenario_build(&s, &p);
+    const setup_t p = perblock_scenario(&s, 16, 1);
     const int64_t K = p.K, N = p.N, j = 3;
     float *w = malloc((size_t)K * sizeof(float));
     for (int64_t n = 0; n < N; n++) {
@@ -534,9 +547,7 @@ static void test_k_block_missing(void **state)
         }
     }
     free(w);
-    diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
-    expect(&r, DIAG_K_BLOCKS, "block 3 (k 96-127) missing");
+    diagnosis_is(&s, DIAG_K_BLOCKS, "block 3 (k 96-127) missing");
     scenario_free(&s);
 }
 
@@ -545,17 +556,13 @@ static void test_k_block_missing(void **state)
 static void test_parity_rows_with_near_miss(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
-    p.M = 12;
     scenario_t s;
-    scenario_start(&s, &p, "none");
+    const setup_t p = perblock_scenario(&s, 12, 0);
     for (int64_t m = 1; m < p.M; m += 2)
         for (int64_t n = 0; n < p.N; n++)
             s.out[m * p.N + n] = -s.out[m * p.N + n];
     s.out[3 * p.N + 7] = -s.out[3 * p.N + 7];
-    diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
-    expect(&r, DIAG_ROWS, "the odd rows are wrong");
+    diagnosis_is(&s, DIAG_ROWS, "the odd rows are wrong");
     scenario_free(&s);
 }
 
@@ -564,9 +571,8 @@ static void test_parity_rows_with_near_miss(void **state)
 static void test_misread_sign_by_hand(void **state)
 {
     (void)state;
-    setup_t p = setup_for("w4a8.perblock");
     scenario_t s;
-    scenario_build(&s, &p);
+    const setup_t p = perblock_scenario(&s, 0, 1);
     const int64_t K = p.K, N = p.N;
     for (int64_t m = 0; m < p.M; m++)
         for (int64_t n = 0; n < N; n++) {
@@ -579,9 +585,7 @@ static void test_misread_sign_by_hand(void **state)
             }
             s.out[m * N + n] = bf16_decode(bf16_encode((float)acc));
         }
-    diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
-    expect(&r, DIAG_MISREAD, "operand misread 'e2m1-sign'");
+    const diag_result_t r = diagnosis_is(&s, DIAG_MISREAD, "operand misread 'e2m1-sign'");
     assert_int_equal(diag_refine_verdict(&r, VERDICT_MAGNITUDE), VERDICT_WRONG);
     scenario_free(&s);
 }
@@ -598,9 +602,7 @@ static void test_finite_part_of_poisoned_case(void **state)
     for (int64_t m = 4; m < p.M; m++)
         for (int64_t n = 0; n < p.N; n++)
             s.out[m * p.N + n] = bf16_decode(bf16_encode(0.25f * s.ref[m * p.N + n]));
-    diag_result_t r;
-    scenario_diagnose(&s, NULL, &r);
-    expect(&r, DIAG_SCALE_POW2, "rows 0-3: NaN input, judged apart; on the finite rows: out = 2^-2");
+    diagnosis_is(&s, DIAG_SCALE_POW2, "rows 0-3: NaN input, judged apart; on the finite rows: out = 2^-2");
     scenario_free(&s);
 }
 
@@ -646,23 +648,9 @@ static void test_fault_parse(void **state)
     assert_non_null(strstr(fault_usage(), "scale-pow2"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean_gets_no_diagnosis),
-        cmocka_unit_test(test_each_fault_is_named),
-        cmocka_unit_test(test_case_weight_fragment_but_unmarked),
-        cmocka_unit_test(test_sanitize),
-        cmocka_unit_test(test_unsanitized),
-        cmocka_unit_test(test_reference_rows_poisoned),
-        cmocka_unit_test(test_unrelated_corruption_matches_nothing),
-        cmocka_unit_test(test_gemm_budget),
-        cmocka_unit_test(test_fault_parse),
-        cmocka_unit_test(test_pow2_through_rounding_noise),
-        cmocka_unit_test(test_k_block_missing),
-        cmocka_unit_test(test_parity_rows_with_near_miss),
-        cmocka_unit_test(test_misread_sign_by_hand),
-        cmocka_unit_test(test_finite_part_of_poisoned_case),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_clean_gets_no_diagnosis, test_each_fault_is_named, test_case_weight_fragment_but_unmarked,
+    test_sanitize, test_unsanitized, test_reference_rows_poisoned,
+    test_unrelated_corruption_matches_nothing, test_gemm_budget, test_fault_parse,
+    test_pow2_through_rounding_noise, test_k_block_missing, test_parity_rows_with_near_miss,
+    test_misread_sign_by_hand, test_finite_part_of_poisoned_case);

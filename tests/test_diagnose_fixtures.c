@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kreplay_checks.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static json_t *replay(const char *fixture)
@@ -130,12 +131,4 @@ static void test_clean(void **state)
     json_decref(root);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scale_const), cmocka_unit_test(test_wperm),
-        cmocka_unit_test(test_race),        cmocka_unit_test(test_nan_head),
-        cmocka_unit_test(test_clean),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_scale_const, test_wperm, test_race, test_nan_head, test_clean);

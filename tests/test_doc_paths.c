@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "test_main.h"
 #include "test_support.h"
 
 /* Runs the checker on root; stdout and stderr into *output (caller frees).
@@ -70,14 +71,6 @@ static void put_file(const char *root, const char *rel, const char *text)
     assert_non_null(f);
     fputs(text, f);
     assert_int_equal(fclose(f), 0);
-}
-
-static int count_lines_with(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    return n;
 }
 
 /* The repository's documents cite only paths that exist, and the check
@@ -152,7 +145,7 @@ static void test_planted_bad_paths_are_named_by_file_and_line(void **state)
     }
     /* Nothing else is flagged: not the fenced command, the placeholders,
      * the output directory, the absolute path, nor a path that exists. */
-    const int flagged = count_lines_with(out, ": missing path '");
+    const int flagged = test_count_substr(out, ": missing path '");
     assert_int_equal(flagged, (int)(sizeof expected / sizeof expected[0]));
     assert_non_null(strstr(out, "check_doc_paths: 7 of "));
     free(out);
@@ -187,12 +180,6 @@ static void test_no_documents_is_an_error(void **state)
     free(out);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_repository_documents_pass),
-        cmocka_unit_test(test_planted_bad_paths_are_named_by_file_and_line),
-        cmocka_unit_test(test_no_documents_is_an_error),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_repository_documents_pass, test_planted_bad_paths_are_named_by_file_and_line,
+    test_no_documents_is_an_error);

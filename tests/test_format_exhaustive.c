@@ -21,6 +21,7 @@
 #include "fast_path_oracles.h"
 #include "formats.h"
 #include "quant_mxfp4.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define SLICES 2
@@ -94,10 +95,4 @@ static void test_every_fp32(void **state)
     assert_int_equal(failures, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_fp32),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_every_fp32);

@@ -22,6 +22,7 @@
 #include "formats.h"
 #include "quant_fp8.h"
 #include "quant_mxfp4.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static int same_bits(float a, float b)
@@ -393,16 +394,6 @@ static void test_fp8_dequant(void **state)
     free(want);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_every_code),
-        cmocka_unit_test(test_encoders_on_sweep),
-        cmocka_unit_test(test_in_range_fp8_every_midpoint),
-        cmocka_unit_test(test_mxfp4_blocks),
-        cmocka_unit_test(test_mxfp4_dequant),
-        cmocka_unit_test(test_fp8_rows),
-        cmocka_unit_test(test_fp8_dequant),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_decode_every_code, test_encoders_on_sweep, test_in_range_fp8_every_midpoint,
+    test_mxfp4_blocks, test_mxfp4_dequant, test_fp8_rows, test_fp8_dequant);

@@ -13,6 +13,7 @@
 
 #include "formats.h"
 #include "mx_oracle.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
@@ -431,19 +432,7 @@ static void test_bit_helpers(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3fn_decode_all_codes),
-        cmocka_unit_test(test_e4m3fnuz_decode_all_codes),
-        cmocka_unit_test(test_fp8_encode_anchors),
-        cmocka_unit_test(test_fp8_encode_every_midpoint),
-        cmocka_unit_test(test_fp8_encode_random_vs_oracle),
-        cmocka_unit_test(test_e2m1_decode_all_codes),
-        cmocka_unit_test(test_e2m1_encode_ties_and_oracle),
-        cmocka_unit_test(test_e8m0_decode),
-        cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_bit_helpers),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_e4m3fn_decode_all_codes, test_e4m3fnuz_decode_all_codes, test_fp8_encode_anchors,
+    test_fp8_encode_every_midpoint, test_fp8_encode_random_vs_oracle, test_e2m1_decode_all_codes,
+    test_e2m1_encode_ties_and_oracle, test_e8m0_decode, test_bf16, test_bit_helpers);

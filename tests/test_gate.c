@@ -18,6 +18,7 @@
 #include "kreplay_checks.h"
 #include "results_store.h"
 #include "suite_file.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static char dir[1024];
@@ -251,13 +252,6 @@ static void test_bad_suite_and_list(void **state)
     free(out);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_baseline_and_drills),
-        cmocka_unit_test(test_shards_merge_to_one_run),
-        cmocka_unit_test(test_resume_after_kill),
-        cmocka_unit_test(test_bad_suite_and_list),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_SETUP(setup, NULL,
+    test_baseline_and_drills, test_shards_merge_to_one_run, test_resume_after_kill,
+    test_bad_suite_and_list);

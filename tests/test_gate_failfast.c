@@ -25,6 +25,7 @@
 #include "kreplay_checks.h"
 #include "results_store.h"
 #include "suite_file.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define SAMPLE KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5"
@@ -224,12 +225,5 @@ static void test_sweep_limit_up_front(void **state)
     expect_refused_before_cases(args, run, want);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_missing_baseline),
-        cmocka_unit_test(test_bad_inputs_refused_up_front),
-        cmocka_unit_test(test_sweep_limit_up_front),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_SETUP(setup, NULL,
+    test_missing_baseline, test_bad_inputs_refused_up_front, test_sweep_limit_up_front);

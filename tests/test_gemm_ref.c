@@ -22,6 +22,7 @@
 
 #include "gemm_ref.h"
 #include "mx_oracle.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* Independent dequant of element (n, k), NK-layout scales, from docs/NUMERICS.md:
@@ -615,21 +616,7 @@ static void test_dense(void **state)
     free(C);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_shape),
-        cmocka_unit_test(test_medium_shape),
-        cmocka_unit_test(test_chunking),
-        cmocka_unit_test(test_layouts),
-        cmocka_unit_test(test_special_scales),
-        cmocka_unit_test(test_bad_dims),
-        cmocka_unit_test(test_chunk_policy),
-        cmocka_unit_test(test_context_reuse),
-        cmocka_unit_test(test_row_blocks_same_bits),
-        cmocka_unit_test(test_context_thread_count),
-        cmocka_unit_test(test_context_bad_args),
-        cmocka_unit_test(test_dense),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_small_shape, test_medium_shape, test_chunking, test_layouts, test_special_scales,
+    test_bad_dims, test_chunk_policy, test_context_reuse, test_row_blocks_same_bits,
+    test_context_thread_count, test_context_bad_args, test_dense);

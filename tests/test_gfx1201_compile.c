@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "test_main.h"
 #include "test_support.h"
 
 static int have_tool(const char *name)
@@ -125,9 +126,5 @@ int main(void)
                "(scripts/setup.sh --tests installs them)\n");
         return TEST_SKIPPED;
     }
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wmma_kernel_uses_fp8_wmma),
-        cmocka_unit_test(test_simt_kernels_compile),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    KR_RUN_TESTS(NULL, NULL, test_wmma_kernel_uses_fp8_wmma, test_simt_kernels_compile);
 }

@@ -77,14 +77,6 @@ static int dir_entries(const char *dir, char *first, size_t cap)
 
 #define read_all test_read_file
 
-static int count_substr(const char *s, const char *needle)
-{
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    return n;
-}
-
 static void test_not_on_path(void **state)
 {
     (void)state;
@@ -307,14 +299,14 @@ static void test_report_without_gnuplot(void **state)
 
     char *warn = read_all(errpath, NULL);
     assert_non_null(warn);
-    assert_int_equal(count_substr(warn, "gnuplot not found on PATH"), 1);
+    assert_int_equal(test_count_substr(warn, "gnuplot not found on PATH"), 1);
     free(warn);
 
     char path[800];
     snprintf(path, sizeof path, "%s/report.html", out);
     char *html = read_all(path, NULL);
     assert_non_null(html);
-    assert_int_equal(count_substr(html, "<svg"), 0);
+    assert_int_equal(test_count_substr(html, "<svg"), 0);
     assert_non_null(strstr(html, "gnuplot was not found on PATH"));
     assert_non_null(strstr(html, "data-expected-plots=\"0\""));
     assert_non_null(strstr(html, "FAIL: 1 of 3 rows fail"));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kr_gpu.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define SAMPLE KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5"
@@ -78,11 +79,4 @@ static void test_no_device_is_said_by_platform(void **state)
     free(out);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_version_names_the_backend),
-        cmocka_unit_test(test_no_device_is_said_by_platform),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_version_names_the_backend, test_no_device_is_said_by_platform);

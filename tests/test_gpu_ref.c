@@ -24,6 +24,7 @@
 #include "gpu_isolated.h"
 #include "gpu_ref.h"
 #include "replay.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static const double E2M1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
@@ -148,6 +149,5 @@ int main(void)
         printf("test_gpu_ref: skipped: %s\n", gpu_ref_built() ? why : "no CUDA backend built");
         return 77;
     }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_samples)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    KR_RUN_TESTS(NULL, NULL, test_samples);
 }

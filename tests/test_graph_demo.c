@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_graph_demo_on_cpu(void **state)
@@ -37,12 +39,6 @@ static void test_graph_demo_on_cpu(void **state)
     free(out);
 }
 
-int main(void)
-{
-    if (system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
-        fprintf(stderr, "torch/numpy are not available to /usr/bin/python3: skipped\n");
-        return TEST_SKIPPED;
-    }
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_graph_demo_on_cpu)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN_UNLESS(
+    test_python_lacks("torch, numpy", "torch/numpy are not available to /usr/bin/python3: skipped"),
+    test_graph_demo_on_cpu);

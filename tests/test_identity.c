@@ -19,6 +19,7 @@
 
 #include "results_store.h"
 #include "suite_file.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static char root[512];
@@ -185,11 +186,5 @@ static void test_changed_content_is_missing_not_compared(void **state)
     free(out);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_regressions_from_any_directory),
-        cmocka_unit_test(test_changed_content_is_missing_not_compared),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_SETUP(setup, NULL,
+    test_same_regressions_from_any_directory, test_changed_content_is_missing_not_compared);

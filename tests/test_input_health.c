@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "input_health.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static float *random_x(int64_t M, int64_t K, uint64_t seed)
@@ -269,15 +270,6 @@ static void test_index_ranges(void **state)
     assert_string_equal(buf, "0-2, 4, ... (4 ranges)");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nan_head_block),
-        cmocka_unit_test(test_two_blocks_are_two),
-        cmocka_unit_test(test_propagation_by_hand),
-        cmocka_unit_test(test_all_finite),
-        cmocka_unit_test(test_many_blocks),
-        cmocka_unit_test(test_index_ranges),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_nan_head_block, test_two_blocks_are_two, test_propagation_by_hand, test_all_finite,
+    test_many_blocks, test_index_ranges);

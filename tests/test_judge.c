@@ -30,6 +30,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 enum {
@@ -202,6 +203,23 @@ static void replay_with(const case_t *c, const replay_with_t *w, result_list_t *
     replay_or_fail(c, &o, rows);
 }
 
+/* c replayed (replay_with) through the broken model NAME (MODE) beside
+ * test.correct, the same model rounding to nearest even: the pair every
+ * fault here is judged in. */
+static void replay_beside_correct(const case_t *c, const char *name, int mode, unsigned refs,
+                                  const char *vs, int traced, result_list_t *rows)
+{
+    const kernel_desc_t kd[2] = {broken_kernel(name, mode), broken_kernel("test.correct", OUT_RNE)};
+    replay_with(c, &(replay_with_t){"test.*", kd, 2, refs, vs, traced}, rows);
+}
+
+static void read_or_fail(const char *path, case_t *c)
+{
+    kr_error_t err = {{0}};
+    if (case_read(path, c, &err))
+        fail_msg("case_read(%s): %s", path, err.msg);
+}
+
 #define NANHEAD KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5"
 
 /* Replay judges by the default policy's rule (cases/policies/default.yaml,
@@ -253,19 +271,9 @@ static void test_poison_does_not_hide_a_bug(void **state)
 {
     (void)state;
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(case_read(NANHEAD, &c, &err), 0);
-    const kernel_desc_t kd[2] = {broken_kernel("test.rows_unwritten", OUT_LAST_ROWS_UNWRITTEN),
-                                 broken_kernel("test.correct", OUT_RNE)};
-    const kernel_desc_t *extra[2] = {&kd[0], &kd[1]};
-    replay_options_t o;
-    replay_options_default(&o);
-    o.kernel_patterns = "test.*";
-    o.include_recorded = 0;
-    o.extra_kernels = extra;
-    o.n_extra_kernels = 2;
+    read_or_fail(NANHEAD, &c);
     result_list_t rows = {0};
-    replay_or_fail(&c, &o, &rows);
+    replay_beside_correct(&c, "test.rows_unwritten", OUT_LAST_ROWS_UNWRITTEN, 0, NULL, 0, &rows);
 
     const result_t *bad = find_row(&rows, "test.rows_unwritten", "R_exact");
     assert_true(verdict_is_failure(bad->verdict));
@@ -289,11 +297,7 @@ static void test_poison_does_not_hide_a_bug(void **state)
 
     /* The traced quantizer hands the kernel NaN rows: those are judged apart,
      * and named as 'traced', never as vllm. */
-    o.kernel_patterns = "w4a8.folded";
-    o.n_extra_kernels = 0;
-    o.kernel.fp8_variant = FP8_TOKEN_TRACED;
-    o.kernel.act_source = ACT_SOURCE_QUANTIZE;
-    replay_or_fail(&c, &o, &rows);
+    replay_with(&c, &(replay_with_t){"w4a8.folded", NULL, 0, 0, NULL, 1}, &rows);
     const result_t *ex = find_row(&rows, "w4a8.folded", "R_exact");
     assert_int_equal(ex->verdict, VERDICT_POISONED_INPUT);
     assert_non_null(strstr(ex->note, "the kernel's activations: x quantized per token (traced), which left them non-finite"));
@@ -305,20 +309,13 @@ static void test_poison_does_not_hide_a_bug(void **state)
     /* Rows 0-4 poisoned, rows 5-16 clean: the clean rows are judged by the
      * clean case's rule and the broken kernel fails on them against every
      * reference, the poisoned block named. */
-    synth_params_t p;
-    synth_params_default(&p);
-    p.M = 17;
-    p.N = 256;
-    p.K = 2048;
-    p.seed = 13;
+    synth_params_t p = test_synth_params(17, 256, 2048, 13);
     p.nan_rows = 5;
     p.nan_cols = 128;
     p.nan_col0 = 256;
-    assert_int_equal(synth_case(&p, &c, &err), 0);
-    o.kernel_patterns = "test.*";
-    o.n_extra_kernels = 2;
-    o.kernel.fp8_variant = FP8_TOKEN_TRACED; /* NaN operands on rows 0-4 for R_exact too */
-    replay_or_fail(&c, &o, &rows);
+    test_synth_or_fail(&p, &c);
+    /* traced: NaN operands on rows 0-4 for R_exact too */
+    replay_beside_correct(&c, "test.rows_unwritten", OUT_LAST_ROWS_UNWRITTEN, 0, NULL, 1, &rows);
     for (int i = 0; i < 3; i++) {
         bad = find_row(&rows, "test.rows_unwritten", refs[i]);
         assert_true(verdict_is_failure(bad->verdict));
@@ -342,10 +339,8 @@ static void test_truncation_is_biased(void **state)
     (void)state;
     case_t c;
     synth_or_fail(64, 512, 2048, 11, &c);
-    const kernel_desc_t kd[2] = {broken_kernel("test.truncate", OUT_TRUNCATE),
-                                 broken_kernel("test.correct", OUT_RNE)};
     result_list_t rows = {0};
-    replay_with(&c, &(replay_with_t){"test.*", kd, 2, 0, "w4a8.perblock", 0}, &rows);
+    replay_beside_correct(&c, "test.truncate", OUT_TRUNCATE, 0, "w4a8.perblock", 0, &rows);
 
     const result_t *t = find_row(&rows, "test.truncate", "R_exact");
     assert_true(t->metrics.rel_fro < t->threshold); /* the norm alone passes it */
@@ -433,10 +428,8 @@ static void test_reduced_running_sum_fails(void **state)
     for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
         case_t c;
         synth_or_fail(16, 128, table[t].K, 21, &c);
-        const kernel_desc_t kd[2] = {broken_kernel("test.reduced", table[t].mode),
-                                     broken_kernel("test.correct", OUT_RNE)};
         result_list_t rows = {0};
-        replay_with(&c, &(replay_with_t){"test.*", kd, 2, REF_EXACT, NULL, 0}, &rows);
+        replay_beside_correct(&c, "test.reduced", table[t].mode, REF_EXACT, NULL, 0, &rows);
         const result_t *b = find_row(&rows, "test.reduced", "R_exact");
         print_message("K=%lld: rel_fro %.4g (threshold %.4g), fit %s %.3g vs fp32 %.3g on %lld; %s\n",
                       (long long)table[t].K, b->metrics.rel_fro, b->threshold, b->acc_fit.model,
@@ -466,12 +459,9 @@ static void test_poison_masked_fails(void **state)
 {
     (void)state;
     case_t c;
-    kr_error_t err = {{0}};
-    assert_int_equal(case_read(NANHEAD, &c, &err), 0);
-    const kernel_desc_t kd[2] = {broken_kernel("test.nan_to_zero", OUT_NAN_TO_ZERO),
-                                 broken_kernel("test.correct", OUT_RNE)};
+    read_or_fail(NANHEAD, &c);
     result_list_t rows = {0};
-    replay_with(&c, &(replay_with_t){"test.*", kd, 2, REF_EXACT, NULL, 1}, &rows);
+    replay_beside_correct(&c, "test.nan_to_zero", OUT_NAN_TO_ZERO, REF_EXACT, NULL, 1, &rows);
     const result_t *z = find_row(&rows, "test.nan_to_zero", "R_exact");
     assert_int_equal(z->verdict, VERDICT_WRONG);
     assert_non_null(strstr(z->note, "poison masked"));
@@ -830,22 +820,9 @@ static void test_cli_policy_option(void **state)
     remove(path);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replay_uses_the_policy),
-        cmocka_unit_test(test_poison_does_not_hide_a_bug),
-        cmocka_unit_test(test_truncation_is_biased),
-        cmocka_unit_test(test_immaterial_lean_passes),
-        cmocka_unit_test(test_reduced_running_sum_fails),
-        cmocka_unit_test(test_poison_masked_fails),
-        cmocka_unit_test(test_vs_nan_disagreement_fails),
-        cmocka_unit_test(test_zero_reference),
-        cmocka_unit_test(test_recorded_route),
-        cmocka_unit_test(test_rounding_modes_against_double),
-        cmocka_unit_test(test_metrics_rows_apart),
-        cmocka_unit_test(test_cli_policy_option),
-        cmocka_unit_test(test_replay_and_gate_agree),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_replay_uses_the_policy, test_poison_does_not_hide_a_bug, test_truncation_is_biased,
+    test_immaterial_lean_passes, test_reduced_running_sum_fails, test_poison_masked_fails,
+    test_vs_nan_disagreement_fails, test_zero_reference, test_recorded_route,
+    test_rounding_modes_against_double, test_metrics_rows_apart, test_cli_policy_option,
+    test_replay_and_gate_agree);

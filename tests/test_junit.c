@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "junit.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------- XML checker */
@@ -440,12 +441,5 @@ static void test_provenance_errors_and_diagnosis(void **state)
     result_list_free(&l);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts_and_structure),
-        cmocka_unit_test(test_empty_and_all_pass),
-        cmocka_unit_test(test_provenance_errors_and_diagnosis),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_counts_and_structure, test_empty_and_all_pass, test_provenance_errors_and_diagnosis);

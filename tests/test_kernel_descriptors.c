@@ -13,6 +13,7 @@
 
 #include "gpu_run.h"
 #include "registry.h"
+#include "test_main.h"
 
 /* Explicit mantissa bits by definition: e2m1 1, e4m3 3, e5m2 2, bf16 7, fp32 23. */
 static int mantissa_by_definition(elem_format_t e)
@@ -165,13 +166,4 @@ static void test_split_k(void **state)
     assert_null(kernel_find("w4a8.folded")->split_k);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_operand_formats),
-        cmocka_unit_test(test_gpu_twins),
-        cmocka_unit_test(test_compare_roles),
-        cmocka_unit_test(test_split_k),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_operand_formats, test_gpu_twins, test_compare_roles, test_split_k);

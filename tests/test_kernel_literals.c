@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "test_main.h"
 
 #define MAX_FINDINGS 256
 
@@ -305,11 +306,4 @@ static void test_no_kernel_literal_outside_its_descriptor(void **state)
     assert_int_equal(stray, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_planted_literals_are_found),
-        cmocka_unit_test(test_no_kernel_literal_outside_its_descriptor),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_planted_literals_are_found, test_no_kernel_literal_outside_its_descriptor);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include "test_main.h"
 #include "test_support.h"
 
 #define PT_FIXTURE KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump.pt"
@@ -580,19 +581,7 @@ static void test_bad_suites(void **state)
     assert_no_complete_report(dir, bad);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_case_is_good),
-        cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_wrong_dtypes),
-        cmocka_unit_test(test_wrong_shapes),
-        cmocka_unit_test(test_bad_dims),
-        cmocka_unit_test(test_nan_inf_everywhere),
-        cmocka_unit_test(test_partial_reports),
-        cmocka_unit_test(test_unwritable_output),
-        cmocka_unit_test(test_bad_pt),
-        cmocka_unit_test(test_bad_suites),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_SETUP(setup, NULL,
+    test_good_case_is_good, test_truncated, test_wrong_dtypes, test_wrong_shapes, test_bad_dims,
+    test_nan_inf_everywhere, test_partial_reports, test_unwritable_output, test_bad_pt,
+    test_bad_suites);

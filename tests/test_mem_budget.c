@@ -11,6 +11,7 @@
 #include "mem_budget.h"
 #include "replay.h"
 #include "synth.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static const char *write_meminfo(const char *name, const char *text)
@@ -72,12 +73,4 @@ static void test_replay_uses_it(void **state)
         assert_true(replay_block_rows(&c, &opt) % 512 == 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reads_mem_available),
-        cmocka_unit_test(test_budget_clamps),
-        cmocka_unit_test(test_replay_uses_it),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_reads_mem_available, test_budget_clamps, test_replay_uses_it);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define TOL 1e-15
@@ -690,23 +691,8 @@ static void test_ulp_stats_merge(void **state)
     assert_true(whole.bins[ULP_BIN_NONFINITE] > 0 && whole.bins[ULP_BIN_1] > 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_case),
-        cmocka_unit_test(test_opposite_and_ties),
-        cmocka_unit_test(test_nonfinite_split),
-        cmocka_unit_test(test_all_nonfinite),
-        cmocka_unit_test(test_zero_ref),
-        cmocka_unit_test(test_max_paths),
-        cmocka_unit_test(test_random_vs_oracle),
-        cmocka_unit_test(test_merge_rows_vs_whole),
-        cmocka_unit_test(test_ulp_hand_pairs),
-        cmocka_unit_test(test_ulp_bins),
-        cmocka_unit_test(test_ulp_distance_vs_enumeration),
-        cmocka_unit_test(test_ulp_stats),
-        cmocka_unit_test(test_ulp_stats_random),
-        cmocka_unit_test(test_ulp_stats_merge),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_hand_case, test_opposite_and_ties, test_nonfinite_split, test_all_nonfinite,
+    test_zero_ref, test_max_paths, test_random_vs_oracle, test_merge_rows_vs_whole,
+    test_ulp_hand_pairs, test_ulp_bins, test_ulp_distance_vs_enumeration, test_ulp_stats,
+    test_ulp_stats_random, test_ulp_stats_merge);

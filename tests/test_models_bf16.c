@@ -26,6 +26,8 @@
 #include "registry.h"
 #include "spec_formats.h"
 #include "synth.h"
+#include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 extern const kernel_desc_t kernel_bf16_skinny;
@@ -46,14 +48,9 @@ typedef struct {
 
 static void ops_finish(operands_t *o)
 {
-    memset(&o->in, 0, sizeof o->in);
-    o->in.M = o->M;
-    o->in.N = o->N;
-    o->in.K = o->K;
+    o->in = test_mxfp4_inputs(o->M, o->N, o->K, o->packed, o->scales, o->layout, E8M0_SPEC);
     o->in.x = o->x;
     o->in.weight_bf16 = o->wb;
-    o->in.weight = (mxfp4_weight_t){.packed = o->packed, .scales = o->scales, .layout = o->layout,
-                                    .e8m0_mode = E8M0_SPEC, .N = o->N, .K = o->K};
 }
 
 static void ops_zero(operands_t *o, int64_t M, int64_t N, int64_t K)
@@ -762,20 +759,8 @@ static void test_synth_weight_formats(void **st)
         case_free(&c[i]);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_descriptors),
-        cmocka_unit_test(test_hand_split_vs_sequential),
-        cmocka_unit_test(test_hand_table_splits),
-        cmocka_unit_test(test_table_shapes_random),
-        cmocka_unit_test(test_skinny_vs_sequential_statistic),
-        cmocka_unit_test(test_ref_linear_oracle),
-        cmocka_unit_test(test_ref_linear_is_sequential_on_same_weight),
-        cmocka_unit_test(test_ref_linear_scale_byte_zero),
-        cmocka_unit_test(test_fp32_x_is_rounded),
-        cmocka_unit_test(test_unsupported),
-        cmocka_unit_test(test_synth_weight_formats),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_descriptors, test_hand_split_vs_sequential, test_hand_table_splits,
+    test_table_shapes_random, test_skinny_vs_sequential_statistic, test_ref_linear_oracle,
+    test_ref_linear_is_sequential_on_same_weight, test_ref_linear_scale_byte_zero,
+    test_fp32_x_is_rounded, test_unsupported, test_synth_weight_formats);

@@ -22,6 +22,8 @@
 #include "formats.h"
 #include "registry.h"
 #include "spec_formats.h"
+#include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 extern const kernel_desc_t kernel_w4a8_folded;
@@ -149,20 +151,10 @@ static void tcase_add_parts(tcase_t *c, uint64_t seed)
 
 static kernel_inputs_t tcase_inputs(const tcase_t *c)
 {
-    kernel_inputs_t in;
-    memset(&in, 0, sizeof in);
-    in.M = c->M;
-    in.N = c->N;
-    in.K = c->K;
+    kernel_inputs_t in =
+        test_mxfp4_inputs(c->M, c->N, c->K, c->packed, c->scales, SCALE_LAYOUT_NK, E8M0_SPEC);
     in.x_fp8 = c->x;
     in.x_scale = c->xs;
-    in.x_fp8_format = FP8_E4M3FN;
-    in.weight.packed = c->packed;
-    in.weight.scales = c->scales;
-    in.weight.layout = SCALE_LAYOUT_NK;
-    in.weight.e8m0_mode = E8M0_SPEC;
-    in.weight.N = c->N;
-    in.weight.K = c->K;
     if (c->wref) {
         in.weight_ref = c->wref;
         in.weight_ref_len = c->N;
@@ -803,21 +795,8 @@ static void test_descriptors(void **state)
     assert_int_equal(kernel_w4a8_atiled.m_max, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_underflow_10_binades),
-        cmocka_unit_test(test_hand_weight_ref_saturation),
-        cmocka_unit_test(test_oracle_exact_folding),
-        cmocka_unit_test(test_oracle_underflow_explained),
-        cmocka_unit_test(test_layouts_bit_identical),
-        cmocka_unit_test(test_fragment_order_needs_n16),
-        cmocka_unit_test(test_partitioned_identical_copies),
-        cmocka_unit_test(test_partitioned_three_copies),
-        cmocka_unit_test(test_decode_vs_folded),
-        cmocka_unit_test(test_decode_split_constraint),
-        cmocka_unit_test(test_r4d_config),
-        cmocka_unit_test(test_descriptors),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_hand_underflow_10_binades, test_hand_weight_ref_saturation, test_oracle_exact_folding,
+    test_oracle_underflow_explained, test_layouts_bit_identical, test_fragment_order_needs_n16,
+    test_partitioned_identical_copies, test_partitioned_three_copies, test_decode_vs_folded,
+    test_decode_split_constraint, test_r4d_config, test_descriptors);

@@ -25,6 +25,7 @@
 #include "mxfp4_weight.h"
 #include "ref_parallel.h"
 #include "spec_formats.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* The value of a code under a scale byte, in double (exact), then rounded to
@@ -402,15 +403,6 @@ static void test_thread_count(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_byte_every_scale_one_block),
-        cmocka_unit_test(test_every_byte_every_scale_full_rows),
-        cmocka_unit_test(test_parallel_matches_scalar),
-        cmocka_unit_test(test_isa_selection),
-        cmocka_unit_test(test_parallel_ranges),
-        cmocka_unit_test(test_thread_count),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_every_byte_every_scale_one_block, test_every_byte_every_scale_full_rows,
+    test_parallel_matches_scalar, test_isa_selection, test_parallel_ranges, test_thread_count);

@@ -15,6 +15,7 @@
 
 #include "mxfp4_weight.h"
 #include "spec_formats.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* _exact_ref's table and scale, evaluated in double. */
@@ -219,13 +220,4 @@ static void test_wperm(void **state)
     assert_int_equal(wperm_permute(in, 16, -16, out), -1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layout_names),
-        cmocka_unit_test(test_hand_packed_rows),
-        cmocka_unit_test(test_random_dequant_vs_formula),
-        cmocka_unit_test(test_wperm),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_layout_names, test_hand_packed_rows, test_random_dequant_vs_formula, test_wperm);

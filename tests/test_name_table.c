@@ -10,6 +10,7 @@
 
 #include "blas_info.h"
 #include "name_table.h"
+#include "test_main.h"
 
 typedef enum { COLOUR_RED, COLOUR_GREEN, COLOUR_BLUE, COLOUR_COUNT } colour_t;
 
@@ -64,11 +65,4 @@ static void test_blas_isa_table(void **state)
         assert_int_equal(blas_core_isa(blas_core_for_isa((blas_isa_t)isa)), isa);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lookup_both_ways),
-        cmocka_unit_test(test_blas_isa_table),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_lookup_both_ways, test_blas_isa_table);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define SAMPLE KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5"
@@ -431,15 +432,6 @@ static void test_aborted_gate_says_incomplete(void **state)
     free(xml);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_disk_gate),
-        cmocka_unit_test(test_full_disk_save_outputs),
-        cmocka_unit_test(test_read_only_and_dev_full),
-        cmocka_unit_test(test_second_writer_refused),
-        cmocka_unit_test(test_resume_checks_provenance),
-        cmocka_unit_test(test_aborted_gate_says_incomplete),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_SETUP(setup, NULL,
+    test_full_disk_gate, test_full_disk_save_outputs, test_read_only_and_dev_full,
+    test_second_writer_refused, test_resume_checks_provenance, test_aborted_gate_says_incomplete);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "parallel.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define MAX_TASKS 4096
@@ -227,16 +228,6 @@ static void test_thread_count_from_environment(void **state)
     assert_true(parallel_thread_count(0) >= 1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_task_once),
-        cmocka_unit_test(test_second_thread_joins),
-        cmocka_unit_test(test_nested_calls),
-        cmocka_unit_test(test_concurrent_callers),
-        cmocka_unit_test(test_small_job_inline),
-        cmocka_unit_test(test_fork_child_gets_a_pool),
-        cmocka_unit_test(test_thread_count_from_environment),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_every_task_once, test_second_thread_joins, test_nested_calls, test_concurrent_callers,
+    test_small_job_inline, test_fork_child_gets_a_pool, test_thread_count_from_environment);

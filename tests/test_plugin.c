@@ -24,6 +24,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 
@@ -305,16 +306,7 @@ static void test_broken_plugins_load(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_loads_and_lists),
-        cmocka_unit_test(test_example_bit_identical_to_perblock_model),
-        cmocka_unit_test(test_example_refuses_fnuz_and_missing_weight),
-        cmocka_unit_test(test_wrong_abi_version),
-        cmocka_unit_test(test_not_a_shared_library),
-        cmocka_unit_test(test_missing_symbol),
-        cmocka_unit_test(test_broken_plugins_load),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_example_loads_and_lists, test_example_bit_identical_to_perblock_model,
+    test_example_refuses_fnuz_and_missing_weight, test_wrong_abi_version,
+    test_not_a_shared_library, test_missing_symbol, test_broken_plugins_load);

@@ -49,6 +49,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 
@@ -436,16 +437,8 @@ static void test_split_k_race_is_nondeterministic(void **state)
     expect_plugin_rows(c, &pass, NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_inject_runs_plugins_isolated),
-        cmocka_unit_test(test_plugin_prints_do_not_corrupt_json),
-        cmocka_unit_test(test_constructor_crash_and_exit_named),
-        cmocka_unit_test(test_forked_helpers_die_with_the_launch),
-        cmocka_unit_test(test_write_past_the_last_tile_is_out_of_bounds),
-        cmocka_unit_test(test_plugin_launched_on_the_whole_m),
-        cmocka_unit_test(test_split_k_race_is_nondeterministic),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_inject_runs_plugins_isolated, test_plugin_prints_do_not_corrupt_json,
+    test_constructor_crash_and_exit_named, test_forked_helpers_die_with_the_launch,
+    test_write_past_the_last_tile_is_out_of_bounds, test_plugin_launched_on_the_whole_m,
+    test_split_k_race_is_nondeterministic);

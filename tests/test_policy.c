@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "load_error.h"
 #include "policy.h"
 #include "registry.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void write_file(const char *path, const char *text)
@@ -355,13 +357,7 @@ static void test_apply(void **state)
     assert_int_equal(policy_apply(&only_rel, &r, NULL, 0), VERDICT_WRONG);
 }
 
-typedef struct {
-    const char *yaml;
-    int line;
-    const char *phrase;
-} bad_t;
-
-static const bad_t bad_policies[] = {
+static const test_bad_yaml_t bad_policies[] = {
     {"policy: p\nrules:\n  - kernel: \"w4a8.*\"\n    rel_frob: 0.1\n", 4, "unknown key 'rel_frob' in rules[0]"},
     {"policy: p\nrulez: []\n", 2, "unknown key 'rulez' in the policy"},
     {"policy: p\nrules:\n  - kernel: \"w4a8.*\"\n    band: decode\n", 3, "rules[0]: missing required key 'rel_fro'"},
@@ -389,20 +385,13 @@ static const bad_t bad_policies[] = {
 static void test_bad_policies(void **state)
 {
     (void)state;
-    char path[1024], where[1100];
+    char path[1024];
     for (size_t i = 0; i < sizeof bad_policies / sizeof bad_policies[0]; i++) {
         policy_t p;
         kr_error_t err = {{0}};
         int rc;
         load_text(bad_policies[i].yaml, path, sizeof path, &p, &err, &rc);
-        snprintf(where, sizeof where, "%s:%d: ", path, bad_policies[i].line);
-        if (rc != -1 || strstr(err.msg, where) != err.msg || !strstr(err.msg, bad_policies[i].phrase))
-            fprintf(stderr, "bad policy #%zu:\n%s\n-> rc %d: %s\n   wanted %s ... %s\n", i, bad_policies[i].yaml,
-                    rc, err.msg, where, bad_policies[i].phrase);
-        assert_int_equal(rc, -1);
-        assert_ptr_equal(strstr(err.msg, where), err.msg);
-        assert_non_null(strstr(err.msg, bad_policies[i].phrase));
-        assert_null(strchr(err.msg, '\n'));
+        test_expect_load_error("policy", i, &bad_policies[i], path, rc, err.msg);
         assert_null(p.rules);
         assert_null(p.name);
     }
@@ -518,14 +507,4 @@ static void test_derived(void **state)
     assert_non_null(strstr(note, "rel_fro 0.01 > 0.00421"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_and_match),
-        cmocka_unit_test(test_default_policy),
-        cmocka_unit_test(test_apply),
-        cmocka_unit_test(test_bad_policies),
-        cmocka_unit_test(test_derived),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_load_and_match, test_default_policy, test_apply, test_bad_policies, test_derived);

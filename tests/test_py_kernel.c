@@ -27,6 +27,7 @@
 
 #include "json_rows.h"
 #include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define EX KREPLAY_SOURCE_DIR "/kernels/plugins/python/examples"
@@ -162,16 +163,6 @@ static void test_bad_spec_refused(void **state)
     free(out);
 }
 
-int main(void)
-{
-    if (!test_python_imports("torch, numpy"))
-        return TEST_SKIPPED;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_w4a8_example_bit_identical),
-        cmocka_unit_test(test_bf16_example_passes_source),
-        cmocka_unit_test(test_faulty_kernels_reported),
-        cmocka_unit_test(test_bad_spec_refused),
-        cmocka_unit_test(test_suite_python_kernels),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_FULL(test_python_missing("torch, numpy"), setup, NULL,
+    test_w4a8_example_bit_identical, test_bf16_example_passes_source, test_faulty_kernels_reported,
+    test_bad_spec_refused, test_suite_python_kernels);

@@ -28,6 +28,7 @@
 
 #include "json_rows.h"
 #include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define KERNELS KREPLAY_SOURCE_DIR "/tests/python/py_operand_kernels.py"
@@ -138,16 +139,7 @@ static void test_unknown_kernel_refused(void **state)
     assert_non_null(strstr(err, "MODULE:FUNCTION[@KERNEL]"));
 }
 
-int main(void)
-{
-    if (!test_python_imports("torch, numpy"))
-        return TEST_SKIPPED;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_w4a4_from_x_mxfp4_bit_identical),
-        cmocka_unit_test(test_w4a8_folded_from_w_folded_bit_identical),
-        cmocka_unit_test(test_bf16_from_x_bf16_bit_identical),
-        cmocka_unit_test(test_missing_operand_is_an_error_row),
-        cmocka_unit_test(test_unknown_kernel_refused),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_FULL(test_python_missing("torch, numpy"), setup, NULL,
+    test_w4a4_from_x_mxfp4_bit_identical, test_w4a8_folded_from_w_folded_bit_identical,
+    test_bf16_from_x_bf16_bit_identical, test_missing_operand_is_an_error_row,
+    test_unknown_kernel_refused);

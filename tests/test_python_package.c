@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "python_ready.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_python_package(void **state)
@@ -26,10 +27,5 @@ static void test_python_package(void **state)
     assert_int_equal(test_run_python("python_package_test.py", args), 0);
 }
 
-int main(void)
-{
-    if (!test_python_imports("h5py, numpy, pandas, venv, ensurepip"))
-        return TEST_SKIPPED;
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_python_package)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN_FULL(test_python_missing("h5py, numpy, pandas, venv, ensurepip"), NULL, NULL,
+    test_python_package);

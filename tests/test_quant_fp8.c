@@ -14,6 +14,7 @@
 
 #include "formats.h"
 #include "quant_fp8.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static int is_fn_nan_code(uint8_t c) { return (c & 0x7F) == 0x7F; }
@@ -276,19 +277,7 @@ static void test_dequant(void **state)
     assert_true(out[4] == 30.0f);   /* fnuz 0x7F = 240 */
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_variant_names),
-        cmocka_unit_test(test_row_amax_448),
-        cmocka_unit_test(test_scale_division_vs_reciprocal_constant),
-        cmocka_unit_test(test_row_min_scale_floor),
-        cmocka_unit_test(test_row_with_nan),
-        cmocka_unit_test(test_row_with_inf),
-        cmocka_unit_test(test_row_fnuz),
-        cmocka_unit_test(test_random_rows_round_trip),
-        cmocka_unit_test(test_reciprocal_differs_on_ties),
-        cmocka_unit_test(test_dequant),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_variant_names, test_row_amax_448, test_scale_division_vs_reciprocal_constant,
+    test_row_min_scale_floor, test_row_with_nan, test_row_with_inf, test_row_fnuz,
+    test_random_rows_round_trip, test_reciprocal_differs_on_ties, test_dequant);

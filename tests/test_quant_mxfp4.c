@@ -16,6 +16,7 @@
 #include "formats.h"
 #include "quant_mxfp4.h"
 #include "spec_formats.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
@@ -386,17 +387,7 @@ static void test_matrix_quant_and_dequant(void **state)
     assert_true(isnan(o2[33]));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_variant_names),
-        cmocka_unit_test(test_block_amax_6),
-        cmocka_unit_test(test_block_significand_175),
-        cmocka_unit_test(test_block_nan),
-        cmocka_unit_test(test_block_inf),
-        cmocka_unit_test(test_block_zero_tiny_huge),
-        cmocka_unit_test(test_random_blocks_vs_oracle),
-        cmocka_unit_test(test_matrix_quant_and_dequant),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_variant_names, test_block_amax_6, test_block_significand_175, test_block_nan,
+    test_block_inf, test_block_zero_tiny_huge, test_random_blocks_vs_oracle,
+    test_matrix_quant_and_dequant);

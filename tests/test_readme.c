@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_main.h"
 #include "test_support.h"
 
 #define MAX_COMMANDS 64
@@ -247,10 +248,4 @@ static int setup(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_readme_commands),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+KR_TEST_MAIN_SETUP(setup, NULL, test_readme_commands);

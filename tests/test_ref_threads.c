@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "ref_parallel.h"
+#include "test_main.h"
 
 /* Restricts this process to the first `count` CPUs of its current mask;
  * returns how many it got (fewer when the mask has fewer). */
@@ -58,11 +59,4 @@ static void test_env_overrides(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_follows_affinity),
-        cmocka_unit_test(test_env_overrides),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_follows_affinity, test_env_overrides);

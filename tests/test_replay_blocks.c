@@ -28,6 +28,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 enum { N = 256, K = 2048 };
@@ -261,13 +262,6 @@ static void test_blocks_default_panel(void **state)
     case_free(&c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_blocks_match_whole),
-        cmocka_unit_test(test_blocks_fragment_order),
-        cmocka_unit_test(test_blocks_decode_band),
-        cmocka_unit_test(test_blocks_default_panel),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_blocks_match_whole, test_blocks_fragment_order, test_blocks_decode_band,
+    test_blocks_default_panel);

@@ -22,6 +22,7 @@
 
 #include "case_io.h"
 #include "spec_formats.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* W[n][k] in double, from the stored (possibly fragment-order) bytes. */
@@ -187,12 +188,4 @@ static void test_prefill_kn_wperm(void **state)
     check_case("prefill_N256_K2048_M300_kn_wperm");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gdn_in_proj_ba),
-        cmocka_unit_test(test_moe_gate),
-        cmocka_unit_test(test_prefill_kn_wperm),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_gdn_in_proj_ba, test_moe_gate, test_prefill_kn_wperm);

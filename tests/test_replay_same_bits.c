@@ -28,6 +28,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static const char *const SAMPLES[] = {
@@ -162,10 +163,4 @@ static void test_same_rows_as_before(void **state)
     assert_int_equal(bad, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_same_rows_as_before),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_same_rows_as_before);

@@ -33,6 +33,7 @@
 #include "progress.h"
 #include "report_bundle.h"
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 
 #define NANHEAD KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5"
@@ -51,14 +52,6 @@ static char *read_output(const char *dir, const char *name)
     if (!text)
         fail_msg("cannot read %s", path);
     return text;
-}
-
-static int count_substr(const char *s, const char *needle)
-{
-    int n = 0;
-    for (const char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    return n;
 }
 
 static result_t *row(result_list_t *l, const char *case_name, int64_t M, int64_t N, int64_t K, const char *kernel,
@@ -255,14 +248,14 @@ static void test_report_known_rows(void **state)
     assert_int_equal(outcome.nfmaps, 1);
 
     char *html = read_output(out, "report.html");
-    assert_int_equal(count_substr(html, "<svg"), expected);
-    assert_int_equal(count_substr(html, "</svg>"), expected);
-    assert_int_equal(count_substr(html, "<svg class=\"kr-plot\""), expected);
+    assert_int_equal(test_count_substr(html, "<svg"), expected);
+    assert_int_equal(test_count_substr(html, "</svg>"), expected);
+    assert_int_equal(test_count_substr(html, "<svg class=\"kr-plot\""), expected);
     char attr[64];
     snprintf(attr, sizeof attr, "data-expected-plots=\"%d\"", expected);
     assert_non_null(strstr(html, attr));
     /* self-contained: one inline script, no external resource */
-    assert_int_equal(count_substr(html, "<script"), 1);
+    assert_int_equal(test_count_substr(html, "<script"), 1);
     assert_null(strstr(html, "<link"));
     assert_null(strstr(html, " src="));
     assert_null(strstr(html, "<?xml"));
@@ -273,14 +266,14 @@ static void test_report_known_rows(void **state)
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             char want[200];
             snprintf(want, sizeof want, "data-plot=\"%s\"", names[i]);
-            if (count_substr(html, want) != 1)
-                fail_msg("plot %s: %d times in the page", names[i], count_substr(html, want));
+            if (test_count_substr(html, want) != 1)
+                fail_msg("plot %s: %d times in the page", names[i], test_count_substr(html, want));
         }
         /* ids made unique per plot */
         assert_null(strstr(html, "id='gpDot'"));
-        assert_int_equal(count_substr(html, "id=\"gnuplot_canvas\""), 0);
-        assert_int_equal(count_substr(html, "id='kp0-gpDot'"), 1);
-        assert_int_equal(count_substr(html, "id='kp1-gpDot'"), 1);
+        assert_int_equal(test_count_substr(html, "id=\"gnuplot_canvas\""), 0);
+        assert_int_equal(test_count_substr(html, "id='kp0-gpDot'"), 1);
+        assert_int_equal(test_count_substr(html, "id='kp1-gpDot'"), 1);
         assert_non_null(strstr(html, "xlink:href='#kp1-gpPt"));
         /* the non-finite map sits in its case's detail, after its description */
         const char *det = strstr(html, "<summary><b>gdn_out_proj_slice_N512_K3072_M17_nanhead</b>");
@@ -322,12 +315,12 @@ static void test_report_known_rows(void **state)
     assert_non_null(b);
     assert_non_null(c);
     assert_true(a < b && b < c);
-    assert_int_equal(count_substr(h, "<tr><td>"), 3);
+    assert_int_equal(test_count_substr(h, "<tr><td>"), 3);
     free(html);
 
     /* the Markdown beside it */
     char *md = read_output(out, "report_full.md");
-    assert_int_equal(count_substr(md, ".png)"), expected);
+    assert_int_equal(test_count_substr(md, ".png)"), expected);
     if (gp) {
         char plots[700];
         snprintf(plots, sizeof plots, "%s/plots", out);
@@ -379,7 +372,7 @@ static void test_cli_report(void **state)
     char *html = read_output(out, "report.html");
     assert_non_null(strstr(html, "block: rows 0-16 x columns 1024-1151"));
     if (gnuplot_available())
-        assert_int_equal(count_substr(html, "<svg class=\"kr-plot\""), 8);
+        assert_int_equal(test_count_substr(html, "<svg class=\"kr-plot\""), 8);
     free(html);
     static const char *files[] = {"results.json", "results.csv", "report.md", "report_full.md"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -422,7 +415,7 @@ static void test_empty_rows(void **state)
     char *html = read_output(out, "report.html");
     assert_non_null(strstr(html, "PASS: 0 of 0 rows fail"));
     assert_non_null(strstr(html, "No plots in this report."));
-    assert_int_equal(count_substr(html, "<svg"), 0);
+    assert_int_equal(test_count_substr(html, "<svg"), 0);
     free(html);
     char path[800];
     snprintf(path, sizeof path, "%s/report_full.md", out);
@@ -475,13 +468,4 @@ static void test_progress_line(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_report_known_rows),
-        cmocka_unit_test(test_cli_report),
-        cmocka_unit_test(test_empty_rows),
-        cmocka_unit_test(test_progress_line),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_report_known_rows, test_cli_report, test_empty_rows, test_progress_line);

@@ -22,6 +22,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 enum { M = 64, N = 256, K = 256 };
@@ -160,11 +161,4 @@ static void test_models_rerun_in_row_blocks(void **state)
     case_free(&c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_models_rerun_whole_case),
-        cmocka_unit_test(test_models_rerun_in_row_blocks),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_models_rerun_whole_case, test_models_rerun_in_row_blocks);

@@ -23,6 +23,7 @@
 
 #include "result_fields.h"
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ---------------------------------------------------------------- paths */
@@ -1134,21 +1135,8 @@ static void test_partials_resume(void **state)
     result_list_free(&expect);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_field_table_covers_result_t),
-        cmocka_unit_test(test_field_table_csv_json),
-        cmocka_unit_test(test_missing_values_everywhere),
-        cmocka_unit_test(test_round_trip_every_field),
-        cmocka_unit_test(test_round_trip_empty),
-        cmocka_unit_test(test_write_failures_leave_nothing),
-        cmocka_unit_test(test_sort_key_and_stability),
-        cmocka_unit_test(test_merge_three_shards_equals_one_run),
-        cmocka_unit_test(test_merge_refusals),
-        cmocka_unit_test(test_read_by_name_ignores_unknown_fields),
-        cmocka_unit_test(test_read_refuses_bad_files),
-        cmocka_unit_test(test_partials_resume),
-    };
-    return cmocka_run_group_tests(tests, make_dir_setup, remove_dir_teardown);
-}
+KR_TEST_MAIN_SETUP(make_dir_setup, remove_dir_teardown,
+    test_field_table_covers_result_t, test_field_table_csv_json, test_missing_values_everywhere,
+    test_round_trip_every_field, test_round_trip_empty, test_write_failures_leave_nothing,
+    test_sort_key_and_stability, test_merge_three_shards_equals_one_run, test_merge_refusals,
+    test_read_by_name_ignores_unknown_fields, test_read_refuses_bad_files, test_partials_resume);

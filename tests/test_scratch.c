@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/scratch.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_reuse_and_alignment(void **state)
@@ -94,13 +95,6 @@ static void test_two_threads(void **state)
     assert_null(theirs);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reuse_and_alignment),
-        cmocka_unit_test(test_holders_never_share),
-        cmocka_unit_test(test_large_is_not_cached),
-        cmocka_unit_test(test_two_threads),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_reuse_and_alignment, test_holders_never_share, test_large_is_not_cached,
+    test_two_threads);

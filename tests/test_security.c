@@ -43,6 +43,7 @@
 #include "escape.h"
 #include "output_store.h"
 #include "results_store.h"
+#include "test_main.h"
 #include "test_support.h"
 #include "torch_pt.h"
 
@@ -180,16 +181,38 @@ static void copy_file(const char *from, const char *to)
 
 /* A fresh working directory with one small synthetic case in it; *case_path
  * is that case's absolute path. */
-static void work_dir_with_case(char *dir, size_t cap, char *case_path, size_t ccap)
+/* A fresh working directory and the 64 x 64 case synthesized in its cases/. */
+typedef struct {
+    char dir[1024];
+    char cs[1200];  /* the case */
+} work_t;
+
+static void work_dir_with_case(work_t *w)
 {
-    test_tmp_path(dir, cap, "security");
-    make_dir(dir);
+    test_tmp_path(w->dir, sizeof w->dir, "security");
+    make_dir(w->dir);
     char cases[1100];
-    snprintf(cases, sizeof cases, "%s/cases", dir);
+    snprintf(cases, sizeof cases, "%s/cases", w->dir);
     const char *argv[] = {"kreplay", "synth", "--shape", "64x64", "--m", "4", "--out", cases, NULL};
-    expect_success_in(dir, argv, NULL);
-    snprintf(case_path, ccap, "%s/synth_N64_K64_M4_s1.h5", cases);
-    assert_true(exists(case_path));
+    expect_success_in(w->dir, argv, NULL);
+    snprintf(w->cs, sizeof w->cs, "%s/synth_N64_K64_M4_s1.h5", cases);
+    assert_true(exists(w->cs));
+}
+
+/* The work directory's case copied to cases/NAME (its path in path): a
+ * hostile case name. */
+static void copy_case_as(const work_t *w, const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/cases/%s", w->dir, name);
+    copy_file(w->cs, path);
+}
+
+/* The hostile names' `touch owned` never ran in DIR. */
+static void assert_nothing_ran(const char *dir)
+{
+    char owned[1100];
+    snprintf(owned, sizeof owned, "%s/owned", dir);
+    assert_false(exists(owned));
 }
 
 /* -------------------------------------------------------- 1. no shell at all */
@@ -204,50 +227,49 @@ static const char *const HOSTILE_DIRS[] = {
 static void test_no_shell_from_paths(void **state)
 {
     (void)state;
-    char dir[1024], cs[1200];
-    work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
-    char runs[1100], owned[1100];
-    snprintf(runs, sizeof runs, "%s/runs", dir);
-    snprintf(owned, sizeof owned, "%s/owned", dir);
+    work_t w;
+    work_dir_with_case(&w);
+    char runs[1100];
+    snprintf(runs, sizeof runs, "%s/runs", w.dir);
     make_dir(runs);
 
     char suite[1100];
-    snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
+    snprintf(suite, sizeof suite, "%s/suite.yaml", w.dir);
     assert_int_equal(test_write_text(suite, "suite: sec\ncases:\n  - synth:\n      shapes: [64x64]\n"
                                             "      m: [4]\n      seeds: [1]\n"
                                             "references: [exact]\ndevice: cpu\n"), 0);
 
     for (size_t h = 0; h < sizeof HOSTILE_DIRS / sizeof HOSTILE_DIRS[0]; h++) {
         const char *o = HOSTILE_DIRS[h];
-        const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", o, cs, NULL};
-        expect_verdict_in(dir, replay, o);
+        const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", o, w.cs, NULL};
+        expect_verdict_in(w.dir, replay, o);
         /* twice: the second run clears the first one's partials */
         for (int pass = 0; pass < 2; pass++) {
             char gdir[600];
             snprintf(gdir, sizeof gdir, "%s-gate", o);
             const char *gate[] = {"kreplay", "gate", "suite.yaml", "-o", gdir, NULL};
-            expect_verdict_in(dir, gate, gdir);
-            assert_false(exists(owned));
+            expect_verdict_in(w.dir, gate, gdir);
+            assert_nothing_ran(w.dir);
         }
         char res[1200], rdir[600];
         snprintf(res, sizeof res, "%s/results.h5", o);
         snprintf(rdir, sizeof rdir, "%s-report", o);
         /* plots only for the first name: test_no_gnuplot_injection_from_names covers gnuplot */
         const char *report[] = {"kreplay", "report", res, "-o", rdir, h ? "--no-plots" : NULL, NULL};
-        expect_success_in(dir, report, rdir);
+        expect_success_in(w.dir, report, rdir);
         char cdir[600];
         snprintf(cdir, sizeof cdir, "%s-compare", o);
         const char *compare[] = {"kreplay", "compare", "--synth", "64x64", "--m", "4", "-o", cdir, NULL};
-        expect_verdict_in(dir, compare, cdir);
-        assert_false(exists(owned));
+        expect_verdict_in(w.dir, compare, cdir);
+        assert_nothing_ran(w.dir);
 
         /* the outputs are in the directories of those literal names */
         char want[1400];
-        snprintf(want, sizeof want, "%s/%s/results.json", dir, o);
+        snprintf(want, sizeof want, "%s/%s/results.json", w.dir, o);
         assert_true(exists(want));
-        snprintf(want, sizeof want, "%s/%s-gate/results.h5", dir, o);
+        snprintf(want, sizeof want, "%s/%s-gate/results.h5", w.dir, o);
         assert_true(exists(want));
-        snprintf(want, sizeof want, "%s/%s-report/report.html", dir, o);
+        snprintf(want, sizeof want, "%s/%s-report/report.html", w.dir, o);
         assert_true(exists(want));
     }
 }
@@ -257,11 +279,10 @@ static void test_no_shell_from_paths(void **state)
 static void test_no_gnuplot_injection_from_names(void **state)
 {
     (void)state;
-    char dir[1024], cs[1200];
-    work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
-    char evil[1400], owned[1100];
-    snprintf(evil, sizeof evil, "%s/cases/x\"; system(\"touch owned\"); print \"`touch owned`@owned.h5", dir);
-    copy_file(cs, evil);
+    work_t w;
+    work_dir_with_case(&w);
+    char evil[1400];
+    copy_case_as(&w, "x\"; system(\"touch owned\"); print \"`touch owned`@owned.h5", evil, sizeof evil);
     /* NaN in x's first row: the report then draws the case's non-finite
      * map, whose title holds the case name */
     h5_quiet();
@@ -274,16 +295,15 @@ static void test_no_gnuplot_injection_from_names(void **state)
     assert_true(H5Dwrite(x, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, xv) >= 0);
     H5Dclose(x);
     H5Fclose(f);
-    snprintf(owned, sizeof owned, "%s/owned", dir);
     const char *replay[] = {"kreplay", "replay", "-o", "run", evil, NULL};
-    expect_verdict_in(dir, replay, NULL);
+    expect_verdict_in(w.dir, replay, NULL);
     const char *report[] = {"kreplay", "report", "run/results.h5", "-o", "rep", "--case", evil,
                             "--title", "t\"; system(\"touch owned\"); print \"`touch owned`", NULL};
-    expect_success_in(dir, report, NULL);
-    assert_false(exists(owned));
+    expect_success_in(w.dir, report, NULL);
+    assert_nothing_ran(w.dir);
     /* the name did reach a plot: the non-finite map was drawn (when gnuplot is there) */
     char plots[1200];
-    snprintf(plots, sizeof plots, "%s/rep/plots", dir);
+    snprintf(plots, sizeof plots, "%s/rep/plots", w.dir);
     DIR *d = opendir(plots);
     if (d) {
         int nfmap = 0;
@@ -401,17 +421,17 @@ static void expect_case_refused(const char *path, const char *n1, const char *n2
 static void test_hdf5_cases_leaving_the_file(void **state)
 {
     (void)state;
-    char dir[1024], cs[1200];
-    work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
+    work_t w;
+    work_dir_with_case(&w);
     char bad[1300], other[1300], rel[1300];
-    snprintf(other, sizeof other, "%s/other.h5", dir);
-    snprintf(rel, sizeof rel, "%s/cases/passwd_copy", dir);
+    snprintf(other, sizeof other, "%s/other.h5", w.dir);
+    snprintf(rel, sizeof rel, "%s/cases/passwd_copy", w.dir);
     copy_file("/etc/passwd", rel);
 
     /* the untouched case reads */
     case_t c;
     kr_error_t err = {{0}};
-    assert_int_equal(case_read(cs, &c, &err), 0);
+    assert_int_equal(case_read(w.cs, &c, &err), 0);
     case_free(&c);
 
     const struct {
@@ -433,8 +453,8 @@ static void test_hdf5_cases_leaving_the_file(void **state)
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
         /* the link and virtual kinds point at other.h5, which the message names */
         const char *to_other = hostile[i].arg ? NULL : other;
-        snprintf(bad, sizeof bad, "%s/%s", dir, hostile[i].file);
-        make_hostile_case(cs, bad, hostile[i].kind, to_other ? other : hostile[i].arg, to_other);
+        snprintf(bad, sizeof bad, "%s/%s", w.dir, hostile[i].file);
+        make_hostile_case(w.cs, bad, hostile[i].kind, to_other ? other : hostile[i].arg, to_other);
         expect_case_refused(bad, hostile[i].msg, to_other);
     }
 }
@@ -444,35 +464,35 @@ static void test_hdf5_cases_leaving_the_file(void **state)
 static void test_hdf5_refused_by_cli(void **state)
 {
     (void)state;
-    char dir[1024], cs[1200];
-    work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
+    work_t w;
+    work_dir_with_case(&w);
     char bad[1300], outs[1300], other[1300];
-    snprintf(bad, sizeof bad, "%s/ext_passwd.h5", dir);
-    make_hostile_case(cs, bad, H_EXTERNAL_STORAGE, "/etc/passwd", NULL);
-    snprintf(outs, sizeof outs, "%s/outs.h5", dir);
+    snprintf(bad, sizeof bad, "%s/ext_passwd.h5", w.dir);
+    make_hostile_case(w.cs, bad, H_EXTERNAL_STORAGE, "/etc/passwd", NULL);
+    snprintf(outs, sizeof outs, "%s/outs.h5", w.dir);
     const char *replay[] = {"kreplay", "replay", "--save-outputs", outs, bad, NULL};
-    expect_refused_in(dir, replay, "dataset /x uses external raw storage (/etc/passwd); refused");
+    expect_refused_in(w.dir, replay, "dataset /x uses external raw storage (/etc/passwd); refused");
     assert_false(exists(outs));
 
-    snprintf(other, sizeof other, "%s/other.h5", dir);
-    snprintf(bad, sizeof bad, "%s/elink.h5", dir);
-    make_hostile_case(cs, bad, H_EXTERNAL_LINK, other, other);
+    snprintf(other, sizeof other, "%s/other.h5", w.dir);
+    snprintf(bad, sizeof bad, "%s/elink.h5", w.dir);
+    make_hostile_case(w.cs, bad, H_EXTERNAL_LINK, other, other);
     const char *inspect[] = {"kreplay", "inspect", bad, NULL};
-    expect_refused_in(dir, inspect, "/x is an external link");
+    expect_refused_in(w.dir, inspect, "/x is an external link");
 }
 
 /* results.h5 (report, merge, baseline) and an existing outputs file. */
 static void test_hdf5_results_and_outputs(void **state)
 {
     (void)state;
-    char dir[1024], cs[1200];
-    work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
-    const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", "run", cs, NULL};
-    expect_verdict_in(dir, replay, NULL);
+    work_t w;
+    work_dir_with_case(&w);
+    const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", "run", w.cs, NULL};
+    expect_verdict_in(w.dir, replay, NULL);
     char good[1300], bad[1300], other[1300];
-    snprintf(good, sizeof good, "%s/run/results.h5", dir);
-    snprintf(other, sizeof other, "%s/other.h5", dir);
-    copy_x_to(cs, other);
+    snprintf(good, sizeof good, "%s/run/results.h5", w.dir);
+    snprintf(other, sizeof other, "%s/other.h5", w.dir);
+    copy_x_to(w.cs, other);
 
     result_list_t rows;
     kr_error_t err = {{0}};
@@ -481,7 +501,7 @@ static void test_hdf5_results_and_outputs(void **state)
     result_list_free(&rows);
 
     /* a dataset on external storage */
-    snprintf(bad, sizeof bad, "%s/results_ext.h5", dir);
+    snprintf(bad, sizeof bad, "%s/results_ext.h5", w.dir);
     copy_file(good, bad);
     hid_t f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -499,10 +519,10 @@ static void test_hdf5_results_and_outputs(void **state)
     assert_contains(err.msg, bad);
     assert_contains(err.msg, "dataset /junk uses external raw storage (/etc/passwd); refused");
     const char *report[] = {"kreplay", "report", bad, "-o", "rep", NULL};
-    expect_refused_in(dir, report, "dataset /junk uses external raw storage (/etc/passwd); refused");
+    expect_refused_in(w.dir, report, "dataset /junk uses external raw storage (/etc/passwd); refused");
 
     /* an external link */
-    snprintf(bad, sizeof bad, "%s/results_elink.h5", dir);
+    snprintf(bad, sizeof bad, "%s/results_elink.h5", w.dir);
     copy_file(good, bad);
     f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
     assert_true(H5Lcreate_external(other, "/x", f, "evil", H5P_DEFAULT, H5P_DEFAULT) >= 0);
@@ -514,7 +534,7 @@ static void test_hdf5_results_and_outputs(void **state)
     /* an outputs file whose case group is an external link: nothing may be
      * written through it into the other file */
     char outs[1300];
-    snprintf(outs, sizeof outs, "%s/outs.h5", dir);
+    snprintf(outs, sizeof outs, "%s/outs.h5", w.dir);
     f = H5Fcreate(outs, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     assert_true(H5Lcreate_external(other, "/", f, "victim", H5P_DEFAULT, H5P_DEFAULT) >= 0);
     H5Fclose(f);
@@ -688,15 +708,15 @@ static void assert_table_rows_intact(const char *md)
 static void test_forged_rows(void **state)
 {
     (void)state;
-    char dir[1024], cs[1200];
-    work_dir_with_case(dir, sizeof dir, cs, sizeof cs);
+    work_t w;
+    work_dir_with_case(&w);
     char evil[1400];
-    snprintf(evil, sizeof evil, "%s/cases/a|b\n| forged | 1 | 2 | 3 | x | y | z |<img src=x onerror=alert(1)>.h5", dir);
-    copy_file(cs, evil);
+    copy_case_as(&w, "a|b\n| forged | 1 | 2 | 3 | x | y | z |<img src=x onerror=alert(1)>.h5", evil,
+                 sizeof evil);
     const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "--refs", "exact", "-o", "run", evil,
                             NULL};
     char *out = NULL;
-    int rc = run_kreplay_in(dir, replay, &out);
+    int rc = run_kreplay_in(w.dir, replay, &out);
     if (rc != 0 && rc != 1)
         fail_msg("replay: exit %d: %s", rc, out);
     /* the terminal table: no line starts with the forged text */
@@ -704,18 +724,18 @@ static void test_forged_rows(void **state)
     free(out);
 
     char path[1400];
-    snprintf(path, sizeof path, "%s/run/report.md", dir);
+    snprintf(path, sizeof path, "%s/run/report.md", w.dir);
     char *md = slurp(path, NULL);
     assert_null(strstr(md, "\n| forged"));
     assert_contains(md, "a\\|b \\| forged");
     assert_table_rows_intact(md);
     free(md);
 
-    snprintf(path, sizeof path, "%s/run/results.csv", dir);
+    snprintf(path, sizeof path, "%s/run/results.csv", w.dir);
     char *csv = slurp(path, NULL);
     int lines = csv_records(csv);
     free(csv);
-    snprintf(path, sizeof path, "%s/run/results.json", dir);
+    snprintf(path, sizeof path, "%s/run/results.json", w.dir);
     /* one header record plus one per row: the row count from the JSON */
     char *json = slurp(path, NULL);
     int rows = 0;
@@ -726,13 +746,13 @@ static void test_forged_rows(void **state)
     assert_int_equal(lines, rows + 1);
 
     const char *report[] = {"kreplay", "report", "run/results.h5", "-o", "rep", NULL};
-    expect_success_in(dir, report, NULL);
-    snprintf(path, sizeof path, "%s/rep/report.html", dir);
+    expect_success_in(w.dir, report, NULL);
+    snprintf(path, sizeof path, "%s/rep/report.html", w.dir);
     char *html = slurp(path, NULL);
     assert_null(strstr(html, "<img src=x"));
     assert_contains(html, "&lt;img src=x onerror=alert(1)&gt;");
     free(html);
-    snprintf(path, sizeof path, "%s/rep/report_full.md", dir);
+    snprintf(path, sizeof path, "%s/rep/report_full.md", w.dir);
     md = slurp(path, NULL);
     assert_null(strstr(md, "\n| forged"));
     assert_table_rows_intact(md);
@@ -851,18 +871,7 @@ static void test_pt_zip_bomb(void **state)
     unlink(path);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_escape_formats),
-        cmocka_unit_test(test_pt_bounds),
-        cmocka_unit_test(test_pt_zip_bomb),
-        cmocka_unit_test(test_hdf5_cases_leaving_the_file),
-        cmocka_unit_test(test_hdf5_refused_by_cli),
-        cmocka_unit_test(test_hdf5_results_and_outputs),
-        cmocka_unit_test(test_forged_rows),
-        cmocka_unit_test(test_no_gnuplot_injection_from_names),
-        cmocka_unit_test(test_no_shell_from_paths),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_escape_formats, test_pt_bounds, test_pt_zip_bomb, test_hdf5_cases_leaving_the_file,
+    test_hdf5_refused_by_cli, test_hdf5_results_and_outputs, test_forged_rows,
+    test_no_gnuplot_injection_from_names, test_no_shell_from_paths);

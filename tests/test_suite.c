@@ -13,8 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "load_error.h"
 #include "registry.h"
 #include "suite.h"
+#include "test_main.h"
 #include "test_support.h"
 #include "yaml_util.h"
 
@@ -295,15 +297,9 @@ static void test_relative_paths(void **state)
     }
 }
 
-typedef struct {
-    const char *yaml;
-    int line;
-    const char *phrase;
-} bad_t;
-
 /* Every kind of bad suite: -1, one line "PATH:LINE: ..." with the line of
  * the fault and a phrase that says what is wrong. */
-static const bad_t bad_suites[] = {
+static const test_bad_yaml_t bad_suites[] = {
     /* unknown keys, anywhere */
     {"suite: x\ncases:\n  - files: [\"../cases/*.h5\"]\nkernals: [\"w4a8.*\"]\n", 4, "unknown key 'kernals' in the suite"},
     {"suite: x\ncases:\n  - files: [\"../cases/*.h5\"]\n    glob: 1\n", 4, "unknown key 'glob' in cases[0]"},
@@ -363,7 +359,7 @@ static const bad_t bad_suites[] = {
 static void test_bad_suites(void **state)
 {
     (void)state;
-    char root[1024], path[2048], where[2200];
+    char root[1024], path[2048];
     make_tree(root, sizeof root);
     snprintf(path, sizeof path, "%s/suites/bad.yaml", root);
     for (size_t i = 0; i < sizeof bad_suites / sizeof bad_suites[0]; i++) {
@@ -371,15 +367,7 @@ static void test_bad_suites(void **state)
         suite_t s;
         kr_error_t err = {{0}};
         int rc = suite_load(path, &s, &err);
-        snprintf(where, sizeof where, "%s:%d: ", path, bad_suites[i].line);
-        if (rc != -1 || !strstr(err.msg, where) || !strstr(err.msg, bad_suites[i].phrase) || strchr(err.msg, '\n'))
-            fprintf(stderr, "bad suite #%zu:\n%s\n-> rc %d: %s\n   wanted %s ... %s\n", i, bad_suites[i].yaml, rc,
-                    err.msg, where, bad_suites[i].phrase);
-        assert_int_equal(rc, -1);
-        assert_non_null(strstr(err.msg, where));
-        assert_ptr_equal(strstr(err.msg, where), err.msg); /* the message starts with PATH:LINE: */
-        assert_non_null(strstr(err.msg, bad_suites[i].phrase));
-        assert_null(strchr(err.msg, '\n'));
+        test_expect_load_error("suite", i, &bad_suites[i], path, rc, err.msg);
         assert_null(s.name); /* zeroed on failure */
         assert_int_equal(s.n_files, 0);
     }
@@ -523,14 +511,6 @@ static void test_hostile_inputs(void **state)
     assert_int_equal(ok + failed, 3000);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default_suite),
-        cmocka_unit_test(test_full_suite),
-        cmocka_unit_test(test_relative_paths),
-        cmocka_unit_test(test_bad_suites),
-        cmocka_unit_test(test_hostile_inputs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(
+    test_default_suite, test_full_suite, test_relative_paths, test_bad_suites,
+    test_hostile_inputs);

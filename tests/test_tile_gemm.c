@@ -20,6 +20,8 @@
 
 #include "formats.h"
 #include "registry.h"
+#include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 /* ------------------------------------------------------------------ */
@@ -144,17 +146,10 @@ static void gcase_free(gcase_t *c)
 
 static kernel_inputs_t gcase_inputs(const gcase_t *c)
 {
-    kernel_inputs_t in;
-    memset(&in, 0, sizeof in);
-    in.M = c->M;
-    in.N = c->N;
-    in.K = c->K;
+    kernel_inputs_t in = test_mxfp4_inputs(c->M, c->N, c->K, c->packed, c->scales, c->layout, c->mode);
     in.x = c->x;
     in.x_fp8 = c->x_fp8;
     in.x_scale = c->x_scale;
-    in.x_fp8_format = FP8_E4M3FN;
-    in.weight = (mxfp4_weight_t){.packed = c->packed, .scales = c->scales, .layout = c->layout,
-                                 .e8m0_mode = c->mode, .N = c->N, .K = c->K};
     in.weight_bf16 = c->wb;
     return in;
 }
@@ -355,11 +350,4 @@ static void test_hostile_operands(void **state)
     assert_int_equal(bad, 0);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shapes),
-        cmocka_unit_test(test_hostile_operands),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_shapes, test_hostile_operands);

@@ -32,6 +32,7 @@
 #include "case_load.h"
 #include "pt_import.h"
 #include "replay.h"
+#include "test_main.h"
 #include "test_support.h"
 #include "torch_pt.h"
 
@@ -916,18 +917,9 @@ int main(void)
         return TEST_SKIPPED;
     }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dtypes_exact),
-        cmocka_unit_test(test_dump_matches_h5_twin),
-        cmocka_unit_test(test_square_scale_needs_layout),
-        cmocka_unit_test(test_replay_in_process),
-        cmocka_unit_test(test_import_cli),
-        cmocka_unit_test(test_unsupported_refused),
-        cmocka_unit_test(test_more_dtypes_exact),
-        cmocka_unit_test(test_more_dtypes_refused),
-        cmocka_unit_test(test_broken_files),
-        cmocka_unit_test(test_corrupted_pickles),
-        cmocka_unit_test(test_cli_replay_pt_equals_h5),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    KR_RUN_TESTS(NULL, NULL,
+        test_dtypes_exact, test_dump_matches_h5_twin, test_square_scale_needs_layout,
+        test_replay_in_process, test_import_cli, test_unsupported_refused, test_more_dtypes_exact,
+        test_more_dtypes_refused, test_broken_files, test_corrupted_pickles,
+        test_cli_replay_pt_equals_h5);
 }

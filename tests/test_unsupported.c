@@ -15,6 +15,7 @@
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "test_main.h"
 #include "test_support.h"
 
 static void test_shape_limit_is_unsupported(void **state)
@@ -57,8 +58,4 @@ static void test_shape_limit_is_unsupported(void **state)
     case_free(&c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shape_limit_is_unsupported)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+KR_TEST_MAIN(test_shape_limit_is_unsupported);

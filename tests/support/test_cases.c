@@ -4,6 +4,7 @@
 #include <cmocka.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "test_cases.h"
 
@@ -24,6 +25,20 @@ void test_synth_or_fail(const synth_params_t *p, case_t *c)
     if (synth_case(p, c, &err) != 0)
         fail_msg("synth_case %lldx%lldx%lld seed %llu: %s", (long long)p->M, (long long)p->N,
                  (long long)p->K, (unsigned long long)p->seed, err.msg);
+}
+
+kernel_inputs_t test_mxfp4_inputs(int64_t M, int64_t N, int64_t K, const uint8_t *packed,
+                                  const uint8_t *scales, scale_layout_t layout, e8m0_mode_t mode)
+{
+    kernel_inputs_t in;
+    memset(&in, 0, sizeof in);
+    in.M = M;
+    in.N = N;
+    in.K = K;
+    in.x_fp8_format = FP8_E4M3FN;
+    in.weight = (mxfp4_weight_t){.packed = packed, .scales = scales, .layout = layout,
+                                 .e8m0_mode = mode, .N = N, .K = K};
+    return in;
 }
 
 void *test_rand_bytes(test_rng_t *r, size_t n)

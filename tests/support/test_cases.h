@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "registry.h"
 #include "synth.h"
 #include "test_support.h"
 
@@ -14,6 +15,13 @@ synth_params_t test_synth_params(int64_t M, int64_t N, int64_t K, uint64_t seed)
 
 /* synth_case() on P into *c; fails the running test with its error. */
 void test_synth_or_fail(const synth_params_t *p, case_t *c);
+
+/* Kernel inputs of shape M x N x K over the MXFP4 weight PACKED / SCALES
+ * (LAYOUT, exponents read by MODE), fp8 activations e4m3fn; the test sets
+ * the operands it has (x, x_fp8, weight_bf16).  For the models' hand-built
+ * operands in test_models_w4a8, test_models_bf16 and test_tile_gemm. */
+kernel_inputs_t test_mxfp4_inputs(int64_t M, int64_t N, int64_t K, const uint8_t *packed,
+                                  const uint8_t *scales, scale_layout_t layout, e8m0_mode_t mode);
 
 /* N random bytes (malloc'd), never 0, so that "all zeros read back" cannot
  * pass; fails the running test when out of memory. */

@@ -138,6 +138,14 @@ int test_count_files(const char *dir, const char *suffix)
     return n;
 }
 
+int test_count_substr(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
 int test_replay_json_py(const char *args, const char *target, json_t **root, char *err_text,
                         size_t cap)
 {

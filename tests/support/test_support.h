@@ -55,6 +55,9 @@ int test_exit_code(int status);
 /* How many entries of DIR have a name ending in SUFFIX (0 if DIR is absent). */
 int test_count_files(const char *dir, const char *suffix);
 
+/* How many times NEEDLE (not empty) occurs in TEXT, without overlaps. */
+int test_count_substr(const char *text, const char *needle);
+
 /* Runs `kreplay replay --json ARGS TARGET` with the Python kernels' interpreter
  * (/usr/bin/python3): *root is its parsed JSON (NULL if none), err_text its
  * stderr (up to cap - 1 bytes).  Returns its exit code (-1: did not exit). */
