@@ -691,8 +691,97 @@ static void test_ulp_stats_merge(void **state)
     assert_true(whole.bins[ULP_BIN_NONFINITE] > 0 && whole.bins[ULP_BIN_1] > 0);
 }
 
+static double bf16_as_double(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* ulp_stats_bf16_vs_f32_apart measures row bands in parallel and merges
+ * them: over several bands, with rows set apart, it must count what a plain
+ * element-by-element pass written here counts (bins by the independent
+ * oracle_bin, the signed tallies, the rounding fit by bf16_round_mode). */
+static void test_ulp_apart_bands_vs_plain_pass(void **state)
+{
+    (void)state;
+    enum { M = 203, N = 97 };       /* 13 bands of 16 rows, the last short */
+    static uint16_t out[M * N];
+    static float ref[M * N];
+    static unsigned char apart[M];
+    test_rng_t rng = {0x0b5e55ed};
+    for (int i = 0; i < M * N; i++) {
+        ref[i] = (float)(test_rng_normal(&rng) * 3.0);
+        const uint64_t r = test_rng_u64(&rng);
+        uint32_t u;
+        memcpy(&u, &ref[i], sizeof u);
+        /* The output: the reference's bf16 rounding nudged a few ULPs, its
+         * truncation, or a NaN now and then. */
+        out[i] = r % 5 == 0 ? (uint16_t)(u >> 16)
+               : r % 97 == 0 ? (uint16_t)0x7FC1
+               : (uint16_t)(((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16) + (int)((r >> 8) % 5) - 2);
+    }
+    for (int m = 0; m < M; m++)
+        apart[m] = m % 17 == 3;
+    int64_t count = 0, identical = 0, bins[ULP_BIN_COUNT] = {0}, toward = 0, away = 0, sum = 0;
+    int64_t decided = 0, match[ROUND_MODE_COUNT] = {0};
+    uint64_t max_ulp = 0;
+    for (int m = 0; m < M; m++) {
+        if (apart[m])
+            continue;
+        for (int j = m * N; j < (m + 1) * N; j++) {
+            count++;
+            uint32_t u;
+            memcpy(&u, &ref[j], sizeof u);
+            const uint16_t rb = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+            const uint64_t d = bf16_ulp_distance(out[j], rb);
+            const int out_nan = (out[j] & 0x7FFF) > 0x7F80;
+            identical += out[j] == rb;
+            if (d == UINT64_MAX) {
+                bins[ULP_BIN_NONFINITE]++;
+            } else {
+                bins[oracle_bin(d)]++;
+                max_ulp = d > max_ulp ? d : max_ulp;
+                if (d) {
+                    const double o = bf16_as_double(out[j]), r = bf16_as_double(rb);
+                    const int is_away = fabs(o) > fabs(r) || r == 0.0 || (o > 0) != (r > 0);
+                    toward += !is_away;
+                    away += is_away;
+                    sum += is_away ? (int64_t)d : -(int64_t)d;
+                }
+            }
+            if (out_nan)
+                continue;
+            uint16_t c[ROUND_MODE_COUNT];
+            int same = 1;
+            for (int md = 0; md < ROUND_MODE_COUNT; md++) {
+                c[md] = bf16_round_mode(ref[j], (round_mode_t)md);
+                same &= c[md] == c[0];
+            }
+            if (!same) {
+                decided++;
+                for (int md = 0; md < ROUND_MODE_COUNT; md++)
+                    match[md] += out[j] == c[md];
+            }
+        }
+    }
+    ulp_stats_t s;
+    ulp_stats_bf16_vs_f32_apart(out, ref, M, N, apart, &s);
+    assert_int_equal(s.count, count);
+    assert_int_equal(s.identical, identical);
+    assert_memory_equal(s.bins, bins, sizeof bins);
+    assert_true(s.max_ulp == max_ulp);
+    assert_int_equal(s.toward_zero, toward);
+    assert_int_equal(s.away_zero, away);
+    assert_int_equal(s.signed_ulp_sum, sum);
+    assert_int_equal(s.round_decided, decided);
+    assert_memory_equal(s.round_match, match, sizeof match);
+    assert_true(decided > 100 && bins[ULP_BIN_NONFINITE] > 0 && toward > 0 && away > 0);
+}
+
 KR_TEST_MAIN(
     test_hand_case, test_opposite_and_ties, test_nonfinite_split, test_all_nonfinite,
     test_zero_ref, test_max_paths, test_random_vs_oracle, test_merge_rows_vs_whole,
     test_ulp_hand_pairs, test_ulp_bins, test_ulp_distance_vs_enumeration, test_ulp_stats,
-    test_ulp_stats_random, test_ulp_stats_merge);
+    test_ulp_stats_random, test_ulp_stats_merge, test_ulp_apart_bands_vs_plain_pass);
