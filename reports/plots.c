@@ -778,6 +778,29 @@ static double run_worst(const result_list_t *rows, const char *k)
     return w;
 }
 
+/* Does kernel k have a finite worst rel_fro in any run?  Its data block and
+ * its line exist only then, so both loops over the kernels ask the same. */
+static int trend_has_kernel(const plot_run_t *runs, int n, const char *k)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= isfinite(run_worst(runs[i].rows, k));
+    return any;
+}
+
+/* "set xtics (" and one tick per run, labelled with the run or blank (the top
+ * panel keeps the positions only); the caller ends the line. */
+static void trend_xtics(FILE *fp, const plot_run_t *runs, int n, int labelled)
+{
+    fputs("set xtics (", fp);
+    for (int i = 0; i < n; i++) {
+        char lt[96] = "";
+        if (labelled)
+            gp_text(runs[i].label, lt, sizeof lt);
+        fprintf(fp, "%s\"%s\" %d", i ? ", " : "", lt, i);
+    }
+}
+
 int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
 {
     if (n < 2)
@@ -807,10 +830,7 @@ int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
         gp_common(fp);
         int blk = 0;
         for (int k = 0; k < kernels.n; k++) {
-            int any = 0;
-            for (int i = 0; i < n; i++)
-                any |= isfinite(run_worst(runs[i].rows, kernels.v[k]));
-            if (!any)
+            if (!trend_has_kernel(runs, n, kernels.v[k]))
                 continue;
             fprintf(fp, "$t%d << EOD\n", blk++);
             for (int i = 0; i < n; i++) {
@@ -831,29 +851,18 @@ int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
         }
         fputs("EOD\n", fp);
         fprintf(fp, "set xrange [-0.5:%d.5]\n", n - 1);
-        fputs("set xtics (", fp);
-        for (int i = 0; i < n; i++) {
-            char lt[96];
-            gp_text(runs[i].label, lt, sizeof lt);
-            fprintf(fp, "%s\"%s\" %d", i ? ", " : "", lt, i);
-        }
+        trend_xtics(fp, runs, n, 1);
         fputs(")\n", fp);
         fputs("set lmargin at screen 0.09\nset rmargin at screen 0.76\nset multiplot layout 2,1\n", fp);
         fputs("set title \"worst rel_fro vs R_source per kernel\"\nset logscale y\nset format y \"%.0e\"\n"
               "set key outside right top vertical\n",
               fp);
-        /* keep tick positions but hide their labels on the top panel */
-        fputs("set xtics (", fp);
-        for (int i = 0; i < n; i++)
-            fprintf(fp, "%s\"\" %d", i ? ", " : "", i);
+        trend_xtics(fp, runs, n, 0);
         fputs(")\n", fp);
         fputs("plot ", fp);
         blk = 0;
         for (int k = 0; k < kernels.n; k++) {
-            int any = 0;
-            for (int i = 0; i < n; i++)
-                any |= isfinite(run_worst(runs[i].rows, kernels.v[k]));
-            if (!any)
+            if (!trend_has_kernel(runs, n, kernels.v[k]))
                 continue;
             char style[96], kt[80];
             kernel_style(&kernels, kernels.v[k], style, sizeof style);
@@ -867,12 +876,7 @@ int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
               "set yrange [0:*]\nset ylabel \"rows\"\nset style fill solid 0.8 border rgb \"#333333\"\n"
               "set boxwidth 0.35\n",
               fp);
-        fputs("set xtics (", fp);
-        for (int i = 0; i < n; i++) {
-            char lt[96];
-            gp_text(runs[i].label, lt, sizeof lt);
-            fprintf(fp, "%s\"%s\" %d", i ? ", " : "", lt, i);
-        }
+        trend_xtics(fp, runs, n, 1);
         fputs(") rotate by -20 font \",9\"\n", fp);
         fputs("plot $f using ($1-0.18):2 with boxes lc rgb \"#e15759\" title \"failing\", \\\n"
               "  $f using ($1+0.18):3 with boxes lc rgb \"#b07aa1\" title \"regressed\"\n"
