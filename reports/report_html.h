@@ -129,6 +129,10 @@ typedef struct {
  * or -1 when out of memory. */
 int report_groups(const result_list_t *rows, report_group_t **groups);
 
+/* The rows of each verdict into counts; returns how many rows fail.  The
+ * three summaries (report.md, report_full.md, the page) start from these. */
+int64_t report_verdict_counts(const result_list_t *rows, int64_t counts[VERDICT_COUNT]);
+
 /* "452 PASS, 24 POISONED_INPUT" into buf. */
 void report_verdict_tally(const int64_t *counts, char *buf, int cap);
 

@@ -2,6 +2,7 @@
  * written once with the format's escaper and words. */
 #include <stdlib.h>
 
+#include "escape.h"
 #include "plots.h"
 #include "report_html.h"
 #include "verdict.h"
@@ -19,12 +20,9 @@ void report_worst_cell_line(FILE *fp, const result_list_t *rows, const report_li
         fprintf(fp, "%s%lldx%lld ", st->lead, (long long)cells[w].N, (long long)cells[w].K);
         st->esc(fp, cells[w].band);
         fprintf(fp, "%s%.4g (", st->after_band, cells[w].worst_rel);
-        st->esc(fp, r->kernel);
-        fputs(" vs ", fp);
-        st->esc(fp, r->reference);
-        fputs(st->before_case, fp);
-        st->esc(fp, r->case_name);
-        fputs(st->tail, fp);
+        esc_put(fp, st->esc, "", r->kernel, " vs ");
+        esc_put(fp, st->esc, "", r->reference, st->before_case);
+        esc_put(fp, st->esc, "", r->case_name, st->tail);
     }
     free(cells);
 }
