@@ -343,11 +343,10 @@ static void md_groups(FILE *fp, const result_list_t *rows)
             md_put(fp, "", g[i].kernel, " | ");
             md(fp, g[i].reference);
             fprintf(fp, " | %d |", g[i].rows);
-            md_num(fp, g[i].worst_rel);
-            md_num(fp, g[i].n_rel ? g[i].sum_rel / g[i].n_rel : NAN);
-            md_num(fp, g[i].threshold);
-            md_num(fp, g[i].worst_ratio);
-            md_num(fp, g[i].min_identical);
+            double v[REPORT_GROUP_NUMBERS];
+            report_group_numbers(&g[i], v);
+            for (int k = 0; k < REPORT_GROUP_NUMBERS; k++)
+                md_num(fp, v[k]);
             md_put(fp, " ", t, " |\n");
         }
         fputc('\n', fp);

@@ -564,11 +564,10 @@ static void group_tables(FILE *fp, const report_doc_t *d)
         E_PUT("", g[i].kernel, "</td><td>");
         E(g[i].reference);
         fprintf(fp, "</td><td class=\"n\">%d</td>", g[i].rows);
-        num_cell(fp, g[i].worst_rel);
-        num_cell(fp, g[i].n_rel ? g[i].sum_rel / g[i].n_rel : NAN);
-        num_cell(fp, g[i].threshold);
-        num_cell(fp, g[i].worst_ratio);
-        num_cell(fp, g[i].min_identical);
+        double v[REPORT_GROUP_NUMBERS];
+        report_group_numbers(&g[i], v);
+        for (int k = 0; k < REPORT_GROUP_NUMBERS; k++)
+            num_cell(fp, v[k]);
         if (isnan(g[i].min_identical))
             fputs("<td class=\"n\"></td>", fp);
         else

@@ -1,5 +1,7 @@
-/* The parts of the summary that report.html and report_full.md both show,
- * written once with the format's escaper and words. */
+/* The parts of the summary, and the numbers of the shape x band tables, that
+ * report.html and report_full.md both show, written once with the format's
+ * escaper and words. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "escape.h"
@@ -25,6 +27,15 @@ void report_worst_cell_line(FILE *fp, const result_list_t *rows, const report_li
         esc_put(fp, st->esc, "", r->case_name, st->tail);
     }
     free(cells);
+}
+
+void report_group_numbers(const report_group_t *g, double v[REPORT_GROUP_NUMBERS])
+{
+    v[0] = g->worst_rel;
+    v[1] = g->n_rel ? g->sum_rel / g->n_rel : NAN;
+    v[2] = g->threshold;
+    v[3] = g->worst_ratio;
+    v[4] = g->min_identical;
 }
 
 void report_failing_sections(FILE *fp, const result_list_t *rows, const report_failing_writer_t *w)
