@@ -25,13 +25,16 @@
 
 #define MAX_NFMAPS 8
 
+static const report_options_t REPORT_DEFAULTS = {
+    .find_cases = 1,
+    .history_last = 10,
+    .plots = 1,
+    .progress = 1,
+};
+
 void report_options_init(report_options_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->find_cases = 1;
-    o->history_last = 10;
-    o->plots = 1;
-    o->progress = 1;
+    *o = REPORT_DEFAULTS;
 }
 
 static void warn(const report_options_t *o, const char *fmt, const char *a, const char *b)
