@@ -112,12 +112,21 @@ static void child_setup(pid_t parent)
 }
 
 /* fork(), with nothing left buffered that the child would write a second
- * time: the one-call child (run_child) and the worker (worker_start). */
-static pid_t fork_flushed(void)
+ * time; when it fails, the pair of descriptors meant for the child is closed
+ * and the error said.  For the one-call child (run_child) and the worker
+ * (worker_start). */
+static pid_t fork_flushed(const int fds[2], kr_error_t *err)
 {
     fflush(stdout);
     fflush(stderr);
-    return fork();
+    const pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        kr_fail(err, "isolate: fork: %s", strerror(e));
+    }
+    return pid;
 }
 
 /* The child: never returns. */
@@ -224,13 +233,10 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
     fcntl(fds[1], F_SETFD, FD_CLOEXEC);
     const pid_t parent = getpid();
     const double t0 = now_seconds();
-    const pid_t pid = fork_flushed();
+    const pid_t pid = fork_flushed(fds, err);
     if (pid < 0) {
-        int e = errno;
-        close(fds[0]);
-        close(fds[1]);
         munmap(shared, bytes);
-        return kr_fail(err, "isolate: fork: %s", strerror(e));
+        return -1;
     }
     if (pid == 0) {
         close(fds[0]);
@@ -504,13 +510,9 @@ static int worker_start(isolate_worker_t *w, kr_error_t *err)
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return kr_fail(err, "isolate: socketpair: %s", strerror(errno));
     const pid_t parent = getpid();
-    const pid_t pid = fork_flushed();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        return kr_fail(err, "isolate: fork: %s", strerror(e));
-    }
+    const pid_t pid = fork_flushed(sv, err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
         close(sv[0]);
         worker_main(w, sv[1], parent);
