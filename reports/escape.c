@@ -234,3 +234,16 @@ void esc_terminal(const char *s, char *out, size_t cap)
     }
     out[o] = '\0';
 }
+
+void esc_put(FILE *fp, esc_fn_t esc, const char *pre, const char *s, const char *post)
+{
+    fputs(pre, fp);
+    esc(fp, s);
+    fputs(post, fp);
+}
+
+void esc_put_nonempty(FILE *fp, esc_fn_t esc, const char *pre, const char *s, const char *post)
+{
+    if (s && s[0])
+        esc_put(fp, esc, pre, s, post);
+}

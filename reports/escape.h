@@ -36,6 +36,16 @@ void esc_markdown_code(FILE *fp, const char *s);
 void esc_html(FILE *fp, const char *s);
 void esc_csv(FILE *fp, const char *s, int always_quote);
 void esc_xml(FILE *fp, const char *s, int attr);
+/* One of the escapers above that writes to a stream. */
+typedef void (*esc_fn_t)(FILE *fp, const char *s);
+
+/* pre, s through esc, post: a name between the fixed words of a page or a
+ * Markdown file (report_html.c, report_bundle.c).  esc_put_nonempty writes
+ * nothing at all when s is empty: the optional pieces (a diagnosis, a suite
+ * name, a shard). */
+void esc_put(FILE *fp, esc_fn_t esc, const char *pre, const char *s, const char *post);
+void esc_put_nonempty(FILE *fp, esc_fn_t esc, const char *pre, const char *s, const char *post);
+
 /* NUL-terminated in out (cap > 0); truncated at a character boundary. */
 void esc_terminal(const char *s, char *out, size_t cap);
 

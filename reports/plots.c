@@ -226,43 +226,6 @@ static void kernel_style(const strset_t *kernels, const char *k, char *out, size
 
 /* ------------------------------------------------------- relative error vs M */
 
-typedef struct {
-    int64_t N, K;
-} shape_key_t;
-
-static int shape_cmp(const void *a, const void *b)
-{
-    const shape_key_t *x = a, *y = b;
-    return shape_order_nk(x->N, x->K, y->N, y->K);
-}
-
-static int collect_shapes(const result_list_t *rows, shape_key_t **out, int *n)
-{
-    shape_key_t *v = NULL;
-    int cnt = 0;
-    int64_t cap = 0;
-    for (int64_t i = 0; i < rows->count; i++) {
-        const result_t *r = &rows->rows[i];
-        if (!plots_is_error_row(r, NULL))
-            continue;
-        int seen = 0;
-        for (int j = 0; j < cnt && !seen; j++)
-            seen = v[j].N == r->N && v[j].K == r->K;
-        if (seen)
-            continue;
-        if ((v = array_reserve_one_or_free(v, cnt, &cap, sizeof *v, 8)) == NULL)
-            return -1;
-        v[cnt].N = r->N;
-        v[cnt].K = r->K;
-        cnt++;
-    }
-    if (cnt > 1)
-        qsort(v, (size_t)cnt, sizeof *v, shape_cmp);
-    *out = v;
-    *n = cnt;
-    return 0;
-}
-
 /* The worst rel_fro of kernel k against ref for shape (N, K) at each M:
  * writes "M rel" lines, returns how many. */
 static int relerr_series(FILE *fp, const result_list_t *rows, int64_t N, int64_t K, const char *k,
@@ -488,15 +451,12 @@ static int cell_cmp(const void *a, const void *b)
                             y->band);
 }
 
-int plots_cells(const result_list_t *rows, plot_cell_t **cells)
+/* The error rows against ref (NULL: any R_*) grouped by shape, and by band
+ * too when by_band: the shape x band cells, and the shapes the relative-error
+ * plots are drawn for.  Returns the count, or -1 when out of memory. */
+static int collect_cells(const result_list_t *rows, const char *ref, int by_band, plot_cell_t **cells)
 {
     *cells = NULL;
-    const char *ref = "R_source";
-    int any = 0;
-    for (int64_t i = 0; i < rows->count && !any; i++)
-        any = plots_is_error_row(&rows->rows[i], ref);
-    if (!any)
-        ref = NULL;
     plot_cell_t *v = NULL;
     int n = 0;
     int64_t cap = 0;
@@ -506,7 +466,7 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
             continue;
         int j;
         for (j = 0; j < n; j++)
-            if (v[j].N == r->N && v[j].K == r->K && !strcmp(v[j].band, r->band))
+            if (v[j].N == r->N && v[j].K == r->K && (!by_band || !strcmp(v[j].band, r->band)))
                 break;
         if (j == n) {
             if ((v = array_reserve_one_or_free(v, n, &cap, sizeof *v, 16)) == NULL)
@@ -526,10 +486,20 @@ int plots_cells(const result_list_t *rows, plot_cell_t **cells)
             v[j].worst_index = i;
         }
     }
+    /* Without bands the shapes are distinct, so this is their (N, K) order. */
     if (n > 1)
         qsort(v, (size_t)n, sizeof *v, cell_cmp);
     *cells = v;
     return n;
+}
+
+int plots_cells(const result_list_t *rows, plot_cell_t **cells)
+{
+    const char *ref = "R_source";
+    int any = 0;
+    for (int64_t i = 0; i < rows->count && !any; i++)
+        any = plots_is_error_row(&rows->rows[i], ref);
+    return collect_cells(rows, any ? ref : NULL, 1, cells);
 }
 
 const char *plots_w4a4_kernel(void)
@@ -757,10 +727,10 @@ static int collect_sets(const result_list_t *rows, strset_t *kernels, strset_t *
 int plots_from_rows(plot_list_t *pl, const result_list_t *rows, kr_error_t *err)
 {
     strset_t kernels = {0}, refs = {0}, bands = {0};
-    shape_key_t *shapes = NULL;
-    plot_cell_t *cells = NULL;
+    plot_cell_t *shapes = NULL, *cells = NULL;
     int n_shapes = 0, rc = 0;
-    if (collect_sets(rows, &kernels, &refs, &bands) || collect_shapes(rows, &shapes, &n_shapes)) {
+    if (collect_sets(rows, &kernels, &refs, &bands) ||
+        (n_shapes = collect_cells(rows, NULL, 0, &shapes)) < 0) {
         rc = -1;
         goto done;
     }
@@ -808,6 +778,29 @@ static double run_worst(const result_list_t *rows, const char *k)
     return w;
 }
 
+/* Does kernel k have a finite worst rel_fro in any run?  Its data block and
+ * its line exist only then, so both loops over the kernels ask the same. */
+static int trend_has_kernel(const plot_run_t *runs, int n, const char *k)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= isfinite(run_worst(runs[i].rows, k));
+    return any;
+}
+
+/* "set xtics (" and one tick per run, labelled with the run or blank (the top
+ * panel keeps the positions only); the caller ends the line. */
+static void trend_xtics(FILE *fp, const plot_run_t *runs, int n, int labelled)
+{
+    fputs("set xtics (", fp);
+    for (int i = 0; i < n; i++) {
+        char lt[96] = "";
+        if (labelled)
+            gp_text(runs[i].label, lt, sizeof lt);
+        fprintf(fp, "%s\"%s\" %d", i ? ", " : "", lt, i);
+    }
+}
+
 int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
 {
     if (n < 2)
@@ -837,10 +830,7 @@ int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
         gp_common(fp);
         int blk = 0;
         for (int k = 0; k < kernels.n; k++) {
-            int any = 0;
-            for (int i = 0; i < n; i++)
-                any |= isfinite(run_worst(runs[i].rows, kernels.v[k]));
-            if (!any)
+            if (!trend_has_kernel(runs, n, kernels.v[k]))
                 continue;
             fprintf(fp, "$t%d << EOD\n", blk++);
             for (int i = 0; i < n; i++) {
@@ -861,29 +851,18 @@ int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
         }
         fputs("EOD\n", fp);
         fprintf(fp, "set xrange [-0.5:%d.5]\n", n - 1);
-        fputs("set xtics (", fp);
-        for (int i = 0; i < n; i++) {
-            char lt[96];
-            gp_text(runs[i].label, lt, sizeof lt);
-            fprintf(fp, "%s\"%s\" %d", i ? ", " : "", lt, i);
-        }
+        trend_xtics(fp, runs, n, 1);
         fputs(")\n", fp);
         fputs("set lmargin at screen 0.09\nset rmargin at screen 0.76\nset multiplot layout 2,1\n", fp);
         fputs("set title \"worst rel_fro vs R_source per kernel\"\nset logscale y\nset format y \"%.0e\"\n"
               "set key outside right top vertical\n",
               fp);
-        /* keep tick positions but hide their labels on the top panel */
-        fputs("set xtics (", fp);
-        for (int i = 0; i < n; i++)
-            fprintf(fp, "%s\"\" %d", i ? ", " : "", i);
+        trend_xtics(fp, runs, n, 0);
         fputs(")\n", fp);
         fputs("plot ", fp);
         blk = 0;
         for (int k = 0; k < kernels.n; k++) {
-            int any = 0;
-            for (int i = 0; i < n; i++)
-                any |= isfinite(run_worst(runs[i].rows, kernels.v[k]));
-            if (!any)
+            if (!trend_has_kernel(runs, n, kernels.v[k]))
                 continue;
             char style[96], kt[80];
             kernel_style(&kernels, kernels.v[k], style, sizeof style);
@@ -897,12 +876,7 @@ int plots_trend(plot_list_t *pl, const plot_run_t *runs, int n, kr_error_t *err)
               "set yrange [0:*]\nset ylabel \"rows\"\nset style fill solid 0.8 border rgb \"#333333\"\n"
               "set boxwidth 0.35\n",
               fp);
-        fputs("set xtics (", fp);
-        for (int i = 0; i < n; i++) {
-            char lt[96];
-            gp_text(runs[i].label, lt, sizeof lt);
-            fprintf(fp, "%s\"%s\" %d", i ? ", " : "", lt, i);
-        }
+        trend_xtics(fp, runs, n, 1);
         fputs(") rotate by -20 font \",9\"\n", fp);
         fputs("plot $f using ($1-0.18):2 with boxes lc rgb \"#e15759\" title \"failing\", \\\n"
               "  $f using ($1+0.18):3 with boxes lc rgb \"#b07aa1\" title \"regressed\"\n"

@@ -25,13 +25,16 @@
 
 #define MAX_NFMAPS 8
 
+static const report_options_t REPORT_DEFAULTS = {
+    .find_cases = 1,
+    .history_last = 10,
+    .plots = 1,
+    .progress = 1,
+};
+
 void report_options_init(report_options_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->find_cases = 1;
-    o->history_last = 10;
-    o->plots = 1;
-    o->progress = 1;
+    *o = REPORT_DEFAULTS;
 }
 
 static void warn(const report_options_t *o, const char *fmt, const char *a, const char *b)
@@ -209,6 +212,19 @@ static void md(FILE *fp, const char *s)
     esc_markdown(fp, s);
 }
 
+/* esc_put with the Markdown escaper: a name between fixed words. */
+static void md_put(FILE *fp, const char *pre, const char *s, const char *post)
+{
+    esc_put(fp, md, pre, s, post);
+}
+
+/* "![TITLE](PNG)": a plot of report_full.md. */
+static void md_image(FILE *fp, const report_plot_t *pl)
+{
+    md_put(fp, "![", pl->title, "](");
+    fprintf(fp, "%s)\n\n", pl->png);
+}
+
 static void md_num(FILE *fp, double v)
 {
     if (isnan(v))
@@ -235,24 +251,17 @@ static void md_provenance(FILE *fp, const report_doc_t *d);
 static void md_summary(FILE *fp, const report_doc_t *d)
 {
     const result_list_t *rows = d->rows;
-    int64_t counts[VERDICT_COUNT] = {0}, failing = 0;
-    for (int64_t i = 0; i < rows->count; i++) {
-        counts[rows->rows[i].verdict]++;
-        failing += verdict_is_failure(rows->rows[i].verdict);
-    }
+    int64_t counts[VERDICT_COUNT];
+    int64_t failing = report_verdict_counts(rows, counts);
     char tally[1024];
     report_verdict_tally(counts, tally, sizeof tally);
     fputs("# ", fp);
     md(fp, d->title ? d->title : "kreplay report");
-    if (d->meta && d->meta->suite_name[0]) {
-        fputs(": ", fp);
-        md(fp, d->meta->suite_name);
-    }
+    if (d->meta)
+        esc_put_nonempty(fp, md, ": ", d->meta->suite_name, "");
     fprintf(fp, "\n\n- **%s**: %lld of %lld rows fail", failing ? "FAIL" : "PASS", (long long)failing,
             (long long)rows->count);
-    fputs("\n- verdicts: ", fp);
-    md(fp, tally);
-    fputc('\n', fp);
+    md_put(fp, "\n- verdicts: ", tally, "\n");
     static const report_line_style_t worst = {
         .esc = md, .lead = "- worst shape x band: ", .after_band = ", rel_fro ",
         .before_case = ", ", .tail = ")\n",
@@ -267,18 +276,12 @@ static void md_provenance(FILE *fp, const report_doc_t *d)
         fputs("- ", fp);
         md_build_line(fp, d->meta->version, d->meta->git_commit, d->meta->host,
                       d->meta->time_utc);
-        if (d->meta->command[0]) {
-            fputs("\n- command: ", fp);
-            esc_markdown_code(fp, d->meta->command);
-        }
+        esc_put_nonempty(fp, esc_markdown_code, "\n- command: ", d->meta->command, "");
         fputc('\n', fp);
     }
     fputs("- the same report with the plots inline: [report.html](report.html)\n", fp);
-    if (d->plots_note) {
-        fputs("- ", fp);
-        md(fp, d->plots_note);
-        fputc('\n', fp);
-    }
+    if (d->plots_note)
+        md_put(fp, "- ", d->plots_note, "\n");
     fputc('\n', fp);
 }
 
@@ -321,9 +324,7 @@ static void md_worst_and_plots(FILE *fp, const report_doc_t *d)
         for (int i = 0; i < d->n_plots; i++) {
             if (!d->plots[i].png || !strcmp(d->plots[i].kind, "nfmap"))
                 continue;
-            fputs("![", fp);
-            md(fp, d->plots[i].title);
-            fprintf(fp, "](%s)\n\n", d->plots[i].png);
+            md_image(fp, &d->plots[i]);
         }
     }
 
@@ -341,20 +342,15 @@ static void md_groups(FILE *fp, const result_list_t *rows)
             char t[256];
             report_verdict_tally(g[i].verdicts, t, sizeof t);
             fprintf(fp, "| %lldx%lld | ", (long long)g[i].N, (long long)g[i].K);
-            md(fp, g[i].band);
-            fputs(" | ", fp);
-            md(fp, g[i].kernel);
-            fputs(" | ", fp);
+            md_put(fp, "", g[i].band, " | ");
+            md_put(fp, "", g[i].kernel, " | ");
             md(fp, g[i].reference);
             fprintf(fp, " | %d |", g[i].rows);
-            md_num(fp, g[i].worst_rel);
-            md_num(fp, g[i].n_rel ? g[i].sum_rel / g[i].n_rel : NAN);
-            md_num(fp, g[i].threshold);
-            md_num(fp, g[i].worst_ratio);
-            md_num(fp, g[i].min_identical);
-            fputc(' ', fp);
-            md(fp, t);
-            fputs(" |\n", fp);
+            double v[REPORT_GROUP_NUMBERS];
+            report_group_numbers(&g[i], v);
+            for (int k = 0; k < REPORT_GROUP_NUMBERS; k++)
+                md_num(fp, v[k]);
+            md_put(fp, " ", t, " |\n");
         }
         fputc('\n', fp);
     }
@@ -367,19 +363,13 @@ static void md_nfmaps(FILE *fp, const report_doc_t *d)
         fputs("## Non-finite inputs\n\n", fp);
         for (int m = 0; m < d->n_nfmaps; m++) {
             const report_nfmap_t *nm = &d->nfmaps[m];
-            fputs("### ", fp);
-            md(fp, nm->case_name);
-            fputs("\n\n", fp);
-            esc_markdown_code(fp, nm->case_path);
-            fputs("\n\n```text\n", fp);
+            md_put(fp, "### ", nm->case_name, "\n\n");
+            esc_put(fp, esc_markdown_code, "", nm->case_path, "\n\n```text\n");
             for (const char *p = nm->describe ? nm->describe : ""; *p; p++)
                 fputc(*p == '`' ? '\'' : *p, fp);
             fputs("\n```\n\n", fp);
-            if (nm->plot >= 0 && nm->plot < d->n_plots && d->plots[nm->plot].png) {
-                fputs("![", fp);
-                md(fp, d->plots[nm->plot].title);
-                fprintf(fp, "](%s)\n\n", d->plots[nm->plot].png);
-            }
+            if (nm->plot >= 0 && nm->plot < d->n_plots && d->plots[nm->plot].png)
+                md_image(fp, &d->plots[nm->plot]);
         }
     }
 }
@@ -392,11 +382,8 @@ static void md_history(FILE *fp, const report_doc_t *d)
               fp);
         for (int i = 0; i < d->n_runs; i++) {
             const report_run_t *r = &d->runs[i];
-            fputs("| ", fp);
-            md(fp, r->label);
-            fputs(" | ", fp);
-            md(fp, r->time_utc);
-            fputs(" | ", fp);
+            md_put(fp, "| ", r->label, " | ");
+            md_put(fp, "", r->time_utc, " | ");
             md(fp, r->git_commit);
             fprintf(fp, " | %lld | %lld | %lld |\n", (long long)r->rows, (long long)r->failing,
                     (long long)r->regressed);

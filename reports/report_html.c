@@ -18,6 +18,8 @@ void report_html_escape(FILE *fp, const char *s)
 }
 
 #define E(s) report_html_escape(fp, (s))
+#define E_PUT(pre, s, post) esc_put(fp, report_html_escape, (pre), (s), (post))
+#define E_PUT_NONEMPTY(pre, s, post) esc_put_nonempty(fp, report_html_escape, (pre), (s), (post))
 
 static void num_cell(FILE *fp, double v)
 {
@@ -41,6 +43,17 @@ static const char *verdict_class(verdict_t v)
 }
 
 /* ------------------------------------------------------------------ summaries */
+
+int64_t report_verdict_counts(const result_list_t *rows, int64_t counts[VERDICT_COUNT])
+{
+    int64_t failing = 0;
+    memset(counts, 0, VERDICT_COUNT * sizeof counts[0]);
+    for (int64_t i = 0; i < rows->count; i++) {
+        counts[rows->rows[i].verdict]++;
+        failing += verdict_is_failure(rows->rows[i].verdict);
+    }
+    return failing;
+}
 
 void report_verdict_tally(const int64_t *counts, char *buf, int cap)
 {
@@ -238,8 +251,7 @@ static void write_svg_inline(FILE *fp, const char *svg, int index, const char *n
     if (!start)
         return;
     fprintf(fp, "<svg class=\"kr-plot\" data-plot=\"");
-    E(name);
-    fputs("\" role=\"img\" aria-label=\"", fp);
+    E_PUT("", name, "\" role=\"img\" aria-label=\"");
     E(title);
     fputc('"', fp);
     const char *p = start + 4;
@@ -266,11 +278,8 @@ static void figure(FILE *fp, const report_doc_t *d, int i)
     const report_plot_t *pl = &d->plots[i];
     if (!pl->svg)
         return;
-    fprintf(fp, "<figure id=\"plot-");
-    E(pl->name);
-    fputs("\"><figcaption>", fp);
-    E(pl->title);
-    fputs("</figcaption>\n", fp);
+    E_PUT("<figure id=\"plot-", pl->name, "\"><figcaption>");
+    E_PUT("", pl->title, "</figcaption>\n");
     write_svg_inline(fp, pl->svg, i, pl->name, pl->title);
     fputs("</figure>\n", fp);
 }
@@ -280,13 +289,8 @@ static void figure(FILE *fp, const report_doc_t *d, int i)
 static void verdict_note_cells(FILE *fp, const result_t *r)
 {
     fprintf(fp, "<td class=\"%s\">%s</td><td><span class=\"note\">", verdict_class(r->verdict), verdict_name(r->verdict));
-    E(r->note);
-    fputs("</span>", fp);
-    if (r->diagnosis[0]) {
-        fputs("<br><span class=\"diag\">diagnosis: ", fp);
-        E(r->diagnosis);
-        fputs("</span>", fp);
-    }
+    E_PUT("", r->note, "</span>");
+    E_PUT_NONEMPTY("<br><span class=\"diag\">diagnosis: ", r->diagnosis, "</span>");
     fputs("</td></tr>\n", fp);
 }
 
@@ -296,12 +300,9 @@ static void row_brief(FILE *fp, const result_t *r)
     E(r->case_name);
     fprintf(fp, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td>", (long long)r->M,
             (long long)r->N, (long long)r->K);
-    E(r->band);
-    fputs("</td><td>", fp);
-    E(r->kernel);
-    fputs("</td><td>", fp);
-    E(r->reference);
-    fputs("</td>", fp);
+    E_PUT("", r->band, "</td><td>");
+    E_PUT("", r->kernel, "</td><td>");
+    E_PUT("", r->reference, "</td>");
     num_cell(fp, r->metrics.rel_fro);
     num_cell(fp, r->threshold);
     num_cell(fp, r->threshold > 0 ? r->metrics.rel_fro / r->threshold : NAN);
@@ -447,11 +448,8 @@ static void failing_end(FILE *fp, int64_t n_more)
 static void summary(FILE *fp, const report_doc_t *d)
 {
     const result_list_t *rows = d->rows;
-    int64_t counts[VERDICT_COUNT] = {0}, failing = 0;
-    for (int64_t i = 0; i < rows->count; i++) {
-        counts[rows->rows[i].verdict]++;
-        failing += verdict_is_failure(rows->rows[i].verdict);
-    }
+    int64_t counts[VERDICT_COUNT];
+    int64_t failing = report_verdict_counts(rows, counts);
     fputs("<section id=\"summary\">\n", fp);
     fprintf(fp, "<div class=\"banner %s\" id=\"kr-verdict\">%s: %lld of %lld rows fail",
             failing ? "fail" : "pass", failing ? "FAIL" : "PASS", (long long)failing, (long long)rows->count);
@@ -502,39 +500,18 @@ static void summary(FILE *fp, const report_doc_t *d)
     if (d->meta) {
         const results_meta_t *m = d->meta;
         fputs("<p class=\"prov\">", fp);
-        if (m->suite_name[0]) {
-            fputs("suite <b>", fp);
-            E(m->suite_name);
-            fputs("</b>; ", fp);
-        }
-        fputs("kreplay ", fp);
-        E(m->version);
-        fputs(" (commit ", fp);
-        E(m->git_commit);
-        fputs(") on ", fp);
+        E_PUT_NONEMPTY("suite <b>", m->suite_name, "</b>; ");
+        E_PUT("kreplay ", m->version, " (commit ");
+        E_PUT("", m->git_commit, ") on ");
         E(m->host);
-        if (m->device[0]) {
-            fputs(", device ", fp);
-            E(m->device);
-        }
-        fputs(", ", fp);
-        E(m->time_utc);
-        if (m->shard[0]) {
-            fputs(", shard ", fp);
-            E(m->shard);
-        }
-        if (m->command[0]) {
-            fputs("<br>command: <code>", fp);
-            E(m->command);
-            fputs("</code>", fp);
-        }
+        E_PUT_NONEMPTY(", device ", m->device, "");
+        E_PUT(", ", m->time_utc, "");
+        E_PUT_NONEMPTY(", shard ", m->shard, "");
+        E_PUT_NONEMPTY("<br>command: <code>", m->command, "</code>");
         fputs("</p>\n", fp);
     }
-    if (d->plots_note) {
-        fputs("<p class=\"note\" id=\"kr-plots-note\">", fp);
-        E(d->plots_note);
-        fputs("</p>\n", fp);
-    }
+    if (d->plots_note)
+        E_PUT("<p class=\"note\" id=\"kr-plots-note\">", d->plots_note, "</p>\n");
     poisoned_line(fp, rows);
 
     static const report_failing_writer_t failing_writer = {failing_head, row_brief, failing_end};
@@ -584,15 +561,13 @@ static void group_tables(FILE *fp, const report_doc_t *d)
         for (int v = 0; v < VERDICT_COUNT; v++)
             fail |= g[i].verdicts[v] && verdict_is_failure((verdict_t)v);
         fprintf(fp, "<tr class=\"%s\"><td>", fail ? "fail" : "");
-        E(g[i].kernel);
-        fputs("</td><td>", fp);
+        E_PUT("", g[i].kernel, "</td><td>");
         E(g[i].reference);
         fprintf(fp, "</td><td class=\"n\">%d</td>", g[i].rows);
-        num_cell(fp, g[i].worst_rel);
-        num_cell(fp, g[i].n_rel ? g[i].sum_rel / g[i].n_rel : NAN);
-        num_cell(fp, g[i].threshold);
-        num_cell(fp, g[i].worst_ratio);
-        num_cell(fp, g[i].min_identical);
+        double v[REPORT_GROUP_NUMBERS];
+        report_group_numbers(&g[i], v);
+        for (int k = 0; k < REPORT_GROUP_NUMBERS; k++)
+            num_cell(fp, v[k]);
         if (isnan(g[i].min_identical))
             fputs("<td class=\"n\"></td>", fp);
         else
@@ -600,8 +575,7 @@ static void group_tables(FILE *fp, const report_doc_t *d)
         char tally[256];
         report_verdict_tally(g[i].verdicts, tally, sizeof tally);
         fprintf(fp, "<td class=\"%s\">", fail ? "v-fail" : "");
-        E(tally);
-        fputs("</td></tr>\n", fp);
+        E_PUT("", tally, "</td></tr>\n");
     }
     fputs("</table>\n", fp);
     /* Kernels that could not take a shape: one line per shape x band. */
@@ -619,15 +593,12 @@ static void history_table(FILE *fp, const report_doc_t *d)
     for (int i = 0; i < d->n_runs; i++) {
         const report_run_t *r = &d->runs[i];
         fputs("<tr><td>", fp);
-        E(r->label);
-        fputs("</td><td>", fp);
-        E(r->time_utc);
-        fputs("</td><td>", fp);
+        E_PUT("", r->label, "</td><td>");
+        E_PUT("", r->time_utc, "</td><td>");
         E(r->git_commit);
         fprintf(fp, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td>",
                 (long long)r->rows, (long long)r->failing, (long long)r->regressed);
-        E(r->path);
-        fputs("</td></tr>\n", fp);
+        E_PUT("", r->path, "</td></tr>\n");
     }
     fputs("</table></section>\n", fp);
 }
@@ -685,19 +656,15 @@ static void case_detail(FILE *fp, const report_doc_t *d)
             E(h->case_name);
             fprintf(fp, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td><td>",
                     (long long)h->M, (long long)h->N, (long long)h->K);
-            E(h->band);
-            fputs("</td><td>", fp);
-            E(tally);
-            fputs("</td></tr>\n", fp);
+            E_PUT("", h->band, "</td><td>");
+            E_PUT("", tally, "</td></tr>\n");
             continue;
         }
         fprintf(fp, "<details class=\"case\" id=\"case-%lld\"%s><summary><b>", (long long)c, bad ? " open" : "");
         E(h->case_name);
         fprintf(fp, "</b> &mdash; M=%lld N=%lld K=%lld, ", (long long)h->M, (long long)h->N, (long long)h->K);
-        E(h->band);
-        fputs(" &mdash; ", fp);
-        E(tally);
-        fputs("</summary>\n<p class=\"prov\">", fp);
+        E_PUT("", h->band, " &mdash; ");
+        E_PUT("", tally, "</summary>\n<p class=\"prov\">");
         E(h->case_path);
         if (nonfinite_total(&in))
             fprintf(fp, "; x holds %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf)", (long long)nonfinite_total(&in),
@@ -707,9 +674,7 @@ static void case_detail(FILE *fp, const report_doc_t *d)
             const report_nfmap_t *nm = &d->nfmaps[m];
             if (!nfmap_matches(nm, h))
                 continue;
-            fputs("<pre class=\"nfmap\">", fp);
-            E(nm->describe);
-            fputs("</pre>\n", fp);
+            E_PUT("<pre class=\"nfmap\">", nm->describe, "</pre>\n");
             if (nm->plot >= 0 && nm->plot < d->n_plots)
                 figure(fp, d, nm->plot);
         }
@@ -720,12 +685,9 @@ static void case_detail(FILE *fp, const report_doc_t *d)
         for (int64_t i = ci.first[id]; i >= 0; i = ci.next[i]) {
             const result_t *r = &rows->rows[i];
             fprintf(fp, "<tr class=\"%s\"><td>", verdict_is_failure(r->verdict) ? "fail" : "");
-            E(r->kernel);
-            fputs("</td><td>", fp);
-            E(r->reference);
-            fputs("</td><td>", fp);
-            E(r->act_origin);
-            fputs("</td>", fp);
+            E_PUT("", r->kernel, "</td><td>");
+            E_PUT("", r->reference, "</td><td>");
+            E_PUT("", r->act_origin, "</td>");
             if (!strcmp(r->reference, "-")) {
                 fputs("<td colspan=\"8\"></td>", fp);
             } else {
@@ -758,10 +720,8 @@ void report_html_write(FILE *fp, const report_doc_t *d)
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
           fp);
     E(title);
-    if (d->meta && d->meta->suite_name[0]) {
-        fputs(": ", fp);
-        E(d->meta->suite_name);
-    }
+    if (d->meta)
+        E_PUT_NONEMPTY(": ", d->meta->suite_name, "");
     fprintf(fp, "</title>\n<style>%s</style>\n<script>\n%s</script>\n</head>\n<body>\n<h1>", CSS, SELFTEST_JS);
     E(title);
     fprintf(fp, "</h1>\n<p class=\"toc\"><a href=\"#summary\">summary</a><a href=\"#plots\">plots</a>"
@@ -783,19 +743,13 @@ void report_html_write(FILE *fp, const report_doc_t *d)
         const report_nfmap_t *nm = &d->nfmaps[m];
         if (nfmap_has_rows(d, nm)) {
             if (nm->plot >= 0 && nm->plot < d->n_plots && d->plots[nm->plot].svg) {
-                fputs("<p>Non-finite map of <a href=\"#plot-", fp);
-                E(d->plots[nm->plot].name);
-                fputs("\">", fp);
-                E(nm->case_name);
-                fputs("</a>: with its case below.</p>\n", fp);
+                E_PUT("<p>Non-finite map of <a href=\"#plot-", d->plots[nm->plot].name, "\">");
+                E_PUT("", nm->case_name, "</a>: with its case below.</p>\n");
             }
             continue;
         }
-        fputs("<pre class=\"nfmap\">", fp);
-        E(nm->case_path);
-        fputs("\n", fp);
-        E(nm->describe);
-        fputs("</pre>\n", fp);
+        E_PUT("<pre class=\"nfmap\">", nm->case_path, "\n");
+        E_PUT("", nm->describe, "</pre>\n");
         if (nm->plot >= 0 && nm->plot < d->n_plots) {
             figure(fp, d, nm->plot);
             shown++;

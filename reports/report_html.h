@@ -129,6 +129,16 @@ typedef struct {
  * or -1 when out of memory. */
 int report_groups(const result_list_t *rows, report_group_t **groups);
 
+/* The numbers of a group's row in the shape x band tables, in column order:
+ * worst rel_fro, mean rel_fro (NaN without one), threshold, worst rel/thr,
+ * min identical. */
+#define REPORT_GROUP_NUMBERS 5
+void report_group_numbers(const report_group_t *g, double v[REPORT_GROUP_NUMBERS]);
+
+/* The rows of each verdict into counts; returns how many rows fail.  The
+ * three summaries (report.md, report_full.md, the page) start from these. */
+int64_t report_verdict_counts(const result_list_t *rows, int64_t counts[VERDICT_COUNT]);
+
 /* "452 PASS, 24 POISONED_INPUT" into buf. */
 void report_verdict_tally(const int64_t *counts, char *buf, int cap);
 

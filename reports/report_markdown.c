@@ -3,6 +3,7 @@
 #include "escape.h"
 #include "markdown_parts.h"
 #include "report.h"
+#include "report_html.h"
 #include "verdict.h"
 
 static void md_cell_number(FILE *fp, double v)
@@ -15,11 +16,8 @@ static void md_cell_number(FILE *fp, double v)
 
 void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t *info)
 {
-    int64_t counts[VERDICT_COUNT] = {0}, failing = 0;
-    for (int64_t i = 0; i < rows->count; i++) {
-        counts[rows->rows[i].verdict]++;
-        failing += verdict_is_failure(rows->rows[i].verdict);
-    }
+    int64_t counts[VERDICT_COUNT];
+    int64_t failing = report_verdict_counts(rows, counts);
     fprintf(fp, "# kreplay report\n\n");
     if (info->n_failed_inputs > 0) {
         fprintf(fp, "**INCOMPLETE: %d input(s) could not be read:**\n\n", info->n_failed_inputs);

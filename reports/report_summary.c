@@ -1,7 +1,10 @@
-/* The parts of the summary that report.html and report_full.md both show,
- * written once with the format's escaper and words. */
+/* The parts of the summary, and the numbers of the shape x band tables, that
+ * report.html and report_full.md both show, written once with the format's
+ * escaper and words. */
+#include <math.h>
 #include <stdlib.h>
 
+#include "escape.h"
 #include "plots.h"
 #include "report_html.h"
 #include "verdict.h"
@@ -19,14 +22,20 @@ void report_worst_cell_line(FILE *fp, const result_list_t *rows, const report_li
         fprintf(fp, "%s%lldx%lld ", st->lead, (long long)cells[w].N, (long long)cells[w].K);
         st->esc(fp, cells[w].band);
         fprintf(fp, "%s%.4g (", st->after_band, cells[w].worst_rel);
-        st->esc(fp, r->kernel);
-        fputs(" vs ", fp);
-        st->esc(fp, r->reference);
-        fputs(st->before_case, fp);
-        st->esc(fp, r->case_name);
-        fputs(st->tail, fp);
+        esc_put(fp, st->esc, "", r->kernel, " vs ");
+        esc_put(fp, st->esc, "", r->reference, st->before_case);
+        esc_put(fp, st->esc, "", r->case_name, st->tail);
     }
     free(cells);
+}
+
+void report_group_numbers(const report_group_t *g, double v[REPORT_GROUP_NUMBERS])
+{
+    v[0] = g->worst_rel;
+    v[1] = g->n_rel ? g->sum_rel / g->n_rel : NAN;
+    v[2] = g->threshold;
+    v[3] = g->worst_ratio;
+    v[4] = g->min_identical;
 }
 
 void report_failing_sections(FILE *fp, const result_list_t *rows, const report_failing_writer_t *w)

@@ -44,16 +44,20 @@ static double rng_student_t4(synth_rng_t *r)
     return rng_normal(r) / sqrt(chi2 / 4.0);
 }
 
+/* Every other field zero: no name, no provenance, the mxfp4 weight only. */
+static const synth_params_t SYNTH_DEFAULTS = {
+    .seed = 1,
+    .outlier_channels = 4,
+    .outlier_gain = 100.0,
+    .token_spread = 1.5,
+    .weight_exp_spread = 3.0,
+    .scale_layout = SCALE_LAYOUT_NK,
+    .weight_order = WEIGHT_ORDER_CHECKPOINT,
+};
+
 void synth_params_default(synth_params_t *p)
 {
-    memset(p, 0, sizeof *p);
-    p->seed = 1;
-    p->outlier_channels = 4;
-    p->outlier_gain = 100.0;
-    p->token_spread = 1.5;
-    p->weight_exp_spread = 3.0;
-    p->scale_layout = SCALE_LAYOUT_NK;
-    p->weight_order = WEIGHT_ORDER_CHECKPOINT;
+    *p = SYNTH_DEFAULTS;
 }
 
 static char *dup_string(const char *s)

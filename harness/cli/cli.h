@@ -5,6 +5,7 @@
 #ifndef KR_CLI_H
 #define KR_CLI_H
 
+#include "kr_error.h"
 #include "mxfp4_weight.h"
 
 #define EXIT_VERDICT_FAILED 1
@@ -13,6 +14,11 @@
 int kreplay_main(int argc, char **argv);
 
 /* Shared helpers. */
+/* "kreplay: error: MESSAGE" on stderr, the one way every command reports a
+ * failure it cannot go on from; returns EXIT_USAGE for the caller to return
+ * or keep as its status. */
+int cli_error(const kr_error_t *err);
+
 /* "a,b,c" of integers -> values (returns count, or -1 on a malformed list). */
 int cli_parse_int_list(const char *s, long long *values, int cap);
 /* A scale layout as the command line names it: nk or kn, or the layout's

@@ -251,14 +251,12 @@ static int cli_compare(int argc, char **argv)
         shape_catalog_t cat;
         shape_t shapes[64];
         if (shape_catalog_load(shape_catalog_default_path(), &cat, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            return EXIT_USAGE;
+            return cli_error(&err);
         }
         int n_shapes = shape_catalog_resolve(&cat, synth_spec, shapes, 64, &err);
         shape_catalog_free(&cat);
         if (n_shapes < 0) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            return EXIT_USAGE;
+            return cli_error(&err);
         }
         progress_t sprog;
         int64_t done = 0;
@@ -273,7 +271,7 @@ static int cli_compare(int argc, char **argv)
                     sp.seed = (uint64_t)seed;
                     case_t cs;
                     if (synth_case(&sp, &cs, &err) || compare_add_case(&cmp, &cs, shapes[s].name, &kopt, &err)) {
-                        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+                        cli_error(&err);
                         input_errors++;
                     }
                     case_free(&cs);
@@ -289,7 +287,7 @@ static int cli_compare(int argc, char **argv)
         progress_update(&prog, i);
         case_t cs;
         if (case_load_safe(cases[i], &cs, NULL, 0, &err) || compare_add_case(&cmp, &cs, NULL, &kopt, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            cli_error(&err);
             input_errors++;
         }
         case_free(&cs);
@@ -306,8 +304,7 @@ static int cli_compare(int argc, char **argv)
     }
     int status = input_errors ? EXIT_USAGE : 0;
     if (out_dir && write_outputs(out_dir, &cmp, cmdline, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        status = EXIT_USAGE;
+        status = cli_error(&err);
     }
     free(cmdline);
     compare_free(&cmp);

@@ -27,7 +27,7 @@ static int lock_run_dir(const char *dir, run_lock_t *lock)
     kr_error_t err = {{0}};
     if (run_lock_acquire(dir, lock, &err) == 0)
         return 0;
-    fprintf(stderr, "kreplay: error: %s\n", err.msg);
+    cli_error(&err);
     return -1;
 }
 
@@ -314,8 +314,7 @@ static int cli_gate(int argc, char **argv)
     kr_error_t err = {{0}};
     if (a.list) {
         if (gate_list_shapes(a.o.suite_path, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            return EXIT_USAGE;
+            return cli_error(&err);
         }
         return 0;
     }
@@ -340,8 +339,7 @@ static int cli_gate(int argc, char **argv)
     int ran = gate_run(&a.o, &rows, &meta, &sum, &err);
     int status = 0;
     if (ran != 0) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        status = EXIT_USAGE;
+        status = cli_error(&err);
     }
     const char *failed[RUN_INCOMPLETE_MAX];
     int n_failed = gate_incomplete_list(&sum, ran != 0 ? err.msg : NULL, failed);
@@ -352,7 +350,7 @@ static int cli_gate(int argc, char **argv)
             /* After a run that stopped on an error (a full disk, most often),
              * that error was the one line: this is its echo. */
             if (ran == 0)
-                fprintf(stderr, "kreplay: error: %s\n", werr.msg);
+                cli_error(&werr);
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)
                 failed[n_failed++] = werr.msg;
@@ -368,7 +366,7 @@ static int cli_gate(int argc, char **argv)
             kr_fail(&jerr, "%s: out of memory", a.o.junit_path);
         if (jerr.msg[0] || write_junit_file(a.o.junit_path, &junit_rows, &meta, sum.seconds, &jerr)) {
             if (ran == 0 && !werr.msg[0])
-                fprintf(stderr, "kreplay: error: %s\n", jerr.msg);
+                cli_error(&jerr);
             status = EXIT_USAGE;
             if (n_failed < RUN_INCOMPLETE_MAX)
                 failed[n_failed++] = jerr.msg;
@@ -435,7 +433,7 @@ static int cli_merge(int argc, char **argv)
     char path[4400];
     snprintf(path, sizeof path, "%s/results.h5", out_dir);
     if (results_store_merge((const char **)(argv + optind), argc - optind, path, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        cli_error(&err);
         run_lock_release(&lock);
         return EXIT_USAGE;
     }
@@ -447,7 +445,7 @@ static int cli_merge(int argc, char **argv)
                       results_store_write(path, &rows, &meta, &err))) ||
         write_run_reports(out_dir, &rows, &meta, baseline, NULL, NULL, 0, &err) ||
         (junit && write_junit_file(junit, &rows, &meta, 0.0, &err))) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        cli_error(&err);
         result_list_free(&rows);
         run_lock_release(&lock);
         return EXIT_USAGE;
@@ -494,14 +492,13 @@ static int cli_baseline(int argc, char **argv)
     /* The baseline's directory is made, so the first promotion works. */
     if (results_store_read(path, &rows, &meta, &err) || make_parent_dirs(dest, &err) ||
         results_store_write(dest, &rows, &meta, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        return EXIT_USAGE;
+        return cli_error(&err);
     }
     if (history) {
         char hist[4400];
         snprintf(hist, sizeof hist, "%s/%s_%s.h5", history, meta.time_utc, meta.git_commit);
         if (make_dirs(history, &err) || results_store_write(hist, &rows, &meta, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            cli_error(&err);
             result_list_free(&rows);
             return EXIT_USAGE;
         }
@@ -550,8 +547,7 @@ static int cli_calibrate(int argc, char **argv)
     calibration_t cal = {0};
     int status = 0;
     if (gate_run(&o, &rows, &meta, &sum, &err) || calibration_add_rows(&cal, rows.rows, rows.count, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        status = EXIT_USAGE;
+        status = cli_error(&err);
     } else {
         char how[512], path[4400];
         snprintf(how, sizeof how, "suite %s, seeds %lld-%lld, %lld cases, %lld rows, kreplay %s", meta.suite_name,
@@ -572,7 +568,7 @@ static int cli_calibrate(int argc, char **argv)
                 status = EXIT_USAGE;
         }
         if (status)
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            cli_error(&err);
         else
             printf("calibrated %d groups from %lld rows (%s) -> %s/policy.yaml, %s/calibration.md\n",
                    cal.count, (long long)rows.count, how, dir, dir);

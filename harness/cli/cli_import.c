@@ -85,7 +85,7 @@ int cli_import(int argc, char **argv)
     kr_error_t err = {{0}};
     case_t cs;
     if (case_load(in, &cs, &lo, &err) || case_write(out, &cs, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        cli_error(&err);
         case_free(&cs);
         return EXIT_USAGE;
     }

@@ -46,8 +46,7 @@ static int cli_inspect(int argc, char **argv)
         case_t c;
         kr_error_t err = {{0}};
         if (case_load_safe(argv[i], &c, NULL, 0, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            status = EXIT_USAGE;
+            status = cli_error(&err);
             continue;
         }
         input_health_t h;

@@ -111,8 +111,7 @@ static int cli_list(int argc, char **argv)
         shape_catalog_t cat;
         kr_error_t err = {{0}};
         if (shape_catalog_load(shape_catalog_default_path(), &cat, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            return EXIT_USAGE;
+            return cli_error(&err);
         }
         printf("%-22s %6s %6s %-6s %s\n", "shape", "N", "K", "weight", "role");
         for (int i = 0; i < cat.count; i++)

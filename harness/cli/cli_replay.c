@@ -253,7 +253,7 @@ static void replay_cases(char **cases, int n_cases, replay_options_t *opt, repla
         int loaded = case_load_safe(cases[i], &cs, NULL, 0, &err) == 0;
         int replayed = loaded && replay_case(&cs, opt, &run->rows, &err) == 0;
         if (!replayed) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
+            cli_error(&err);
             run->replay_errors += loaded;
             if (run->failed)
                 run->failed[run->n_failed++] = strdup(cases[i]);
@@ -315,8 +315,7 @@ static int report_run(const replay_cli_t *st, replay_run_t *run, int argc, char 
     kr_error_t err = {{0}};
     if (st->out_dir) {
         if (write_run_dir(st, run, &info, cmdline, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            status = EXIT_USAGE;
+            status = cli_error(&err);
         } else if (!st->json) {
             printf("report: %s/report.html (report.md, results.h5, results.json, results.csv beside it)\n",
                    st->out_dir);
@@ -362,8 +361,7 @@ static int prepare_run(replay_cli_t *st, int argc, char **argv, run_lock_t *lock
 {
     kr_error_t err = {{0}};
     if (st->out_dir && run_lock_acquire(st->out_dir, lock, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        return EXIT_USAGE;
+        return cli_error(&err);
     }
     *cases = cli_expand_cases(argc, argv, n_cases);
     if (*n_cases == 0) {
@@ -375,7 +373,7 @@ static int prepare_run(replay_cli_t *st, int argc, char **argv, run_lock_t *lock
     /* One judgement: the thresholds come from a policy, the calibrated
      * default unless --policy names another. */
     if (st->policy_path ? policy_load(st->policy_path, policy, &err) : judge_default_policy(policy, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
+        cli_error(&err);
         cli_free_strings(*cases);
         run_lock_release(lock);
         return EXIT_USAGE;
@@ -415,8 +413,7 @@ static int cli_replay(int argc, char **argv)
     int status = report_run(&st, &run, argc, argv);
     kr_error_t err = {{0}};
     if (st.save_path && output_store_commit(save_tmp, st.save_path, run.replay_errors > 0, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        status = EXIT_USAGE;
+        status = cli_error(&err);
     }
     run_lock_release(&lock);
     int failing = 0;

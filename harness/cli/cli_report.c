@@ -184,8 +184,7 @@ static int cli_report(int argc, char **argv)
         result_list_t part;
         results_meta_t m;
         if (results_store_read(path, &part, &m, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            status = EXIT_USAGE;
+            status = cli_error(&err);
             break;
         }
         if (n_files == 0)
@@ -228,8 +227,7 @@ static int cli_report(int argc, char **argv)
             result_list_free(&rows);
             memset(&rows, 0, sizeof rows);
             if (results_store_read(files.v[newest], &rows, &meta, &err)) {
-                fprintf(stderr, "kreplay: error: %s\n", err.msg);
-                status = EXIT_USAGE;
+                status = cli_error(&err);
             }
             for (int k = 0; status == 0 && k < files.n; k++)
                 if (k != newest && paths_add(&history, files.v[k]))
@@ -251,8 +249,7 @@ static int cli_report(int argc, char **argv)
         opt.n_case_paths = cases.n;
         opt.outcome = &outcome;
         if (report_generate(out_dir, &rows, (const char **)history.v, history.n, &opt, &err)) {
-            fprintf(stderr, "kreplay: error: %s\n", err.msg);
-            status = EXIT_USAGE;
+            status = cli_error(&err);
         } else {
             print_outcome(out_dir, rows.count, n_files, &outcome);
         }

@@ -74,8 +74,7 @@ static int apply_shapes(synth_args_t *a, const char *arg)
     shape_catalog_t cat;
     kr_error_t serr = {{0}};
     if (shape_catalog_load(shape_catalog_default_path(), &cat, &serr)) {
-        fprintf(stderr, "kreplay: error: %s\n", serr.msg);
-        return EXIT_USAGE;
+        return cli_error(&serr);
     }
     a->n_shapes = shape_catalog_resolve(&cat, arg, a->shapes, 64, &serr);
     shape_catalog_free(&cat);
@@ -155,8 +154,7 @@ static int cli_synth(int argc, char **argv)
     }
     kr_error_t err = {{0}};
     if (make_dirs(out_dir, &err)) {
-        fprintf(stderr, "kreplay: error: %s\n", err.msg);
-        return EXIT_USAGE;
+        return cli_error(&err);
     }
     for (int s = 0; s < n_shapes; s++) {
         for (int j = 0; j < n_m; j++) {
@@ -172,8 +170,7 @@ static int cli_synth(int argc, char **argv)
                 ps.weight_format = SYNTH_WEIGHT_BOTH;
             case_t cs;
             if (synth_case(&ps, &cs, &err)) {
-                fprintf(stderr, "kreplay: error: %s\n", err.msg);
-                return EXIT_USAGE;
+                return cli_error(&err);
             }
             char path[4096];
             if (name)
@@ -184,8 +181,7 @@ static int cli_synth(int argc, char **argv)
             int bad = case_write(path, &cs, &err);
             case_free(&cs);
             if (bad) {
-                fprintf(stderr, "kreplay: error: %s\n", err.msg);
-                return EXIT_USAGE;
+                return cli_error(&err);
             }
             printf("%s\n", path);
         }

@@ -122,3 +122,9 @@ int cli_scale_layout_from_word(const char *s, scale_layout_t *out)
     }
     return scale_layout_from_name(s, out);
 }
+
+int cli_error(const kr_error_t *err)
+{
+    fprintf(stderr, "kreplay: error: %s\n", err->msg);
+    return EXIT_USAGE;
+}

@@ -111,6 +111,24 @@ static void child_setup(pid_t parent)
     sigprocmask(SIG_UNBLOCK, &unblock, NULL);
 }
 
+/* fork(), with nothing left buffered that the child would write a second
+ * time; when it fails, the pair of descriptors meant for the child is closed
+ * and the error said.  For the one-call child (run_child) and the worker
+ * (worker_start). */
+static pid_t fork_flushed(const int fds[2], kr_error_t *err)
+{
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        kr_fail(err, "isolate: fork: %s", strerror(e));
+    }
+    return pid;
+}
+
 /* The child: never returns. */
 static void child_main(isolate_fn fn, void *ctx, void *shared, size_t out_bytes, pid_t parent)
 {
@@ -213,18 +231,12 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
     }
     fcntl(fds[0], F_SETFD, FD_CLOEXEC);
     fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    /* Nothing buffered may be written twice (by the child too). */
-    fflush(stdout);
-    fflush(stderr);
     const pid_t parent = getpid();
     const double t0 = now_seconds();
-    const pid_t pid = fork();
+    const pid_t pid = fork_flushed(fds, err);
     if (pid < 0) {
-        int e = errno;
-        close(fds[0]);
-        close(fds[1]);
         munmap(shared, bytes);
-        return kr_fail(err, "isolate: fork: %s", strerror(e));
+        return -1;
     }
     if (pid == 0) {
         close(fds[0]);
@@ -497,16 +509,10 @@ static int worker_start(isolate_worker_t *w, kr_error_t *err)
      * peer that is gone is EPIPE on send (MSG_NOSIGNAL), not SIGPIPE. */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
         return kr_fail(err, "isolate: socketpair: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
     const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(sv[1]);
-        return kr_fail(err, "isolate: fork: %s", strerror(e));
-    }
+    const pid_t pid = fork_flushed(sv, err);
+    if (pid < 0)
+        return -1;
     if (pid == 0) {
         close(sv[0]);
         worker_main(w, sv[1], parent);

@@ -15,13 +15,16 @@
 #define GPU_POISON_BYTE 0xFF
 #define GPU_CANARY_BYTE 0xA5
 
+static const gpu_run_options_t GPU_RUN_DEFAULTS = {
+    .reruns = 3,
+    .timed_runs = 5,
+    .canary_bytes = 4096,
+    .variant = GPU_VARIANT_SIMT,
+};
+
 void gpu_run_options_default(gpu_run_options_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->reruns = 3;
-    o->timed_runs = 5;
-    o->canary_bytes = 4096;
-    o->variant = GPU_VARIANT_SIMT;
+    *o = GPU_RUN_DEFAULTS;
 }
 
 int gpu_available(char *why, size_t cap)

@@ -455,6 +455,26 @@ static int try_scale_layout(dctx_t *x)
                    stored == SCALE_LAYOUT_NK ? "[N, K/32]" : "[K/32, N]", cm.rel);
 }
 
+/* One side of e: the reference GEMM on operand A, tried as h (whose name is
+ * the x that A came from), recorded with why when it explains the output.
+ * 1 when that decides e (*result set: a match, an error, or nothing to
+ * compare), 0 to go on. */
+static int try_sanitize_side(dctx_t *x, const float *A, diag_hypothesis_t h, const char *why, int *result)
+{
+    const int g = diag_alt_gemm(x, A, &x->d->in->weight);
+    if (g != 0) {
+        *result = g < 0 ? -1 : 0;
+        return 1;
+    }
+    diag_tried(x, diag_hypothesis_name(h));
+    cmp_t cm = diag_compare(x->d->out, x->alt, x->M, x->N, 1.0f, NULL, NULL);
+    if (!diag_explains(x, cm))
+        return 0;
+    *result = diag_matched(x, h, cm.rel, "matches %s on %s x: %s (rel %.3g)", diag_ref_name(x),
+                           diag_hypothesis_name(h), why, cm.rel);
+    return 1;
+}
+
 /* e: sanitized input (and the converse). */
 static int try_sanitize(dctx_t *x)
 {
@@ -472,7 +492,7 @@ static int try_sanitize(dctx_t *x)
         return kr_fail(x->err, "out of memory in diagnose");
     for (int64_t i = 0; i < MK; i++)
         clean[i] = isfinite(xs[i]) ? xs[i] : 0.0f;
-    int result = 0, same = 0, g;
+    int result = 0, same = 0;
     const int variant = act_kind(x) == ACT_FP8_PER_TOKEN ? (int)kernel_fp8_variant(x)
                                                          : (int)kernel_mxfp4_variant(x);
     const float *A = clean;
@@ -487,40 +507,22 @@ static int try_sanitize(dctx_t *x)
         }
         A = deq;
     }
-    if (!same) {
-        if ((g = diag_alt_gemm(x, A, &x->d->in->weight)) != 0) {
-            result = g < 0 ? -1 : 0;
-            goto done;
-        }
-        diag_tried(x, diag_hypothesis_name(DIAG_SANITIZED));
-        cmp_t cm = diag_compare(x->d->out, x->alt, x->M, x->N, 1.0f, NULL, NULL);
-        if (diag_explains(x, cm)) {
-            result = diag_matched(x, DIAG_SANITIZED, cm.rel,
-                             "matches %s on sanitized x: the kernel zeroed non-finite inputs "
-                             "(nan_to_num, RADIANCE_MXFP4_SANITIZE) before quantizing (rel %.3g)",
-                             diag_ref_name(x), cm.rel);
-            goto done;
-        }
-    }
+    if (!same && try_sanitize_side(x, A, DIAG_SANITIZED,
+                                   "the kernel zeroed non-finite inputs (nan_to_num, "
+                                   "RADIANCE_MXFP4_SANITIZE) before quantizing",
+                                   &result))
+        goto done;
     /* The converse: the kernel quantized the raw x, the reference's operand was sanitized. */
     if (!x->is_source) {
         if (quantize_like(x, xs, variant, deq, &same)) {
             result = -1;
             goto done;
         }
-        if (!same) {
-            if ((g = diag_alt_gemm(x, deq, &x->d->in->weight)) != 0) {
-                result = g < 0 ? -1 : 0;
-                goto done;
-            }
-            diag_tried(x, diag_hypothesis_name(DIAG_UNSANITIZED));
-            cmp_t cm = diag_compare(x->d->out, x->alt, x->M, x->N, 1.0f, NULL, NULL);
-            if (diag_explains(x, cm))
-                result = diag_matched(x, DIAG_UNSANITIZED, cm.rel,
-                                 "matches %s on unsanitized x: the reference's activations were "
-                                 "sanitized (non-finite zeroed), the kernel's were not (rel %.3g)",
-                                 diag_ref_name(x), cm.rel);
-        }
+        if (!same)
+            try_sanitize_side(x, deq, DIAG_UNSANITIZED,
+                              "the reference's activations were sanitized (non-finite zeroed), the "
+                              "kernel's were not",
+                              &result);
     }
 done:
     free(clean);

@@ -10,27 +10,17 @@
 cmp_t diag_compare(const float *out, const float *alt, int64_t M, int64_t N, float scale,
                    const unsigned char *skip_rows, const unsigned char *skip_cols)
 {
-    cmp_t c = {0, 0, 0};
-    double num = 0, den = 0;
+    cmp_acc_t s = {{0, 0, 0}, 0, 0};
     for (int64_t m = 0; m < M; m++) {
         if (skip_rows && skip_rows[m])
             continue;
         for (int64_t n = 0; n < N; n++) {
             if (skip_cols && skip_cols[n])
                 continue;
-            const double o = out[m * N + n], a = (double)alt[m * N + n] * scale;
-            const int fo = isfinite(o), fa = isfinite(a);
-            if (fo != fa) {
-                c.nf_mismatch++;
-            } else if (fo) {
-                c.finite++;
-                num += (o - a) * (o - a);
-                den += a * a;
-            }
+            cmp_acc_add(&s, out[m * N + n], (double)alt[m * N + n] * scale);
         }
     }
-    c.rel = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
-    return c;
+    return cmp_acc_result(&s);
 }
 
 cmp_t diag_compare_judged(const dctx_t *x, const float *alt, float scale)

@@ -4,6 +4,7 @@
 #ifndef KR_DIAG_CTX_H
 #define KR_DIAG_CTX_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "diagnose.h"
@@ -16,6 +17,33 @@ typedef struct {
     int64_t nf_mismatch;
     int64_t finite;
 } cmp_t;
+
+/* The running sums behind a cmp_t, element by element, for the comparisons
+ * that walk their own elements (diag_compare, the misreads' samples). */
+typedef struct {
+    cmp_t c;
+    double num, den;
+} cmp_acc_t;
+
+/* One element: out o against the alternative a. */
+static inline void cmp_acc_add(cmp_acc_t *s, double o, double a)
+{
+    const int fo = isfinite(o), fa = isfinite(a);
+    if (fo != fa) {
+        s->c.nf_mismatch++;
+    } else if (fo) {
+        s->c.finite++;
+        s->num += (o - a) * (o - a);
+        s->den += a * a;
+    }
+}
+
+static inline cmp_t cmp_acc_result(const cmp_acc_t *s)
+{
+    cmp_t c = s->c;
+    c.rel = s->den > 0 ? sqrt(s->num / s->den) : (s->num > 0 ? INFINITY : 0.0);
+    return c;
+}
 
 typedef struct {
     const diag_input_t *d;

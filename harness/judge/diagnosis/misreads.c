@@ -110,8 +110,7 @@ static cmp_t evaluate_vs(mr_ctx_t *c, const misread_t *h, int64_t sm, int64_t sn
     const int64_t M = x->M, N = x->N, K = x->K, nb = K / 32;
     const mxfp4_weight_t *w = &x->d->in->weight;
     const kernel_act_t *act = x->d->act;
-    cmp_t r = {0, 0, 0};
-    double num = 0, den = 0;
+    cmp_acc_t r = {{0, 0, 0}, 0, 0};
     for (int64_t j = 0; j < sn; j++) {
         const int64_t n = c->cols[j];
         for (int64_t k = 0; k < K; k++) {
@@ -155,20 +154,10 @@ static cmp_t evaluate_vs(mr_ctx_t *c, const misread_t *h, int64_t sm, int64_t sn
                     s += (double)c->av[k] * c->wv[k];
                 acc += s * c->sv[b];
             }
-            const double a = acc * xs;
-            const double o = target[m * N + n];
-            const int fo = isfinite(o), fa = isfinite(a);
-            if (fo != fa) {
-                r.nf_mismatch++;
-            } else if (fo) {
-                r.finite++;
-                num += (o - a) * (o - a);
-                den += a * a;
-            }
+            cmp_acc_add(&r, target[m * N + n], acc * xs);
         }
     }
-    r.rel = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
-    return r;
+    return cmp_acc_result(&r);
 }
 
 static cmp_t evaluate(mr_ctx_t *c, const misread_t *h, int64_t sm, int64_t sn)
@@ -180,22 +169,13 @@ static cmp_t evaluate(mr_ctx_t *c, const misread_t *h, int64_t sm, int64_t sn)
 static cmp_t sample_base(const mr_ctx_t *c, int64_t sm, int64_t sn)
 {
     const dctx_t *x = c->x;
-    cmp_t r = {0, 0, 0};
-    double num = 0, den = 0;
+    cmp_acc_t r = {{0, 0, 0}, 0, 0};
     for (int64_t i = 0; i < sm; i++)
         for (int64_t j = 0; j < sn; j++) {
             const int64_t e = c->rows[i] * x->N + c->cols[j];
-            const double o = x->d->out[e], a = x->d->ref[e];
-            if (isfinite(o) != isfinite(a))
-                r.nf_mismatch++;
-            else if (isfinite(o)) {
-                r.finite++;
-                num += (o - a) * (o - a);
-                den += a * a;
-            }
+            cmp_acc_add(&r, x->d->out[e], x->d->ref[e]);
         }
-    r.rel = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
-    return r;
+    return cmp_acc_result(&r);
 }
 
 static int explains_on(const dctx_t *x, cmp_t c, cmp_t base)
