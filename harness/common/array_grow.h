@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* `items` (count elements of elem bytes, room for *cap) with room for at
  * least count + 1: items itself when there is room, else a reallocation to
@@ -16,5 +17,23 @@ void *array_reserve_one(void *items, int64_t count, int64_t *cap, size_t elem, i
  * in a local variable and dropped whole when it cannot grow. */
 void *array_reserve_one_or_free(void *items, int64_t count, int64_t *cap, size_t elem,
                                 int64_t first_cap);
+
+/* Appends one zeroed element to ARR (an lvalue pointer; COUNT elements
+ * used, CAP of room, both lvalues), growing it by array_reserve_one: the
+ * expression is the new element, or NULL when out of memory (then the array
+ * and its counts are untouched).  A macro for the element type; evaluates
+ * its arguments more than once. */
+#define ARRAY_APPEND_ZEROED(arr, count, cap, first_cap)                                          \
+    __extension__({                                                                              \
+        __typeof__(arr) kr_grown_ = array_reserve_one((arr), (count), &(cap), sizeof *(arr),     \
+                                                      (first_cap));                              \
+        __typeof__(arr) kr_added_ = NULL;                                                        \
+        if (kr_grown_) {                                                                         \
+            (arr) = kr_grown_;                                                                   \
+            kr_added_ = &(arr)[(count)++];                                                       \
+            memset(kr_added_, 0, sizeof *kr_added_);                                             \
+        }                                                                                        \
+        kr_added_;                                                                               \
+    })
 
 #endif

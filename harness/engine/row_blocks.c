@@ -12,12 +12,9 @@ row_block_acc_t *row_blocks_find(row_blocks_t *b, const char *kernel, const char
     for (int64_t i = 0; i < b->count; i++)
         if (!strcmp(b->accs[i].first.kernel, kernel) && !strcmp(b->accs[i].first.reference, reference))
             return &b->accs[i];
-    row_block_acc_t *a = array_reserve_one(b->accs, b->count, &b->cap, sizeof *a, 16);
-    if (!a)
+    row_block_acc_t *acc = ARRAY_APPEND_ZEROED(b->accs, b->count, b->cap, 16);
+    if (!acc)
         return NULL;
-    b->accs = a;
-    row_block_acc_t *acc = &b->accs[b->count++];
-    memset(acc, 0, sizeof *acc);
     kr_strlcpy(acc->first.kernel, kernel, sizeof acc->first.kernel);
     kr_strlcpy(acc->first.reference, reference, sizeof acc->first.reference);
     metrics_merge_init(&acc->metrics, &acc->sums);

@@ -40,12 +40,9 @@ static compare_group_t *group_for(compare_t *cmp, const char *shape, int64_t N, 
         if (g->N == N && g->K == K && !strcmp(g->band, band) && !strcmp(g->shape, shape))
             return g;
     }
-    compare_group_t *g = array_reserve_one(cmp->groups, cmp->count, &cmp->cap, sizeof *g, 16);
+    compare_group_t *g = ARRAY_APPEND_ZEROED(cmp->groups, cmp->count, cmp->cap, 16);
     if (!g)
         return NULL;
-    cmp->groups = g;
-    g = &cmp->groups[cmp->count++];
-    memset(g, 0, sizeof *g);
     kr_strlcpy(g->shape, shape, sizeof g->shape);
     g->N = N;
     g->K = K;

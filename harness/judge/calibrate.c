@@ -27,12 +27,9 @@ static calib_group_t *group_for(calibration_t *cal, const result_t *r)
             !strcmp(g->band, r->band))
             return g;
     }
-    calib_group_t *g = array_reserve_one(cal->groups, cal->count, &cal->cap, sizeof *g, 32);
+    calib_group_t *g = ARRAY_APPEND_ZEROED(cal->groups, cal->count, cal->cap, 32);
     if (!g)
         return NULL;
-    cal->groups = g;
-    g = &cal->groups[cal->count++];
-    memset(g, 0, sizeof *g);
     kr_strlcpy(g->kernel, r->kernel, sizeof g->kernel);
     kr_strlcpy(g->reference, r->reference, sizeof g->reference);
     kr_strlcpy(g->band, r->band, sizeof g->band);

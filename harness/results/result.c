@@ -49,12 +49,9 @@ const char *m_band_name(int64_t M)
 
 result_t *result_list_add(result_list_t *l)
 {
-    result_t *rows = array_reserve_one(l->rows, l->count, &l->cap, sizeof *rows, 16);
-    if (!rows)
+    result_t *r = ARRAY_APPEND_ZEROED(l->rows, l->count, l->cap, 16);
+    if (!r)
         return NULL;
-    l->rows = rows;
-    result_t *r = &l->rows[l->count++];
-    memset(r, 0, sizeof *r);
     r->metrics.max_abs_index = -1;
     r->metrics.worst_row = -1;
     r->ref_f32_vs_f64 = NAN;
