@@ -12,20 +12,66 @@ extern "C" int kr_gpu_internal_fail(int status, const char *what, const char *de
 
 #if KR_GPU_CUDA
 #include <cublas_v2.h>
+#include <dlfcn.h>
 
 namespace {
+
+// cuBLAS is opened on the first reference GEMM, not linked: loading it (and
+// the cuBLASLt it pulls in, some 500 MB) at start-up cost every kreplay run
+// 50-100 ms, GPU or not, for the few runs that ask for a GPU reference.
+struct cublas_api {
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
+    cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
+    cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const float *, const float *, int, const float *, int, const float *,
+                            float *, int);
+    cublasStatus_t (*dgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const double *, const double *, int, const double *, int,
+                            const double *, double *, int);
+};
+
+// The soname the build linked against first (found through the binary's
+// run path), then the file itself.
+const cublas_api *cublas_load(const char **why)
+{
+    static cublas_api api;
+    static int state; // 0: not tried, 1: loaded, -1: failed (once per process is enough)
+    static char reason[160];
+    if (state == 0) {
+        void *lib = dlopen(KR_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            lib = dlopen(KR_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            snprintf(reason, sizeof reason, "cannot open %s: %s", KR_CUBLAS_SONAME, dlerror());
+            state = -1;
+        } else {
+            api.create = (decltype(api.create))dlsym(lib, "cublasCreate_v2");
+            api.destroy = (decltype(api.destroy))dlsym(lib, "cublasDestroy_v2");
+            api.set_math_mode = (decltype(api.set_math_mode))dlsym(lib, "cublasSetMathMode");
+            api.sgemm = (decltype(api.sgemm))dlsym(lib, "cublasSgemm_v2");
+            api.dgemm = (decltype(api.dgemm))dlsym(lib, "cublasDgemm_v2");
+            state = api.create && api.destroy && api.set_math_mode && api.sgemm && api.dgemm ? 1 : -1;
+            if (state < 0)
+                snprintf(reason, sizeof reason, "%s lacks a cuBLAS v2 entry point", KR_CUBLAS_SONAME);
+        }
+    }
+    *why = reason;
+    return state > 0 ? &api : nullptr;
+}
 
 // Device buffers of one call, freed on every path.
 struct gemm_buffers {
     void *a = nullptr, *b = nullptr, *c = nullptr;
     cublasHandle_t handle = nullptr;
+    const cublas_api *api = nullptr;
     ~gemm_buffers()
     {
         cudaFree(a);
         cudaFree(b);
         cudaFree(c);
         if (handle)
-            cublasDestroy(handle);
+            api->destroy(handle);
     }
 };
 
@@ -48,6 +94,9 @@ int gemm_nt(const T *A, const T *B, int64_t M, int64_t N, int64_t K, T *C, const
         K > INT32_MAX)
         return kr_gpu_internal_fail(KR_GPU_ERR_ARG, who, "bad shape or NULL operand");
     gemm_buffers g;
+    const char *why = "";
+    if (!(g.api = cublas_load(&why)))
+        return kr_gpu_internal_fail(KR_GPU_ERR_RUNTIME, who, why);
     const size_t ab = (size_t)M * (size_t)K * sizeof(T), bb = (size_t)N * (size_t)K * sizeof(T),
                  cb = (size_t)M * (size_t)N * sizeof(T);
     cudaError_t e;
@@ -57,21 +106,21 @@ int gemm_nt(const T *A, const T *B, int64_t M, int64_t N, int64_t K, T *C, const
     if ((e = cudaMemcpy(g.a, A, ab, cudaMemcpyHostToDevice)) != cudaSuccess ||
         (e = cudaMemcpy(g.b, B, bb, cudaMemcpyHostToDevice)) != cudaSuccess)
         return fail_rt(who, e);
-    cublasStatus_t s = cublasCreate(&g.handle);
+    cublasStatus_t s = g.api->create(&g.handle);
     if (s != CUBLAS_STATUS_SUCCESS)
         return fail_blas(who, s);
     // No TF32 and no reduced-precision reductions: a reference in IEEE fp32.
-    if ((s = cublasSetMathMode(g.handle, CUBLAS_PEDANTIC_MATH)) != CUBLAS_STATUS_SUCCESS)
+    if ((s = g.api->set_math_mode(g.handle, CUBLAS_PEDANTIC_MATH)) != CUBLAS_STATUS_SUCCESS)
         return fail_blas(who, s);
     const T one = 1, zero = 0;
     // Row-major C[M,N] = A B^T is column-major C^T[N,M] = B^T(op T of the
     // col-major K x N view of B) times A (the col-major K x M view of A).
     if constexpr (sizeof(T) == 4)
-        s = cublasSgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+        s = g.api->sgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
                         (const float *)g.b, (int)K, (const float *)g.a, (int)K, &zero,
                         (float *)g.c, (int)N);
     else
-        s = cublasDgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+        s = g.api->dgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
                         (const double *)g.b, (int)K, (const double *)g.a, (int)K, &zero,
                         (double *)g.c, (int)N);
     if (s != CUBLAS_STATUS_SUCCESS)
