@@ -1,7 +1,6 @@
 #include "replay.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +25,6 @@
 #include "metrics.h"
 #include "row_blocks.h"
 #include "output_store.h"
-#include "parallel.h"
 #include "judge.h"
 #include "verdict.h"
 #include "kr_string.h"
@@ -1346,38 +1344,15 @@ static void finish_block_row(const row_block_acc_t *acc, const replay_options_t 
 static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,
                             kr_error_t *err);
 
-/* The case's content id, hashed on a thread of its own while the case is
- * replayed: the hash is a byte-serial chain over every operand (0.1-0.3 s on
- * a prefill case) that would otherwise run alone at the end, and the
- * replay's single-threaded stretches leave a core for it. */
-typedef struct {
-    const case_t *c;
-    char id[17];
-} content_id_job_t;
-
-static void *content_id_run(void *p)
-{
-    content_id_job_t *j = p;
-    case_content_id(j->c, j->id);
-    return NULL;
-}
-
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
 {
     const int64_t first = out->count;
-    content_id_job_t job = {.c = c};
-    pthread_t hasher;
-    const int threaded = parallel_thread_count(0) > 1 &&
-                         pthread_create(&hasher, NULL, content_id_run, &job) == 0;
-    const int failed = replay_case_rows(c, opt, out, err);
-    if (threaded)
-        pthread_join(hasher, NULL);
-    if (failed)
+    if (replay_case_rows(c, opt, out, err))
         return -1;
-    if (!threaded)
-        content_id_run(&job);
+    char id[17];
+    case_content_id(c, id);
     for (int64_t i = first; i < out->count; i++)
-        memcpy(out->rows[i].case_id, job.id, sizeof job.id);
+        memcpy(out->rows[i].case_id, id, sizeof id);
     return 0;
 }
 
