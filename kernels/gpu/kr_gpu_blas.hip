@@ -13,6 +13,7 @@ extern "C" int kr_gpu_internal_fail(int status, const char *what, const char *de
 #if KR_GPU_CUDA
 #include <cublas_v2.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 namespace {
 
@@ -32,32 +33,43 @@ struct cublas_api {
 };
 
 // The soname the build linked against first (found through the binary's
-// run path), then the file itself.
+// run path), then the file; once per process (pthread_once: two threads may
+// ask for a GPU reference at once).
+cublas_api cublas;
+int cublas_state; // 1: loaded, -1: failed
+char cublas_reason[160];
+pthread_once_t cublas_once = PTHREAD_ONCE_INIT;
+
+void cublas_open()
+{
+    void *lib = dlopen(KR_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen(KR_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(cublas_reason, sizeof cublas_reason, "cannot open %s: %s", KR_CUBLAS_SONAME,
+                 dlerror());
+        cublas_state = -1;
+        return;
+    }
+    cublas.create = (decltype(cublas.create))dlsym(lib, "cublasCreate_v2");
+    cublas.destroy = (decltype(cublas.destroy))dlsym(lib, "cublasDestroy_v2");
+    cublas.set_math_mode = (decltype(cublas.set_math_mode))dlsym(lib, "cublasSetMathMode");
+    cublas.sgemm = (decltype(cublas.sgemm))dlsym(lib, "cublasSgemm_v2");
+    cublas.dgemm = (decltype(cublas.dgemm))dlsym(lib, "cublasDgemm_v2");
+    cublas_state = cublas.create && cublas.destroy && cublas.set_math_mode && cublas.sgemm &&
+                           cublas.dgemm
+                       ? 1
+                       : -1;
+    if (cublas_state < 0)
+        snprintf(cublas_reason, sizeof cublas_reason, "%s lacks a cuBLAS v2 entry point",
+                 KR_CUBLAS_SONAME);
+}
+
 const cublas_api *cublas_load(const char **why)
 {
-    static cublas_api api;
-    static int state; // 0: not tried, 1: loaded, -1: failed (once per process is enough)
-    static char reason[160];
-    if (state == 0) {
-        void *lib = dlopen(KR_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-        if (!lib)
-            lib = dlopen(KR_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            snprintf(reason, sizeof reason, "cannot open %s: %s", KR_CUBLAS_SONAME, dlerror());
-            state = -1;
-        } else {
-            api.create = (decltype(api.create))dlsym(lib, "cublasCreate_v2");
-            api.destroy = (decltype(api.destroy))dlsym(lib, "cublasDestroy_v2");
-            api.set_math_mode = (decltype(api.set_math_mode))dlsym(lib, "cublasSetMathMode");
-            api.sgemm = (decltype(api.sgemm))dlsym(lib, "cublasSgemm_v2");
-            api.dgemm = (decltype(api.dgemm))dlsym(lib, "cublasDgemm_v2");
-            state = api.create && api.destroy && api.set_math_mode && api.sgemm && api.dgemm ? 1 : -1;
-            if (state < 0)
-                snprintf(reason, sizeof reason, "%s lacks a cuBLAS v2 entry point", KR_CUBLAS_SONAME);
-        }
-    }
-    *why = reason;
-    return state > 0 ? &api : nullptr;
+    pthread_once(&cublas_once, cublas_open);
+    *why = cublas_reason;
+    return cublas_state > 0 ? &cublas : nullptr;
 }
 
 // Device buffers of one call, freed on every path.
