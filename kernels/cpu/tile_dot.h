@@ -55,7 +55,14 @@
 #define TD_MB_DEFAULT 8
 #elif defined(__AVX__)
 #define TD_VW 8
-#define TD_MB_DEFAULT 2
+#define TD_MB_DEFAULT 4
+/* 16 registers: a whole tile (4 vectors a row) leaves room for 2 rows, and
+ * then the weight vectors are reloaded for each row (10 loads a k, more than
+ * the 2 a cycle the load ports take for 8 mul + add pairs).  Half a tile at
+ * a time for 4 rows keeps its 2 weight vectors in registers: 6 loads a k.
+ * Each column's sums are the same either way; only which columns a call
+ * walks changes. */
+#define TD_WHOLE_AS_HALVES 1
 #else
 #define TD_VW 4
 #define TD_MB_DEFAULT 1
@@ -112,6 +119,18 @@ static inline td_vec td_fma_exact(td_vec acc, float x, td_vec w)
 }
 #endif
 
+/* Each weight vector of a k is loaded once and used for every row.  The
+ * compiler would rather fold the load into each row's multiply (one load a
+ * row and vector): with several rows that is more loads than the ports take
+ * per cycle, and the k-step waits on them.  An empty asm that takes the
+ * vector in a register makes the load a value of its own.  No arithmetic
+ * changes. */
+#if defined(__x86_64__) || defined(__i386__)
+#define TD_IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define TD_IN_REGISTER(v) ((void)0)
+#endif
+
 /* One k of the in-order sums: ACC[i][v] = ACC[i][v] + x[i][k] * w[k][v], MB
  * rows, the product rounded (STEP td_mul_add) or exact (STEP td_fma_exact). */
 static inline td_vec td_mul_add(td_vec acc, float x, td_vec w)
@@ -121,14 +140,25 @@ static inline td_vec td_mul_add(td_vec acc, float x, td_vec w)
 #define TD_RANK1(MB, NV, ACC, K, STEP)                                                        \
     do {                                                                                      \
         td_vec wv[NV];                                                                        \
-        for (int v = 0; v < NV; v++)                                                          \
+        for (int v = 0; v < NV; v++) {                                                        \
             wv[v] = td_load(w + (K) * TILE_N + v * TD_VW);                                    \
+            TD_IN_REGISTER(wv[v]);                                                            \
+        }                                                                                     \
         for (int i = 0; i < MB; i++) {                                                        \
             const float xv = x[i * ldx + (K)];                                                \
             for (int v = 0; v < NV; v++)                                                      \
                 (ACC)[i][v] = STEP((ACC)[i][v], xv, wv[v]);                                   \
         }                                                                                     \
     } while (0)
+
+/* The running sums acc stay in memory between blocks.  Left to itself the
+ * compiler keeps them in registers across the whole chunk, which leaves too
+ * few for the block sums s: some of those then live on the stack, and a
+ * k-step waits on a store and a reload (measured: a model GEMM at a third
+ * of the sgemm's rate on a 16-register AVX2 core).  Reloading acc once per
+ * 32-block costs a few loads; the operations and their order, so the bits,
+ * are the same. */
+#define TD_ACC_IN_MEMORY() __asm__ volatile("" ::: "memory")
 
 /* BB blocks in flight, starting at block b, for MB rows and NV vectors. */
 #define TD_BLOCKS_STEP(MB, NV, BB)                                                            \
@@ -154,6 +184,7 @@ static inline td_vec td_mul_add(td_vec acc, float x, td_vec w)
                         td_store(o, td_load(o) + s[bb][i][v] * sc);                           \
                 }                                                                             \
             }                                                                                 \
+        TD_ACC_IN_MEMORY();                                                                   \
     } while (0)
 
 #define TD_BB(MB, NV)                                                                         \
@@ -288,23 +319,38 @@ static inline void tile_dot_run(const td_call_t *c)
     }
 }
 
+/* c, or with TD_WHOLE_AS_HALVES a whole tile as its two halves in turn. */
+static inline void tile_dot_call(td_call_t c)
+{
+#ifdef TD_WHOLE_AS_HALVES
+    if (!c.half) {
+        enum { H = TILE_N / 2 };
+        c.half = 1;
+        tile_dot_run(&c);
+        c.w += H;
+        c.bs = c.bs ? c.bs + H : NULL;
+        c.acc = c.acc ? (float(*)[TILE_N])(c.acc[0] + H) : NULL;
+        c.part = c.part ? (float(*)[TILE_N])(c.part[0] + H) : NULL;
+    }
+#endif
+    tile_dot_run(&c);
+}
+
 /* Rows x .. x + (mb - 1) * ldx, 1 <= mb <= TILE_DOT_MB, into acc[0 .. mb);
  * half: only the first TILE_N / 2 columns. */
 static inline void tile_dot_blocks(const float *w, const float *x, int64_t ldx, int mb, int half,
                                    int64_t nblk, const float *bs, const float *xs, int64_t ldxs,
                                    float acc[][TILE_N])
 {
-    const td_call_t c = {.w = w, .x = x, .ldx = ldx, .mb = mb, .half = half, .segment = 0,
-                         .nblk = nblk, .bs = bs, .xs = xs, .ldxs = ldxs, .acc = acc};
-    tile_dot_run(&c);
+    tile_dot_call((td_call_t){.w = w, .x = x, .ldx = ldx, .mb = mb, .half = half, .segment = 0,
+                              .nblk = nblk, .bs = bs, .xs = xs, .ldxs = ldxs, .acc = acc});
 }
 
 static inline void tile_dot_segment(const float *w, const float *x, int64_t ldx, int mb, int half,
                                     int64_t len, int fresh, float part[][TILE_N])
 {
-    const td_call_t c = {.w = w, .x = x, .ldx = ldx, .mb = mb, .half = half, .segment = 1,
-                         .len = len, .fresh = fresh, .part = part};
-    tile_dot_run(&c);
+    tile_dot_call((td_call_t){.w = w, .x = x, .ldx = ldx, .mb = mb, .half = half, .segment = 1,
+                              .len = len, .fresh = fresh, .part = part});
 }
 
 #undef TD_CASE
