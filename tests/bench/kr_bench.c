@@ -27,6 +27,7 @@
  * Output: one line per measurement, "ROW|<item>|<what>|<measured>|<target>|PASS/MISS",
  * plus "INFO|..." lines; scripts/bench.sh collects them into its table.
  * Usage: kr_bench [--quick]   (--quick: decode shapes only, for a smoke run)
+ *        kr_bench --models M REPS   (the three models' run_cpu seconds at M rows)
  *        kr_bench --sgemm M N K REPS   (one bare sgemm size, best of REPS) */
 #include <cblas.h>
 #include <stdint.h>
@@ -222,55 +223,89 @@ static void item1(int shape_i, weight_t *W, int64_t M, int band, int reps)
     free(C);
 }
 
-static void item2(const weight_t *W, int64_t M, int band, int reps)
+static const char *const model_names[] = {"w4a8.perblock", "w4a8.folded", "w4a4.aiter"};
+#define MODEL_COUNT (sizeof model_names / sizeof model_names[0])
+
+/* The best of reps run_cpu calls of kernel name on W at M rows of random x
+ * (prepare_act not timed); a negative value when the kernel is missing. */
+static double model_best_seconds(const char *name, const weight_t *W, const float *x, int64_t M,
+                                 uint16_t *out, int reps)
 {
-    static const char *names[] = {"w4a8.perblock", "w4a8.folded", "w4a4.aiter"};
-    const int64_t N = W->N, K = W->K;
+    const kernel_desc_t *k = kernel_find(name);
+    if (!k)
+        return -1.0;
+    kernel_inputs_t in = {.M = M, .N = W->N, .K = W->K, .x = x, .weight = W->w};
+    kernel_options_t opt;
+    kernel_options_default(&opt);
+    kernel_act_t act;
+    memset(&act, 0, sizeof act);
+    kr_error_t err;
+    if (k->prepare_act(k, &in, &opt, &act, &err)) {
+        fprintf(stderr, "kr_bench: %s prepare_act: %s\n", name, err.msg);
+        exit(2);
+    }
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        kernel_run_info_t info;
+        memset(&info, 0, sizeof info);
+        const double t0 = now_s();
+        if (k->run_cpu(k, &in, &act, &opt, out, &info, &err)) {
+            fprintf(stderr, "kr_bench: %s run_cpu: %s\n", name, err.msg);
+            exit(2);
+        }
+        best = min2(best, now_s() - t0);
+    }
+    kernel_act_free(&act);
+    return best;
+}
+
+static float *random_rows(int64_t M, int64_t K)
+{
     float *x = xmalloc((size_t)(M * K) * sizeof(float));
     for (int64_t i = 0; i < M * K; i++)
         x[i] = frand();
+    return x;
+}
+
+static void item2(const weight_t *W, int64_t M, int band, int reps)
+{
+    const int64_t N = W->N, K = W->K;
+    float *x = random_rows(M, K);
     uint16_t *out = xmalloc((size_t)(M * N) * sizeof(uint16_t));
-    kernel_inputs_t in = {.M = M, .N = N, .K = K, .x = x, .weight = W->w};
-    kernel_options_t opt;
-    kernel_options_default(&opt);
     const double flop = 2.0 * (double)M * (double)N * (double)K;
-    for (int i = 0; i < 3; i++) {
-        const kernel_desc_t *k = kernel_find(names[i]);
-        if (!k) {
-            printf("ROW|2 model/sgemm|%s M=%lld|missing|>= 25%%|MISS\n", names[i], (long long)M);
+    for (size_t i = 0; i < MODEL_COUNT; i++) {
+        const double best = model_best_seconds(model_names[i], W, x, M, out, reps);
+        if (best < 0) {
+            printf("ROW|2 model/sgemm|%s M=%lld|missing|>= 25%%|MISS\n", model_names[i], (long long)M);
             continue;
         }
-        kernel_act_t act;
-        memset(&act, 0, sizeof act);
-        kr_error_t err;
-        if (k->prepare_act(k, &in, &opt, &act, &err)) {
-            fprintf(stderr, "kr_bench: %s prepare_act: %s\n", names[i], err.msg);
-            exit(2);
-        }
-        double best = 1e30;
-        for (int r = 0; r < reps; r++) {
-            kernel_run_info_t info;
-            memset(&info, 0, sizeof info);
-            double t0 = now_s();
-            if (k->run_cpu(k, &in, &act, &opt, out, &info, &err)) {
-                fprintf(stderr, "kr_bench: %s run_cpu: %s\n", names[i], err.msg);
-                exit(2);
-            }
-            double t = now_s() - t0;
-            if (t < best)
-                best = t;
-        }
-        kernel_act_free(&act);
         const double rate = flop / best * 1e-9;
         const double pct = 100.0 * rate / sgemm_rate[0][band];
-        printf("ROW|2 model/sgemm rate|%s M=%lld N=%lld K=%lld|%.1f%%|>= 25%%|%s\n", names[i],
+        printf("ROW|2 model/sgemm rate|%s M=%lld N=%lld K=%lld|%.1f%%|>= 25%%|%s\n", model_names[i],
                (long long)M, (long long)N, (long long)K, pct, verdict(pct >= 25.0));
-        printf("INFO|2 rate|%s M=%lld|%.3f s, %.1f GFLOP/s vs sgemm %.1f GFLOP/s\n", names[i],
+        printf("INFO|2 rate|%s M=%lld|%.3f s, %.1f GFLOP/s vs sgemm %.1f GFLOP/s\n", model_names[i],
                (long long)M, best, rate, sgemm_rate[0][band]);
         fflush(stdout);
     }
     free(x);
     free(out);
+}
+
+/* --models M REPS: "MODEL <name> <seconds>", the best of REPS run_cpu calls
+ * of each model at M rows on 17408x5120 (random operands, fixed seed): for
+ * builds of the models compared side by side, one process after another. */
+static int models_only(int64_t M, int reps)
+{
+    weight_t W;
+    weight_make(&W, 17408, 5120);
+    float *x = random_rows(M, W.K);
+    uint16_t *out = xmalloc((size_t)(M * W.N) * sizeof(uint16_t));
+    for (size_t i = 0; i < MODEL_COUNT; i++)
+        printf("MODEL %s %.6f\n", model_names[i], model_best_seconds(model_names[i], &W, x, M, out, reps));
+    free(x);
+    free(out);
+    weight_free(&W);
+    return 0;
 }
 
 /* --sgemm M N K REPS: the best of REPS bare cblas_sgemm calls C[M, N] =
@@ -303,6 +338,8 @@ int main(int argc, char **argv)
 {
     if (argc == 6 && !strcmp(argv[1], "--sgemm"))
         return sgemm_only(atoll(argv[2]), atoll(argv[3]), atoll(argv[4]), atoi(argv[5]));
+    if (argc == 4 && !strcmp(argv[1], "--models"))
+        return models_only(atoll(argv[2]), atoi(argv[3]));
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     const int64_t shapes[2][2] = {{17408, 5120}, {5120, 8704}};
     const int64_t Ms[2] = {64, 512};
