@@ -699,10 +699,75 @@ static double bf16_as_double(uint16_t h)
     return f;
 }
 
+/* What ulp_stats_bf16_vs_f32_apart must count over M rows of N, written
+ * element by element here: bins by the independent oracle_bin, the signed
+ * tallies from the values, the rounding fit by bf16_round_mode. */
+static void plain_ulp_pass(const uint16_t *out, const float *ref, int M, int N,
+                           const unsigned char *apart, ulp_stats_t *e)
+{
+    memset(e, 0, sizeof *e);
+    for (int m = 0; m < M; m++) {
+        if (apart && apart[m])
+            continue;
+        for (int j = m * N; j < (m + 1) * N; j++) {
+            e->count++;
+            uint32_t u;
+            memcpy(&u, &ref[j], sizeof u);
+            const uint16_t rb = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+            const uint64_t d = bf16_ulp_distance(out[j], rb);
+            const int out_nan = (out[j] & 0x7FFF) > 0x7F80;
+            e->identical += out[j] == rb;
+            if (d == UINT64_MAX) {
+                e->bins[ULP_BIN_NONFINITE]++;
+            } else {
+                e->bins[oracle_bin(d)]++;
+                e->max_ulp = d > e->max_ulp ? d : e->max_ulp;
+                if (d) {
+                    const double o = bf16_as_double(out[j]), r = bf16_as_double(rb);
+                    /* Away: farther from zero on the reference's side, or
+                     * any move off a zero reference; an output on the
+                     * other side of zero went toward zero and past it. */
+                    const int same_side = (o > 0 && r > 0) || (o < 0 && r < 0);
+                    const int is_away = r == 0.0 || (same_side && fabs(o) > fabs(r));
+                    e->toward_zero += !is_away;
+                    e->away_zero += is_away;
+                    e->signed_ulp_sum += is_away ? (int64_t)d : -(int64_t)d;
+                }
+            }
+            /* The rounding fit counts finite pairs only. */
+            if (out_nan || (out[j] & 0x7FFF) == 0x7F80 || !isfinite(ref[j]))
+                continue;
+            uint16_t c[ROUND_MODE_COUNT];
+            int same = 1;
+            for (int md = 0; md < ROUND_MODE_COUNT; md++) {
+                c[md] = bf16_round_mode(ref[j], (round_mode_t)md);
+                same &= c[md] == c[0];
+            }
+            if (!same) {
+                e->round_decided++;
+                for (int md = 0; md < ROUND_MODE_COUNT; md++)
+                    e->round_match[md] += out[j] == c[md];
+            }
+        }
+    }
+}
+
+static void expect_ulp_stats_equal(const ulp_stats_t *s, const ulp_stats_t *e)
+{
+    assert_int_equal(s->count, e->count);
+    assert_int_equal(s->identical, e->identical);
+    assert_memory_equal(s->bins, e->bins, sizeof e->bins);
+    assert_true(s->max_ulp == e->max_ulp);
+    assert_int_equal(s->toward_zero, e->toward_zero);
+    assert_int_equal(s->away_zero, e->away_zero);
+    assert_int_equal(s->signed_ulp_sum, e->signed_ulp_sum);
+    assert_int_equal(s->round_decided, e->round_decided);
+    assert_memory_equal(s->round_match, e->round_match, sizeof e->round_match);
+}
+
 /* ulp_stats_bf16_vs_f32_apart measures row bands in parallel and merges
- * them: over several bands, with rows set apart, it must count what a plain
- * element-by-element pass written here counts (bins by the independent
- * oracle_bin, the signed tallies, the rounding fit by bf16_round_mode). */
+ * them: over several bands, with rows set apart, it must count what the
+ * plain pass counts. */
 static void test_ulp_apart_bands_vs_plain_pass(void **state)
 {
     (void)state;
@@ -724,64 +789,67 @@ static void test_ulp_apart_bands_vs_plain_pass(void **state)
     }
     for (int m = 0; m < M; m++)
         apart[m] = m % 17 == 3;
-    int64_t count = 0, identical = 0, bins[ULP_BIN_COUNT] = {0}, toward = 0, away = 0, sum = 0;
-    int64_t decided = 0, match[ROUND_MODE_COUNT] = {0};
-    uint64_t max_ulp = 0;
-    for (int m = 0; m < M; m++) {
-        if (apart[m])
-            continue;
-        for (int j = m * N; j < (m + 1) * N; j++) {
-            count++;
-            uint32_t u;
-            memcpy(&u, &ref[j], sizeof u);
-            const uint16_t rb = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-            const uint64_t d = bf16_ulp_distance(out[j], rb);
-            const int out_nan = (out[j] & 0x7FFF) > 0x7F80;
-            identical += out[j] == rb;
-            if (d == UINT64_MAX) {
-                bins[ULP_BIN_NONFINITE]++;
-            } else {
-                bins[oracle_bin(d)]++;
-                max_ulp = d > max_ulp ? d : max_ulp;
-                if (d) {
-                    const double o = bf16_as_double(out[j]), r = bf16_as_double(rb);
-                    const int is_away = fabs(o) > fabs(r) || r == 0.0 || (o > 0) != (r > 0);
-                    toward += !is_away;
-                    away += is_away;
-                    sum += is_away ? (int64_t)d : -(int64_t)d;
-                }
-            }
-            if (out_nan)
-                continue;
-            uint16_t c[ROUND_MODE_COUNT];
-            int same = 1;
-            for (int md = 0; md < ROUND_MODE_COUNT; md++) {
-                c[md] = bf16_round_mode(ref[j], (round_mode_t)md);
-                same &= c[md] == c[0];
-            }
-            if (!same) {
-                decided++;
-                for (int md = 0; md < ROUND_MODE_COUNT; md++)
-                    match[md] += out[j] == c[md];
-            }
-        }
-    }
-    ulp_stats_t s;
+    ulp_stats_t s, e;
+    plain_ulp_pass(out, ref, M, N, apart, &e);
     ulp_stats_bf16_vs_f32_apart(out, ref, M, N, apart, &s);
-    assert_int_equal(s.count, count);
-    assert_int_equal(s.identical, identical);
-    assert_memory_equal(s.bins, bins, sizeof bins);
-    assert_true(s.max_ulp == max_ulp);
-    assert_int_equal(s.toward_zero, toward);
-    assert_int_equal(s.away_zero, away);
-    assert_int_equal(s.signed_ulp_sum, sum);
-    assert_int_equal(s.round_decided, decided);
-    assert_memory_equal(s.round_match, match, sizeof match);
-    assert_true(decided > 100 && bins[ULP_BIN_NONFINITE] > 0 && toward > 0 && away > 0);
+    expect_ulp_stats_equal(&s, &e);
+    assert_true(e.round_decided > 100 && e.bins[ULP_BIN_NONFINITE] > 0 && e.toward_zero > 0 &&
+                e.away_zero > 0);
+}
+
+/* Rows whose outputs and rounded references are all finite are counted by
+ * a pass of their own (reductions over the row): the same counts as the
+ * plain pass over distances from 0 to thousands of ULPs, both signs, values
+ * crossing zero, subnormals, references that round to the largest finite
+ * bf16 or to Inf, and a few rows holding an Inf or a NaN. */
+static void test_ulp_finite_rows_vs_plain_pass(void **state)
+{
+    (void)state;
+    enum { M = 150, N = 131 };
+    static uint16_t out[M * N];
+    static float ref[M * N];
+    test_rng_t rng = {0xf1417e};
+    for (int i = 0; i < M * N; i++) {
+        const uint64_t r = test_rng_u64(&rng);
+        const int kind = (int)(r % 16);
+        /* Mostly O(1) values; some near zero (subnormal bf16), some near
+         * bf16's largest finite value. */
+        ref[i] = (float)(test_rng_normal(&rng) * (kind == 0 ? 1e-39 : kind == 1 ? 3.3e38 : 2.0));
+        uint32_t u;
+        memcpy(&u, &ref[i], sizeof u);
+        const uint16_t rb = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+        /* Nudged in the bf16 ordinal: mostly 0..2 ULPs, sometimes up to 4000
+         * (across zero when the value is small); kept finite here. */
+        const int nudge = (int)((r >> 8) % 5) - 2 + ((r >> 16) % 8 == 0 ? (int)((r >> 20) % 8001) - 4000 : 0);
+        int32_t o = (rb & 0x8000) ? -(int32_t)(rb & 0x7FFF) : (int32_t)rb;
+        o += nudge;
+        if (o > 0x7F7F)
+            o = 0x7F7F;
+        if (o < -0x7F7F)
+            o = -0x7F7F;
+        out[i] = o < 0 ? (uint16_t)(0x8000 | -o) : (uint16_t)o;
+        if ((rb & 0x7F80) == 0x7F80)
+            out[i] = rb;        /* a reference rounding to Inf: the output says Inf too */
+    }
+    out[7 * N + 3] = 0x7F80;    /* +Inf against a finite reference */
+    out[40 * N + 9] = 0xFFC0;   /* a NaN */
+    ref[90 * N + 1] = INFINITY;
+    ulp_stats_t s, e;
+    plain_ulp_pass(out, ref, M, N, NULL, &e);
+    ulp_stats_bf16_vs_f32_apart(out, ref, M, N, NULL, &s);
+    expect_ulp_stats_equal(&s, &e);
+    /* The data reach what the row pass has to get right. */
+    int64_t far = 0;
+    for (int b = 3; b <= ULP_BIN_LAST_FINITE; b++)
+        far += e.bins[b];
+    assert_true(e.bins[ULP_BIN_1] > 1000 && e.bins[2] > 1000 && far > 1000);
+    assert_true(e.max_ulp >= 3000 && e.bins[ULP_BIN_NONFINITE] > 0 && e.round_decided > 1000);
+    assert_true(e.toward_zero > 1000 && e.away_zero > 1000);
 }
 
 KR_TEST_MAIN(
     test_hand_case, test_opposite_and_ties, test_nonfinite_split, test_all_nonfinite,
     test_zero_ref, test_max_paths, test_random_vs_oracle, test_merge_rows_vs_whole,
     test_ulp_hand_pairs, test_ulp_bins, test_ulp_distance_vs_enumeration, test_ulp_stats,
-    test_ulp_stats_random, test_ulp_stats_merge, test_ulp_apart_bands_vs_plain_pass);
+    test_ulp_stats_random, test_ulp_stats_merge, test_ulp_apart_bands_vs_plain_pass,
+    test_ulp_finite_rows_vs_plain_pass);

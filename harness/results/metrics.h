@@ -112,8 +112,10 @@ typedef struct {
     uint64_t max_ulp;       /* over finite pairs */
     int64_t bins[ULP_BIN_COUNT];
     /* Signed error against the reference, over finite pairs that differ:
-     * toward_zero when |out| < |ref| (same sign), away_zero otherwise (a
-     * zero reference counts as away).  signed_ulp_sum: sum of the ULP
+     * toward_zero when out lies between ref and zero, or past zero on the
+     * other side (a move toward zero in bf16's order), away_zero otherwise
+     * (farther from zero on ref's side; a zero reference counts as away).
+     * signed_ulp_sum: sum of the ULP
      * distances, negative toward zero.  A correctly rounding kernel has no
      * preference; truncation puts every differing element toward zero. */
     int64_t toward_zero, away_zero;
