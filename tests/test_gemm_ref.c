@@ -90,12 +90,7 @@ static void problem_oracle(problem_t *p, e8m0_mode_t mode)
 
 static void problem_free(problem_t *p)
 {
-    free(p->A);
-    free(p->packed);
-    free(p->scales_nk);
-    free(p->scales_kn);
-    free(p->C);
-    free(p->absum);
+    TEST_FREE_ALL(p->A, p->packed, p->scales_nk, p->scales_kn, p->C, p->absum);
 }
 
 static mxfp4_weight_t weight_of(const problem_t *p, scale_layout_t layout, e8m0_mode_t mode)

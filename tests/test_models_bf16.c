@@ -104,10 +104,7 @@ static void ops_drop_bf16_weight(operands_t *o)
 
 static void ops_free(operands_t *o)
 {
-    free(o->x);
-    free(o->wb);
-    free(o->packed);
-    free(o->scales);
+    TEST_FREE_ALL(o->x, o->wb, o->packed, o->scales);
     memset(o, 0, sizeof *o);
 }
 

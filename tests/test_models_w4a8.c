@@ -93,14 +93,7 @@ static void tcase_pack(tcase_t *c)
 
 static void tcase_free(tcase_t *c)
 {
-    free(c->wcodes);
-    free(c->packed);
-    free(c->scales);
-    free(c->x);
-    free(c->xs);
-    free(c->wref);
-    free(c->parts);
-    free(c->parts_scale);
+    TEST_FREE_ALL(c->wcodes, c->packed, c->scales, c->x, c->xs, c->wref, c->parts, c->parts_scale);
     memset(c, 0, sizeof *c);
 }
 
