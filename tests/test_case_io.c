@@ -295,13 +295,8 @@ static raw_ds_t *raw_ds(raw_t *r, const char *name)
 /* A valid case of every dataset (checked by test_raw_template_is_valid). */
 static void raw_default(raw_t *r, int64_t M, int64_t N, int64_t K)
 {
-    memset(r, 0, sizeof *r);
-    r->schema = CASE_SCHEMA_V1;
-    r->have_M = r->have_N = r->have_K = 1;
-    r->M = M;
-    r->N = N;
-    r->K = K;
-    r->dim_type = H5T_STD_I64LE;
+    *r = (raw_t){.schema = CASE_SCHEMA_V1, .have_M = 1, .have_N = 1, .have_K = 1,
+                 .M = M, .N = N, .K = K, .dim_type = H5T_STD_I64LE};
     raw_ds_t *d;
     d = raw_add(r, "x", H5T_STD_U16LE, 2, (hsize_t)M, (hsize_t)K);
     d->attr[0][0] = "dtype", d->attr[0][1] = "bfloat16";
