@@ -279,10 +279,7 @@ static void test_mxfp4_dequant(void **state)
     oracle_mxfp4_act_dequant(codes, scales, M, K, want);
     for (int64_t i = 0; i < M * K; i++)
         assert_int_equal(f32_bits(got[i]), f32_bits(want[i]));
-    free(codes);
-    free(scales);
-    free(got);
-    free(want);
+    TEST_FREE_ALL(codes, scales, got, want);
 }
 
 /* ------------------------------------------------------------------ */
@@ -403,9 +400,7 @@ static void test_fp8_dequant(void **state)
             assert_int_equal(f32_bits(got[i]), f32_bits(want[i]));
         }
     }
-    free(codes);
-    free(got);
-    free(want);
+    TEST_FREE_ALL(codes, got, want);
 }
 
 KR_TEST_MAIN(

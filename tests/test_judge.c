@@ -88,9 +88,7 @@ static int partials_run(const kernel_inputs_t *in, const kernel_act_t *act, int 
     }
     for (int64_t i = 0; st == 0 && i < M * N; i++)
         out[i] = rne_bits(acc[i]);
-    free(part);
-    free(acc);
-    free(a);
+    TEST_FREE_ALL(part, acc, a);
     return st;
 }
 

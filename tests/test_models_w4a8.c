@@ -549,9 +549,7 @@ static void test_oracle_underflow_explained(void **state)
              (long long)(N * (nb - 1)), (long long)(N * nb), 100.0 * (double)changed / (double)nonzero);
     print_message("expected note: %s\n", expect);
     assert_non_null(strstr(note, expect));
-    free(W_exact);
-    free(W_folded);
-    free(out);
+    TEST_FREE_ALL(W_exact, W_folded, out);
     tcase_free(&c);
 }
 
@@ -575,10 +573,7 @@ static void test_layouts_bit_identical(void **state)
             assert_same_bits(f, oracle, count, "folded vs scalar oracle");
             assert_same_bits(wp, f, count, "folded.wperm vs folded");
             assert_same_bits(at, f, count, "atiled vs folded");
-            free(f);
-            free(wp);
-            free(at);
-            free(oracle);
+            TEST_FREE_ALL(f, wp, at, oracle);
             tcase_free(&c);
         }
     }
@@ -709,10 +704,7 @@ static void test_decode_vs_folded(void **state)
                       (long long)hist[5]);
         if (hist[0] != M * N)
             seeds_with_differences++;
-        free(f);
-        free(d4);
-        free(d1);
-        free(o4);
+        TEST_FREE_ALL(f, d4, d1, o4);
         tcase_free(&c);
     }
     assert_true(seeds_with_differences > 0);   /* the order matters ... */
