@@ -816,14 +816,21 @@ static void expect_pt_refused(const char *path, const char *n1, const char *n2)
     assert_error_names(err.msg, path, n1, n2);
 }
 
+/* write_pt_bomb of N bytes at a fresh path NAME (in path), read under the
+ * default limit: the environment's limit is cleared. */
+static void pt_bomb_at_default_limit(char *path, size_t cap, const char *name, uint32_t n)
+{
+    test_tmp_path(path, cap, name);
+    unsetenv(PT_MAX_MB_ENV);
+    write_pt_bomb(path, n);
+}
+
 static void test_pt_bounds(void **state)
 {
     (void)state;
     char path[1024];
-    test_tmp_path(path, sizeof path, "small.pt");
-    unsetenv(PT_MAX_MB_ENV);
     /* 3 MiB of zeros: within the default, over a 2 MiB limit, within 4 */
-    write_pt_bomb(path, 3u << 20);
+    pt_bomb_at_default_limit(path, sizeof path, "small.pt", 3u << 20);
     pt_file_t *f = NULL;
     kr_error_t err = {{0}};
     if (pt_open(path, &f, &err) != 0)
@@ -856,10 +863,7 @@ static void test_pt_zip_bomb(void **state)
 {
     (void)state;
     char path[1024];
-    test_tmp_path(path, sizeof path, "bomb.pt");
-    unsetenv(PT_MAX_MB_ENV);
-    const uint32_t n = 1138000000u;     /* 1.06 GiB */
-    write_pt_bomb(path, n);
+    pt_bomb_at_default_limit(path, sizeof path, "bomb.pt", 1138000000u);    /* 1.06 GiB */
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_true(st.st_size < 8000000);
