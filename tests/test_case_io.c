@@ -235,6 +235,15 @@ static void expect_read_fail(const char *path, const char *n1, const char *n2, c
     assert_case_empty(&c);
 }
 
+/* LEN bytes of BUF written as PATH, which case_read must then refuse
+ * (expect_read_fail). */
+static void expect_bytes_refused(const char *path, const void *buf, size_t len, const char *n1,
+                                 const char *n2, const char *n3)
+{
+    spit(path, buf, len);
+    expect_read_fail(path, n1, n2, n3);
+}
+
 /* ------------------------------------------- raw (malformed) file builder */
 
 #define RAW_MAX_DS 12
@@ -286,13 +295,8 @@ static raw_ds_t *raw_ds(raw_t *r, const char *name)
 /* A valid case of every dataset (checked by test_raw_template_is_valid). */
 static void raw_default(raw_t *r, int64_t M, int64_t N, int64_t K)
 {
-    memset(r, 0, sizeof *r);
-    r->schema = CASE_SCHEMA_V1;
-    r->have_M = r->have_N = r->have_K = 1;
-    r->M = M;
-    r->N = N;
-    r->K = K;
-    r->dim_type = H5T_STD_I64LE;
+    *r = (raw_t){.schema = CASE_SCHEMA_V1, .have_M = 1, .have_N = 1, .have_K = 1,
+                 .M = M, .N = N, .K = K, .dim_type = H5T_STD_I64LE};
     raw_ds_t *d;
     d = raw_add(r, "x", H5T_STD_U16LE, 2, (hsize_t)M, (hsize_t)K);
     d->attr[0][0] = "dtype", d->attr[0][1] = "bfloat16";
@@ -897,8 +901,8 @@ static void test_bad_truncated_patched_eoa(void **st)
     uint64_t n = (uint64_t)len - 2000;
     for (int i = 0; i < 8; i++)
         buf[40 + i] = (char)(n >> (8 * i));
-    spit(path, buf, (size_t)n);
-    expect_read_fail(path, "aiter: ", "beyond the end of the file", "truncated");
+    expect_bytes_refused(path, buf, (size_t)n, "aiter: ", "beyond the end of the file",
+                         "truncated");
     free(buf);
     unlink(path);
 }
@@ -929,14 +933,12 @@ static void test_bad_corrupt_header(void **st)
         assert_non_null(buf);
         memcpy(buf, orig, len);
         assert_true(clobber(buf, len, sigs[i]));
-        spit(path, buf, len);
-        expect_read_fail(path, "corrupt", NULL, NULL);
+        expect_bytes_refused(path, buf, len, "corrupt", NULL, NULL);
         free(buf);
     }
     /* The superblock signature: no longer an HDF5 file at all. */
     orig[1] = 'X';
-    spit(path, orig, len);
-    expect_read_fail(path, "not an HDF5 file", NULL, NULL);
+    expect_bytes_refused(path, orig, len, "not an HDF5 file", NULL, NULL);
     free(orig);
     unlink(path);
 }
@@ -947,10 +949,8 @@ static void test_bad_not_hdf5(void **st)
     char path[512];
     test_tmp_path(path, sizeof path, "bad-text");
     const char *text = "M,N,K\n5,48,64\nthis is a CSV file, not a case\n";
-    spit(path, text, strlen(text));
-    expect_read_fail(path, "file: ", "not an HDF5 file", NULL);
-    spit(path, "", 0);
-    expect_read_fail(path, "not an HDF5 file", NULL, NULL);
+    expect_bytes_refused(path, text, strlen(text), "file: ", "not an HDF5 file", NULL);
+    expect_bytes_refused(path, "", 0, "not an HDF5 file", NULL, NULL);
     unlink(path);
 }
 

@@ -185,10 +185,7 @@ static void diagnosed_nan_head_source(scenario_t *s, const char *spec, diag_resu
 static void scenario_free(scenario_t *s)
 {
     kernel_act_free(&s->act);
-    free(s->ref);
-    free(s->bits);
-    free(s->out);
-    free(s->weight_owned);
+    TEST_FREE_ALL(s->ref, s->bits, s->out, s->weight_owned);
     case_free(&s->c);
 }
 

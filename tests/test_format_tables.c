@@ -76,6 +76,16 @@ static size_t test_inputs(float **out)
     return n_sweep + n_random;
 }
 
+/* Fails the test unless COUNT_FAILURES finds none on the inputs of test_inputs. */
+static void expect_no_failures(long long (*count_failures)(const float *v, size_t n))
+{
+    float *v;
+    const size_t n = test_inputs(&v);
+    const long long failures = count_failures(v, n);
+    free(v);
+    assert_int_equal(failures, 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Decoders: every code                                                */
 /* ------------------------------------------------------------------ */
@@ -187,12 +197,9 @@ static long long check_block(const float *x)
     return failures;
 }
 
-static void test_mxfp4_blocks(void **state)
+static long long mxfp4_block_failures(const float *v, size_t n)
 {
-    (void)state;
     long long failures = 0;
-    float *v;
-    const size_t n = test_inputs(&v);
     /* Consecutive slices of the inputs: blocks mixing every magnitude with
      * NaN, Inf, zeros and subnormals. */
     for (size_t i = 0; i + 32 <= n; i += 32)
@@ -251,8 +258,7 @@ static void test_mxfp4_blocks(void **state)
     for (int i = 0; i < 32; i++)
         block[i] = i % 2 ? FLT_MAX : -FLT_MAX;
     failures += check_block(block);
-    free(v);
-    assert_int_equal(failures, 0);
+    return failures;
 }
 
 static void test_mxfp4_dequant(void **state)
@@ -273,10 +279,7 @@ static void test_mxfp4_dequant(void **state)
     oracle_mxfp4_act_dequant(codes, scales, M, K, want);
     for (int64_t i = 0; i < M * K; i++)
         assert_int_equal(f32_bits(got[i]), f32_bits(want[i]));
-    free(codes);
-    free(scales);
-    free(got);
-    free(want);
+    TEST_FREE_ALL(codes, scales, got, want);
 }
 
 /* ------------------------------------------------------------------ */
@@ -306,12 +309,9 @@ static long long check_row(const float *x, int64_t K)
     return failures;
 }
 
-static void test_fp8_rows(void **state)
+static long long fp8_row_failures(const float *v, size_t n)
 {
-    (void)state;
     long long failures = 0;
-    float *v;
-    const size_t n = test_inputs(&v);
     /* Slices of the inputs, of several lengths: every special value, in rows
      * whose amax is anything from a subnormal to Inf or NaN. */
     const int64_t lengths[] = {1, 7, 64, 300};
@@ -359,8 +359,19 @@ static void test_fp8_rows(void **state)
             row[i] = (float)test_rng_normal(&rng) * scale * (i == r % 128 ? 100.0f : 1.0f);
         failures += check_row(row, 128);
     }
-    free(v);
-    assert_int_equal(failures, 0);
+    return failures;
+}
+
+static void test_mxfp4_blocks(void **state)
+{
+    (void)state;
+    expect_no_failures(mxfp4_block_failures);
+}
+
+static void test_fp8_rows(void **state)
+{
+    (void)state;
+    expect_no_failures(fp8_row_failures);
 }
 
 static void test_fp8_dequant(void **state)
@@ -389,9 +400,7 @@ static void test_fp8_dequant(void **state)
             assert_int_equal(f32_bits(got[i]), f32_bits(want[i]));
         }
     }
-    free(codes);
-    free(got);
-    free(want);
+    TEST_FREE_ALL(codes, got, want);
 }
 
 KR_TEST_MAIN(

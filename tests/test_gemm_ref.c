@@ -90,12 +90,7 @@ static void problem_oracle(problem_t *p, e8m0_mode_t mode)
 
 static void problem_free(problem_t *p)
 {
-    free(p->A);
-    free(p->packed);
-    free(p->scales_nk);
-    free(p->scales_kn);
-    free(p->C);
-    free(p->absum);
+    TEST_FREE_ALL(p->A, p->packed, p->scales_nk, p->scales_kn, p->C, p->absum);
 }
 
 static mxfp4_weight_t weight_of(const problem_t *p, scale_layout_t layout, e8m0_mode_t mode)
@@ -229,10 +224,7 @@ static void test_chunking(void **state)
                 fail();
             }
         }
-        free(ref32);
-        free(c32);
-        free(ref64);
-        free(c64);
+        TEST_FREE_ALL(ref32, c32, ref64, c64);
         problem_free(&p);
     }
 }
@@ -506,9 +498,7 @@ static void test_row_blocks_same_bits(void **state)
         gemm_dense_f32_panels(p.A + m0 * K, B, rows, N, K, 8, blocked + m0 * N);
     }
     assert_memory_equal(blocked, whole, (size_t)(M * N) * sizeof *whole);
-    free(whole);
-    free(blocked);
-    free(B);
+    TEST_FREE_ALL(whole, blocked, B);
     problem_free(&p);
 }
 
@@ -611,9 +601,7 @@ static void test_dense(void **state)
     C[0] = 5.0f;
     gemm_dense_f32(A, B, 0, N, K, C);
     assert_true(C[0] == 5.0f);
-    free(A);
-    free(B);
-    free(C);
+    TEST_FREE_ALL(A, B, C);
 }
 
 KR_TEST_MAIN(

@@ -228,9 +228,8 @@ static void test_simt_samples(void **state)
 static void test_faults_caught(void **state)
 {
     (void)state;
-    synth_params_t p = test_synth_params(64, 1000, 4096, 99);
     case_t c;
-    test_synth_or_fail(&p, &c);
+    test_synth_default_or_fail(64, 1000, 4096, 99, &c);
     kr_error_t err = {{0}};
     kernel_inputs_t in = inputs_of(&c, c.weight, E8M0_SPEC);
     const kernel_desc_t *k = kernel_find("w4a8.folded");
@@ -395,9 +394,8 @@ static void test_matrix_units_measured(void **state)
                   "ident", "1", "2", "3-4", ">4", "max", "ident", "1", "2-4", "5-16", "17-256", ">256",
                   "mma f32", "model f32", "mma bf16");
     for (int64_t K = 256; K <= 8192; K *= 2) {
-        synth_params_t p = test_synth_params(128, 512, K, 1000 + (uint64_t)K);
         case_t c;
-        test_synth_or_fail(&p, &c);
+        test_synth_default_or_fail(128, 512, K, 1000 + (uint64_t)K, &c);
         kr_error_t err = {{0}};
         /* synth's weight_ref is the row max, which mma_f32 computes on the device */
         kernel_inputs_t in = inputs_of(&c, c.weight, E8M0_SPEC);

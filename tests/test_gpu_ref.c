@@ -113,13 +113,7 @@ static void check_sample(const char *path)
                   strrchr(path, '/') + 1, (long long)checked, worst_cpu, worst_gpu,
                   (long long)differ);
     g_samples++;
-    free(Wd);
-    free(C64);
-    free(AB);
-    free(cpu);
-    free(gpu);
-    free(gpu64);
-    free(owned);
+    TEST_FREE_ALL(Wd, C64, AB, cpu, gpu, gpu64, owned);
     case_free(&c);
 }
 

@@ -88,9 +88,7 @@ static int partials_run(const kernel_inputs_t *in, const kernel_act_t *act, int 
     }
     for (int64_t i = 0; st == 0 && i < M * N; i++)
         out[i] = rne_bits(acc[i]);
-    free(part);
-    free(acc);
-    free(a);
+    TEST_FREE_ALL(part, acc, a);
     return st;
 }
 
@@ -155,12 +153,6 @@ static const result_t *find_row(const result_list_t *rows, const char *kernel, c
             return &rows->rows[i];
     fail_msg("no row %s vs %s", kernel, reference);
     return NULL;
-}
-
-static void synth_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c)
-{
-    const synth_params_t p = test_synth_params(M, N, K, seed);
-    test_synth_or_fail(&p, c);
 }
 
 static void replay_or_fail(const case_t *c, const replay_options_t *o, result_list_t *rows)
@@ -228,7 +220,7 @@ static void test_replay_uses_the_policy(void **state)
 {
     (void)state;
     case_t c;
-    synth_or_fail(17, 256, 2048, 7, &c);
+    test_synth_default_or_fail(17, 256, 2048, 7, &c);
     policy_t pol;
     kr_error_t err = {{0}};
     assert_int_equal(policy_load(KREPLAY_SOURCE_DIR "/cases/policies/default.yaml", &pol, &err), 0);
@@ -338,7 +330,7 @@ static void test_truncation_is_biased(void **state)
 {
     (void)state;
     case_t c;
-    synth_or_fail(64, 512, 2048, 11, &c);
+    test_synth_default_or_fail(64, 512, 2048, 11, &c);
     result_list_t rows = {0};
     replay_beside_correct(&c, "test.truncate", OUT_TRUNCATE, 0, "w4a8.perblock", 0, &rows);
 
@@ -367,7 +359,7 @@ static void test_immaterial_lean_passes(void **state)
 {
     (void)state;
     case_t c;
-    synth_or_fail(64, 512, 2048, 11, &c);
+    test_synth_default_or_fail(64, 512, 2048, 11, &c);
     const kernel_desc_t kd = broken_kernel("test.correct", OUT_RNE);
     result_list_t rows = {0};
     replay_with(&c, &(replay_with_t){"test.*", &kd, 1, 0, NULL, 0}, &rows);
@@ -427,7 +419,7 @@ static void test_reduced_running_sum_fails(void **state)
     };
     for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
         case_t c;
-        synth_or_fail(16, 128, table[t].K, 21, &c);
+        test_synth_default_or_fail(16, 128, table[t].K, 21, &c);
         result_list_t rows = {0};
         replay_beside_correct(&c, "test.reduced", table[t].mode, REF_EXACT, NULL, 0, &rows);
         const result_t *b = find_row(&rows, "test.reduced", "R_exact");
@@ -483,7 +475,7 @@ static void test_vs_nan_disagreement_fails(void **state)
 {
     (void)state;
     case_t c;
-    synth_or_fail(17, 256, 2048, 3, &c);
+    test_synth_default_or_fail(17, 256, 2048, 3, &c);
     const kernel_desc_t kd = broken_kernel("test.nan_tile", OUT_NAN_TILE);
     result_list_t rows = {0};
     replay_with(&c, &(replay_with_t){"test.*", &kd, 1, 0, "w4a8.perblock", 0}, &rows);
@@ -542,7 +534,7 @@ static void test_recorded_route(void **state)
 {
     (void)state;
     case_t c;
-    synth_or_fail(17, 256, 2048, 9, &c);
+    test_synth_default_or_fail(17, 256, 2048, 9, &c);
     const kernel_desc_t *w4a4 = kernel_find("w4a4.aiter");
     kernel_inputs_t in = {.M = c.M, .N = c.N, .K = c.K, .x = c.x,
                           .weight = {.packed = c.weight, .scales = c.weight_scale, .layout = c.scale_layout,

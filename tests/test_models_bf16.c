@@ -104,10 +104,7 @@ static void ops_drop_bf16_weight(operands_t *o)
 
 static void ops_free(operands_t *o)
 {
-    free(o->x);
-    free(o->wb);
-    free(o->packed);
-    free(o->scales);
+    TEST_FREE_ALL(o->x, o->wb, o->packed, o->scales);
     memset(o, 0, sizeof *o);
 }
 
@@ -314,9 +311,7 @@ static void test_hand_split_vs_sequential(void **st)
         assert_int_equal(sk4[m], want_sk4[m]);
         assert_int_equal(seq[m], want_seq[m]);
     }
-    free(sk2);
-    free(sk4);
-    free(seq);
+    TEST_FREE_ALL(sk2, sk4, seq);
     ops_free(&o);
 }
 
@@ -378,10 +373,7 @@ static void test_hand_table_splits(void **st)
         char want[64];
         snprintf(want, sizeof want, "split-K %d (%s)", sk, t == 0 ? "_CFG" : "_CFG_TAXED");
         assert_string_equal(info.note, want);
-        free(table);
-        free(half);
-        free(twice);
-        free(seq);
+        TEST_FREE_ALL(table, half, twice, seq);
         ops_free(&o);
     }
 }

@@ -93,14 +93,7 @@ static void tcase_pack(tcase_t *c)
 
 static void tcase_free(tcase_t *c)
 {
-    free(c->wcodes);
-    free(c->packed);
-    free(c->scales);
-    free(c->x);
-    free(c->xs);
-    free(c->wref);
-    free(c->parts);
-    free(c->parts_scale);
+    TEST_FREE_ALL(c->wcodes, c->packed, c->scales, c->x, c->xs, c->wref, c->parts, c->parts_scale);
     memset(c, 0, sizeof *c);
 }
 
@@ -556,9 +549,7 @@ static void test_oracle_underflow_explained(void **state)
              (long long)(N * (nb - 1)), (long long)(N * nb), 100.0 * (double)changed / (double)nonzero);
     print_message("expected note: %s\n", expect);
     assert_non_null(strstr(note, expect));
-    free(W_exact);
-    free(W_folded);
-    free(out);
+    TEST_FREE_ALL(W_exact, W_folded, out);
     tcase_free(&c);
 }
 
@@ -582,10 +573,7 @@ static void test_layouts_bit_identical(void **state)
             assert_same_bits(f, oracle, count, "folded vs scalar oracle");
             assert_same_bits(wp, f, count, "folded.wperm vs folded");
             assert_same_bits(at, f, count, "atiled vs folded");
-            free(f);
-            free(wp);
-            free(at);
-            free(oracle);
+            TEST_FREE_ALL(f, wp, at, oracle);
             tcase_free(&c);
         }
     }
@@ -716,10 +704,7 @@ static void test_decode_vs_folded(void **state)
                       (long long)hist[5]);
         if (hist[0] != M * N)
             seeds_with_differences++;
-        free(f);
-        free(d4);
-        free(d1);
-        free(o4);
+        TEST_FREE_ALL(f, d4, d1, o4);
         tcase_free(&c);
     }
     assert_true(seeds_with_differences > 0);   /* the order matters ... */

@@ -65,9 +65,7 @@ static void case_fill_kn(weight_case_t *w)
 
 static void case_free(weight_case_t *w)
 {
-    free(w->packed);
-    free(w->scales_nk);
-    free(w->scales_kn);
+    TEST_FREE_ALL(w->packed, w->scales_nk, w->scales_kn);
 }
 
 /* K = 32: row n has scale byte n % 256 and the 16 bytes 16g .. 16g+15 with

@@ -130,9 +130,7 @@ static void test_random_dequant_vs_formula(void **state)
         mxfp4_dequant_row(packed, scales_nk, SCALE_LAYOUT_NK, N, K, 8, (e8m0_mode_t)mode, row);
         assert_memory_equal(rows + K, row, sizeof row);
     }
-    free(codes);
-    free(packed);
-    free(rows);
+    TEST_FREE_ALL(codes, packed, rows);
 }
 
 /* torch semantics, generically: `in` viewed with shape dims[5] (contiguous),
@@ -205,10 +203,7 @@ static void test_wperm(void **state)
             assert_int_equal(wperm_unpermute(w, N, K, frag), 0);
             assert_int_equal(wperm_permute(frag, N, K, back), 0);
             assert_memory_equal(back, w, bytes);
-            free(w);
-            free(frag);
-            free(back);
-            free(model);
+            TEST_FREE_ALL(w, frag, back, model);
         }
     }
     uint8_t in[512] = {0}, out[512];

@@ -213,10 +213,7 @@ static void test_example_bit_identical_to_perblock_model(void **state)
         assert_true(distinct > n / 4);
         /* Every element written (no 0x7FC1 poison note). */
         assert_string_equal(info_plug.note, "");
-        free(ref);
-        free(got);
-        free(other);
-        free(owned);
+        TEST_FREE_ALL(ref, got, other, owned);
         case_free(&c);
     }
     /* Equality is not automatic: another accumulation order (the folded

@@ -171,44 +171,26 @@ static void test_default_policy(void **state)
 /* A row of a clean kernel: every metric comfortably inside the rule below. */
 static result_t clean_row(void)
 {
-    result_t r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.kernel, sizeof r.kernel, "w4a8.perblock");
-    snprintf(r.reference, sizeof r.reference, "R_exact");
-    r.metrics.count = 1000;
-    r.metrics.finite_count = 1000;
-    r.metrics.rel_fro = 0.002;
-    r.metrics.max_abs = 0.01;
-    r.metrics.worst_row_rel = 0.004;
-    r.metrics.worst_row = 3;
-    r.metrics.mag_ratio = 1.0;
-    r.metrics.cosine = 1.0;
-    r.ulp.count = 1000;
-    r.ulp.identical = 980;
-    r.ulp.identical_frac = 0.98;
-    r.ulp.max_ulp = 1;
-    r.verdict = VERDICT_PASS;
-    return r;
+    return (result_t){
+        .kernel = "w4a8.perblock",
+        .reference = "R_exact",
+        .metrics = {.count = 1000, .finite_count = 1000, .rel_fro = 0.002, .max_abs = 0.01,
+                    .worst_row_rel = 0.004, .worst_row = 3, .mag_ratio = 1.0, .cosine = 1.0},
+        .ulp = {.count = 1000, .identical = 980, .identical_frac = 0.98, .max_ulp = 1},
+        .verdict = VERDICT_PASS,
+    };
 }
 
 static policy_rule_t full_rule(void)
 {
-    policy_rule_t rule;
-    memset(&rule, 0, sizeof rule);
-    snprintf(rule.kernel, sizeof rule.kernel, "w4a8.*");
-    snprintf(rule.reference, sizeof rule.reference, "R_exact");
-    snprintf(rule.band, sizeof rule.band, "*");
-    rule.rel_fro = 0.0035;
-    rule.worst_row_rel = 0.006;
-    rule.max_ulp = 2;
-    rule.identical_min = 0.97;
-    rule.nonfinite = POLICY_NONFINITE_FORBID;
-    rule.bias_z = POLICY_BIAS_Z_DEFAULT;
-    rule.bias_frac = POLICY_BIAS_FRAC_DEFAULT;
-    rule.bias_share = POLICY_BIAS_SHARE_DEFAULT;
-    rule.line = 7;
-    snprintf(rule.origin, sizeof rule.origin, "test.yaml:7");
-    return rule;
+    return (policy_rule_t){
+        .kernel = "w4a8.*", .reference = "R_exact", .band = "*",
+        .rel_fro = 0.0035, .worst_row_rel = 0.006, .max_ulp = 2, .identical_min = 0.97,
+        .nonfinite = POLICY_NONFINITE_FORBID,
+        .bias_z = POLICY_BIAS_Z_DEFAULT, .bias_frac = POLICY_BIAS_FRAC_DEFAULT,
+        .bias_share = POLICY_BIAS_SHARE_DEFAULT,
+        .line = 7, .origin = "test.yaml:7",
+    };
 }
 
 #define EXPECT(row, v, phrase)                                                              \
@@ -222,6 +204,30 @@ static policy_rule_t full_rule(void)
         assert_non_null(strstr(note_, (phrase)));                                           \
     } while (0)
 
+/* One metric of row R set to each value in turn, with the verdict and a
+ * phrase of the note RULE must give for it. */
+typedef struct {
+    double value;
+    verdict_t verdict;
+    const char *phrase;
+} metric_step_t;
+
+static void expect_metric_steps(const policy_rule_t *rule, result_t *r, double *metric,
+                                const metric_step_t *steps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        *metric = steps[i].value;
+        char note[512] = "";
+        const verdict_t got = policy_apply(rule, r, note, sizeof note);
+        if (got != steps[i].verdict || !strstr(note, steps[i].phrase))
+            fail_msg("value %g: got %s '%s', wanted %s '%s'", steps[i].value, verdict_name(got),
+                     note, verdict_name(steps[i].verdict), steps[i].phrase);
+    }
+}
+#define EXPECT_METRIC_STEPS(r, metric, ...)                                                 \
+    expect_metric_steps(&rule, &(r), &(metric), (const metric_step_t[]){__VA_ARGS__},       \
+                        sizeof((const metric_step_t[]){__VA_ARGS__}) / sizeof(metric_step_t))
+
 static void test_apply(void **state)
 {
     (void)state;
@@ -231,10 +237,9 @@ static void test_apply(void **state)
 
     /* rel_fro: over, at, and over with a magnitude far from 1 */
     r = clean_row();
-    r.metrics.rel_fro = 0.0041;
-    EXPECT(r, VERDICT_WRONG, "rel_fro 0.0041 > 0.0035");
-    r.metrics.rel_fro = 0.0035;
-    EXPECT(r, VERDICT_PASS, "rel_fro 0.0035 <= 0.0035");
+    EXPECT_METRIC_STEPS(r, r.metrics.rel_fro,
+                        {0.0041, VERDICT_WRONG, "rel_fro 0.0041 > 0.0035"},
+                        {0.0035, VERDICT_PASS, "rel_fro 0.0035 <= 0.0035"});
     r.metrics.rel_fro = 0.9;
     r.metrics.mag_ratio = 2.5;
     EXPECT(r, VERDICT_MAGNITUDE, "rel_fro 0.9 > 0.0035 and |out|/|ref| = 2.5");
@@ -250,15 +255,12 @@ static void test_apply(void **state)
 
     /* worst_row_rel */
     r = clean_row();
-    r.metrics.worst_row_rel = 0.0081;
     r.metrics.worst_row = 12;
-    EXPECT(r, VERDICT_WRONG, "worst_row_rel 0.0081 > 0.006");
-    r.metrics.worst_row_rel = INFINITY;
-    EXPECT(r, VERDICT_WRONG, "worst_row_rel inf > 0.006");
-    r.metrics.worst_row_rel = 0.006;
-    EXPECT(r, VERDICT_PASS, "<=");
-    r.metrics.worst_row_rel = NAN; /* every row skipped: nothing to judge */
-    EXPECT(r, VERDICT_PASS, "<=");
+    EXPECT_METRIC_STEPS(r, r.metrics.worst_row_rel,
+                        {0.0081, VERDICT_WRONG, "worst_row_rel 0.0081 > 0.006"},
+                        {INFINITY, VERDICT_WRONG, "worst_row_rel inf > 0.006"},
+                        {0.006, VERDICT_PASS, "<="},
+                        {NAN, VERDICT_PASS, "<="}); /* NaN: every row skipped, nothing to judge */
     r.metrics.worst_row_rel = 0.5;
     r.metrics.mag_ratio = 3.0;
     r.metrics.rel_fro = 0.003;
@@ -273,12 +275,10 @@ static void test_apply(void **state)
 
     /* identical fraction */
     r = clean_row();
-    r.ulp.identical_frac = 0.95;
-    EXPECT(r, VERDICT_WRONG, "identical 0.95 < 0.97");
-    r.ulp.identical_frac = 0.97;
-    EXPECT(r, VERDICT_PASS, "<=");
-    r.ulp.identical_frac = NAN; /* nothing compared */
-    EXPECT(r, VERDICT_PASS, "<=");
+    EXPECT_METRIC_STEPS(r, r.ulp.identical_frac,
+                        {0.95, VERDICT_WRONG, "identical 0.95 < 0.97"},
+                        {0.97, VERDICT_PASS, "<="},
+                        {NAN, VERDICT_PASS, "<="}); /* NaN: nothing compared */
 
     /* non-finite outputs from finite input */
     r = clean_row();

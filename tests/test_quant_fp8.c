@@ -207,9 +207,7 @@ static void test_random_rows_round_trip(void **state)
             assert_int_equal(bad, 0);
         }
     }
-    free(x);
-    free(back);
-    free(q);
+    TEST_FREE_ALL(x, back, q);
 }
 
 /* Rows found offline: amax = 448 * s exactly, x = m * s for an fp8
@@ -253,9 +251,7 @@ static void test_reciprocal_differs_on_ties(void **state)
         }
     }
     assert_true(differ < M * K / 100);
-    free(x);
-    free(a);
-    free(b);
+    TEST_FREE_ALL(x, a, b);
 }
 
 static void test_dequant(void **state)

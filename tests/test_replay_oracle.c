@@ -147,9 +147,7 @@ static void check_case(const char *sample)
             }
             double *R = oracle_gemm(A, W, M, N, K);
             expected = oracle_rel(out, R, M * N);
-            free(R);
-            free(A);
-            free(codes);
+            TEST_FREE_ALL(R, A, codes);
         }
         free(out);
         print_message("%s %s %s: kreplay %.6g, fp64 oracle %.6g\n", sample, kernel, reference,
@@ -163,9 +161,7 @@ static void check_case(const char *sample)
     H5Fclose(file);
     unlink(saved);
     json_decref(root);
-    free(W);
-    free(A_source);
-    free(R_source);
+    TEST_FREE_ALL(W, A_source, R_source);
     case_free(&c);
 }
 

@@ -64,9 +64,8 @@ static int flaky_prepare(const kernel_desc_t *k, const kernel_inputs_t *in,
 
 static case_t make_case(void)
 {
-    synth_params_t p = test_synth_params(M, N, K, 5);
     case_t c;
-    test_synth_or_fail(&p, &c);
+    test_synth_default_or_fail(M, N, K, 5, &c);
     return c;
 }
 

@@ -247,19 +247,14 @@ static void set_meta(results_meta_t *m, const char *tag, const char *suite_hash,
     snprintf(m->shard, sizeof m->shard, "%s", shard);
 }
 
+#define META_EQ(f) assert_string_equal(a->f, b->f)
+
 static void assert_meta_equal(const results_meta_t *a, const results_meta_t *b)
 {
     assert_string_equal(b->schema, RESULTS_SCHEMA_V2);
-    assert_string_equal(a->version, b->version);
-    assert_string_equal(a->git_commit, b->git_commit);
-    assert_string_equal(a->host, b->host);
-    assert_string_equal(a->device, b->device);
-    assert_string_equal(a->kernel_build_id, b->kernel_build_id);
-    assert_string_equal(a->suite_name, b->suite_name);
-    assert_string_equal(a->suite_hash, b->suite_hash);
-    assert_string_equal(a->time_utc, b->time_utc);
-    assert_string_equal(a->command, b->command);
-    assert_string_equal(a->shard, b->shard);
+    META_EQ(version); META_EQ(git_commit); META_EQ(host); META_EQ(device);
+    META_EQ(kernel_build_id); META_EQ(suite_name); META_EQ(suite_hash);
+    META_EQ(time_utc); META_EQ(command); META_EQ(shard);
 }
 
 /* One line, naming the file, containing every phrase given. */

@@ -179,12 +179,11 @@ static void copy_file(const char *from, const char *to)
     free(b);
 }
 
-/* A fresh working directory with one small synthetic case in it; *case_path
- * is that case's absolute path. */
 /* A fresh working directory and the 64 x 64 case synthesized in its cases/. */
 typedef struct {
     char dir[1024];
-    char cs[1200];  /* the case */
+    char cs[1200];     /* the case */
+    char other[1200];  /* other.h5 (not made here): the file hostile links point into */
 } work_t;
 
 static void work_dir_with_case(work_t *w)
@@ -197,6 +196,7 @@ static void work_dir_with_case(work_t *w)
     expect_success_in(w->dir, argv, NULL);
     snprintf(w->cs, sizeof w->cs, "%s/synth_N64_K64_M4_s1.h5", cases);
     assert_true(exists(w->cs));
+    snprintf(w->other, sizeof w->other, "%s/other.h5", w->dir);
 }
 
 /* The work directory's case copied to cases/NAME (its path in path): a
@@ -408,6 +408,15 @@ static void assert_error_names(const char *msg, const char *path, const char *n1
         assert_contains(msg, n2);
 }
 
+/* make_hostile_case of the work directory's case as W/NAME (its path in
+ * path): ARG for the external storage, or, when NULL, a link into w->other. */
+static void hostile_in_work(const work_t *w, const char *name, hostile_t kind, const char *arg,
+                            char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", w->dir, name);
+    make_hostile_case(w->cs, path, kind, arg ? arg : w->other, arg ? NULL : w->other);
+}
+
 static void expect_case_refused(const char *path, const char *n1, const char *n2)
 {
     case_t c;
@@ -423,8 +432,7 @@ static void test_hdf5_cases_leaving_the_file(void **state)
     (void)state;
     work_t w;
     work_dir_with_case(&w);
-    char bad[1300], other[1300], rel[1300];
-    snprintf(other, sizeof other, "%s/other.h5", w.dir);
+    char bad[1300], rel[1300];
     snprintf(rel, sizeof rel, "%s/cases/passwd_copy", w.dir);
     copy_file("/etc/passwd", rel);
 
@@ -451,11 +459,9 @@ static void test_hdf5_cases_leaving_the_file(void **state)
         {"vds.h5", H_VIRTUAL, NULL, "dataset /x is a virtual dataset"},
     };
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        hostile_in_work(&w, hostile[i].file, hostile[i].kind, hostile[i].arg, bad, sizeof bad);
         /* the link and virtual kinds point at other.h5, which the message names */
-        const char *to_other = hostile[i].arg ? NULL : other;
-        snprintf(bad, sizeof bad, "%s/%s", w.dir, hostile[i].file);
-        make_hostile_case(w.cs, bad, hostile[i].kind, to_other ? other : hostile[i].arg, to_other);
-        expect_case_refused(bad, hostile[i].msg, to_other);
+        expect_case_refused(bad, hostile[i].msg, hostile[i].arg ? NULL : w.other);
     }
 }
 
@@ -466,17 +472,14 @@ static void test_hdf5_refused_by_cli(void **state)
     (void)state;
     work_t w;
     work_dir_with_case(&w);
-    char bad[1300], outs[1300], other[1300];
-    snprintf(bad, sizeof bad, "%s/ext_passwd.h5", w.dir);
-    make_hostile_case(w.cs, bad, H_EXTERNAL_STORAGE, "/etc/passwd", NULL);
+    char bad[1300], outs[1300];
+    hostile_in_work(&w, "ext_passwd.h5", H_EXTERNAL_STORAGE, "/etc/passwd", bad, sizeof bad);
     snprintf(outs, sizeof outs, "%s/outs.h5", w.dir);
     const char *replay[] = {"kreplay", "replay", "--save-outputs", outs, bad, NULL};
     expect_refused_in(w.dir, replay, "dataset /x uses external raw storage (/etc/passwd); refused");
     assert_false(exists(outs));
 
-    snprintf(other, sizeof other, "%s/other.h5", w.dir);
-    snprintf(bad, sizeof bad, "%s/elink.h5", w.dir);
-    make_hostile_case(w.cs, bad, H_EXTERNAL_LINK, other, other);
+    hostile_in_work(&w, "elink.h5", H_EXTERNAL_LINK, NULL, bad, sizeof bad);
     const char *inspect[] = {"kreplay", "inspect", bad, NULL};
     expect_refused_in(w.dir, inspect, "/x is an external link");
 }
@@ -489,10 +492,9 @@ static void test_hdf5_results_and_outputs(void **state)
     work_dir_with_case(&w);
     const char *replay[] = {"kreplay", "replay", "--kernels", "w4a8.folded", "-o", "run", w.cs, NULL};
     expect_verdict_in(w.dir, replay, NULL);
-    char good[1300], bad[1300], other[1300];
+    char good[1300], bad[1300];
     snprintf(good, sizeof good, "%s/run/results.h5", w.dir);
-    snprintf(other, sizeof other, "%s/other.h5", w.dir);
-    copy_x_to(w.cs, other);
+    copy_x_to(w.cs, w.other);
 
     result_list_t rows;
     kr_error_t err = {{0}};
@@ -525,7 +527,7 @@ static void test_hdf5_results_and_outputs(void **state)
     snprintf(bad, sizeof bad, "%s/results_elink.h5", w.dir);
     copy_file(good, bad);
     f = H5Fopen(bad, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(H5Lcreate_external(other, "/x", f, "evil", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+    assert_true(H5Lcreate_external(w.other, "/x", f, "evil", H5P_DEFAULT, H5P_DEFAULT) >= 0);
     H5Fclose(f);
     memset(&err, 0, sizeof err);
     assert_int_equal(results_store_read(bad, &rows, NULL, &err), -1);
@@ -536,7 +538,7 @@ static void test_hdf5_results_and_outputs(void **state)
     char outs[1300];
     snprintf(outs, sizeof outs, "%s/outs.h5", w.dir);
     f = H5Fcreate(outs, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(H5Lcreate_external(other, "/", f, "victim", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+    assert_true(H5Lcreate_external(w.other, "/", f, "victim", H5P_DEFAULT, H5P_DEFAULT) >= 0);
     H5Fclose(f);
     float deq[4 * 64];
     for (int i = 0; i < 4 * 64; i++)
@@ -552,7 +554,7 @@ static void test_hdf5_results_and_outputs(void **state)
     memset(&err, 0, sizeof err);
     assert_int_equal(output_store_save(outs, "victim", "bf16.sequential", &act, o16, 4, 64, &err), -1);
     assert_contains(err.msg, "/victim is an external link");
-    f = H5Fopen(other, H5F_ACC_RDONLY, H5P_DEFAULT);
+    f = H5Fopen(w.other, H5F_ACC_RDONLY, H5P_DEFAULT);
     assert_true(H5Lexists(f, "bf16.sequential", H5P_DEFAULT) == 0);
     H5Fclose(f);
 }
@@ -814,14 +816,21 @@ static void expect_pt_refused(const char *path, const char *n1, const char *n2)
     assert_error_names(err.msg, path, n1, n2);
 }
 
+/* write_pt_bomb of N bytes at a fresh path NAME (in path), read under the
+ * default limit: the environment's limit is cleared. */
+static void pt_bomb_at_default_limit(char *path, size_t cap, const char *name, uint32_t n)
+{
+    test_tmp_path(path, cap, name);
+    unsetenv(PT_MAX_MB_ENV);
+    write_pt_bomb(path, n);
+}
+
 static void test_pt_bounds(void **state)
 {
     (void)state;
     char path[1024];
-    test_tmp_path(path, sizeof path, "small.pt");
-    unsetenv(PT_MAX_MB_ENV);
     /* 3 MiB of zeros: within the default, over a 2 MiB limit, within 4 */
-    write_pt_bomb(path, 3u << 20);
+    pt_bomb_at_default_limit(path, sizeof path, "small.pt", 3u << 20);
     pt_file_t *f = NULL;
     kr_error_t err = {{0}};
     if (pt_open(path, &f, &err) != 0)
@@ -854,10 +863,7 @@ static void test_pt_zip_bomb(void **state)
 {
     (void)state;
     char path[1024];
-    test_tmp_path(path, sizeof path, "bomb.pt");
-    unsetenv(PT_MAX_MB_ENV);
-    const uint32_t n = 1138000000u;     /* 1.06 GiB */
-    write_pt_bomb(path, n);
+    pt_bomb_at_default_limit(path, sizeof path, "bomb.pt", 1138000000u);    /* 1.06 GiB */
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
     assert_true(st.st_size < 8000000);

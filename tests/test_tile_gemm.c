@@ -135,13 +135,7 @@ static void gcase_make(gcase_t *c, uint64_t seed, int64_t M, int64_t N, int64_t 
 
 static void gcase_free(gcase_t *c)
 {
-    free(c->codes);
-    free(c->packed);
-    free(c->scales);
-    free(c->x_fp8);
-    free(c->x_scale);
-    free(c->x);
-    free(c->wb);
+    TEST_FREE_ALL(c->codes, c->packed, c->scales, c->x_fp8, c->x_scale, c->x, c->wb);
 }
 
 static kernel_inputs_t gcase_inputs(const gcase_t *c)

@@ -21,9 +21,8 @@
 static void test_shape_limit_is_unsupported(void **state)
 {
     (void)state;
-    synth_params_t p = test_synth_params(4, 64, 64, 21);
     case_t c;
-    test_synth_or_fail(&p, &c);
+    test_synth_default_or_fail(4, 64, 64, 21, &c);
     kr_error_t err = {{0}};
     replay_options_t opt;
     replay_options_default(&opt);

@@ -11,7 +11,6 @@ serve would have them.  The stand-in dispatch computes its outputs independently
 the hook's files, not the hook's arithmetic.
 """
 import argparse
-import contextlib
 import enum
 import io
 import json
@@ -24,6 +23,8 @@ from capture_test_env import HERE, capture_hook, require
 
 np, torch = require("capture_serve_test", "numpy", "torch")
 kc = capture_hook()
+# The demo's vllm.forward_context stand-in (capture_hook put scripts/capture on the path).
+import graph_demo  # noqa: E402
 
 E2M1 = np.array([0., .5, 1., 1.5, 2., 3., 4., 6.], dtype=np.float64)
 
@@ -44,23 +45,11 @@ class ForwardContext:
 
 
 def install_vllm_stub():
-    state = {"ctx": None}
     vllm = types.ModuleType("vllm")
     vllm.__version__ = "0.0.0+stub"
-    fc = types.ModuleType("vllm.forward_context")
-    fc.get_forward_context = lambda: state["ctx"]
-    fc.is_forward_context_available = lambda: state["ctx"] is not None
-
-    @contextlib.contextmanager
-    def set_forward_context(attn_metadata, mode=CUDAGraphMode.PIECEWISE):
-        prev, state["ctx"] = state["ctx"], ForwardContext(attn_metadata, mode)
-        try:
-            yield
-        finally:
-            state["ctx"] = prev
-    fc.set_forward_context = set_forward_context
+    fc = graph_demo.forward_context_stub(ForwardContext, CUDAGraphMode.PIECEWISE)
     runner = types.ModuleType("vllm.v1.worker.gpu_model_runner")   # imported the name
-    runner.set_forward_context = set_forward_context
+    runner.set_forward_context = fc.set_forward_context
     cfg = types.ModuleType("vllm.config")
     conf = types.SimpleNamespace(
         model_config=types.SimpleNamespace(enforce_eager=False),

@@ -27,6 +27,13 @@ void test_kreplay_expect(const char *args, int rc, const char *want)
     free(out);
 }
 
+void test_expect_phrases(const char *text, const char *const *phrases)
+{
+    for (; *phrases; phrases++)
+        if (!strstr(text, *phrases))
+            fail_msg("lacks '%s': %s", *phrases, text);
+}
+
 char *test_read_in_dir(const char *dir, const char *name)
 {
     char path[4096];

@@ -14,6 +14,13 @@ void test_kreplay_expect(const char *args, int rc, const char *want);
  * checks (malloc'd, caller frees). */
 char *test_kreplay_output(const char *args, int rc);
 
+/* Fails unless TEXT contains each phrase of the NULL-terminated list PHRASES,
+ * naming the first missing one and printing TEXT (TEST_EXPECT_PHRASES lists
+ * them in place). */
+void test_expect_phrases(const char *text, const char *const *phrases);
+#define TEST_EXPECT_PHRASES(text, ...) \
+    test_expect_phrases((text), (const char *const[]){__VA_ARGS__, NULL})
+
 /* The file DIR/NAME, NUL-terminated and malloc'd (caller frees); fails the
  * test naming the path when it cannot be read. */
 char *test_read_in_dir(const char *dir, const char *name);

@@ -27,6 +27,12 @@ void test_synth_or_fail(const synth_params_t *p, case_t *c)
                  (long long)p->K, (unsigned long long)p->seed, err.msg);
 }
 
+void test_synth_default_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c)
+{
+    const synth_params_t p = test_synth_params(M, N, K, seed);
+    test_synth_or_fail(&p, c);
+}
+
 kernel_inputs_t test_mxfp4_inputs(int64_t M, int64_t N, int64_t K, const uint8_t *packed,
                                   const uint8_t *scales, scale_layout_t layout, e8m0_mode_t mode)
 {

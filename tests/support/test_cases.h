@@ -16,6 +16,10 @@ synth_params_t test_synth_params(int64_t M, int64_t N, int64_t K, uint64_t seed)
 /* synth_case() on P into *c; fails the running test with its error. */
 void test_synth_or_fail(const synth_params_t *p, case_t *c);
 
+/* A synthetic case of the default parameters (test_synth_params) into *c;
+ * fails the running test with its error. */
+void test_synth_default_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c);
+
 /* Kernel inputs of shape M x N x K over the MXFP4 weight PACKED / SCALES
  * (LAYOUT, exponents read by MODE), fp8 activations e4m3fn; the test sets
  * the operands it has (x, x_fp8, weight_bf16).  For the models' hand-built

@@ -138,6 +138,12 @@ int test_count_files(const char *dir, const char *suffix)
     return n;
 }
 
+void test_free_each(void *const *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
+}
+
 int test_count_substr(const char *text, const char *needle)
 {
     int n = 0;

@@ -55,6 +55,12 @@ int test_exit_code(int status);
 /* How many entries of DIR have a name ending in SUFFIX (0 if DIR is absent). */
 int test_count_files(const char *dir, const char *suffix);
 
+/* free() on each of the N pointers: a test's structure of separately malloc'd
+ * buffers is released by one call that lists them (TEST_FREE_ALL). */
+void test_free_each(void *const *ptrs, size_t n);
+#define TEST_FREE_ALL(...) \
+    test_free_each((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
+
 /* How many times NEEDLE (not empty) occurs in TEXT, without overlaps. */
 int test_count_substr(const char *text, const char *needle);
 
