@@ -503,74 +503,12 @@ void ulp_stats_bf16_vs_f32(const uint16_t *a, const float *ref, int64_t n, ulp_s
     s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
 }
 
-/* The counts of the finite pairs, kept in locals: most elements of a replay
- * are 0 or 1 ULP apart, and a histogram bin incremented again by the next
- * element waits on the store of the last increment, so with the common bins
- * in memory the pass ran at the speed of that chain. */
-typedef struct {
-    int64_t near[3], identical, toward_zero, away_zero, signed_ulp_sum;
-    int64_t round_decided, round_match[ROUND_MODE_COUNT];
-    uint64_t max_ulp;
-} ulp_local_t;
-
-/* ulp_stats_add and round_fit_add for a finite output x and a finite fp32
- * reference r (bits u) whose bf16 rounding y is finite: the same counts,
- * without branches the data decide (the ULP distance is mostly a coin toss
- * between 0 and 1, and so is round_fit_add's early exit).  For a finite
- * magnitude no rounding reaches past Inf, so bf16_round_mode's clamp never
- * acts here. */
-static inline void ulp_add_finite(ulp_stats_t *s, ulp_local_t *n, uint16_t x, uint16_t y, uint32_t u)
-{
-    const int32_t ox = bf16_ordinal(x), oy = bf16_ordinal(y), step = ox - oy;
-    const uint32_t d = (uint32_t)(step < 0 ? -step : step);
-    n->identical += x == y;
-    n->near[0] += d == 0;
-    n->near[1] += d == 1;
-    n->near[2] += d == 2;
-    if (d >= 3)
-        s->bins[ulp_bin_of(d)]++;
-    n->max_ulp = d > n->max_ulp ? d : n->max_ulp;
-    /* Distance counted away from zero is positive (0 when d is 0). */
-    const int32_t sign = (oy > 0) - (oy < 0), away = sign * step + (sign == 0) * (int32_t)d;
-    n->toward_zero += away < 0;
-    n->away_zero += away > 0;
-    n->signed_ulp_sum += away;
-    /* The four roundings of round_mode_t on the magnitude's bits. */
-    const uint32_t mag = u & 0x7FFFFFFFu, out_sign = (u >> 16) & 0x8000u;
-    const uint32_t twice = round_bits_rne(mag, 13);
-    const uint32_t c[ROUND_MODE_COUNT] = {
-        [ROUND_NEAREST_EVEN] = round_bits_rne(mag, 16) >> 16,
-        [ROUND_TOWARD_ZERO] = mag >> 16,
-        [ROUND_HALF_AWAY] = (mag + 0x8000u) >> 16,
-        [ROUND_DOUBLE] = round_bits_rne(twice, 16) >> 16,
-    };
-    const int decided = (c[0] != c[1]) | (c[0] != c[2]) | (c[0] != c[3]);
-    n->round_decided += decided;
-    for (int m = 0; m < ROUND_MODE_COUNT; m++)
-        n->round_match[m] += decided & (x == (uint16_t)(out_sign | c[m]));
-}
-
-static void ulp_local_merge(ulp_stats_t *s, const ulp_local_t *n)
-{
-    for (int d = 0; d < 3; d++)
-        s->bins[ulp_bin_of((uint64_t)d)] += n->near[d];
-    s->identical += n->identical;
-    s->toward_zero += n->toward_zero;
-    s->away_zero += n->away_zero;
-    s->signed_ulp_sum += n->signed_ulp_sum;
-    s->round_decided += n->round_decided;
-    for (int m = 0; m < ROUND_MODE_COUNT; m++)
-        s->round_match[m] += n->round_match[m];
-    if (n->max_ulp > s->max_ulp)
-        s->max_ulp = n->max_ulp;
-}
-
 /* One row of n pairs, every output and every bf16 rounding of the
  * reference finite: ulp_add_finite's counts as plain reductions over the
  * row, with no store and no branch inside the loop, so that the compiler can
  * run it on vectors; the pairs 3 or more ULP apart are binned in a second
  * pass over the row, when there are any. */
-static void ulp_row_finite(ulp_stats_t *s, ulp_local_t *n, const uint16_t *a, const float *ref, int64_t len)
+static void ulp_row_finite(ulp_stats_t *s, const uint16_t *a, const float *ref, int64_t len)
 {
     int64_t identical = 0, near0 = 0, near1 = 0, near2 = 0, far = 0, toward = 0, away_n = 0, sum = 0;
     int64_t decided_n = 0, match0 = 0, match1 = 0, match2 = 0, match3 = 0;
@@ -609,19 +547,13 @@ static void ulp_row_finite(ulp_stats_t *s, ulp_local_t *n, const uint16_t *a, co
             if (d >= 3)
                 s->bins[ulp_bin_of(d)]++;
         }
-    n->identical += identical;
-    n->near[0] += near0;
-    n->near[1] += near1;
-    n->near[2] += near2;
-    n->toward_zero += toward;
-    n->away_zero += away_n;
-    n->signed_ulp_sum += sum;
-    n->round_decided += decided_n;
-    n->round_match[ROUND_NEAREST_EVEN] += match0;
-    n->round_match[ROUND_TOWARD_ZERO] += match1;
-    n->round_match[ROUND_HALF_AWAY] += match2;
-    n->round_match[ROUND_DOUBLE] += match3;
-    n->max_ulp = max_ulp > n->max_ulp ? max_ulp : n->max_ulp;
+    const ulp_stats_t row = {
+        .identical = identical, .bins = {[0] = near0, [1] = near1, [2] = near2},
+        .max_ulp = max_ulp, .toward_zero = toward, .away_zero = away_n, .signed_ulp_sum = sum,
+        .round_decided = decided_n,
+        .round_match = {[ROUND_NEAREST_EVEN] = match0, [ROUND_TOWARD_ZERO] = match1,
+                        [ROUND_HALF_AWAY] = match2, [ROUND_DOUBLE] = match3}};
+    ulp_stats_merge(s, &row);
 }
 
 /* Whether every output and every bf16 rounding of the reference in the row
@@ -639,28 +571,19 @@ static void ulp_rows(const uint16_t *a, const float *ref, int64_t begin, int64_t
                      const unsigned char *apart, ulp_stats_t *s)
 {
     memset(s, 0, sizeof *s);
-    ulp_local_t n = {0};
     for (int64_t i = begin; i < end; i++) {
         if (apart && apart[i])
             continue;
-        s->count += N;
         if (ulp_row_all_finite(a + i * N, ref + i * N, N)) {
-            ulp_row_finite(s, &n, a + i * N, ref + i * N, N);
-            continue;
-        }
-        for (int64_t j = i * N; j < (i + 1) * N; j++) {
-            const uint16_t x = a[j], y = bf16_encode(ref[j]);
-            /* Exponent field all ones: an Inf or NaN on either side (a
-             * finite reference that rounds to Inf included). */
-            if ((x & 0x7F80) != 0x7F80 && (y & 0x7F80) != 0x7F80) {
-                ulp_add_finite(s, &n, x, y, bits_of(ref[j]));
-                continue;
+            ulp_row_finite(s, a + i * N, ref + i * N, N);
+        } else {
+            for (int64_t j = i * N; j < (i + 1) * N; j++) {
+                ulp_stats_add(s, a[j], bf16_encode(ref[j]));
+                round_fit_add(s, a[j], ref[j]);
             }
-            ulp_stats_add(s, x, y);
-            round_fit_add(s, x, ref[j]);
         }
+        s->count += N;
     }
-    ulp_local_merge(s, &n);
 }
 
 /* The stats are counts and a maximum, so parts merged in any order give the
@@ -699,8 +622,9 @@ void ulp_stats_bf16_vs_f32_apart(const uint16_t *a, const float *ref, int64_t M,
     } else {
         ulp_job_t job = {.a = a, .ref = ref, .M = M, .N = N, .band_rows = band_rows,
                          .apart = apart, .part = part};
-        /* Some 10-20 ns an element on one core (bf16 rounding in four modes). */
-        parallel_for_cost(bands, 0, 10.0 * (double)(band_rows * N), ulp_band, &job);
+        /* Some 3-10 ns an element on one core (the row pass; 30 where a row
+         * holds an Inf or NaN). */
+        parallel_for_cost(bands, 0, 5.0 * (double)(band_rows * N), ulp_band, &job);
         memset(s, 0, sizeof *s);
         for (int64_t t = 0; t < bands; t++)
             ulp_stats_merge(s, &part[t]);
