@@ -12,6 +12,7 @@
 #include "formats.h"
 #include "mxfp4_weight.h"
 #include "parallel.h"
+#include "tile_dot.h"
 
 #ifdef BYTE_TILE_VECTOR
 typedef float float_x16 __attribute__((vector_size(64)));
@@ -455,32 +456,52 @@ static inline const uint8_t *act_run8(const folded_act_t *a, int64_t m, int64_t 
     return a->codes + (((m >> 4) * (a->K >> 4) + (k8 >> 4)) * 32 + lane) * 8;
 }
 
+/* Columns one pass of folded_dot keeps sums for: two vectors a row, so that
+ * 4 rows of sums, the weight vectors and the broadcast x fit the vector
+ * registers (16 on AVX2, where a whole 32-column tile of 4 rows is 16
+ * vectors of sums alone: the compiler kept them on the stack and every k
+ * waited on a store and a reload). */
+#define FOLDED_DOT_COLS (2 * TD_VW)
+#define FOLDED_DOT_NV 2
+#if TILE_N % FOLDED_DOT_COLS != 0
+#error "TILE_N must be a multiple of FOLDED_DOT_COLS"
+#endif
+
 /* One specialization per row count, so the accumulators stay in registers.
- * Each acc[i][j] is one (m, n) sum; its additions happen in ascending k. */
+ * Each acc[i][j] is one (m, n) sum, acc + x * w with the product rounded;
+ * its additions happen in ascending k (the column passes change which sums
+ * are computed together, not their order). */
 #define FOLDED_DOT_MB(MB)                                                                     \
     static void folded_dot_##MB(const folded_tile_t *t, const folded_act_t *a, int64_t m0,    \
-                                int64_t k0, int64_t k1, float sums[FOLDED_MB][TILE_N])        \
+                                int64_t k0, int64_t k1, int fresh, float sums[][TILE_N])      \
     {                                                                                         \
-        float acc[MB][TILE_N];                                                                \
-        for (int i = 0; i < MB; i++)                                                          \
-            for (int j = 0; j < TILE_N; j++)                                                  \
-                acc[i][j] = 0.0f;                                                             \
-        for (int64_t k8 = k0; k8 < k1; k8 += 8) {                                             \
-            const uint8_t *xp[MB];                                                            \
+        for (int j0 = 0; j0 < TILE_N; j0 += FOLDED_DOT_COLS) {                                \
+            td_vec acc[MB][FOLDED_DOT_NV];                                                    \
             for (int i = 0; i < MB; i++)                                                      \
-                xp[i] = act_run8(a, m0 + i, k8);                                              \
-            for (int kk = 0; kk < 8; kk++) {                                                  \
-                const float *w = t->w + (k8 + kk) * TILE_N;                                   \
-                for (int i = 0; i < MB; i++) {                                                \
-                    const float xv = a->lut[xp[i][kk]];                                       \
-                    for (int j = 0; j < TILE_N; j++)                                          \
-                        acc[i][j] += xv * w[j];                                               \
+                for (int v = 0; v < FOLDED_DOT_NV; v++)                                       \
+                    acc[i][v] = fresh ? (td_vec){0} : td_load(&sums[i][j0 + v * TD_VW]);      \
+            for (int64_t k8 = k0; k8 < k1; k8 += 8) {                                         \
+                const uint8_t *xp[MB];                                                        \
+                for (int i = 0; i < MB; i++)                                                  \
+                    xp[i] = act_run8(a, m0 + i, k8);                                          \
+                for (int kk = 0; kk < 8; kk++) {                                              \
+                    const float *w = t->w + (k8 + kk) * TILE_N + j0;                          \
+                    td_vec wv[FOLDED_DOT_NV];                                                 \
+                    for (int v = 0; v < FOLDED_DOT_NV; v++) {                                 \
+                        wv[v] = td_load(w + v * TD_VW);                                       \
+                        TD_IN_REGISTER(wv[v]);                                                \
+                    }                                                                         \
+                    for (int i = 0; i < MB; i++) {                                            \
+                        const float xv = a->lut[xp[i][kk]];                                   \
+                        for (int v = 0; v < FOLDED_DOT_NV; v++)                               \
+                            acc[i][v] = td_mul_add(acc[i][v], xv, wv[v]);                     \
+                    }                                                                         \
                 }                                                                             \
             }                                                                                 \
+            for (int i = 0; i < MB; i++)                                                      \
+                for (int v = 0; v < FOLDED_DOT_NV; v++)                                       \
+                    td_store(&sums[i][j0 + v * TD_VW], acc[i][v]);                            \
         }                                                                                     \
-        for (int i = 0; i < MB; i++)                                                          \
-            for (int j = 0; j < TILE_N; j++)                                                  \
-                sums[i][j] = acc[i][j];                                                       \
     }
 FOLDED_DOT_MB(1)
 FOLDED_DOT_MB(2)
@@ -489,13 +510,13 @@ FOLDED_DOT_MB(4)
 #undef FOLDED_DOT_MB
 
 void folded_dot(const folded_tile_t *t, const folded_act_t *a, int64_t m0, int mb, int64_t k0,
-                int64_t k1, float sums[FOLDED_MB][TILE_N])
+                int64_t k1, int fresh, float sums[][TILE_N])
 {
     switch (mb) {
-    case 1: folded_dot_1(t, a, m0, k0, k1, sums); break;
-    case 2: folded_dot_2(t, a, m0, k0, k1, sums); break;
-    case 3: folded_dot_3(t, a, m0, k0, k1, sums); break;
-    default: folded_dot_4(t, a, m0, k0, k1, sums); break;
+    case 1: folded_dot_1(t, a, m0, k0, k1, fresh, sums); break;
+    case 2: folded_dot_2(t, a, m0, k0, k1, fresh, sums); break;
+    case 3: folded_dot_3(t, a, m0, k0, k1, fresh, sums); break;
+    default: folded_dot_4(t, a, m0, k0, k1, fresh, sums); break;
     }
 }
 

@@ -120,10 +120,12 @@ void folded_act_init(folded_act_t *a, const uint8_t *codes, int tiled, int64_t M
  * Returns a malloc'd buffer of ceil(M/16)*16*K bytes, or NULL. */
 uint8_t *folded_pack_atiled(const uint8_t *codes, int64_t M, int64_t K);
 
-/* sums[i][j] = sum over k in [k0, k1) ascending of x[m0+i][k] * w8[k][j], from
- * +0, fp32, i < mb (1 <= mb <= FOLDED_MB).  k0 and k1 multiples of 8. */
+/* sums[i][j] += x[m0+i][k] * w8[k][j] for k in [k0, k1) ascending, fp32,
+ * i < mb (1 <= mb <= FOLDED_MB), from +0 (fresh) or from the sums as
+ * stored (a sum continued over the next k range: storing and reloading an
+ * fp32 changes no bit).  k0 and k1 multiples of 8. */
 void folded_dot(const folded_tile_t *t, const folded_act_t *a, int64_t m0, int mb, int64_t k0,
-                int64_t k1, float sums[FOLDED_MB][TILE_N]);
+                int64_t k1, int fresh, float sums[][TILE_N]);
 
 /* out[m][n0 + j] = bf16(acc[j] * (scale[m] * epi[j])) for j in [j0, j1). */
 void folded_store(const folded_tile_t *t, const float *acc, float xscale, uint16_t *out_row,
