@@ -118,15 +118,10 @@ static int add_file(loader_t *L, const char *path)
     suite_t *s = L->s;
     if (s->n_files >= SUITE_MAX_FILES)
         return -1;
-    char **f = array_reserve_one(s->files, s->n_files, &L->files_cap, sizeof *f, 16);
-    if (!f)
-        return -1;
-    s->files = f;
-    char *d = strdup(path);
+    char *d = array_append_strdup(&s->files, &s->n_files, &L->files_cap, 16, path);
     if (!d)
         return -1;
     suite_clean_path(d);
-    s->files[s->n_files++] = d;
     return 0;
 }
 
