@@ -38,20 +38,16 @@ static int strset_add(strset_t *s, const char *x)
 {
     if (strset_find(s, x) >= 0)
         return 0;
-    char **v = array_reserve_one(s->v, s->n, &s->cap, sizeof *v, 16);
-    if (!v)
-        return -1;
-    s->v = v;
-    char *d = strdup(x);
+    char *d = array_append_strdup(&s->v, &s->n, &s->cap, 16, x);
     if (!d)
         return -1;
-    int i = s->n;
+    /* Into its place from the end: the set stays sorted. */
+    int i = s->n - 1;
     while (i > 0 && strcmp(s->v[i - 1], x) > 0) {
         s->v[i] = s->v[i - 1];
         i--;
     }
     s->v[i] = d;
-    s->n++;
     return 0;
 }
 

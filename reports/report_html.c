@@ -7,6 +7,7 @@
 #include "array_grow.h"
 #include "escape.h"
 #include "plots.h"
+#include "result_fields.h"
 #include "shape_order.h"
 #include "verdict.h"
 
@@ -23,12 +24,8 @@ void report_html_escape(FILE *fp, const char *s)
 
 static void num_cell(FILE *fp, double v)
 {
-    if (isnan(v))
-        fputs("<td class=\"n\">nan</td>", fp);
-    else if (isinf(v))
-        fputs(v > 0 ? "<td class=\"n\">inf</td>" : "<td class=\"n\">-inf</td>", fp);
-    else
-        fprintf(fp, "<td class=\"n\">%.4g</td>", v);
+    char text[RESULT_NUMBER_CHARS];
+    fprintf(fp, "<td class=\"n\">%s</td>", result_format_number(text, sizeof text, 4, v));
 }
 
 static const char *verdict_class(verdict_t v)

@@ -5,14 +5,12 @@
 
 #include "escape.h"
 #include "report.h"
+#include "result_fields.h"
 #include "verdict.h"
 
 static void fmt_metric(char *buf, size_t cap, double v)
 {
-    if (v != v)
-        snprintf(buf, cap, "nan");
-    else
-        snprintf(buf, cap, "%.4g", v);
+    result_format_number(buf, cap, 4, v);
 }
 
 /* The identical fraction rounded down: 1.000 only when every element is

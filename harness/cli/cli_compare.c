@@ -19,7 +19,7 @@
 
 static int cli_compare(int argc, char **argv);
 
-enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD };
+enum { OPT_SYNTH = 256, OPT_M, OPT_SEEDS };
 
 /* What compare's command line asks: the numerics, the synthetic cases and
  * where the tables go. */
@@ -38,14 +38,10 @@ static const cli_option_t compare_options[] = {
     {OPT_M, "m", 0, "LIST", CLI_STRING, NULL, "M values for --synth (default 1,64,512)", CLI_BY_CODE},
     {OPT_SEEDS, "seeds", 0, "N", CLI_POS_INT, NULL, "seeds per shape and M (default 1)",
      CLI_SET_INT(compare_args_t, seeds)},
-    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels of the synthetic x (see 'kreplay synth --help')",
-     CLI_BY_CODE},
-    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "their gain",
-     CLI_SET_NUMBER(compare_args_t, sp.outlier_gain)},
-    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale",
-     CLI_SET_NUMBER(compare_args_t, sp.token_spread)},
-    {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, "mean binades a weight block sits below its row max",
-     CLI_SET_NUMBER(compare_args_t, sp.weight_exp_spread)},
+    CLI_OPT_OUTLIERS("outlier channels of the synthetic x (see 'kreplay synth --help')"),
+    CLI_OPT_OUTLIER_GAIN("their gain"),
+    CLI_OPT_TOKEN_SPREAD("sigma of log2 per-token scale"),
+    CLI_OPT_WEIGHT_SPREAD("mean binades a weight block sits below its row max"),
     CLI_OPT_FP8_QUANT,
     CLI_OPT_MXFP4_QUANT,
     CLI_OPT_JSON(CLI_SET_TRUE(compare_args_t, json)),
@@ -71,14 +67,12 @@ const cli_command_t cli_compare_command = {
 static int apply_compare_option(void *args, const cli_value_t *v)
 {
     compare_args_t *a = args;
-    if (cli_apply_kernel_option(v, &a->kopt))
+    if (cli_apply_kernel_option(v, &a->kopt) || cli_apply_synth_option(v, &a->sp))
         return CLI_GO_ON;
     if (v->id == OPT_M) {
         a->n_m = cli_option_int_list(&cli_compare_command, v, a->ms, 64);
         return a->n_m < 0 ? EXIT_USAGE : CLI_GO_ON;
     }
-    if (v->id == OPT_OUTLIERS)
-        a->sp.outlier_channels = atoi(v->arg);
     return CLI_GO_ON;
 }
 

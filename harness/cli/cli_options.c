@@ -253,6 +253,26 @@ int cli_apply_kernel_option(const cli_value_t *v, kernel_options_t *k)
     }
 }
 
+int cli_apply_synth_option(const cli_value_t *v, synth_params_t *p)
+{
+    switch (v->id) {
+    case CLI_ID_OUTLIERS:
+        p->outlier_channels = atoi(v->arg);
+        return 1;
+    case CLI_ID_OUTLIER_GAIN:
+        p->outlier_gain = v->d;
+        return 1;
+    case CLI_ID_TOKEN_SPREAD:
+        p->token_spread = v->d;
+        return 1;
+    case CLI_ID_WEIGHT_SPREAD:
+        p->weight_exp_spread = v->d;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void print_wrapped(FILE *fp, const char *lead, const char *text)
 {
     const int col = 28;

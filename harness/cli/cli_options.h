@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "registry.h"
+#include "synth.h"
 
 typedef enum {
     CLI_FLAG = 0,   /* no argument */
@@ -90,6 +91,10 @@ enum {
     CLI_ID_QUIET,
     CLI_ID_ALL_ROWS,
     CLI_ID_HELP,
+    CLI_ID_OUTLIERS,
+    CLI_ID_OUTLIER_GAIN,
+    CLI_ID_TOKEN_SPREAD,
+    CLI_ID_WEIGHT_SPREAD,
 };
 
 /* THREADS, FP8_QUANT, MXFP4_QUANT and INJECT are taken by code
@@ -120,6 +125,17 @@ enum {
 #define CLI_OPT_ALL_ROWS(set)                                                                     \
     {CLI_ID_ALL_ROWS, "all-rows", 'v', NULL, CLI_FLAG, NULL,                                      \
      "print every row (default: the summary, then the failing\nand regressed rows)", set}
+
+/* The synthetic activations' options of synth and compare, taken by
+ * cli_apply_synth_option; each command words their help (synth's gives the
+ * defaults). */
+#define CLI_OPT_OUTLIERS(help) {CLI_ID_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, help, CLI_BY_CODE}
+#define CLI_OPT_OUTLIER_GAIN(help) \
+    {CLI_ID_OUTLIER_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE}
+#define CLI_OPT_TOKEN_SPREAD(help) \
+    {CLI_ID_TOKEN_SPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE}
+#define CLI_OPT_WEIGHT_SPREAD(help) \
+    {CLI_ID_WEIGHT_SPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE}
 
 /* One parsed option. */
 typedef struct {
@@ -181,6 +197,11 @@ int cli_option_int_list(const cli_command_t *cmd, const cli_value_t *v, long lon
 /* Applies the shared numerics options (threads, fp8-quant, mxfp4-quant) to
  * *k.  Returns 1 if id is one of them, 0 otherwise. */
 int cli_apply_kernel_option(const cli_value_t *v, kernel_options_t *k);
+
+/* Applies the synthetic activations' options (outliers, outlier-gain,
+ * token-spread, weight-spread) to *p.  Returns 1 if id is one of them, 0
+ * otherwise. */
+int cli_apply_synth_option(const cli_value_t *v, synth_params_t *p);
 
 void cli_print_usage(FILE *fp, const cli_command_t *cmd);
 

@@ -12,7 +12,7 @@
 
 static int cli_synth(int argc, char **argv);
 
-enum { OPT_SEED = 256, OPT_OUTLIERS, OPT_GAIN, OPT_TSPREAD, OPT_WSPREAD, OPT_NAN, OPT_ZERO,
+enum { OPT_SEED = 256, OPT_NAN, OPT_ZERO,
        OPT_LAYOUT, OPT_FRAG, OPT_LAYER, OPT_MODEL, OPT_NAME, OPT_WFORMAT };
 
 /* What synth's command line asks: the parameters, and the shapes and Ms
@@ -33,14 +33,10 @@ static const cli_option_t synth_options[] = {
     {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the directory to write the cases into",
      CLI_SET_STRING(synth_args_t, out_dir)},
     {OPT_SEED, "seed", 0, "S", CLI_STRING, NULL, "random seed (default 1)", CLI_BY_CODE},
-    {OPT_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, "outlier channels (default 4)", CLI_BY_CODE},
-    {OPT_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, "outlier gain (default 100)",
-     CLI_SET_NUMBER(synth_args_t, p.outlier_gain)},
-    {OPT_TSPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, "sigma of log2 per-token scale (default 1.5)",
-     CLI_SET_NUMBER(synth_args_t, p.token_spread)},
-    {OPT_WSPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL,
-     "mean binades a weight block sits below its row max (default 3)",
-      CLI_SET_NUMBER(synth_args_t, p.weight_exp_spread)},
+    CLI_OPT_OUTLIERS("outlier channels (default 4)"),
+    CLI_OPT_OUTLIER_GAIN("outlier gain (default 100)"),
+    CLI_OPT_TOKEN_SPREAD("sigma of log2 per-token scale (default 1.5)"),
+    CLI_OPT_WEIGHT_SPREAD("mean binades a weight block sits below its row max (default 3)"),
     {OPT_NAN, "nan-block", 0, "RxC[@C0]", CLI_STRING, NULL, "a block of R rows x C columns of NaN in x, from column C0",
      CLI_BY_CODE},
     {OPT_ZERO, "zero-rows", 0, "N", CLI_STRING, NULL, "the last N rows of x are zero", CLI_BY_CODE},
@@ -104,6 +100,8 @@ static int apply_synth_option(void *args, const cli_value_t *v)
     synth_args_t *a = args;
     synth_params_t *p = &a->p;
     const char *optarg = v->arg;
+    if (cli_apply_synth_option(v, p))
+        return CLI_GO_ON;
     switch (v->id) {
     case 's':
         return apply_shapes(a, optarg);
@@ -111,7 +109,6 @@ static int apply_synth_option(void *args, const cli_value_t *v)
         a->n_m = cli_option_int_list(&cli_synth_command, v, a->ms, 64);
         return a->n_m < 0 ? EXIT_USAGE : CLI_GO_ON;
     case OPT_SEED: p->seed = strtoull(optarg, NULL, 10); break;
-    case OPT_OUTLIERS: p->outlier_channels = atoi(optarg); break;
     case OPT_NAN:
         return apply_nan_block(p, optarg);
     case OPT_ZERO: p->zero_rows = atoll(optarg); break;

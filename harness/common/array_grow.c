@@ -1,6 +1,7 @@
 #include "array_grow.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void *array_reserve_one(void *items, int64_t count, int64_t *cap, size_t elem, int64_t first_cap)
 {
@@ -20,4 +21,16 @@ void *array_reserve_one_or_free(void *items, int64_t count, int64_t *cap, size_t
     if (!p)
         free(items);
     return p;
+}
+
+char *array_append_strdup(char ***strings, int *count, int64_t *cap, int64_t first_cap, const char *s)
+{
+    char **grown = array_reserve_one(*strings, *count, cap, sizeof *grown, first_cap);
+    if (!grown)
+        return NULL;
+    *strings = grown;
+    char *copy = strdup(s);
+    if (copy)
+        grown[(*count)++] = copy;
+    return copy;
 }

@@ -18,6 +18,12 @@ void *array_reserve_one(void *items, int64_t count, int64_t *cap, size_t elem, i
 void *array_reserve_one_or_free(void *items, int64_t count, int64_t *cap, size_t elem,
                                 int64_t first_cap);
 
+/* Appends a copy of s to the string array *strings (*count used, *cap of
+ * room), growing it by array_reserve_one.  Returns the copy, now its last
+ * element, or NULL when out of memory: then *count is as it was and
+ * nothing leaks (the array may have grown). */
+char *array_append_strdup(char ***strings, int *count, int64_t *cap, int64_t first_cap, const char *s);
+
 /* Appends one zeroed element to ARR (an lvalue pointer; COUNT elements
  * used, CAP of room, both lvalues), growing it by array_reserve_one: the
  * expression is the new element, or NULL when out of memory (then the array

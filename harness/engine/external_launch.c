@@ -23,18 +23,15 @@ int launch_kernel_is_external(const kernel_desc_t *k)
 }
 
 typedef struct {
-    const kernel_desc_t *k;
-    const kernel_inputs_t *in;
-    const kernel_act_t *act;
-    const kernel_options_t *kopt;
+    kernel_call_t call;
     const fault_t *fault;
 } launch_job_t;
 
 static int run_job(const launch_job_t *j, uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
 {
     if (j->fault)
-        return fault_run_kernel(j->fault, j->k, j->in, j->kopt, j->act, out, info, err);
-    return j->k->run_cpu(j->k, j->in, j->act, j->kopt, out, info, err);
+        return fault_run_kernel(j->fault, j->call.k, j->call.in, j->call.opt, j->call.act, out, info, err);
+    return j->call.k->run_cpu(j->call.k, j->call.in, j->call.act, j->call.opt, out, info, err);
 }
 
 /* What an isolated run sends back before the output bits: its note and
@@ -76,13 +73,13 @@ static int run_once(const launch_job_t *j, const launch_plan_t *plan, void *regi
         res->seconds = now_seconds() - t0;
         res->ok = rc == 0;
         if (!res->ok) {
-            res->verdict = failure_verdict(j->k, rc);
+            res->verdict = failure_verdict(j->call.k, rc);
             kr_strlcpy(res->message, kerr.msg[0] ? kerr.msg : "failed without a message",
                        sizeof res->message);
         }
         return 0;
     }
-    const size_t out_bytes = (size_t)j->in->M * (size_t)j->in->N * sizeof(uint16_t);
+    const size_t out_bytes = (size_t)j->call.in->M * (size_t)j->call.in->N * sizeof(uint16_t);
     isolate_result_t ir;
     if (isolate_run_returned(launch_child, (void *)j, region, RECORD_BYTES + out_bytes,
                              plan->timeout_s, &ir, err))
@@ -99,7 +96,7 @@ static int run_once(const launch_job_t *j, const launch_plan_t *plan, void *regi
     case ISOLATE_FAILED:
         memcpy(&rec, region, sizeof rec);
         res->info = rec.info;
-        res->verdict = failure_verdict(j->k, rec.rc);
+        res->verdict = failure_verdict(j->call.k, rec.rc);
         kr_strlcpy(res->message, ir.message, sizeof res->message);
         break;
     default:
@@ -144,7 +141,7 @@ int launch_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kerne
     const int64_t MN = in->M * in->N;
     const size_t out_bytes = (size_t)MN * sizeof(uint16_t);
     const int runs = plan->runs > 1 ? plan->runs : 1;
-    launch_job_t job = {.k = k, .in = in, .act = act, .kopt = kopt, .fault = plan->fault};
+    launch_job_t job = {.call = {.k = k, .in = in, .act = act, .opt = kopt}, .fault = plan->fault};
     void *region = plan->isolate ? malloc(RECORD_BYTES + out_bytes) : NULL;
     uint16_t *again = runs > 1 ? malloc(out_bytes) : NULL;
     unsigned char *mask = runs > 1 ? calloc((size_t)MN, 1) : NULL;

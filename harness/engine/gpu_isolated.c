@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isolate_kernel.h"
 #include "kr_string.h"
 
 typedef struct {
@@ -37,10 +38,7 @@ int gpu_available_isolated(char *why, size_t cap)
 /* The shared buffer: the result struct (its pointers meaningless across the
  * fork), then the arrays it points to, at fixed offsets. */
 typedef struct {
-    const kernel_desc_t *k;
-    const kernel_inputs_t *in;
-    const kernel_act_t *act;
-    const kernel_options_t *kopt;
+    kernel_call_t call;
     const gpu_run_options_t *opt;
     size_t out_off, codes_off, tscale_off, bscale_off;
 } run_ctx_t;
@@ -58,17 +56,17 @@ static int run_child(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
     run_header_t *h = out;
     kr_error_t e = {{0}};
     gpu_run_result_t r;
-    h->ran = gpu_run_kernel(c->k, c->in, c->act, c->kopt, c->opt, &r, &e) == 0;
+    h->ran = gpu_run_kernel(c->call.k, c->call.in, c->call.act, c->call.opt, c->opt, &r, &e) == 0;
     h->res = r;
     kr_strlcpy(h->err, e.msg, sizeof h->err);
     char *base = out;
-    const int64_t MN = c->in->M * c->in->N, MK = c->in->M * c->in->K;
+    const int64_t MN = c->call.in->M * c->call.in->N, MK = c->call.in->M * c->call.in->K;
     if (r.out)
         memcpy(base + c->out_off, r.out, (size_t)MN * sizeof(uint16_t));
     if (r.q_codes)
         memcpy(base + c->codes_off, r.q_codes, (size_t)MK);
     if (r.q_token_scale)
-        memcpy(base + c->tscale_off, r.q_token_scale, (size_t)c->in->M * sizeof(float));
+        memcpy(base + c->tscale_off, r.q_token_scale, (size_t)c->call.in->M * sizeof(float));
     if (r.q_block_scale)
         memcpy(base + c->bscale_off, r.q_block_scale, (size_t)(MK / 32));
     gpu_run_result_free(&r);
@@ -91,7 +89,7 @@ int gpu_run_kernel_isolated(const kernel_desc_t *k, const kernel_inputs_t *in,
 {
     memset(res, 0, sizeof *res);
     const int64_t MN = in->M * in->N, MK = in->M * in->K;
-    run_ctx_t c = {.k = k, .in = in, .act = act, .kopt = kopt, .opt = opt};
+    run_ctx_t c = {.call = {.k = k, .in = in, .act = act, .opt = kopt}, .opt = opt};
     size_t off = (sizeof(run_header_t) + 63) & ~(size_t)63;
     c.out_off = off;
     off += (size_t)MN * sizeof(uint16_t);

@@ -2,13 +2,6 @@
 
 #include <string.h>
 
-typedef struct {
-    const kernel_desc_t *k;
-    const kernel_inputs_t *in;
-    const kernel_act_t *act;
-    const kernel_options_t *opt;
-} kernel_job_t;
-
 /* The kernel's info first, then the output bits (64-byte aligned, as a
  * kernel writing whole vectors expects). */
 #define INFO_BYTES ((sizeof(kernel_run_info_t) + 63) / 64 * 64)
@@ -16,7 +9,7 @@ typedef struct {
 static int kernel_child(void *ctx, void *out, size_t out_bytes, kr_error_t *err)
 {
     (void)out_bytes;
-    const kernel_job_t *job = ctx;
+    const kernel_call_t *job = ctx;
     kernel_run_info_t info;
     memset(&info, 0, sizeof info);
     int rc = job->k->run_cpu(job->k, job->in, job->act, job->opt,
@@ -31,7 +24,7 @@ int isolate_run_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const 
 {
     if (!k->run_cpu)
         return kr_fail(err, "isolate: kernel %s has no run function", k->name);
-    kernel_job_t job = {.k = k, .in = in, .act = act, .opt = opt};
+    kernel_call_t job = {.k = k, .in = in, .act = act, .opt = opt};
     const size_t out_bytes = (size_t)in->M * (size_t)in->N * sizeof(uint16_t);
     _Alignas(64) unsigned char head[INFO_BYTES];
     if (isolate_run_split(kernel_child, &job, head, INFO_BYTES, out, out_bytes, timeout_s, res, err))

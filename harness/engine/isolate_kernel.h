@@ -10,6 +10,16 @@
 #include "registry.h"
 #include "result.h"
 
+/* One call of a kernel on its operands, as an isolated run carries it into
+ * its child (the child's copy of the parent's memory keeps the pointers
+ * valid); the output goes back through the isolate's shared buffer. */
+typedef struct {
+    const kernel_desc_t *k;
+    const kernel_inputs_t *in;
+    const kernel_act_t *act;
+    const kernel_options_t *opt;
+} kernel_call_t;
+
 /* A registry or plugin kernel's run_cpu in a child: out [M, N] bf16 bits and
  * info come back on ISOLATE_OK; on ISOLATE_FAILED, res->message is the
  * kernel's own error (what an unisolated run_cpu would have put in err). */

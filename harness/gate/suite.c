@@ -118,15 +118,10 @@ static int add_file(loader_t *L, const char *path)
     suite_t *s = L->s;
     if (s->n_files >= SUITE_MAX_FILES)
         return -1;
-    char **f = array_reserve_one(s->files, s->n_files, &L->files_cap, sizeof *f, 16);
-    if (!f)
-        return -1;
-    s->files = f;
-    char *d = strdup(path);
+    char *d = array_append_strdup(&s->files, &s->n_files, &L->files_cap, 16, path);
     if (!d)
         return -1;
     suite_clean_path(d);
-    s->files[s->n_files++] = d;
     return 0;
 }
 
@@ -227,6 +222,15 @@ static int nonempty_seq(kr_yaml_t *y, yaml_node_t *list, const char *key, const 
     return n;
 }
 
+/* Item i of the list `list_key`, and its name in messages ("kernels[2]")
+ * in key. */
+static yaml_node_t *seq_item_named(kr_yaml_t *y, yaml_node_t *list, const char *list_key, int i,
+                                   char *key, size_t key_cap)
+{
+    snprintf(key, key_cap, "%s[%d]", list_key, i);
+    return kr_yaml_seq_item(y, list, i);
+}
+
 static int parse_files(loader_t *L, yaml_node_t *list, const char *key, kr_error_t *err)
 {
     kr_yaml_t *y = &L->y;
@@ -234,9 +238,8 @@ static int parse_files(loader_t *L, yaml_node_t *list, const char *key, kr_error
     if (n < 0)
         return -1;
     for (int i = 0; i < n; i++) {
-        yaml_node_t *it = kr_yaml_seq_item(y, list, i);
         char ikey[96], pat[1024], esc[SUITE_PATH_MAX], full[SUITE_PATH_MAX];
-        snprintf(ikey, sizeof ikey, "%s[%d]", key, i);
+        yaml_node_t *it = seq_item_named(y, list, key, i, ikey, sizeof ikey);
         if (kr_yaml_get_str(y, it, ikey, pat, sizeof pat, err))
             return -1;
         if (!pat[0])
@@ -282,8 +285,8 @@ static int parse_int_list(loader_t *L, yaml_node_t *list, const char *key, long 
         return kr_yaml_fail(y, list, 0, err, "%s: %d values; expected at most %d", key, n, SUITE_MAX_LIST);
     for (int i = 0; i < n; i++) {
         char ikey[96];
-        snprintf(ikey, sizeof ikey, "%s[%d]", key, i);
-        if (kr_yaml_get_int(y, kr_yaml_seq_item(y, list, i), ikey, lo, hi, &out[i], err))
+        yaml_node_t *it = seq_item_named(y, list, key, i, ikey, sizeof ikey);
+        if (kr_yaml_get_int(y, it, ikey, lo, hi, &out[i], err))
             return -1;
     }
     *n_out = n;
@@ -362,9 +365,8 @@ static int parse_synth_shapes(loader_t *L, yaml_node_t *map, const char *key, su
     if (!ss->shape_list)
         return kr_yaml_fail(y, shapes, 0, err, "out of memory");
     for (int i = 0; i < ns; i++) {
-        yaml_node_t *it = kr_yaml_seq_item(y, shapes, i);
         char ikey[160], spec[64];
-        snprintf(ikey, sizeof ikey, "%s[%d]", k, i);
+        yaml_node_t *it = seq_item_named(y, shapes, k, i, ikey, sizeof ikey);
         if (kr_yaml_get_str(y, it, ikey, spec, sizeof spec, err))
             return -1;
         int got = resolve_shape_spec(L, it, ikey, spec, ss, err);
@@ -520,9 +522,8 @@ static int parse_cases(loader_t *L, yaml_node_t *cases, kr_error_t *err)
         return -1;
     int n_synth = 0;
     for (int i = 0; i < n; i++) {
-        yaml_node_t *it = kr_yaml_seq_item(y, cases, i);
         char key[64];
-        snprintf(key, sizeof key, "cases[%d]", i);
+        yaml_node_t *it = seq_item_named(y, cases, "cases", i, key, sizeof key);
         if (kr_yaml_check_map(y, it, key, case_keys, err))
             return -1;
         yaml_node_t *files = kr_yaml_get(y, it, "files", NULL), *synth = kr_yaml_get(y, it, "synth", NULL);
@@ -572,9 +573,8 @@ static int parse_python(loader_t *L, yaml_node_t *list, kr_error_t *err)
         return kr_yaml_fail(y, list, 0, err, "python: %d entries; expected 1 to %d "
                                              "MODULE:FUNCTION specs", n, SUITE_MAX_PYTHON);
     for (int i = 0; i < n; i++) {
-        yaml_node_t *it = kr_yaml_seq_item(y, list, i);
         char key[32], spec[512], full[SUITE_PATH_MAX];
-        snprintf(key, sizeof key, "python[%d]", i);
+        yaml_node_t *it = seq_item_named(y, list, "python", i, key, sizeof key);
         if (kr_yaml_get_str(y, it, key, spec, sizeof spec, err))
             return -1;
         char *colon = strrchr(spec, ':');
@@ -613,9 +613,8 @@ static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
         o += (size_t)w;
     }
     for (int i = 0; i < n; i++) {
-        yaml_node_t *it = kr_yaml_seq_item(y, list, i);
         char key[64], glob_[128];
-        snprintf(key, sizeof key, "kernels[%d]", i);
+        yaml_node_t *it = seq_item_named(y, list, "kernels", i, key, sizeof key);
         if (kr_yaml_get_str(y, it, key, glob_, sizeof glob_, err))
             return -1;
         int matched = 0;
@@ -640,9 +639,8 @@ static int parse_refs(loader_t *L, yaml_node_t *list, kr_error_t *err)
         return -1;
     L->s->refs = 0;
     for (int i = 0; i < n; i++) {
-        yaml_node_t *it = kr_yaml_seq_item(y, list, i);
         char key[64], txt[32] = "";
-        snprintf(key, sizeof key, "references[%d]", i);
+        yaml_node_t *it = seq_item_named(y, list, "references", i, key, sizeof key);
         if (kr_yaml_get_str(y, it, key, txt, sizeof txt, err) == 0 &&
             (!strcmp(txt, "exact") || !strcmp(txt, "R_exact")))
             L->s->refs |= REF_EXACT;

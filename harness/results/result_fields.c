@@ -252,14 +252,19 @@ static void csv_str(FILE *fp, const char *s, size_t cap)
     fputc('"', fp);
 }
 
-static void csv_double(FILE *fp, double v)
+const char *result_format_number(char *buf, size_t cap, int digits, double v)
 {
     if (isnan(v))
-        fputs("nan", fp);
-    else if (isinf(v))
-        fputs(v > 0 ? "inf" : "-inf", fp);
+        snprintf(buf, cap, "nan");
     else
-        fprintf(fp, "%.17g", v);
+        snprintf(buf, cap, "%.*g", digits, v);
+    return buf;
+}
+
+static void csv_double(FILE *fp, double v)
+{
+    char text[RESULT_NUMBER_CHARS];
+    fputs(result_format_number(text, sizeof text, 17, v), fp);
 }
 
 void result_fields_csv_header(FILE *fp)

@@ -85,6 +85,13 @@ const char *rf_type_name(rf_type_t t);
 /* Verdict from its name ("PASS"); -1 if unknown. */
 int verdict_from_name(const char *name);
 
+/* v as "%.*g" with `digits` significant digits, except that every NaN is
+ * "nan": printf writes "-nan" for one with its sign bit set, and the CSV,
+ * the tables and the HTML report each spell a missing value the same way.
+ * Returns buf; RESULT_NUMBER_CHARS holds any double at 17 digits. */
+#define RESULT_NUMBER_CHARS 32
+const char *result_format_number(char *buf, size_t cap, int digits, double v);
+
 /* Full-width CSV: one column per column of the table, header from the
  * column names.  Doubles are %.17g ("nan", "inf", "-inf"), strings quoted
  * with "" doubling, verdicts by name, missing values empty. */

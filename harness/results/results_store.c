@@ -546,16 +546,12 @@ int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, 
         /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
         if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
             continue;
-        char **t = array_reserve_one(v, nn, &cap, sizeof *t, 64);
-        if (!t || !(t[nn] = strdup(e->d_name))) {
-            v = t ? t : v;
+        if (!array_append_strdup(&v, &nn, &cap, 64, e->d_name)) {
             closedir(d);
             results_store_free_keys(v, nn);
             return kr_fail(err, "%s: out of memory loading partial results; expected to fit in "
                                 "memory", dir);
         }
-        v = t;
-        nn++;
     }
     closedir(d);
     if (nn)

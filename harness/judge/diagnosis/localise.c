@@ -252,6 +252,15 @@ static void transpose_tiles(const dctx_t *x, int64_t T, float *alt)
                     alt[(m0 + i) * N + n0 + j] = x->d->ref[(m0 + j) * N + n0 + i];
 }
 
+/* How the output matches beside the places found wrong.  Unlike
+ * cmp_acc_result, a reference that is zero everywhere there gives rel 0,
+ * whatever the output holds. */
+static cmp_t rest_of(const cmp_acc_t *acc)
+{
+    const cmp_t rest = {acc->den > 0 ? sqrt(acc->num / acc->den) : 0, acc->c.nf_mismatch, acc->c.finite};
+    return rest;
+}
+
 /* A set of 16x16 tiles (or every tile transposed). */
 static int try_tiles(dctx_t *x)
 {
@@ -303,25 +312,15 @@ static int try_tiles(dctx_t *x)
     int result = 0;
     if (count > 0 && count < TM * TN) {
         /* Everything outside the bad tiles must match. */
-        double rn = 0, rd = 0;
-        int64_t mism = 0, fin = 0;
+        cmp_acc_t acc = {{0, 0, 0}, 0, 0};
         for (int64_t m = 0; m < M; m++) {
             if (x->poisoned_rows && x->poisoned_rows[m])
                 continue;
-            for (int64_t n = 0; n < N; n++) {
-                if (bad[(m / T) * TN + n / T])
-                    continue;
-                const float o = x->d->out[m * N + n], r = x->d->ref[m * N + n];
-                if (isfinite(o) != isfinite(r))
-                    mism++;
-                else if (isfinite(o)) {
-                    fin++;
-                    rn += ((double)o - r) * ((double)o - r);
-                    rd += (double)r * r;
-                }
-            }
+            for (int64_t n = 0; n < N; n++)
+                if (!bad[(m / T) * TN + n / T])
+                    cmp_acc_add(&acc, x->d->out[m * N + n], x->d->ref[m * N + n]);
         }
-        const cmp_t rest = {rd > 0 ? sqrt(rn / rd) : 0, mism, fin};
+        const cmp_t rest = rest_of(&acc);
         if (diag_good(x, rest) && x->any_place) {
             char list[200] = "";
             int64_t shown = 0, r0 = -1, c0 = -1;
@@ -383,8 +382,7 @@ static int try_elements(dctx_t *x)
     const int64_t cap = (M * N) / 200 > 8 ? (M * N) / 200 : 8;
     int64_t count = 0, shown = 0;
     char list[160] = "";
-    double num = 0, den = 0;
-    int64_t mism = 0, kept = 0;
+    cmp_acc_t acc = {{0, 0, 0}, 0, 0};
     for (int64_t m = 0; m < M; m++) {
         if (x->poisoned_rows && x->poisoned_rows[m])
             continue;
@@ -408,15 +406,11 @@ static int try_elements(dctx_t *x)
                 }
                 continue;
             }
-            if (isfinite(o)) {
-                kept++;
-                num += ((double)o - r) * ((double)o - r);
-                den += (double)r * r;
-            }
+            cmp_acc_add(&acc, o, r);
         }
     }
     free(row_rms);
-    const cmp_t rest = {den > 0 ? sqrt(num / den) : 0, mism, kept};
+    const cmp_t rest = rest_of(&acc);
     if (count == 0 || !diag_good(x, rest))
         return 0;
     return diag_matched(x, DIAG_ROWS, rest.rel,
