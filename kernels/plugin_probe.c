@@ -1,4 +1,4 @@
-/* PR_SET_PDEATHSIG is Linux's. */
+/* POSIX interfaces (fork, pipes, clock_gettime) under -std=c11. */
 #define _DEFAULT_SOURCE
 
 #include "plugin_probe.h"
@@ -10,13 +10,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
+
+#include "child_guard.h"
 
 static double now_seconds(void)
 {
@@ -29,15 +27,7 @@ static double now_seconds(void)
 static void probe_child(const char *open_path, int answer_fd, pid_t parent)
 {
     setpgid(0, 0);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-#else
-    (void)parent;
-#endif
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
+    child_guard(parent);
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
         signal(fatal[i], SIG_DFL);

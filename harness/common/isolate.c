@@ -1,4 +1,4 @@
-/* MAP_ANONYMOUS, PR_SET_PDEATHSIG, SOCK_CLOEXEC and MSG_NOSIGNAL are not all POSIX. */
+/* MAP_ANONYMOUS, SOCK_CLOEXEC and MSG_NOSIGNAL are not all POSIX. */
 #define _DEFAULT_SOURCE
 
 #include "isolate.h"
@@ -16,15 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
+#include "child_guard.h"
 #include "kr_string.h"
 
 /* The head of the shared mapping; the output follows at ISOLATE_HEADER_BYTES. */
@@ -88,15 +85,7 @@ static void child_setup(pid_t parent)
     /* kreplay's stdout carries tables and JSON: what a kernel prints goes
      * to stderr. */
     dup2(STDERR_FILENO, STDOUT_FILENO);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)    /* the parent died before the line above */
-        _exit(127);
-#else
-    (void)parent;
-#endif
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
+    child_guard(parent);
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
     sigset_t unblock;
     sigemptyset(&unblock);
