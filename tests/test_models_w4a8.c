@@ -453,6 +453,64 @@ static void test_hand_weight_ref_saturation(void **state)
     tcase_free(&c);
 }
 
+/* One 16-column group whose lanes take every decode path at once: rows whose
+ * blocks are exact, rows that round (blocks 9..12 binades below the row ref),
+ * rows with a weight_ref below their top block (negative shifts: looked up
+ * from the table, some saturating at 448).  The vector decode splits such a
+ * group lane by lane, so it is checked bit for bit against the scalar
+ * spec order (oracle_split, one K range) and its statistic is counted here. */
+static void test_folded_mixed_lanes(void **state)
+{
+    (void)state;
+    const int64_t M = 5, N = 48, K = 256, nb = K / 32;
+    tcase_t c;
+    tcase_random(&c, 31, M, N, K, 12);
+    c.wref = malloc((size_t)N);
+    int rows_below = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const int top = c.scales[n * nb];          /* block 0 holds the row max */
+        if (n % 3 == 2) {
+            c.wref[n] = (uint8_t)(top - 1 - (n / 3) % 8);   /* 1..8 binades under the top */
+            rows_below++;
+        } else {
+            c.wref[n] = (uint8_t)(top + (n % 3) + (n / 3) % 2);
+        }
+    }
+    char note[256];
+    uint16_t *out = run_model(&kernel_w4a8_folded, &c, 0, note);
+    uint16_t *spec = oracle_split(&c, 1);
+    print_message("%s\n", note);
+    assert_same_bits(out, spec, M * N, "folded vs scalar spec order, mixed lanes");
+    double *W_folded = oracle_weight(&c, 1);
+    assert_int_equal(oracle_check(&c, W_folded, out, NULL, NULL), 0);
+    int64_t nonzero = 0, changed = 0, over = 0, saturated = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const int ref = row_ref(&c, n);
+        for (int64_t b = 0; b < nb; b++)
+            over += c.scales[n * nb + b] > ref;
+        for (int64_t k = 0; k < K; k++) {
+            const uint8_t code = c.wcodes[n * K + k];
+            if (!(code & 7))
+                continue;
+            nonzero++;
+            const double v = ldexp(spec_e2m1(code), c.scales[n * nb + k / 32] - ref);
+            changed += spec_e4m3_round(v) != v;
+            saturated += fabs(v) > 448;
+        }
+    }
+    /* The case reaches every path: saturation, rounding and exact rows. */
+    assert_true(rows_below > 0 && over > 0 && saturated > 0);
+    assert_true(changed > saturated);
+    char expect[96];
+    snprintf(expect, sizeof expect, "%.2f%% of nonzero weights lost bits",
+             100.0 * (double)changed / (double)nonzero);
+    assert_non_null(strstr(note, expect));
+    snprintf(expect, sizeof expect, "%lld blocks above weight_ref", (long long)over);
+    assert_non_null(strstr(note, expect));
+    TEST_FREE_ALL(out, spec, W_folded);
+    tcase_free(&c);
+}
+
 /* ---------------------------------------------------------------- fp64 oracle */
 
 static void test_oracle_exact_folding(void **state)
@@ -781,7 +839,8 @@ static void test_descriptors(void **state)
 }
 
 KR_TEST_MAIN(
-    test_hand_underflow_10_binades, test_hand_weight_ref_saturation, test_oracle_exact_folding,
+    test_hand_underflow_10_binades, test_hand_weight_ref_saturation, test_folded_mixed_lanes,
+    test_oracle_exact_folding,
     test_oracle_underflow_explained, test_layouts_bit_identical, test_fragment_order_needs_n16,
     test_partitioned_identical_copies, test_partitioned_three_copies, test_decode_vs_folded,
     test_decode_split_constraint, test_r4d_config, test_descriptors);

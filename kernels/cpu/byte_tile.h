@@ -23,7 +23,7 @@
 #endif
 
 #ifdef BYTE_TILE_VECTOR
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -88,6 +88,13 @@ static inline void byte_tile_widen(const bt_u8x16 *bytes, bt_i32x16 *out)
     __m128i b;
     memcpy(&b, bytes, sizeof b);
     *out = (bt_i32x16)_mm512_cvtepu8_epi32(b);
+#elif defined(__AVX2__)
+    /* AVX2 has no 16-lane form: the two 8-byte halves, one instruction each. */
+    __m128i b;
+    memcpy(&b, bytes, sizeof b);
+    const __m256i lo = _mm256_cvtepu8_epi32(b), hi = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));
+    memcpy(out, &lo, sizeof lo);
+    memcpy((char *)out + sizeof lo, &hi, sizeof hi);
 #else
     *out = __builtin_convertvector(*bytes, bt_i32x16);
 #endif
@@ -102,22 +109,30 @@ static inline void byte_tile_e2m1_bits(const bt_i32x16 *code, bt_i32x16 *bits)
     *bits = (((mag + 252) << 22) & (mag > 1)) | (0x3F000000 & (mag == 1)) | ((*code & 8) << 28);
 }
 
-static inline int byte_tile_e2m1_ok(void)
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* The fp32 bits of 8 codes, one in the low 4 bits of each 32-bit lane (the
+ * bits above are ignored): the magnitude from an 8-entry table (the permute
+ * reads only an index's low 3 bits), the sign from bit 3.  GCC 12 compiles the
+ * generic 16-lane forms on AVX2 into spills through the stack and general
+ * registers, which cost more than the decode itself; the AVX2 paths below
+ * and in the fills work on 8-lane registers straight from and to memory. */
+static inline __m256i byte_tile_e2m1_avx2(__m256i code)
 {
-    bt_i32x16 code;
-    for (int c = 0; c < 16; c++)
-        code[c] = c;
-    bt_i32x16 bits;
-    byte_tile_e2m1_bits(&code, &bits);
-    for (int c = 0; c < 16; c++)
-        if ((uint32_t)bits[c] != f32_bits(e2m1_decode((uint8_t)c)))
-            return 0;
-    return 1;
+    const __m256i table = _mm256_setr_epi32(
+        (int)f32_bits(e2m1_decode(0)), (int)f32_bits(e2m1_decode(1)),
+        (int)f32_bits(e2m1_decode(2)), (int)f32_bits(e2m1_decode(3)),
+        (int)f32_bits(e2m1_decode(4)), (int)f32_bits(e2m1_decode(5)),
+        (int)f32_bits(e2m1_decode(6)), (int)f32_bits(e2m1_decode(7)));
+    return _mm256_or_si256(_mm256_permutevar8x32_epi32(table, code),
+                           _mm256_slli_epi32(_mm256_and_si256(code, _mm256_set1_epi32(8)), 28));
 }
+#endif
 
 /* The fp32 bits of 16 codes.  With AVX-512 one permute looks each code up
  * in a register holding e2m1_decode of all 16 (the same bits
- * byte_tile_e2m1_bits builds); elsewhere byte_tile_e2m1_bits builds them. */
+ * byte_tile_e2m1_bits builds), with AVX2 two permutes of the 8 magnitudes;
+ * elsewhere byte_tile_e2m1_bits builds them.  byte_tile_e2m1_ok() checks
+ * both forms against e2m1_decode. */
 static inline void byte_tile_e2m1(const bt_i32x16 *code, bt_i32x16 *bits)
 {
 #if defined(__AVX512F__)
@@ -131,9 +146,64 @@ static inline void byte_tile_e2m1(const bt_i32x16 *code, bt_i32x16 *bits)
         (int)f32_bits(e2m1_decode(3)), (int)f32_bits(e2m1_decode(2)),
         (int)f32_bits(e2m1_decode(1)), (int)f32_bits(e2m1_decode(0)));
     *bits = (bt_i32x16)_mm512_permutexvar_epi32((__m512i)*code, table);
+#elif defined(__AVX2__)
+    for (int h = 0; h < 2; h++) {
+        __m256i c;
+        memcpy(&c, (const char *)code + h * sizeof c, sizeof c);
+        const __m256i v = byte_tile_e2m1_avx2(c);
+        memcpy((char *)bits + h * sizeof v, &v, sizeof v);
+    }
 #else
     byte_tile_e2m1_bits(code, bits);
 #endif
+}
+
+/* The fp32 values of the two codes in each of 16 bytes (widened to int32
+ * lanes): the low nibbles' to lo[0..15], the high nibbles' to hi[0..15]. */
+static inline void byte_tile_e2m1_nibbles(const bt_i32x16 *bytes, float *lo, float *hi)
+{
+#if defined(__AVX2__) && !defined(__AVX512F__)
+    for (int h = 0; h < 2; h++) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)((const char *)bytes + 32 * h));
+        /* The low nibble needs no mask: only bits 0..3 are read. */
+        _mm256_storeu_si256((__m256i *)(lo + 8 * h), byte_tile_e2m1_avx2(b));
+        _mm256_storeu_si256((__m256i *)(hi + 8 * h), byte_tile_e2m1_avx2(_mm256_srli_epi32(b, 4)));
+    }
+#else
+    const bt_i32x16 code_lo = *bytes & 15, code_hi = *bytes >> 4;
+    bt_i32x16 v_lo, v_hi;
+    byte_tile_e2m1(&code_lo, &v_lo);
+    byte_tile_e2m1(&code_hi, &v_hi);
+    memcpy(lo, &v_lo, sizeof v_lo);
+    memcpy(hi, &v_hi, sizeof v_hi);
+#endif
+}
+
+static inline int byte_tile_e2m1_ok(void)
+{
+    bt_i32x16 code;
+    for (int c = 0; c < 16; c++)
+        code[c] = c;
+    bt_i32x16 bits, looked_up;
+    byte_tile_e2m1_bits(&code, &bits);
+    byte_tile_e2m1(&code, &looked_up);
+    for (int c = 0; c < 16; c++)
+        if ((uint32_t)bits[c] != f32_bits(e2m1_decode((uint8_t)c)) ||
+            (uint32_t)looked_up[c] != f32_bits(e2m1_decode((uint8_t)c)))
+            return 0;
+    /* byte_tile_e2m1_nibbles on bytes holding every pair of codes. */
+    for (int pass = 0; pass < 16; pass++) {
+        bt_i32x16 bytes;
+        float lo[16], hi[16];
+        for (int c = 0; c < 16; c++)
+            bytes[c] = c | ((c + pass) & 15) << 4;
+        byte_tile_e2m1_nibbles(&bytes, lo, hi);
+        for (int c = 0; c < 16; c++)
+            if (f32_bits(lo[c]) != f32_bits(e2m1_decode((uint8_t)c)) ||
+                f32_bits(hi[c]) != f32_bits(e2m1_decode((uint8_t)((c + pass) & 15))))
+                return 0;
+    }
+    return 1;
 }
 
 /* col[i][r] = byte c + i of row r, for 16 rows (a NULL row reads as zeros);

@@ -198,6 +198,122 @@ static void tile_table_rows(const folded_plan_t *p, folded_tile_t *t, int32_t *t
     }
 }
 
+#if defined(BYTE_TILE_VECTOR) && defined(__AVX2__) && !defined(__AVX512F__)
+#define FOLDED_EXACT_BLOCK_AVX2 1
+/* tile_decode_vector's common case for one block of 16 columns, on AVX2's
+ * 8-lane registers: every lane's value is e2m1(code) * factor (nothing to
+ * round), and nonzero counts the nonzero codes of counted lanes: the same
+ * operations as the 16-lane form, on 8-lane registers (byte_tile.h says
+ * why).  w: the block's first k row at this group of 16 columns. */
+static void exact_block_avx2(const bt_i32x16 col[16], const float factor[16],
+                             const bt_i32x16 *counted, float *w, bt_i32x16 *nonzero)
+{
+    const __m256i magnitude = _mm256_set1_epi32(7);
+    for (int g = 0; g < 2; g++) {
+        const __m256 scale = _mm256_loadu_ps(factor + 8 * g);
+        const __m256i cnt = _mm256_loadu_si256((const __m256i *)((const int32_t *)counted + 8 * g));
+        __m256i nz = _mm256_loadu_si256((const __m256i *)((const int32_t *)nonzero + 8 * g));
+        for (int i = 0; i < 16; i++) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)((const int32_t *)&col[i] + 8 * g));
+            for (int half = 0; half < 2; half++) {
+                /* The low nibble needs no mask: only bits 0..3 are read. */
+                const __m256i c = half ? _mm256_srli_epi32(b, 4) : b;
+                const __m256i bits = byte_tile_e2m1_avx2(c);
+                _mm256_storeu_ps(w + (2 * i + half) * TILE_N + 8 * g,
+                                 _mm256_mul_ps(_mm256_castsi256_ps(bits), scale));
+                const __m256i zero = _mm256_cmpeq_epi32(_mm256_and_si256(c, magnitude),
+                                                        _mm256_setzero_si256());
+                nz = _mm256_sub_epi32(nz, _mm256_andnot_si256(zero, cnt));
+            }
+        }
+        _mm256_storeu_si256((__m256i *)((int32_t *)nonzero + 8 * g), nz);
+    }
+}
+#endif
+
+#ifdef FOLDED_EXACT_BLOCK_AVX2
+/* shifted_w8 on 8 lanes: the same integer and float steps. */
+static inline __m256 shifted_w8_avx2(__m256 x)
+{
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i mag = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i sign = _mm256_and_si256(u, _mm256_set1_epi32((int32_t)0x80000000));
+    const __m256i exponent = _mm256_srai_epi32(mag, 23);
+    const __m256i above = _mm256_cmpgt_epi32(exponent, _mm256_set1_epi32(121));
+    const __m256i field = _mm256_or_si256(_mm256_and_si256(exponent, above),
+                                          _mm256_andnot_si256(above, _mm256_set1_epi32(121)));
+    const __m256i m_bits = _mm256_slli_epi32(_mm256_add_epi32(field, _mm256_set1_epi32(20)), 23);
+    const __m256i steps = _mm256_sub_epi32(
+        _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(mag), _mm256_castsi256_ps(m_bits))),
+        m_bits);
+    const __m256i code = _mm256_add_epi32(
+        _mm256_slli_epi32(_mm256_sub_epi32(field, _mm256_set1_epi32(121)), 3), steps);
+    const __m256i e = _mm256_srai_epi32(code, 3), m = _mm256_and_si256(code, _mm256_set1_epi32(7));
+    const __m256i normal = _mm256_andnot_si256(_mm256_cmpeq_epi32(e, _mm256_setzero_si256()),
+                                               _mm256_set1_epi32(1));
+    const __m256i significand = _mm256_add_epi32(_mm256_slli_epi32(normal, 3), m);
+    const __m256i p = _mm256_sub_epi32(_mm256_add_epi32(e, _mm256_sub_epi32(_mm256_set1_epi32(1), normal)),
+                                       _mm256_set1_epi32(10));
+    const __m256 value = _mm256_mul_ps(
+        _mm256_cvtepi32_ps(significand),
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(p, _mm256_set1_epi32(127)), 23)));
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(value), sign));
+}
+
+/* tile_decode_vector's general case for one block of 16 columns on AVX2:
+ * lanes computed by shifted_w8 (counting those that lost bits), lanes of
+ * lookup_lanes from the shift table, as the 16-lane form does. */
+static void rounded_block_avx2(const bt_i32x16 col[16], const float factor[16],
+                               const bt_i32x16 *base, const bt_i32x16 *computed,
+                               const bt_i32x16 *counted, int lookup_lanes, const float *value,
+                               const int32_t *changed, float *w, bt_i32x16 *nonzero,
+                               bt_i32x16 *lost)
+{
+    const __m256i magnitude = _mm256_set1_epi32(7);
+    const __m256i nibble = _mm256_set1_epi32(15);
+    for (int g = 0; g < 2; g++) {
+        const int lookup = lookup_lanes >> (8 * g) & 0xFF;
+        const __m256 scale = _mm256_loadu_ps(factor + 8 * g);
+        const __m256i cnt = _mm256_loadu_si256((const __m256i *)((const int32_t *)counted + 8 * g));
+        const __m256i comp = _mm256_loadu_si256((const __m256i *)((const int32_t *)computed + 8 * g));
+        const __m256i bas = _mm256_loadu_si256((const __m256i *)((const int32_t *)base + 8 * g));
+        __m256i nz = _mm256_loadu_si256((const __m256i *)((const int32_t *)nonzero + 8 * g));
+        __m256i ls = _mm256_loadu_si256((const __m256i *)((const int32_t *)lost + 8 * g));
+        for (int i = 0; i < 16; i++) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)((const int32_t *)&col[i] + 8 * g));
+            for (int half = 0; half < 2; half++) {
+                const __m256i c = half ? _mm256_srli_epi32(b, 4) : _mm256_and_si256(b, nibble);
+                const __m256i bits = byte_tile_e2m1_avx2(c);
+                const __m256 x = _mm256_mul_ps(_mm256_castsi256_ps(bits), scale);
+                __m256 out = shifted_w8_avx2(x);
+                ls = _mm256_sub_epi32(ls, _mm256_and_si256(_mm256_castps_si256(
+                                                               _mm256_cmp_ps(out, x, _CMP_NEQ_UQ)),
+                                                           comp));
+                float *dst = w + (2 * i + half) * TILE_N + 8 * g;
+                _mm256_storeu_ps(dst, out);
+                if (lookup) {
+                    int32_t index[8], lost_add[8];
+                    _mm256_storeu_si256((__m256i *)index, _mm256_add_epi32(bas, c));
+                    for (int r = 0; r < 8; r++) {
+                        lost_add[r] = 0;
+                        if (lookup >> r & 1) {
+                            dst[r] = value[index[r]];
+                            lost_add[r] = changed[index[r]];
+                        }
+                    }
+                    ls = _mm256_add_epi32(ls, _mm256_loadu_si256((const __m256i *)lost_add));
+                }
+                const __m256i zero = _mm256_cmpeq_epi32(_mm256_and_si256(c, magnitude),
+                                                        _mm256_setzero_si256());
+                nz = _mm256_sub_epi32(nz, _mm256_andnot_si256(zero, cnt));
+            }
+        }
+        _mm256_storeu_si256((__m256i *)((int32_t *)nonzero + 8 * g), nz);
+        _mm256_storeu_si256((__m256i *)((int32_t *)lost + 8 * g), ls);
+    }
+}
+#endif
+
 #ifdef BYTE_TILE_VECTOR
 static void tile_decode_vector(const folded_plan_t *p, folded_tile_t *t, const int32_t *table_row,
                                folded_stats_t *st)
@@ -261,6 +377,14 @@ static void tile_decode_vector(const folded_plan_t *p, folded_tile_t *t, const i
             for (int r = 0; r < 16; r++)
                 computed[r] = lookup_lanes >> r & 1 ? 0 : -1;
             const bt_i32x16 counted = base != FOLDED_ZERO_ROW * 16;     /* -1 or 0 */
+#ifdef FOLDED_EXACT_BLOCK_AVX2
+            if (all_exact)
+                exact_block_avx2(col, factor, &counted, t->w + 32 * b * TILE_N + 16 * h, &nonzero);
+            else
+                rounded_block_avx2(col, factor, &base, &computed, &counted, lookup_lanes, value,
+                                   changed, t->w + 32 * b * TILE_N + 16 * h, &nonzero, &lost);
+            continue;
+#endif
             for (int i = 0; i < 16; i++) {
                 const int64_t k = 2 * (b * 16 + i);
                 for (int half = 0; half < 2; half++) {

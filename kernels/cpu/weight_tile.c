@@ -44,7 +44,14 @@ void weight_tile_fill(const mxfp4_weight_t *w, const float scale_of[256], int64_
     /* 16 bytes (one 32-block of k) of 16 rows at a time: transpose the bytes
      * in registers, then each k's 16 values are one contiguous store.  Rows
      * past the width read as code 0 (+0.0). */
-    if (byte_tile_e2m1_ok()) {
+    /* Checked once: the check decodes every code pair. */
+    static int vector_ok = -1;      /* -1: not yet checked (a race only repeats the check) */
+    int ok = __atomic_load_n(&vector_ok, __ATOMIC_RELAXED);
+    if (ok < 0) {
+        ok = byte_tile_e2m1_ok();
+        __atomic_store_n(&vector_ok, ok, __ATOMIC_RELAXED);
+    }
+    if (ok) {
         c_done = c0 + (c1 - c0) / 16 * 16;
         for (int64_t h = 0; h < filled / 16; h++) {
             const uint8_t *row[16];
@@ -57,12 +64,8 @@ void weight_tile_fill(const mxfp4_weight_t *w, const float scale_of[256], int64_
                 byte_tile_columns(row, c, c + 256 < K / 2 ? 256 : 0, col);
                 for (int i = 0; i < 16; i++) {
                     const int64_t k2 = c + i - c0;      /* col[i]: byte c + i of each row */
-                    const bt_i32x16 code_lo = col[i] & 15, code_hi = col[i] >> 4;
-                    bt_i32x16 lo, hi;
-                    byte_tile_e2m1(&code_lo, &lo);
-                    byte_tile_e2m1(&code_hi, &hi);
-                    memcpy(value + (2 * k2) * TILE_N + 16 * h, &lo, sizeof lo);
-                    memcpy(value + (2 * k2 + 1) * TILE_N + 16 * h, &hi, sizeof hi);
+                    byte_tile_e2m1_nibbles(&col[i], value + (2 * k2) * TILE_N + 16 * h,
+                                           value + (2 * k2 + 1) * TILE_N + 16 * h);
                 }
             }
         }
