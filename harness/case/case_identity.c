@@ -43,3 +43,34 @@ void case_content_id(const case_t *c, char out[17])
     h = field(h, 'b', c->weight_bf16, N * K * sizeof(uint16_t));
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
+
+static void *case_id_job_run(void *arg)
+{
+    case_id_job_t *job = arg;
+    case_content_id(job->c, job->id);
+    return NULL;
+}
+
+/* Below this many operand bytes the digest costs less than a thread. */
+#define CASE_ID_THREAD_BYTES (1u << 22)
+
+void case_id_job_start(case_id_job_t *job, const case_t *c)
+{
+    job->c = c;
+    job->threaded = 0;
+    const size_t M = (size_t)c->M, N = (size_t)c->N, K = (size_t)c->K;
+    const size_t bytes = (c->x ? M * K * sizeof(float) : 0) + (c->weight ? N * (K / 2) : 0) +
+                         (c->weight_bf16 ? N * K * sizeof(uint16_t) : 0);
+    if (bytes >= CASE_ID_THREAD_BYTES)
+        job->threaded = pthread_create(&job->thread, NULL, case_id_job_run, job) == 0;
+}
+
+void case_id_job_finish(case_id_job_t *job, char out[17])
+{
+    if (job->threaded)
+        pthread_join(job->thread, NULL);
+    else
+        case_content_id(job->c, job->id);
+    job->threaded = 0;
+    memcpy(out, job->id, 17);
+}

@@ -4,6 +4,8 @@
 #ifndef KR_CASE_IDENTITY_H
 #define KR_CASE_IDENTITY_H
 
+#include <pthread.h>
+
 #include "case.h"
 
 /* 64-bit FNV-1a, as 16 hex digits, over M, N, K, the weight's order and
@@ -12,5 +14,20 @@
  * weight_ref, and weight_bf16.  Recorded outputs and provenance are not
  * operands and do not enter it. */
 void case_content_id(const case_t *c, char out[17]);
+
+/* case_content_id beside other work: the digest is a byte-serial pass over
+ * every operand (about 0.06 s for a 64 x 17408 x 5120 case), so a replay
+ * starts it on a thread of its own and takes the digest when its rows are
+ * done.  Small cases, or no thread to be had, compute it at finish.  The
+ * case must not change in between. */
+typedef struct {
+    const case_t *c;
+    char id[17];
+    int threaded;           /* a thread computes id: finish joins it */
+    pthread_t thread;
+} case_id_job_t;
+
+void case_id_job_start(case_id_job_t *job, const case_t *c);
+void case_id_job_finish(case_id_job_t *job, char out[17]);
 
 #endif

@@ -1347,10 +1347,13 @@ static int replay_case_rows(const case_t *c, const replay_options_t *opt, result
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
 {
     const int64_t first = out->count;
-    if (replay_case_rows(c, opt, out, err))
-        return -1;
+    case_id_job_t id_job;
+    case_id_job_start(&id_job, c);
     char id[17];
-    case_content_id(c, id);
+    const int rc = replay_case_rows(c, opt, out, err);
+    case_id_job_finish(&id_job, id);
+    if (rc)
+        return -1;
     for (int64_t i = first; i < out->count; i++)
         memcpy(out->rows[i].case_id, id, sizeof id);
     return 0;
