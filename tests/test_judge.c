@@ -26,10 +26,12 @@
 #include "gemm_ref.h"
 #include "judge.h"
 #include "metrics.h"
+#include "mxfp4_weight.h"
 #include "policy.h"
 #include "replay.h"
 #include "synth.h"
 #include "test_cases.h"
+#include "spec_formats.h"
 #include "test_main.h"
 #include "test_support.h"
 
@@ -42,6 +44,8 @@ enum {
     OUT_BF16_PARTIALS,
     OUT_FP16_PARTIALS,
     OUT_NAN_TO_ZERO,
+    OUT_BF16_EACH,
+    OUT_FP16_EACH,
 };
 
 /* Round to nearest even, written here from the definition (not bf16_encode). */
@@ -92,6 +96,31 @@ static int partials_run(const kernel_inputs_t *in, const kernel_act_t *act, int 
     return st;
 }
 
+/* A running sum kept in bf16 (or fp16) and rounded after every element: the
+ * exact product of each fp8 activation and MXFP4 weight (spec decoders,
+ * block scale included) added in k order, the sum times x_scale at the end,
+ * rounded to nearest even. */
+static int each_element_run(const kernel_inputs_t *in, const kernel_act_t *act, int fp16,
+                            uint16_t *out)
+{
+    const int64_t M = in->M, N = in->N, K = in->K;
+    const mxfp4_weight_t *w = &in->weight;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) {
+                const double ws = spec_e8m0(mxfp4_scale_at(w->scales, w->layout, N, K, n, k / 32),
+                                            w->e8m0_mode);
+                const float p = (float)(spec_e4m3fn(act->codes[m * K + k]) *
+                                        spec_e2m1(mxfp4_code_at(w->packed, K, n, k)) * ws);
+                const float sum = acc + p;
+                acc = fp16 ? fp16_value(sum) : spec_bf16(rne_bits(sum));
+            }
+            out[m * N + n] = rne_bits(acc * act->token_scale[m]);
+        }
+    return 0;
+}
+
 static int broken_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                       const kernel_options_t *opt, uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
 {
@@ -99,6 +128,8 @@ static int broken_run(const kernel_desc_t *k, const kernel_inputs_t *in, const k
     (void)info;
     if (k->config == OUT_BF16_PARTIALS || k->config == OUT_FP16_PARTIALS)
         return partials_run(in, act, k->config == OUT_FP16_PARTIALS, out, err);
+    if (k->config == OUT_BF16_EACH || k->config == OUT_FP16_EACH)
+        return each_element_run(in, act, k->config == OUT_FP16_EACH, out);
     const int64_t M = in->M, N = in->N;
     double *r = malloc((size_t)(M * N) * sizeof(double));
     if (!r || gemm_ref_f64(act->dequant, M, &in->weight, 0, r, err)) {
@@ -441,6 +472,36 @@ static void test_reduced_running_sum_fails(void **state)
         result_list_free(&rows);
         case_free(&c);
     }
+}
+
+/* The per-element models, which run 8 sampled outputs side by side, give a
+ * kernel that rounds its running sum after every element (written above
+ * from the spec decoders) exactly: residual 0, on N = 64 (every sampled
+ * column in a group of 8) and N = 61 (5 columns left over). */
+static void check_each_element_fit(int64_t N, int mode, const char *model)
+{
+    case_t c;
+    test_synth_default_or_fail(16, N, 512, 23, &c);
+    result_list_t rows = {0};
+    replay_beside_correct(&c, "test.each", mode, REF_EXACT, NULL, 0, &rows);
+    const acc_fit_t *fit = &find_row(&rows, "test.each", "R_exact")->acc_fit;
+    print_message("N=%lld: fit %s residual %.3g vs fp32 %.3g on %lld\n", (long long)N, fit->model,
+                  fit->resid_best, fit->resid_fp32, (long long)fit->sampled);
+    assert_string_equal(fit->model, model);
+    assert_true(fit->resid_best == 0.0);
+    assert_true(fit->resid_fp32 > 1e-3);
+    assert_int_equal(fit->sampled, 16 * N);
+    result_list_free(&rows);
+    case_free(&c);
+}
+
+static void test_each_element_rounding_fits_exactly(void **state)
+{
+    (void)state;
+    check_each_element_fit(64, OUT_FP16_EACH, "fp16-elem");
+    check_each_element_fit(61, OUT_FP16_EACH, "fp16-elem");
+    check_each_element_fit(64, OUT_BF16_EACH, "bf16-elem");
+    check_each_element_fit(61, OUT_BF16_EACH, "bf16-elem");
 }
 
 /* Poison masked: handed NaN x_scale by the 'traced' quantizer (the NaN-head
@@ -814,7 +875,8 @@ static void test_cli_policy_option(void **state)
 
 KR_TEST_MAIN(
     test_replay_uses_the_policy, test_poison_does_not_hide_a_bug, test_truncation_is_biased,
-    test_immaterial_lean_passes, test_reduced_running_sum_fails, test_poison_masked_fails,
+    test_immaterial_lean_passes, test_reduced_running_sum_fails,
+    test_each_element_rounding_fits_exactly, test_poison_masked_fails,
     test_vs_nan_disagreement_fails, test_zero_reference, test_recorded_route,
     test_rounding_modes_against_double, test_metrics_rows_apart, test_cli_policy_option,
     test_replay_and_gate_agree);

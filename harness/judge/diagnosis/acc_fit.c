@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acc_round.h"
 #include "diag_ctx.h"
 #include "formats.h"
 #include "kr_string.h"
@@ -66,33 +67,11 @@ static const acc_model_t acc_models[] = {
 #define ACC_SAMPLE_ROWS 16
 #define ACC_SAMPLE_COLS 64
 
-/* x rounded to the nearest fp16 value (ties to even), overflow to +-Inf.
- * On the bits: the per-element models round some 10^7 partial sums a case,
- * and frexpf/ldexpf/rintf made this the test's hot spot. */
-static inline float fp16_round(float x)
-{
-    if (!isfinite(x) || x == 0.0f)
-        return x;
-    const float a = fabsf(x);
-    if (a >= 65520.0f)
-        return x > 0 ? INFINITY : -INFINITY;
-    if (a < 0x1p-14f)   /* fp16 subnormals: multiples of 2^-24 (the scalings are exact) */
-        return rintf(x * 0x1p24f) * 0x1p-24f;
-    /* Normal: keep 10 of fp32's 23 fraction bits, nearest even; a carry out
-     * of the fraction moves the exponent up, as the value does. */
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    const uint32_t lsb = (u >> 13) & 1u;
-    u = (u + 0x0FFFu + lsb) & ~0x1FFFu;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static inline float round_to(acc_format_t f, float x)
 {
     if (f == ACC_FP32)
         return x;
-    return f == ACC_BF16 ? bf16_decode(bf16_encode(x)) : fp16_round(x);
+    return f == ACC_BF16 ? acc_bf16_round(x) : acc_fp16_round(x);
 }
 
 /* One sampled output's operands: the 32-block partials of its dot product
@@ -181,6 +160,47 @@ static void per_element_models(const acc_elem_t *e, acc_point_t *p)
     }
 }
 
+/* per_element_models for 8 sampled outputs at once, one in each lane:
+ * prod8[k * 8 + l] is output l's product k.  Every lane does
+ * per_element_models' operations in its order (acc_round.h rounds lane by
+ * lane as round_to does), so the values are the same. */
+static void per_element_models_x8(const float *prod8, int64_t K, const acc_elem_t *const e[ACC_LANES],
+                                  acc_point_t *const p[ACC_LANES])
+{
+    int idx[ACC_PER_ELEMENT_MAX], n = 0;
+    for (int h = 0; h < ACC_MODEL_COUNT && n < ACC_PER_ELEMENT_MAX; h++)
+        if (acc_models[h].every == 1 && acc_models[h].splits == 0)
+            idx[n++] = h;
+    acc_f32x8 in[ACC_PER_ELEMENT_MAX], rounded[ACC_PER_ELEMENT_MAX], plain[ACC_PER_ELEMENT_MAX];
+    int fp16[ACC_PER_ELEMENT_MAX];
+    for (int i = 0; i < n; i++) {
+        for (int l = 0; l < ACC_LANES; l++)
+            in[i][l] = acc_models[idx[i]].xs_inside ? (float)e[l]->xs : 1.0f;
+        fp16[i] = acc_models[idx[i]].format == ACC_FP16;
+        rounded[i] = plain[i] = (acc_f32x8){0};
+    }
+    for (int64_t k = 0; k < K; k++) {
+        acc_f32x8 pk;
+        memcpy(&pk, prod8 + k * ACC_LANES, sizeof pk);
+        for (int i = 0; i < n; i++) {
+            const acc_f32x8 t = pk * in[i];
+            rounded[i] = rounded[i] + t;
+            if (fp16[i])
+                acc_fp16_round_x8(&rounded[i]);
+            else
+                acc_bf16_round_x8(&rounded[i]);
+            plain[i] = plain[i] + t;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const int xs_inside = acc_models[idx[i]].xs_inside;
+        for (int l = 0; l < ACC_LANES; l++) {
+            p[l]->model[idx[i]][0] = xs_inside ? (double)rounded[i][l] : (double)rounded[i][l] * e[l]->xs;
+            p[l]->model[idx[i]][1] = xs_inside ? (double)plain[i][l] : (double)plain[i][l] * e[l]->xs;
+        }
+    }
+}
+
 static int applicable(const acc_model_t *md, int64_t nb)
 {
     if (md->splits > 0)
@@ -227,35 +247,48 @@ static float act_code_value(const kernel_act_t *act, uint8_t code)
     return act->fp8_format == FP8_E4M3FNUZ ? e4m3fnuz_decode(code) : e4m3fn_decode(code);
 }
 
-/* Fills e for output (m, n); 0 when the operands do not give the kernel's
- * dequantized activations back (then the codes are not what R_exact used). */
-static int elem_fill(const kernel_inputs_t *in, const kernel_act_t *act, int64_t m, int64_t n,
-                     acc_elem_t *e)
+/* Row m's activation values as the kernel read them (a[K]) and its block
+ * scales (as[K/32]; 1 for fp8): the same for every sampled column, so read
+ * once a row.  0 when they do not give the kernel's dequantized activations
+ * back (then the codes are not what R_exact used). */
+static int row_fill(const kernel_act_t *act, int64_t m, int64_t K, float *a, float *as)
 {
-    const mxfp4_weight_t *w = &in->weight;
-    const int64_t K = e->K, N = in->N;
+    const int64_t nb = K / 32;
     const int fp8 = act->kind == ACT_FP8_PER_TOKEN;
-    e->xs = fp8 ? act->token_scale[m] : 1.0;
-    e->exact = 0;
-    for (int64_t b = 0; b < e->nb; b++) {
-        const float ws = e8m0_decode(mxfp4_scale_at(w->scales, w->layout, N, K, n, b), w->e8m0_mode);
-        const float as = fp8 ? 1.0f : e8m0_decode(act->block_scale[m * e->nb + b], E8M0_SPEC);
-        float s = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        as[b] = fp8 ? 1.0f : e8m0_decode(act->block_scale[m * nb + b], E8M0_SPEC);
         for (int64_t k = 32 * b; k < 32 * b + 32; k++) {
-            const float a = act_code_value(act, act->codes[m * K + k]);
+            a[k] = act_code_value(act, act->codes[m * K + k]);
             if (act->dequant) {
-                const float back = fp8 ? (float)(a * act->token_scale[m]) : a * as;
+                const float back = fp8 ? (float)(a[k] * act->token_scale[m]) : a[k] * as[b];
                 if (!(back == act->dequant[m * K + k]) && !(isnan(back) && isnan(act->dequant[m * K + k])))
                     return 0;
             }
-            const float p = a * e2m1_decode(mxfp4_code_at(w->packed, K, n, k)) * ws * as;
-            e->prod[k] = p;
-            s += a * e2m1_decode(mxfp4_code_at(w->packed, K, n, k));
-            e->exact += (double)p;
         }
-        e->part[b] = s * ws * as;
     }
     return 1;
+}
+
+/* Fills e for output (m, n) from row m's a and as (row_fill). */
+static void elem_fill(const kernel_inputs_t *in, const kernel_act_t *act, const float *a,
+                      const float *as, int64_t m, int64_t n, acc_elem_t *e)
+{
+    const mxfp4_weight_t *w = &in->weight;
+    const int64_t K = e->K, N = in->N;
+    e->xs = act->kind == ACT_FP8_PER_TOKEN ? act->token_scale[m] : 1.0;
+    e->exact = 0;
+    for (int64_t b = 0; b < e->nb; b++) {
+        const float ws = e8m0_decode(mxfp4_scale_at(w->scales, w->layout, N, K, n, b), w->e8m0_mode);
+        float s = 0.0f;
+        for (int64_t k = 32 * b; k < 32 * b + 32; k++) {
+            const float wk = e2m1_decode(mxfp4_code_at(w->packed, K, n, k));
+            const float p = a[k] * wk * ws * as[b];
+            e->prod[k] = p;
+            s += a[k] * wk;
+            e->exact += (double)p;
+        }
+        e->part[b] = s * ws * as[b];
+    }
 }
 
 /* The sample's points, filled in parallel (a few hundred million rounded
@@ -272,32 +305,60 @@ typedef struct {
     int *row_ok;        /* [sample row]: every output's operands were R_exact's */
 } acc_job_t;
 
+/* Sample row i: its outputs 8 at a time (the per-element chains side by
+ * side), the rest one at a time. */
 static void acc_sample_row(void *ctx, int64_t i)
 {
     const acc_job_t *j = ctx;
     const int64_t K = j->in->K, N = j->in->N;
-    acc_elem_t e = {.K = K, .nb = K / 32};
-    e.prod = malloc((size_t)K * sizeof(float));
-    e.part = malloc((size_t)e.nb * sizeof(float));
-    j->row_ok[i] = e.prod && e.part ? 1 : -1;
-    for (int64_t c = 0; c < j->sn && j->row_ok[i] == 1; c++) {
-        const int64_t m = j->rows[i], n = j->cols[c];
-        acc_point_t *p = &j->points[i * j->sn + c];
-        if (!elem_fill(j->in, j->act, m, n, &e)) {
-            j->row_ok[i] = 0;
-            break;
-        }
-        p->o = j->out_f32 ? (double)j->out_f32[m * N + n] : (double)bf16_decode(j->out_bits[m * N + n]);
-        p->exact = e.exact * e.xs;
-        for (int h = 0; h < ACC_MODEL_COUNT; h++)
-            if (applicable(&acc_models[h], e.nb) && acc_models[h].every != 1) {
-                p->model[h][0] = model_value(&acc_models[h], &e, 0);
-                p->model[h][1] = model_value(&acc_models[h], &e, 1);
-            }
-        per_element_models(&e, p);
+    acc_elem_t elem[ACC_LANES];
+    const acc_elem_t *lane_elem[ACC_LANES];
+    acc_point_t *lane_point[ACC_LANES];
+    float *prod8 = malloc((size_t)K * ACC_LANES * sizeof(float));
+    float *a = malloc((size_t)K * sizeof(float)), *as = malloc((size_t)(K / 32) * sizeof(float));
+    int ok = prod8 && a && as;
+    for (int l = 0; l < ACC_LANES; l++) {
+        elem[l] = (acc_elem_t){.K = K, .nb = K / 32};
+        elem[l].prod = malloc((size_t)K * sizeof(float));
+        elem[l].part = malloc((size_t)elem[l].nb * sizeof(float));
+        ok &= elem[l].prod && elem[l].part;
+        lane_elem[l] = &elem[l];
     }
-    free(e.prod);
-    free(e.part);
+    j->row_ok[i] = ok ? 1 : -1;
+    if (ok && !row_fill(j->act, j->rows[i], K, a, as))
+        j->row_ok[i] = 0;
+    for (int64_t c0 = 0; c0 < j->sn && j->row_ok[i] == 1; c0 += ACC_LANES) {
+        const int lanes = j->sn - c0 < ACC_LANES ? (int)(j->sn - c0) : ACC_LANES;
+        for (int l = 0; l < lanes; l++) {
+            const int64_t m = j->rows[i], n = j->cols[c0 + l];
+            acc_elem_t *e = &elem[l];
+            acc_point_t *p = lane_point[l] = &j->points[i * j->sn + c0 + l];
+            elem_fill(j->in, j->act, a, as, m, n, e);
+            p->o = j->out_f32 ? (double)j->out_f32[m * N + n] : (double)bf16_decode(j->out_bits[m * N + n]);
+            p->exact = e->exact * e->xs;
+            for (int h = 0; h < ACC_MODEL_COUNT; h++)
+                if (applicable(&acc_models[h], e->nb) && acc_models[h].every != 1) {
+                    p->model[h][0] = model_value(&acc_models[h], e, 0);
+                    p->model[h][1] = model_value(&acc_models[h], e, 1);
+                }
+        }
+        if (lanes == ACC_LANES) {
+            for (int64_t k = 0; k < K; k++)
+                for (int l = 0; l < ACC_LANES; l++)
+                    prod8[k * ACC_LANES + l] = elem[l].prod[k];
+            per_element_models_x8(prod8, K, lane_elem, lane_point);
+        } else {
+            for (int l = 0; l < lanes; l++)
+                per_element_models(&elem[l], lane_point[l]);
+        }
+    }
+    for (int l = 0; l < ACC_LANES; l++) {
+        free(elem[l].prod);
+        free(elem[l].part);
+    }
+    free(prod8);
+    free(a);
+    free(as);
 }
 
 int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const uint16_t *out_bits,
