@@ -592,8 +592,10 @@ static inline const uint8_t *act_run8(const folded_act_t *a, int64_t m, int64_t 
 #endif
 
 /* One specialization per row count, so the accumulators stay in registers.
- * Each acc[i][j] is one (m, n) sum, acc + x * w with the product rounded;
- * its additions happen in ascending k (the column passes change which sums
+ * Each acc[i][j] is one (m, n) sum, acc + x * w; fp8 x e4m3 products are
+ * exact in fp32 (at most 4 x 4 significant bits, exponents far inside the
+ * normal range), so td_fma_exact's fused step gives the bits of mul + add.
+ * The additions happen in ascending k (the column passes change which sums
  * are computed together, not their order). */
 #define FOLDED_DOT_MB(MB)                                                                     \
     static void folded_dot_##MB(const folded_tile_t *t, const folded_act_t *a, int64_t m0,    \
@@ -618,7 +620,7 @@ static inline const uint8_t *act_run8(const folded_act_t *a, int64_t m, int64_t 
                     for (int i = 0; i < MB; i++) {                                            \
                         const float xv = a->lut[xp[i][kk]];                                   \
                         for (int v = 0; v < FOLDED_DOT_NV; v++)                               \
-                            acc[i][v] = td_mul_add(acc[i][v], xv, wv[v]);                     \
+                            acc[i][v] = td_fma_exact(acc[i][v], xv, wv[v]);                   \
                     }                                                                         \
                 }                                                                             \
             }                                                                                 \
@@ -631,6 +633,13 @@ FOLDED_DOT_MB(1)
 FOLDED_DOT_MB(2)
 FOLDED_DOT_MB(3)
 FOLDED_DOT_MB(4)
+#if FOLDED_MB >= 6
+FOLDED_DOT_MB(5)
+FOLDED_DOT_MB(6)
+#endif
+#if FOLDED_MB != 4 && FOLDED_MB != 6
+#error "folded_dot has specializations for FOLDED_MB 4 and 6"
+#endif
 #undef FOLDED_DOT_MB
 
 void folded_dot(const folded_tile_t *t, const folded_act_t *a, int64_t m0, int mb, int64_t k0,
@@ -640,7 +649,13 @@ void folded_dot(const folded_tile_t *t, const folded_act_t *a, int64_t m0, int m
     case 1: folded_dot_1(t, a, m0, k0, k1, fresh, sums); break;
     case 2: folded_dot_2(t, a, m0, k0, k1, fresh, sums); break;
     case 3: folded_dot_3(t, a, m0, k0, k1, fresh, sums); break;
+#if FOLDED_MB >= 6
+    case 4: folded_dot_4(t, a, m0, k0, k1, fresh, sums); break;
+    case 5: folded_dot_5(t, a, m0, k0, k1, fresh, sums); break;
+    default: folded_dot_6(t, a, m0, k0, k1, fresh, sums); break;
+#else
     default: folded_dot_4(t, a, m0, k0, k1, fresh, sums); break;
+#endif
     }
 }
 

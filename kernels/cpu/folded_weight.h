@@ -18,8 +18,9 @@
  *
  * The core (folded_dot) sums, for each output column of a tile and each of up
  * to FOLDED_MB rows, x[m][k] * w8[k][j] over a k range in ascending order,
- * starting from +0, in IEEE fp32 with separate multiply and add: fp8 x fp8
- * products are exact in fp32, so only the order of the additions matters. */
+ * starting from +0, in IEEE fp32: fp8 x fp8 products are exact in fp32, so
+ * only the order of the additions matters (a fused multiply-add gives the
+ * bits of a separate multiply and add). */
 #ifndef KR_FOLDED_WEIGHT_H
 #define KR_FOLDED_WEIGHT_H
 
@@ -31,8 +32,14 @@
 #include "scratch.h"
 #include "weight_tile.h"
 
-/* Rows of M summed together by the core (register blocking; no effect on bits). */
+/* Rows of M summed together by the core (register blocking; no effect on
+ * bits): 6 on a 16-register core with FMA (12 fused sums in flight cover its
+ * latency; see tile_dot.h), else 4. */
+#if !defined(__AVX512F__) && defined(__AVX__) && defined(__FMA__)
+#define FOLDED_MB 6
+#else
 #define FOLDED_MB 4
+#endif
 
 /* Where the weight bytes come from. */
 typedef enum {

@@ -55,14 +55,20 @@
 #define TD_MB_DEFAULT 8
 #elif defined(__AVX__)
 #define TD_VW 8
-#define TD_MB_DEFAULT 4
 /* 16 registers: a whole tile (4 vectors a row) leaves room for 2 rows, and
  * then the weight vectors are reloaded for each row (10 loads a k, more than
  * the 2 a cycle the load ports take for 8 mul + add pairs).  Half a tile at
- * a time for 4 rows keeps its 2 weight vectors in registers: 6 loads a k.
- * Each column's sums are the same either way; only which columns a call
- * walks changes. */
+ * a time keeps its 2 weight vectors in registers.  Each column's sums are
+ * the same either way; only which columns a call walks changes.  Rows: with
+ * FMA, 6 (12 sums in flight, enough to cover a fused multiply-add's 4-5
+ * cycles on 2 units, and 12 + 2 weight vectors + the broadcast x fill the
+ * 16 registers); without, 4 (8 mul + add pairs and the temporaries). */
 #define TD_WHOLE_AS_HALVES 1
+#if defined(__FMA__)
+#define TD_MB_DEFAULT 6
+#else
+#define TD_MB_DEFAULT 4
+#endif
 #else
 #define TD_VW 4
 #define TD_MB_DEFAULT 1
@@ -109,10 +115,17 @@ static inline td_vec td_fma_exact(td_vec acc, float x, td_vec w)
 {
     return (td_vec)_mm512_fmadd_ps(_mm512_set1_ps(x), (__m512)w, (__m512)acc);
 }
+#elif defined(__FMA__) && TD_VW == 8
+#include <immintrin.h>
+/* With 4 rows (8 sums in flight) the fused form measured slower than
+ * mul + add on a Zen 2 core: too few chains for its latency.  With 6 rows
+ * (TD_MB_DEFAULT above) it measured 20-25% faster than mul + add on a Zen 3
+ * core, which also issues half the instructions. */
+static inline td_vec td_fma_exact(td_vec acc, float x, td_vec w)
+{
+    return (td_vec)_mm256_fmadd_ps(_mm256_set1_ps(x), (__m256)w, (__m256)acc);
+}
 #else
-/* With 16 vector registers a call keeps only 8 sums in flight: too few to
- * hide an FMA's longer latency (on a Zen 2 core the fused form measured
- * slower than mul + add), so the fused form is kept for AVX-512's 32. */
 static inline td_vec td_fma_exact(td_vec acc, float x, td_vec w)
 {
     return acc + x * w;
