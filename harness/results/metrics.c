@@ -503,15 +503,20 @@ void ulp_stats_bf16_vs_f32(const uint16_t *a, const float *ref, int64_t n, ulp_s
     s->identical_frac = s->count ? (double)s->identical / (double)s->count : NAN;
 }
 
-/* One row of n pairs, every output and every bf16 rounding of the
- * reference finite: ulp_add_finite's counts as plain reductions over the
- * row, with no store and no branch inside the loop, so that the compiler can
- * run it on vectors; the pairs 3 or more ULP apart are binned in a second
- * pass over the row, when there are any. */
-static void ulp_row_finite(ulp_stats_t *s, const uint16_t *a, const float *ref, int64_t len)
+/* Elements of a row counted in 32-bit lanes before they are added to the
+ * 64-bit totals: 8 counts a vector instead of 4, and |sum| stays below
+ * ULP_CHUNK x 2^17 (a finite pair is fewer than 2^16 ordinals apart). */
+#define ULP_CHUNK 4096
+
+/* Up to ULP_CHUNK pairs of a row, every output and every bf16 rounding of
+ * the reference finite: ulp_add_finite's counts as plain reductions, with no
+ * store and no branch inside the loop, so that the compiler can run it on
+ * vectors; the pairs 3 or more ULP apart are binned in a second pass, when
+ * there are any. */
+static void ulp_chunk_finite(ulp_stats_t *s, const uint16_t *a, const float *ref, int64_t len)
 {
-    int64_t identical = 0, near0 = 0, near1 = 0, near2 = 0, far = 0, toward = 0, away_n = 0, sum = 0;
-    int64_t decided_n = 0, match0 = 0, match1 = 0, match2 = 0, match3 = 0;
+    int32_t identical = 0, near0 = 0, near1 = 0, near2 = 0, far = 0, toward = 0, away_n = 0, sum = 0;
+    int32_t decided_n = 0, match0 = 0, match1 = 0, match2 = 0, match3 = 0;
     uint32_t max_ulp = 0;
     for (int64_t j = 0; j < len; j++) {
         const uint16_t x = a[j];
@@ -554,6 +559,12 @@ static void ulp_row_finite(ulp_stats_t *s, const uint16_t *a, const float *ref, 
         .round_match = {[ROUND_NEAREST_EVEN] = match0, [ROUND_TOWARD_ZERO] = match1,
                         [ROUND_HALF_AWAY] = match2, [ROUND_DOUBLE] = match3}};
     ulp_stats_merge(s, &row);
+}
+
+static void ulp_row_finite(ulp_stats_t *s, const uint16_t *a, const float *ref, int64_t len)
+{
+    for (int64_t j = 0; j < len; j += ULP_CHUNK)
+        ulp_chunk_finite(s, a + j, ref + j, len - j < ULP_CHUNK ? len - j : ULP_CHUNK);
 }
 
 /* Whether every output and every bf16 rounding of the reference in the row
