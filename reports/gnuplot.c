@@ -128,87 +128,100 @@ static void first_lines(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
-int gnuplot_render(const char *script, gnuplot_term_t term, int width, int height, char **out,
-                   size_t *out_len, kr_error_t *err)
-{
-    *out = NULL;
-    *out_len = 0;
+/* One gnuplot child between its start and its end. */
+typedef struct {
+    pid_t pid;
+    FILE *img, *errf;
     char exe[4096];
-    if (!gnuplot_find(exe, sizeof exe))
-        return kr_fail(err, "gnuplot: not found on PATH");
-    FILE *img = tmpfile(), *errf = tmpfile();
-    if (!img || !errf) {
-        int e = errno;
-        if (img)
-            fclose(img);
-        if (errf)
-            fclose(errf);
-        return kr_fail(err, "gnuplot: cannot create an anonymous file: %s", strerror(e));
-    }
-    /* gnuplot may exit early on an error: a write must then fail, not kill us. */
-    struct sigaction ign, old;
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGPIPE, &ign, &old);
+} gp_child_t;
 
+/* Starts gnuplot on job's script (SIGPIPE already ignored by the caller: a
+ * gnuplot that exits early must make the write fail, not kill us).  On
+ * failure job->rc and job->err are set and c->pid is -1. */
+static void gp_start(gnuplot_job_t *job, gp_child_t *c)
+{
+    c->pid = -1;
+    c->img = c->errf = NULL;
+    job->out = NULL;
+    job->out_len = 0;
+    job->rc = 0;
+    kr_error_t *err = &job->err;
+    if (!gnuplot_find(c->exe, sizeof c->exe)) {
+        job->rc = kr_fail(err, "gnuplot: not found on PATH");
+        return;
+    }
+    c->img = tmpfile();
+    c->errf = tmpfile();
+    if (!c->img || !c->errf) {
+        job->rc = kr_fail(err, "gnuplot: cannot create an anonymous file: %s", strerror(errno));
+        return;
+    }
+    /* Another job's gnuplot must not hold these open (nor the pipe's write
+     * end, or this gnuplot never sees EOF). */
+    fcntl(fileno(c->img), F_SETFD, FD_CLOEXEC);
+    fcntl(fileno(c->errf), F_SETFD, FD_CLOEXEC);
     int pipefd[2];
     if (pipe(pipefd) != 0) {
-        int e = errno;
-        sigaction(SIGPIPE, &old, NULL);
-        fclose(img);
-        fclose(errf);
-        return kr_fail(err, "gnuplot: cannot create a pipe: %s", strerror(e));
+        job->rc = kr_fail(err, "gnuplot: cannot create a pipe: %s", strerror(errno));
+        return;
     }
-    /* The write end must not leak into the child, or gnuplot never sees EOF. */
+    fcntl(pipefd[0], F_SETFD, FD_CLOEXEC);
     fcntl(pipefd[1], F_SETFD, FD_CLOEXEC);
     fflush(NULL);
     char argv0[] = "gnuplot";
     char *argv[] = {argv0, NULL};
-    pid_t pid = spawn_gnuplot(exe, argv, pipefd[0], fileno(img), fileno(errf));
+    c->pid = spawn_gnuplot(c->exe, argv, pipefd[0], fileno(c->img), fileno(c->errf));
     int spawn_errno = errno;
     close(pipefd[0]);
-    FILE *gp = pid < 0 ? NULL : fdopen(pipefd[1], "w");
+    FILE *gp = c->pid < 0 ? NULL : fdopen(pipefd[1], "w");
     if (!gp) {
-        int e = pid < 0 ? spawn_errno : errno;
+        int e = c->pid < 0 ? spawn_errno : errno;
         close(pipefd[1]);
-        if (pid >= 0)
-            wait_child(pid);
-        sigaction(SIGPIPE, &old, NULL);
-        fclose(img);
-        fclose(errf);
-        return kr_fail(err, "gnuplot: cannot start %s: %s", exe, strerror(e));
+        if (c->pid >= 0)
+            wait_child(c->pid);
+        c->pid = -1;
+        job->rc = kr_fail(err, "gnuplot: cannot start %s: %s", c->exe, strerror(e));
+        return;
     }
-    if (width <= 0)
-        width = 800;
-    if (height <= 0)
-        height = 500;
-    if (term == GNUPLOT_SVG)
+    const int width = job->width > 0 ? job->width : 800;
+    const int height = job->height > 0 ? job->height : 500;
+    if (job->term == GNUPLOT_SVG)
         fprintf(gp, "set terminal svg size %d,%d noenhanced font \"Helvetica,12\" background rgb \"white\"\n",
                 width, height);
     else
         fprintf(gp, "set terminal pngcairo size %d,%d noenhanced font \"Sans,10\" background rgb \"white\"\n",
                 width, height);
     fputs("set output\n", gp);
-    fputs(script, gp);
+    fputs(job->script, gp);
     fputs("\nunset output\nexit\n", gp);
     fclose(gp);
-    int status = wait_child(pid);
-    sigaction(SIGPIPE, &old, NULL);
+}
 
+/* Waits for a started job and takes its image, or its error. */
+static void gp_finish(gnuplot_job_t *job, gp_child_t *c)
+{
+    if (c->pid < 0) {
+        if (c->img)
+            fclose(c->img);
+        if (c->errf)
+            fclose(c->errf);
+        return;
+    }
+    int status = wait_child(c->pid);
     size_t elen = 0;
-    char *etext = slurp(errf, &elen);
-    fclose(errf);
+    char *etext = slurp(c->errf, &elen);
+    fclose(c->errf);
     size_t ilen = 0;
-    char *image = slurp(img, &ilen);
-    fclose(img);
+    char *image = slurp(c->img, &ilen);
+    fclose(c->img);
 
+    kr_error_t *err = &job->err;
     int rc = 0;
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char lines[600];
         first_lines(etext ? etext : "", lines, sizeof lines);
         if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            rc = kr_fail(err, "gnuplot: %s could not be run", exe);
+            rc = kr_fail(err, "gnuplot: %s could not be run", c->exe);
         else
             rc = kr_fail(err, "gnuplot failed (%s %d): %s",
                          status != -1 && WIFEXITED(status) ? "exit" : "status",
@@ -218,13 +231,61 @@ int gnuplot_render(const char *script, gnuplot_term_t term, int width, int heigh
         rc = kr_fail(err, "gnuplot: wrote no image");
     }
     free(etext);
+    job->rc = rc;
     if (rc) {
         free(image);
-        return rc;
+        return;
     }
-    *out = image;
-    *out_len = ilen;
-    return 0;
+    job->out = image;
+    job->out_len = ilen;
+}
+
+void gnuplot_render_all(gnuplot_job_t *jobs, int n, int parallel)
+{
+    if (n <= 0)
+        return;
+    if (parallel < 1)
+        parallel = 1;
+    gp_child_t *child = calloc((size_t)(parallel < n ? parallel : n), sizeof *child);
+    if (!child)
+        parallel = 0;           /* one job at a time, in the single slot below */
+    gp_child_t one;
+    struct sigaction ign, old;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old);
+    if (!child) {
+        for (int i = 0; i < n; i++) {
+            gp_start(&jobs[i], &one);
+            gp_finish(&jobs[i], &one);
+        }
+    } else {
+        /* A window of `parallel` children, finished in job order (job i
+         * lives in slot i % parallel). */
+        int started = 0;
+        for (int done = 0; done < n; done++) {
+            while (started < n && started - done < parallel) {
+                gp_start(&jobs[started], &child[started % parallel]);
+                started++;
+            }
+            gp_finish(&jobs[done], &child[done % parallel]);
+        }
+    }
+    sigaction(SIGPIPE, &old, NULL);
+    free(child);
+}
+
+int gnuplot_render(const char *script, gnuplot_term_t term, int width, int height, char **out,
+                   size_t *out_len, kr_error_t *err)
+{
+    gnuplot_job_t job = {.script = script, .term = term, .width = width, .height = height};
+    gnuplot_render_all(&job, 1, 1);
+    *out = job.out;
+    *out_len = job.out_len;
+    if (job.rc && err)
+        *err = job.err;
+    return job.rc;
 }
 
 void gnuplot_version(char *buf, size_t cap)

@@ -38,6 +38,23 @@ int gnuplot_available(void);
 int gnuplot_render(const char *script, gnuplot_term_t term, int width, int height, char **out,
                    size_t *out_len, kr_error_t *err);
 
+/* One render of gnuplot_render_all: the inputs, then its outcome (rc 0 and
+ * out/out_len as gnuplot_render's, or rc -1 and err). */
+typedef struct {
+    const char *script;
+    gnuplot_term_t term;
+    int width, height;
+    char *out;
+    size_t out_len;
+    int rc;
+    kr_error_t err;
+} gnuplot_job_t;
+
+/* gnuplot_render of every job, up to `parallel` gnuplot processes at once
+ * (each is one thread of work; a report's plots otherwise left every core
+ * but one idle while each gnuplot started in turn). */
+void gnuplot_render_all(gnuplot_job_t *jobs, int n, int parallel);
+
 /* gnuplot's version line ("gnuplot 5.4 patchlevel 4"), or "" when absent. */
 void gnuplot_version(char *buf, size_t cap);
 

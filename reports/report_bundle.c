@@ -19,6 +19,7 @@
 #include "markdown_parts.h"
 #include "plots.h"
 #include "progress.h"
+#include "ref_parallel.h"
 #include "report.h"
 #include "report_html.h"
 #include "verdict.h"
@@ -639,37 +640,34 @@ static int build_plots(report_build_t *b, kr_error_t *err)
     return 0;
 }
 
-/* Plot i as SVG (kept in memory for the HTML) and PNG, under plots_dir.  A
- * plot gnuplot cannot draw is a warning; a file that cannot be written is
- * an error. */
-static int draw_one_plot(report_build_t *b, int i, const char *plots_dir, kr_error_t *err)
+/* Plot i from its two renders (SVG kept in memory for the HTML, and PNG),
+ * under plots_dir.  A plot gnuplot cannot draw is a warning; a file that
+ * cannot be written is an error. */
+static int write_one_plot(report_build_t *b, int i, gnuplot_job_t *svg, gnuplot_job_t *png,
+                          const char *plots_dir, kr_error_t *err)
 {
     const plot_t *p = &b->pl.items[i];
     char path[4400];
-    size_t len = 0;
-    kr_error_t e = {{0}};
-    char *img = NULL;
-    if (gnuplot_render(p->script, GNUPLOT_SVG, p->width, p->height, &b->svgs[i], &len, &e)) {
-        warn(b->o, "plot %s not drawn: %s", p->name, e.msg);
+    if (svg->rc) {
+        warn(b->o, "plot %s not drawn: %s", p->name, svg->err.msg);
         b->outcome.plots_failed++;
         return 0;
     }
+    b->svgs[i] = svg->out;
+    svg->out = NULL;
     snprintf(path, sizeof path, "%s/%s.svg", plots_dir, p->name);
-    if (write_bytes(path, b->svgs[i], len, err))
+    if (write_bytes(path, b->svgs[i], svg->out_len, err))
         return -1;
     b->written[i] = 1;
     b->outcome.plots_drawn++;
-    if (gnuplot_render(p->script, GNUPLOT_PNG, p->width, p->height, &img, &len, &e) == 0) {
+    if (png->rc == 0) {
         snprintf(path, sizeof path, "%s/%s.png", plots_dir, p->name);
-        if (write_bytes(path, img, len, err)) {
-            free(img);
+        if (write_bytes(path, png->out, png->out_len, err))
             return -1;
-        }
         snprintf(b->pngs[i], sizeof b->pngs[i], "plots/%.100s.png", p->name);
     } else {
-        warn(b->o, "PNG of plot %s not drawn: %s", p->name, e.msg);
+        warn(b->o, "PNG of plot %s not drawn: %s", p->name, png->err.msg);
     }
-    free(img);
     return 0;
 }
 
@@ -696,14 +694,33 @@ static int draw_plots(report_build_t *b, const char *plots_dir, kr_error_t *err)
         progress_start(&prog, "kreplay report: plots", b->pl.count);
     else
         progress_start_on(&prog, stderr, 0, "", b->pl.count);
-    for (int i = 0; i < b->pl.count; i++) {
-        if (draw_one_plot(b, i, plots_dir, err)) {
-            progress_finish(&prog);
-            return -1;
-        }
+    /* Every plot's SVG and PNG rendered first, a gnuplot per core at once,
+     * then written in plot order (the same files and warnings as one by one). */
+    const int n = b->pl.count;
+    gnuplot_job_t *jobs = calloc((size_t)(2 * n), sizeof *jobs);
+    if (!jobs) {
+        progress_finish(&prog);
+        return kr_fail(err, "out of memory rendering %d plots", n);
+    }
+    for (int i = 0; i < n; i++) {
+        const plot_t *p = &b->pl.items[i];
+        jobs[2 * i] = (gnuplot_job_t){.script = p->script, .term = GNUPLOT_SVG,
+                                      .width = p->width, .height = p->height};
+        jobs[2 * i + 1] = (gnuplot_job_t){.script = p->script, .term = GNUPLOT_PNG,
+                                          .width = p->width, .height = p->height};
+    }
+    gnuplot_render_all(jobs, 2 * n, ref_default_threads());
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        rc = write_one_plot(b, i, &jobs[2 * i], &jobs[2 * i + 1], plots_dir, err);
         progress_update(&prog, i + 1);
     }
+    for (int i = 0; i < 2 * n; i++)
+        free(jobs[i].out);
+    free(jobs);
     progress_finish(&prog);
+    if (rc)
+        return -1;
     if (b->outcome.plots_failed)
         snprintf(b->note, sizeof b->note, "%d of %d plots could not be drawn (gnuplot's message is on stderr).",
                  b->outcome.plots_failed, b->pl.count);

@@ -5,7 +5,8 @@
  *    while a long script is still being written;
  *  - the real gnuplot (when installed) draws SVG and PNG of the requested
  *    size from a script whose data is inline, and leaves no file behind (the
- *    working directory and TMPDIR stay empty);
+ *    working directory and TMPDIR stay empty); a batch of renders run
+ *    several at once gives each job the bytes it gets rendered alone;
  *  - report_generate with no gnuplot on PATH succeeds, warns once on
  *    stderr, writes the page without plots and says why. */
 #include <setjmp.h>
@@ -140,6 +141,18 @@ static void test_failing_gnuplot(void **state)
     assert_null(img);
     assert_non_null(strstr(err.msg, "exit 3"));
     assert_non_null(strstr(err.msg, "undefined function: kaput"));
+
+    /* The same through the batch, more jobs than children at once: every
+     * job fails on its own, none hangs on another's pipe. */
+    gnuplot_job_t jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = (gnuplot_job_t){.script = script, .term = GNUPLOT_SVG, .width = 300, .height = 200};
+    gnuplot_render_all(jobs, 3, 2);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(jobs[i].rc, -1);
+        assert_null(jobs[i].out);
+        assert_non_null(strstr(jobs[i].err.msg, "exit 3"));
+    }
     free(script);
     restore_path();
 }
@@ -215,6 +228,47 @@ static void test_real_svg_and_png(void **state)
     assert_int_equal(gnuplot_render("plot no_such_function(x)\n", GNUPLOT_SVG, 300, 200, &img, &len, &err), -1);
     assert_null(img);
     assert_non_null(strstr(err.msg, "no_such_function"));
+
+    /* A batch, three gnuplots at once, one script failing in the middle:
+     * each job gets exactly the bytes it gets rendered alone, in its slot. */
+    enum { JOBS = 7 };
+    char scripts[JOBS][200];
+    gnuplot_job_t jobs[JOBS];
+    for (int i = 0; i < JOBS; i++) {
+        if (i == 3)
+            snprintf(scripts[i], sizeof scripts[i], "plot job_%d_missing(x)\n", i);
+        else
+            snprintf(scripts[i], sizeof scripts[i],
+                     "$d << EOD\n1 %d\n2 %d\nEOD\nset title \"job %d\"\nplot $d using 1:2 with lines\n",
+                     i, 3 * i + 1, i);
+        jobs[i] = (gnuplot_job_t){.script = scripts[i], .term = i % 2 ? GNUPLOT_PNG : GNUPLOT_SVG,
+                                  .width = 300 + 10 * i, .height = 200};
+    }
+    gnuplot_render_all(jobs, JOBS, 3);
+    for (int i = 0; i < JOBS; i++) {
+        char *alone = NULL;
+        size_t alone_len = 0;
+        kr_error_t e = {{0}};
+        const int rc = gnuplot_render(jobs[i].script, jobs[i].term, jobs[i].width, jobs[i].height,
+                                      &alone, &alone_len, &e);
+        assert_int_equal(jobs[i].rc, rc);
+        if (i == 3) {
+            assert_int_equal(rc, -1);
+            assert_null(jobs[i].out);
+            assert_non_null(strstr(jobs[i].err.msg, "job_3_missing"));
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(jobs[i].out_len, alone_len);
+        assert_memory_equal(jobs[i].out, alone, alone_len);
+        if (jobs[i].term == GNUPLOT_SVG) {
+            char title[32];
+            snprintf(title, sizeof title, "job %d", i);
+            assert_non_null(strstr(jobs[i].out, title));
+        }
+        free(alone);
+        free(jobs[i].out);
+    }
 
     char left[256] = "";
     int n = dir_entries(dir, left, sizeof left);
