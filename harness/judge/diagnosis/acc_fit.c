@@ -132,12 +132,22 @@ typedef struct {
  * idle; side by side the chains overlap.  Every chain does exactly
  * model_value's operations in its order, so the values are the same. */
 #define ACC_PER_ELEMENT_MAX 8
-static void per_element_models(const acc_elem_t *e, acc_point_t *p)
+
+/* The per-element models' indices in acc_models (at most
+ * ACC_PER_ELEMENT_MAX); returns how many. */
+static int per_element_indices(int idx[ACC_PER_ELEMENT_MAX])
 {
-    int idx[ACC_PER_ELEMENT_MAX], n = 0;
+    int n = 0;
     for (int h = 0; h < ACC_MODEL_COUNT && n < ACC_PER_ELEMENT_MAX; h++)
         if (acc_models[h].every == 1 && acc_models[h].splits == 0)
             idx[n++] = h;
+    return n;
+}
+
+static void per_element_models(const acc_elem_t *e, acc_point_t *p)
+{
+    int idx[ACC_PER_ELEMENT_MAX];
+    const int n = per_element_indices(idx);
     float in[ACC_PER_ELEMENT_MAX], rounded[ACC_PER_ELEMENT_MAX], plain[ACC_PER_ELEMENT_MAX];
     acc_format_t f[ACC_PER_ELEMENT_MAX];
     for (int i = 0; i < n; i++) {
@@ -167,10 +177,8 @@ static void per_element_models(const acc_elem_t *e, acc_point_t *p)
 static void per_element_models_x8(const float *prod8, int64_t K, const acc_elem_t *const e[ACC_LANES],
                                   acc_point_t *const p[ACC_LANES])
 {
-    int idx[ACC_PER_ELEMENT_MAX], n = 0;
-    for (int h = 0; h < ACC_MODEL_COUNT && n < ACC_PER_ELEMENT_MAX; h++)
-        if (acc_models[h].every == 1 && acc_models[h].splits == 0)
-            idx[n++] = h;
+    int idx[ACC_PER_ELEMENT_MAX];
+    const int n = per_element_indices(idx);
     acc_f32x8 in[ACC_PER_ELEMENT_MAX], rounded[ACC_PER_ELEMENT_MAX], plain[ACC_PER_ELEMENT_MAX];
     int fp16[ACC_PER_ELEMENT_MAX];
     for (int i = 0; i < n; i++) {
