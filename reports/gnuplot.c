@@ -244,36 +244,28 @@ void gnuplot_render_all(gnuplot_job_t *jobs, int n, int parallel)
 {
     if (n <= 0)
         return;
-    if (parallel < 1)
-        parallel = 1;
-    gp_child_t *child = calloc((size_t)(parallel < n ? parallel : n), sizeof *child);
-    if (!child)
-        parallel = 0;           /* one job at a time, in the single slot below */
-    gp_child_t one;
+    int window = parallel < 1 ? 1 : parallel < n ? parallel : n;
+    gp_child_t one, *slots = window > 1 ? calloc((size_t)window, sizeof *slots) : NULL;
+    if (!slots) {               /* one at a time (or no memory for more) */
+        slots = &one;
+        window = 1;
+    }
     struct sigaction ign, old;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGPIPE, &ign, &old);
-    if (!child) {
-        for (int i = 0; i < n; i++) {
-            gp_start(&jobs[i], &one);
-            gp_finish(&jobs[i], &one);
-        }
-    } else {
-        /* A window of `parallel` children, finished in job order (job i
-         * lives in slot i % parallel). */
-        int started = 0;
-        for (int done = 0; done < n; done++) {
-            while (started < n && started - done < parallel) {
-                gp_start(&jobs[started], &child[started % parallel]);
-                started++;
-            }
-            gp_finish(&jobs[done], &child[done % parallel]);
-        }
+    /* Up to `window` children, finished in job order (job i in slot
+     * i % window). */
+    int started = 0;
+    for (int done = 0; done < n; done++) {
+        for (; started < n && started - done < window; started++)
+            gp_start(&jobs[started], &slots[started % window]);
+        gp_finish(&jobs[done], &slots[done % window]);
     }
     sigaction(SIGPIPE, &old, NULL);
-    free(child);
+    if (slots != &one)
+        free(slots);
 }
 
 int gnuplot_render(const char *script, gnuplot_term_t term, int width, int height, char **out,
