@@ -21,3 +21,8 @@ void *ref_alloc_large(size_t bytes)
 #endif
     return p;
 }
+
+void *ref_alloc_array(size_t bytes)
+{
+    return bytes >= REF_ALLOC_ARRAY_HUGE_BYTES ? ref_alloc_large(bytes) : malloc(bytes ? bytes : 1);
+}

@@ -9,6 +9,7 @@
 #include "case_io.h"
 #include "h5_file.h"
 #include "h5_safety.h"
+#include "ref_alloc.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -340,7 +341,7 @@ static int read_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int64_t count
                               "bytes; truncated file?); expected the data inside the file",
                     (unsigned long long)off, (unsigned long long)(off + stored),
                     (long long)rd->file_size);
-    void *buf = malloc((size_t)count * es);
+    void *buf = ref_alloc_array((size_t)count * es);
     if (!buf)
         return fail(rd, name, "out of memory allocating %lld %s elements; expected to fit in "
                               "memory", (long long)count, elem_name(e));
@@ -623,7 +624,7 @@ static int read_x_bf16(rd_t *rd, case_t *c, hid_t ds)
     void *raw = NULL;
     if (read_plain(rd, "x", ds, EL_U16, c->M, c->K, "(M, K) bf16 bits as", &raw) != 0)
         return -1;
-    float *f = malloc((size_t)n * sizeof *f);
+    float *f = ref_alloc_array((size_t)n * sizeof *f);
     if (!f) {
         free(raw);
         return fail(rd, "x", "out of memory decoding %lld bf16 elements; expected to fit in "

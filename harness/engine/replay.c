@@ -22,6 +22,7 @@
 #include "isolate_kernel.h"
 #include "mem_budget.h"
 #include "plugin_loader.h"
+#include "ref_alloc.h"
 #include "metrics.h"
 #include "row_blocks.h"
 #include "output_store.h"
@@ -47,7 +48,7 @@ const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error
     *owned = NULL;
     if (c->weight_order == WEIGHT_ORDER_CHECKPOINT)
         return c->weight;
-    uint8_t *w = malloc((size_t)c->N * (size_t)(c->K / 2));
+    uint8_t *w = ref_alloc_array((size_t)c->N * (size_t)(c->K / 2));
     if (!w) {
         kr_fail(err, "%s: out of memory unpermuting weight", c->path);
         return NULL;
@@ -150,7 +151,7 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
                                      kr_error_t *err)
 {
     const int64_t M = rc->c->M, N = rc->c->N;
-    double *ref64 = malloc((size_t)M * (size_t)N * sizeof(double));
+    double *ref64 = ref_alloc_array((size_t)M * (size_t)N * sizeof(double));
     if (!ref64) {
         kr_fail(err, "out of memory for the fp64 oracle");
         return NAN;
@@ -177,7 +178,7 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
 
 static float *bf16_to_f32(const uint16_t *bits, int64_t n)
 {
-    float *f = malloc((size_t)n * sizeof(float));
+    float *f = ref_alloc_array((size_t)n * sizeof(float));
     if (f)
         for (int64_t i = 0; i < n; i++)
             f[i] = bf16_decode(bits[i]);
@@ -389,8 +390,8 @@ static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, k
     if (rc->exact_cache.A && rc->exact_cache.n == MK &&
         memcmp(rc->exact_cache.A, act->dequant, (size_t)MK * sizeof(float)) == 0)
         return rc->exact_cache.R;
-    float *r = malloc((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
-    float *a = malloc((size_t)MK * sizeof(float));
+    float *r = ref_alloc_array((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
+    float *a = ref_alloc_array((size_t)MK * sizeof(float));
     if (!r || !a) {
         free(r);
         free(a);
@@ -643,7 +644,7 @@ static void prepare_vs_model(replay_ctx_t *rc)
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr))
         return;
-    rc->vs_out = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    rc->vs_out = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     kernel_run_info_t info = {{0}};
     if (rc->vs_out && k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, rc->vs_out, &info, &kerr)) {
         free(rc->vs_out);
@@ -785,7 +786,7 @@ static int replay_kernel_gpu(replay_ctx_t *rc, const kernel_desc_t *k, const ker
         gpu_run_result_free(&gr);
         return 0;
     }
-    uint16_t *model = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    uint16_t *model = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     kernel_run_info_t info = {{0}};
     kr_error_t kerr = {{0}};
     if (!model || k->run_cpu(k, &rc->in, act, &rc->opt->kernel, model, &info, &kerr)) {
@@ -861,7 +862,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         kernel_act_free(&act);
         return st;
     }
-    uint16_t *out = malloc((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    uint16_t *out = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     if (!out) {
         kernel_act_free(&act);
         return kr_fail(err, "out of memory for the output of %s", k->name);
@@ -1061,7 +1062,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         if (act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0) {
             const int64_t MN = c->M * c->N;
             const float *r_exact = reference_exact(rc, &act, err);
-            uint16_t *bits = malloc((size_t)MN * sizeof(uint16_t));
+            uint16_t *bits = ref_alloc_array((size_t)MN * sizeof(uint16_t));
             if (!r_exact || !bits) {
                 status = -1;
             } else {
@@ -1119,8 +1120,8 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err
     int status = 0;
     src->x = c->x;
     if (wk == WEIGHT_KIND_BF16) {
-        src->x_owned = malloc((size_t)MK * sizeof(float));
-        wf = malloc((size_t)NK * sizeof(float));
+        src->x_owned = ref_alloc_array((size_t)MK * sizeof(float));
+        wf = ref_alloc_array((size_t)NK * sizeof(float));
         if (!src->x_owned || !wf) {
             free(wf);
             return kr_fail(err, "%s: out of memory for the bf16 reference", c->path);
@@ -1131,7 +1132,7 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err
             wf[i] = bf16_decode(c->weight_bf16[i]);
         src->x = src->x_owned;
     }
-    src->r_source = malloc((size_t)MN * sizeof(float));
+    src->r_source = ref_alloc_array((size_t)MN * sizeof(float));
     if (!src->r_source)
         status = kr_fail(err, "%s: out of memory for R_source", c->path);
     else
@@ -1140,8 +1141,8 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err
      * reference a reader wants next is the one on sanitized input (non-finite
      * -> 0, as the dispatch's SANITIZE_X does). */
     if (status == 0 && nonfinite_total(&rc->health.x_nf) > 0) {
-        src->x_sanitized = malloc((size_t)MK * sizeof(float));
-        src->r_sanitized = malloc((size_t)MN * sizeof(float));
+        src->x_sanitized = ref_alloc_array((size_t)MK * sizeof(float));
+        src->r_sanitized = ref_alloc_array((size_t)MN * sizeof(float));
         if (!src->x_sanitized || !src->r_sanitized) {
             status = kr_fail(err, "%s: out of memory for R_sanitized", c->path);
         } else {
