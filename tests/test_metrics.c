@@ -335,6 +335,74 @@ static void test_random_vs_oracle(void **state)
     assert_int_equal(m.ref_nf.neg_inf, 1);
 }
 
+/* Rows are summed on several threads and folded in row order: the metrics
+ * of an output big enough to be split over threads are those of one thread,
+ * bit for bit (sums included), with non-finite pairs, rows judged apart, a
+ * zero-reference row and tied largest |d| in far-apart rows; and the counts
+ * and first-occurrence indices match a plain scan written here. */
+static void test_metrics_threads_same_bits(void **state)
+{
+    (void)state;
+    enum { M = 301, N = 1000 };     /* ~4.6 tasks of 64K elements */
+    float *out = malloc(sizeof(float) * M * N), *ref = malloc(sizeof(float) * M * N);
+    uint16_t *bits = malloc(sizeof(uint16_t) * M * N);
+    unsigned char apart[M];
+    assert_non_null(out);
+    assert_non_null(ref);
+    assert_non_null(bits);
+    random_pair(out, ref, M * N, 0x7e11ead5, 4.0, 3e-3, 0);
+    for (int j = 0; j < N; j++)
+        ref[77 * N + j] = 0.0f;     /* zero reference, nonzero output: worst row +inf */
+    out[10 * N + 3] = NAN;
+    ref[250 * N + 999] = INFINITY;
+    out[20 * N + 5] = ref[20 * N + 5] + 1000.0f; /* tied largest |d|: row 20 must win */
+    out[280 * N + 5] = ref[280 * N + 5] + 1000.0f;
+    for (int i = 0; i < M; i++)
+        apart[i] = i % 41 == 7;
+    for (int i = 0; i < M * N; i++) {
+        uint32_t u;
+        memcpy(&u, &out[i], sizeof u);
+        bits[i] = (uint16_t)(u >> 16);
+    }
+    const char *saved = getenv("KREPLAY_THREADS");
+    char keep[32] = "";
+    if (saved)
+        snprintf(keep, sizeof keep, "%s", saved);
+    metrics_t m1, m4, b1, b4;
+    metrics_sums_t s1, s4, t1, t4;
+    setenv("KREPLAY_THREADS", "4", 1);
+    metrics_compute_apart(out, NULL, ref, M, N, apart, &m4, &s4);
+    metrics_compute_apart(NULL, bits, ref, M, N, apart, &b4, &t4);
+    setenv("KREPLAY_THREADS", "1", 1);
+    metrics_compute_apart(out, NULL, ref, M, N, apart, &m1, &s1);
+    metrics_compute_apart(NULL, bits, ref, M, N, apart, &b1, &t1);
+    if (saved)
+        setenv("KREPLAY_THREADS", keep, 1);
+    else
+        unsetenv("KREPLAY_THREADS");
+    assert_memory_equal(&m1, &m4, sizeof m1);
+    assert_memory_equal(&s1, &s4, sizeof s1);
+    assert_memory_equal(&b1, &b4, sizeof b1);
+    assert_memory_equal(&t1, &t4, sizeof t1);
+
+    long finite = 0, apart_rows = 0;
+    for (int i = 0; i < M; i++) {
+        apart_rows += apart[i];
+        for (int j = 0; !apart[i] && j < N; j++)
+            finite += isfinite(out[i * N + j]) && isfinite(ref[i * N + j]);
+    }
+    assert_int_equal(m4.rows_apart, apart_rows);
+    assert_int_equal(m4.finite_count, finite);
+    assert_int_equal(m4.max_abs_index, 20 * N + 5);
+    assert_int_equal(m4.worst_row, 77);
+    assert_true(isinf(m4.worst_row_rel));
+    assert_int_equal(m4.out_nf.nan, 1);
+    assert_int_equal(m4.ref_nf.pos_inf, 1);
+    free(out);
+    free(ref);
+    free(bits);
+}
+
 /* Metrics of row blocks merged in order equal the metrics of the whole
  * matrix: counts, indices and non-finite splits exactly, norms to fp64
  * rounding.  The matrix has non-finite pairs, a row whose reference is zero
@@ -850,6 +918,7 @@ static void test_ulp_finite_rows_vs_plain_pass(void **state)
 KR_TEST_MAIN(
     test_hand_case, test_opposite_and_ties, test_nonfinite_split, test_all_nonfinite,
     test_zero_ref, test_max_paths, test_random_vs_oracle, test_merge_rows_vs_whole,
-    test_ulp_hand_pairs, test_ulp_bins, test_ulp_distance_vs_enumeration, test_ulp_stats,
-    test_ulp_stats_random, test_ulp_stats_merge, test_ulp_apart_bands_vs_plain_pass,
+    test_metrics_threads_same_bits, test_ulp_hand_pairs, test_ulp_bins,
+    test_ulp_distance_vs_enumeration, test_ulp_stats, test_ulp_stats_random,
+    test_ulp_stats_merge, test_ulp_apart_bands_vs_plain_pass,
     test_ulp_finite_rows_vs_plain_pass);

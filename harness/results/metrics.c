@@ -1,8 +1,10 @@
 /* Error metrics (see metrics.h for the definitions).
  *
- * Everything is accumulated in fp64 in a single pass over out and ref: the
- * largest outputs (4096 x 17408) are 71M elements, and an fp32 square summed
- * in fp64 loses nothing that matters (relative error ~ n * 2^-53). */
+ * Everything is accumulated in fp64 over out and ref: the largest outputs
+ * (4096 x 17408) are 71M elements, and an fp32 square summed in fp64 loses
+ * nothing that matters (relative error ~ n * 2^-53).  Rows are summed on
+ * all threads and folded in row order, so the result is that of one
+ * sequential pass, bit for bit, whatever the thread count. */
 #include "metrics.h"
 
 #include "formats.h"
@@ -104,9 +106,20 @@ static inline float bf16_bits_to_f32(uint16_t h)
  * Inlined at two call sites, each with one of of/ob NULL, so each loop is
  * compiled for its own kind. */
 #define OUT(j) (ob ? bf16_bits_to_f32(ob[j]) : of[j])
+/* What one row contributes, computed on its own (rows in parallel) and
+ * folded into the pass's state in row order (metrics_fold_row), so the sums
+ * and the first-occurrence extremes are those of one sequential pass. */
+typedef struct {
+    double d2, r2, o2, o_r;
+    double max_abs;    /* -1: no finite pair */
+    int64_t max_j;
+    int64_t finite;
+    nonfinite_t out_nf, ref_nf;
+    int apart;         /* judged apart: only out_nf / ref_nf hold anything */
+} metrics_row_t;
+
 static inline __attribute__((always_inline)) void
-metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, int64_t i,
-            metrics_pass_t *st)
+metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, metrics_row_t *row)
 {
     /* LANES independent partial sums per quantity break the fp64 add
      * latency chain (measured ~1 ns/element on 71M elements, against
@@ -159,8 +172,8 @@ metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, int6
         const uint32_t uo = bits_of(OUT(j)), ur = bits_of(r[j]);
         if (!f32_is_finite_bits(uo) || !f32_is_finite_bits(ur)) {
             /* A pair can be non-finite on one side only: classify each. */
-            nf_add(&st->out_nf, uo);
-            nf_add(&st->ref_nf, ur);
+            nf_add(&row->out_nf, uo);
+            nf_add(&row->ref_nf, ur);
             continue;
         }
         const int l = (int)(j % LANES);
@@ -176,27 +189,38 @@ metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, int6
         }
         rfinite++;
     }
-    const double rd2 = (ad2[0] + ad2[1]) + (ad2[2] + ad2[3]);
-    const double rr2 = (ar2[0] + ar2[1]) + (ar2[2] + ar2[3]);
-    const double ro2 = (ao2[0] + ao2[1]) + (ao2[2] + ao2[3]);
-    const double ror = (aor[0] + aor[1]) + (aor[2] + aor[3]);
-    st->s_d2 += rd2;
-    st->s_r2 += rr2;
-    st->s_o2 += ro2;
-    st->s_or += ror;
-    st->finite += rfinite;
-    if (rmax > st->max_abs) { /* strict: the first occurrence wins ties */
-        st->max_abs = rmax;
-        st->max_idx = i * N + rmax_j;
+    row->d2 = (ad2[0] + ad2[1]) + (ad2[2] + ad2[3]);
+    row->r2 = (ar2[0] + ar2[1]) + (ar2[2] + ar2[3]);
+    row->o2 = (ao2[0] + ao2[1]) + (ao2[2] + ao2[3]);
+    row->o_r = (aor[0] + aor[1]) + (aor[2] + aor[3]);
+    row->finite = rfinite;
+    row->max_abs = rmax;
+    row->max_j = rmax_j;
+}
+
+static void nf_merge(nonfinite_t *acc, const nonfinite_t *part);
+
+static void metrics_fold_row(metrics_pass_t *st, const metrics_row_t *row, int64_t i, int64_t N)
+{
+    st->s_d2 += row->d2;
+    st->s_r2 += row->r2;
+    st->s_o2 += row->o2;
+    st->s_or += row->o_r;
+    st->finite += row->finite;
+    nf_merge(&st->out_nf, &row->out_nf);
+    nf_merge(&st->ref_nf, &row->ref_nf);
+    if (row->max_abs > st->max_abs) { /* strict: the first occurrence wins ties */
+        st->max_abs = row->max_abs;
+        st->max_idx = i * N + row->max_j;
     }
     /* A row whose reference norm is 0 has no relative error: it is
      * skipped if it also matches exactly, and is +inf otherwise (an
      * output that is nonzero where the reference is exactly zero is
      * infinitely wrong in relative terms, and must not be hidden). */
     double rel;
-    if (rr2 > 0.0)
-        rel = sqrt(rd2) / sqrt(rr2);
-    else if (rd2 > 0.0)
+    if (row->r2 > 0.0)
+        rel = sqrt(row->d2) / sqrt(row->r2);
+    else if (row->d2 > 0.0)
         rel = INFINITY;
     else
         rel = -1.0;
@@ -209,18 +233,58 @@ metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, int6
 
 /* A row judged apart: only its non-finite elements are counted. */
 static void metrics_row_apart(const float *of, const uint16_t *ob, const float *r, int64_t N,
-                              metrics_t *m)
+                              metrics_row_t *row)
 {
+    row->apart = 1;
     for (int64_t j = 0; j < N; j++) {
         const uint32_t uo = ob ? (uint32_t)ob[j] << 16 : bits_of(of[j]), ur = bits_of(r[j]);
         if (!f32_is_finite_bits(uo))
-            nf_add(&m->out_nf_apart, uo);
+            nf_add(&row->out_nf, uo);
         if (!f32_is_finite_bits(ur))
-            nf_add(&m->ref_nf_apart, ur);
+            nf_add(&row->ref_nf, ur);
     }
 }
 
-static void nf_merge(nonfinite_t *acc, const nonfinite_t *part);
+typedef struct {
+    const float *out;
+    const uint16_t *out_bits;
+    const float *ref;
+    int64_t M, N, band_rows;
+    const unsigned char *apart;
+    metrics_row_t *rows;
+} metrics_job_t;
+
+static void metrics_one_row(const metrics_job_t *job, int64_t i, metrics_row_t *row)
+{
+    const int64_t N = job->N;
+    memset(row, 0, sizeof *row);
+    row->max_abs = -1.0;
+    row->max_j = -1;
+    const float *of = job->out_bits ? NULL : job->out + i * N;
+    const uint16_t *ob = job->out_bits ? job->out_bits + i * N : NULL;
+    if (job->apart && job->apart[i])
+        metrics_row_apart(of, ob, job->ref + i * N, N, row);
+    else if (ob)
+        metrics_row(NULL, ob, job->ref + i * N, N, row);
+    else
+        metrics_row(of, NULL, job->ref + i * N, N, row);
+}
+
+static void metrics_band(void *ctx, int64_t band)
+{
+    const metrics_job_t *job = ctx;
+    const int64_t i0 = band * job->band_rows;
+    const int64_t i1 = i0 + job->band_rows < job->M ? i0 + job->band_rows : job->M;
+    for (int64_t i = i0; i < i1; i++)
+        metrics_one_row(job, i, &job->rows[i]);
+}
+
+/* Rows per task: about 64K elements, so a task pays for the hand-off. */
+static int64_t metrics_band_rows(int64_t N)
+{
+    const int64_t rows = ((int64_t)1 << 16) / (N > 0 ? N : 1);
+    return rows < 1 ? 1 : rows;
+}
 
 static void metrics_pass(const float *out, const uint16_t *out_bits, const float *ref, int64_t M,
                          int64_t N, const unsigned char *apart, metrics_t *m, metrics_sums_t *sums)
@@ -229,17 +293,28 @@ static void metrics_pass(const float *out, const uint16_t *out_bits, const float
     m->count = (M > 0 && N > 0) ? M * N : 0;
     metrics_pass_t st = {.max_abs = -1.0, .max_idx = -1, .worst = -1.0, .worst_row = -1};
     const int64_t rows = m->count ? M : 0;
+    /* Rows in parallel into one record each, then folded in row order;
+     * without memory for the records (M x ~100 bytes), one row at a time. */
+    metrics_row_t one, *recs = rows > 1 ? malloc((size_t)rows * sizeof *recs) : NULL;
+    metrics_job_t job = {.out = out, .out_bits = out_bits, .ref = ref, .M = rows, .N = N,
+                         .band_rows = metrics_band_rows(N), .apart = apart, .rows = recs};
+    if (recs) {
+        const int64_t bands = (rows + job.band_rows - 1) / job.band_rows;
+        parallel_for_cost(bands, 0, 1.5 * (double)(job.band_rows * N), metrics_band, &job);
+    }
     for (int64_t i = 0; i < rows; i++) {
-        if (apart && apart[i]) {
-            metrics_row_apart(out_bits ? NULL : out + i * N, out_bits ? out_bits + i * N : NULL,
-                              ref + i * N, N, m);
+        const metrics_row_t *row = recs ? &recs[i] : &one;
+        if (!recs)
+            metrics_one_row(&job, i, &one);
+        if (row->apart) {
+            nf_merge(&m->out_nf_apart, &row->out_nf);
+            nf_merge(&m->ref_nf_apart, &row->ref_nf);
             m->rows_apart++;
-        } else if (out_bits) {
-            metrics_row(NULL, out_bits + i * N, ref + i * N, N, i, &st);
         } else {
-            metrics_row(out + i * N, NULL, ref + i * N, N, i, &st);
+            metrics_fold_row(&st, row, i, N);
         }
     }
+    free(recs);
     m->out_nf = st.out_nf;
     m->ref_nf = st.ref_nf;
     nf_merge(&m->out_nf, &m->out_nf_apart);
