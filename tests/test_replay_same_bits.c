@@ -9,15 +9,16 @@
  * are left out: their wording, and the policy file's path and line numbers
  * in them, change with the judgement, not with the bits.
  * The references are OpenBLAS sgemm, whose bits depend on the core: a
- * fixture is kept per core (Zen, Haswell, SkylakeX, Prescott), and a core
- * without one skips.
+ * fixture is kept per core (Zen, Haswell, SkylakeX, Cooperlake, Prescott),
+ * and a core without one skips.
  *
  * KREPLAY_WRITE_SAME_BITS=PATH writes the fixture instead.  How they were
  * made: this file as of b095058 (the same rows, before the test helpers
  * moved to tests/support), built at 461f6ee against OpenBLAS 0.3.21; Zen on
- * a 2-core EPYC, the others on a 2-core Xeon with AVX-512 with
+ * a 2-core EPYC, the others on a 2-core Xeon with AVX-512 and BF16 with
  * OPENBLAS_CORETYPE set.  The Haswell file written there is byte for byte
- * the Zen file written on the EPYC. */
+ * the Zen file written on the EPYC; Cooperlake's differs from SkylakeX's in
+ * 91 of 162 rows (its sgemm is its own). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
