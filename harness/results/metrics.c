@@ -84,7 +84,7 @@ void metrics_compute(const float *out, const float *ref, int64_t M, int64_t N, m
 
 /* Running state of one pass (rows in order). */
 typedef struct {
-    double s_d2, s_r2, s_o2, s_or;
+    metrics_sums_t sums;
     double max_abs;    /* below every |d| at the start, so the first finite pair sets it */
     int64_t max_idx;
     double worst;      /* worst row rel so far; rels are >= 0 (or +inf) */
@@ -110,7 +110,7 @@ static inline float bf16_bits_to_f32(uint16_t h)
  * folded into the pass's state in row order (metrics_fold_row), so the sums
  * and the first-occurrence extremes are those of one sequential pass. */
 typedef struct {
-    double d2, r2, o2, o_r;
+    metrics_sums_t sums;
     double max_abs;    /* -1: no finite pair */
     int64_t max_j;
     int64_t finite;
@@ -189,10 +189,10 @@ metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, metr
         }
         rfinite++;
     }
-    row->d2 = (ad2[0] + ad2[1]) + (ad2[2] + ad2[3]);
-    row->r2 = (ar2[0] + ar2[1]) + (ar2[2] + ar2[3]);
-    row->o2 = (ao2[0] + ao2[1]) + (ao2[2] + ao2[3]);
-    row->o_r = (aor[0] + aor[1]) + (aor[2] + aor[3]);
+    row->sums.d2 = (ad2[0] + ad2[1]) + (ad2[2] + ad2[3]);
+    row->sums.r2 = (ar2[0] + ar2[1]) + (ar2[2] + ar2[3]);
+    row->sums.o2 = (ao2[0] + ao2[1]) + (ao2[2] + ao2[3]);
+    row->sums.o_r = (aor[0] + aor[1]) + (aor[2] + aor[3]);
     row->finite = rfinite;
     row->max_abs = rmax;
     row->max_j = rmax_j;
@@ -200,12 +200,17 @@ metrics_row(const float *of, const uint16_t *ob, const float *r, int64_t N, metr
 
 static void nf_merge(nonfinite_t *acc, const nonfinite_t *part);
 
+static void sums_add(metrics_sums_t *acc, const metrics_sums_t *part)
+{
+    acc->d2 += part->d2;
+    acc->r2 += part->r2;
+    acc->o2 += part->o2;
+    acc->o_r += part->o_r;
+}
+
 static void metrics_fold_row(metrics_pass_t *st, const metrics_row_t *row, int64_t i, int64_t N)
 {
-    st->s_d2 += row->d2;
-    st->s_r2 += row->r2;
-    st->s_o2 += row->o2;
-    st->s_or += row->o_r;
+    sums_add(&st->sums, &row->sums);
     st->finite += row->finite;
     nf_merge(&st->out_nf, &row->out_nf);
     nf_merge(&st->ref_nf, &row->ref_nf);
@@ -218,9 +223,9 @@ static void metrics_fold_row(metrics_pass_t *st, const metrics_row_t *row, int64
      * output that is nonzero where the reference is exactly zero is
      * infinitely wrong in relative terms, and must not be hidden). */
     double rel;
-    if (row->r2 > 0.0)
-        rel = sqrt(row->d2) / sqrt(row->r2);
-    else if (row->d2 > 0.0)
+    if (row->sums.r2 > 0.0)
+        rel = sqrt(row->sums.d2) / sqrt(row->sums.r2);
+    else if (row->sums.d2 > 0.0)
         rel = INFINITY;
     else
         rel = -1.0;
@@ -324,10 +329,9 @@ static void metrics_pass(const float *out, const uint16_t *out_bits, const float
     m->max_abs_index = st.max_idx;
     m->worst_row_rel = st.worst_row >= 0 ? st.worst : -1.0;
     m->worst_row = st.worst_row;
-    const metrics_sums_t total = {.d2 = st.s_d2, .r2 = st.s_r2, .o2 = st.s_o2, .o_r = st.s_or};
-    metrics_derive(m, &total);
+    metrics_derive(m, &st.sums);
     if (sums)
-        *sums = total;
+        *sums = st.sums;
 }
 
 void metrics_compute_sums(const float *out, const float *ref, int64_t M, int64_t N, metrics_t *m,
@@ -369,10 +373,7 @@ void metrics_merge_rows(metrics_t *acc, metrics_sums_t *acc_sums, const metrics_
 {
     acc->count += part->count;
     acc->finite_count += part->finite_count;
-    acc_sums->d2 += part_sums->d2;
-    acc_sums->r2 += part_sums->r2;
-    acc_sums->o2 += part_sums->o2;
-    acc_sums->o_r += part_sums->o_r;
+    sums_add(acc_sums, part_sums);
     nf_merge(&acc->out_nf, &part->out_nf);
     nf_merge(&acc->ref_nf, &part->ref_nf);
     nf_merge(&acc->out_nf_apart, &part->out_nf_apart);
