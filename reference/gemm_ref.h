@@ -50,13 +50,22 @@ typedef struct {
  * result stays within gamma_K of the exact product); results files record the
  * core (blas_info.h).
  *
- * Chunks of about 12 MiB stay in the last-level cache between their dequant
- * and their sgemm (measured on a 2-core EPYC with 32 MiB L3, K = 5120 and
- * 8704: at M = 1 and 64, 10-13 MiB chunks take 5-20% off the reference).
+ * Chunks of about 48 MiB: every chunk's sgemm packs all of A again, so at
+ * prefill sizes small chunks cost more than they save.  Measured with
+ * OpenBLAS 0.3.21's Cooperlake core on a 2-core AVX-512 EPYC (KVM), the
+ * grid's calls alone against one sgemm of 17408 x 5120 (best of two):
+ * M = 1024, 601-row (12 MiB) chunks 0.61-0.64 s, 2176-row (48 MiB) 0.53-0.55
+ * s, one call 0.49 s; M = 4096, 2.56-2.61 s, 2.15-2.22 s and 1.94 s; M = 1 and
+ * 64 no slower with the larger chunk.  (On a 2-core Zen 3 with 32 MiB L3, 12
+ * MiB chunks had been measured 5-20% faster at M = 1 and 64, where a chunk
+ * stayed in the cache between its dequant and its sgemm.)  The bits of the
+ * AVX-512 cores did not change with the chunk at those shapes; those of
+ * Haswell and Zen did in 7% of the elements (each grid's result is held to
+ * the same gamma_K bound by the tests).
  * Panels of 512 rows: single-threaded sgemm, M = 1024, N = 2048, K = 5120,
  * 614-row chunks, against one call: 64-row panels 1.66x, 256 1.26x, 512 1.12x,
  * 1024 1.08x (each call repacks its chunk of W). */
-#define GEMM_REF_CHUNK_BYTES ((int64_t)12 << 20)
+#define GEMM_REF_CHUNK_BYTES ((int64_t)48 << 20)
 #define GEMM_REF_PANEL_ROWS 512
 
 /* Rows of W per sgemm call for an N x K weight: N when N * K fp32 is at most

@@ -348,30 +348,31 @@ static void test_bad_dims(void **state)
         assert_true(C32[i] == 0.0f);
 }
 
-/* The chunking policy, worked by hand: about 12 MiB of fp32 per chunk,
+/* The chunking policy, worked by hand: about 48 MiB of fp32 per chunk,
  * equal chunks, a function of (N, K) alone. */
 static void test_chunk_policy(void **state)
 {
     (void)state;
     const int64_t row = 5120 * 4; /* bytes of one dequantized row at K = 5120 */
-    assert_int_equal(GEMM_REF_CHUNK_BYTES / row, 614);
-    /* 17408 rows at K = 5120: 29 chunks of 601 (17408/29 = 600.3) rather
-     * than 28 of 614 and a sliver of 216. */
-    assert_int_equal(gemm_ref_chunk_rows(17408, 5120), 601);
-    /* 2048 rows: 4 chunks of 512; 48 rows fit in one */
-    assert_int_equal(gemm_ref_chunk_rows(2048, 5120), 512);
-    assert_int_equal(gemm_ref_chunk_rows(614, 5120), 614);
-    assert_int_equal(gemm_ref_chunk_rows(615, 5120), 308);
+    assert_int_equal(GEMM_REF_CHUNK_BYTES / row, 2457);
+    /* 17408 rows at K = 5120: 8 chunks of 2176 (17408/8) rather than 7 of
+     * 2457 and a sliver of 209. */
+    assert_int_equal(gemm_ref_chunk_rows(17408, 5120), 2176);
+    /* 4915 rows: 3 chunks of 1639 (4915/3 = 1638.3); 2048 rows fit in one */
+    assert_int_equal(gemm_ref_chunk_rows(4915, 5120), 1639);
+    assert_int_equal(gemm_ref_chunk_rows(2048, 5120), 2048);
+    assert_int_equal(gemm_ref_chunk_rows(2457, 5120), 2457);
+    assert_int_equal(gemm_ref_chunk_rows(2458, 5120), 1229);
     assert_int_equal(gemm_ref_chunk_rows(48, 5120), 48);
-    /* K = 8704: 361 rows of 12 MiB, 15 chunks of 342 (5120/15 = 341.3) */
-    assert_int_equal(gemm_ref_chunk_rows(5120, 8704), 342);
-    /* rows over 12 MiB each: one row a call; dimensions whose product would
+    /* K = 8704: 1445 rows of 48 MiB, 4 chunks of 1280 (5120/4) */
+    assert_int_equal(gemm_ref_chunk_rows(5120, 8704), 1280);
+    /* rows over 48 MiB each: one row a call; dimensions whose product would
      * overflow int64 if multiplied out */
-    assert_int_equal(gemm_ref_chunk_rows(4096, INT64_C(4) << 20), 1);
+    assert_int_equal(gemm_ref_chunk_rows(4096, INT64_C(16) << 20), 1);
     assert_int_equal(gemm_ref_chunk_rows(INT64_C(1) << 40, INT64_C(1) << 40), 1);
     assert_int_equal(gemm_ref_chunk_rows(0, 64), 0);
     assert_int_equal(gemm_ref_chunk_rows(10, 0), 0);
-    /* never more than 12 MiB a chunk, never more chunks than needed */
+    /* never more than 48 MiB a chunk, never more chunks than needed */
     for (int64_t N = 1; N <= 3000; N += 37)
         for (int64_t K = 32; K <= 65536; K *= 4) {
             const int64_t got = gemm_ref_chunk_rows(N, K);
@@ -386,14 +387,14 @@ static void test_chunk_policy(void **state)
 /* The context gives the one-shot reference's bits, on any number of calls,
  * with any A and M, whether it holds the whole W or dequantizes chunk by
  * chunk; the chunk it keeps from the previous call changes nothing.  N x K
- * is 18.75 MiB of fp32: two chunks of 300 rows. */
+ * is 50 MiB of fp32: two chunks of 800 rows. */
 static void test_context_reuse(void **state)
 {
     (void)state;
-    const int64_t N = 600, K = 8192;
+    const int64_t N = 1600, K = 8192;
     const int64_t Ms[] = {7, 20, 1, 13};
     const int64_t budgets_rows[] = {N, 100, 7}; /* whole W; two budgets under one chunk */
-    assert_int_equal(gemm_ref_chunk_rows(N, K), 300);
+    assert_int_equal(gemm_ref_chunk_rows(N, K), 800);
     problem_t p[4];
     for (int i = 0; i < 4; i++) {
         problem_make(&p[i], Ms[i], N, K, 40 + (uint64_t)i);
@@ -415,7 +416,7 @@ static void test_context_reuse(void **state)
             assert_non_null(ctx);
             assert_int_equal(gemm_ref_ctx_holds_whole_weight(ctx), budgets_rows[b] >= N);
             assert_int_equal(gemm_ref_ctx_buffer_bytes(ctx),
-                             (budgets_rows[b] >= N ? N : 300) * K * (int64_t)sizeof(float));
+                             (budgets_rows[b] >= N ? N : 800) * K * (int64_t)sizeof(float));
             assert_int_equal(gemm_ref_ctx_panel_rows(ctx), GEMM_REF_PANEL_ROWS);
             /* two rounds over the four problems: every call after the first
              * starts from whatever the previous one left in the buffer */
@@ -453,8 +454,8 @@ static void test_context_reuse(void **state)
 static void test_row_blocks_same_bits(void **state)
 {
     (void)state;
-    const int64_t M = 37, N = 700, K = 4608; /* 12.3 MiB of fp32: two chunks of 350 */
-    assert_int_equal(gemm_ref_chunk_rows(N, K), 350);
+    const int64_t M = 37, N = 2800, K = 4608; /* 49.2 MiB of fp32: two chunks of 1400 */
+    assert_int_equal(gemm_ref_chunk_rows(N, K), 1400);
     problem_t p;
     problem_make(&p, M, N, K, 70);
     problem_oracle(&p, E8M0_SPEC);
@@ -464,7 +465,7 @@ static void test_row_blocks_same_bits(void **state)
     float *blocked = malloc((size_t)(M * N) * sizeof *blocked);
     float *B = malloc((size_t)(N * K) * sizeof *B);
     assert_true(whole && blocked && B);
-    const int64_t budgets_rows[] = {N, 350, 3};
+    const int64_t budgets_rows[] = {N, 1400, 3};
     const int64_t blocks[] = {8, 16};
     for (size_t b = 0; b < sizeof budgets_rows / sizeof budgets_rows[0]; b++) {
         gemm_ref_ctx_t *ctx;
