@@ -53,6 +53,9 @@ static char *xstrdup(const char *s)
 static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
 {
     memset(c, 0x5A, sizeof *c);
+    /* Its arrays are its own: nothing is mapped. */
+    memset(&c->mapping, 0, sizeof c->mapping);
+    c->x_bf16_in_file = NULL;
     test_rng_t r = {seed};
     c->path = xstrdup("/captures/run 7/layer17.h5");
     c->M = M;
@@ -169,6 +172,10 @@ static void zero_known_fields(case_t *c)
     c->capture_time_source = NULL;
     c->weight_bf16 = NULL;
     c->ref_recorded = NULL;
+    /* Not fields the image carries as such: where the arrays lie, not what
+     * they hold (test_sample_file_round_trips has them). */
+    memset(&c->mapping, 0, sizeof c->mapping);
+    c->x_bf16_in_file = NULL;
 }
 
 /* Frees a case from full_case.  case_free alone would free the 0x5A filler
@@ -216,8 +223,8 @@ static void assert_no_unknown_fields(const case_t *orig, const case_t *back)
     (void)orig, (void)back;
     /* Without the compiler's help to tell padding from fields, case_t's
      * size on LP64 as these tests know it stands in. */
-    if (sizeof(void *) == 8 && sizeof(case_t) != 184)
-        fail_msg("case_t is %zu bytes, not the 184 these tests know: a field was added; carry "
+    if (sizeof(void *) == 8 && sizeof(case_t) != 248)
+        fail_msg("case_t is %zu bytes, not the 248 these tests know: a field was added; carry "
                  "it in harness/case/case_image.c and round-trip it here", sizeof(case_t));
 #endif
 }
@@ -264,7 +271,7 @@ static void expect_refused(const uint8_t *bytes, size_t n, const char *phrase)
     case_t c;
     memset(&c, 0x77, sizeof c);
     kr_error_t err = {{0}};
-    int st = case_image_read(fd, &c, CASE_IMAGE_KEEP_SOURCE, "cases/x.h5", &err);
+    int st = case_image_read(fd, &c, CASE_IMAGE_KEEP_SOURCE, "cases/x.h5", NULL, &err);
     close(fd);
     if (st != -1)
         fail_msg("a damaged image was accepted (expected \"%s\")", phrase ? phrase : "refused");
@@ -277,12 +284,13 @@ static void expect_refused(const uint8_t *bytes, size_t n, const char *phrase)
         fail_msg("message \"%s\" does not say \"%s\"", err.msg, phrase);
 }
 
-/* The layout's offsets (case_image.c): a 104-byte header of 13 64-bit
+/* The layout's offsets (case_image.c): a 144-byte header of 18 64-bit
  * words, then 23 table entries of 4 words (field, present, offset, bytes). */
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 16, H_IMAGE_BYTES = 24, H_FIELD_COUNT = 32,
     H_M = 40, H_N = 48, H_K = 56, H_WEIGHT_REF_LEN = 64, H_X_STORAGE = 72, H_X_FP8_FORMAT = 80,
-    H_WEIGHT_ORDER = 88, H_SCALE_LAYOUT = 96, H_END = 104,
+    H_WEIGHT_ORDER = 88, H_SCALE_LAYOUT = 96, H_SOURCE_DEV = 104, H_SOURCE_INO = 112,
+    H_SOURCE_SIZE = 120, H_SOURCE_MTIME = 128, H_SOURCE_CTIME = 136, H_END = 144,
     FIELD_COUNT = 23,
 };
 
@@ -322,7 +330,7 @@ static int image_round_trip(case_t *c, const char *what, case_t *back)
     kr_error_t err = {{0}};
     int fd = image_fd();
     assert_int_equal(case_image_write(fd, c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
-    if (case_image_read(fd, back, CASE_IMAGE_KEEP_SOURCE, what, &err))
+    if (case_image_read(fd, back, CASE_IMAGE_KEEP_SOURCE, what, NULL, &err))
         fail_msg("%s", err.msg);
     return fd;
 }
@@ -341,7 +349,7 @@ static void test_every_field_round_trips(void **state)
     /* KEEP_SOURCE: the image is still there, and reads the same again. */
     case_t again;
     kr_error_t err = {{0}};
-    if (case_image_read(fd, &again, CASE_IMAGE_KEEP_SOURCE, "full", &err))
+    if (case_image_read(fd, &again, CASE_IMAGE_KEEP_SOURCE, "full", NULL, &err))
         fail_msg("%s", err.msg);
     assert_cases_equal(&orig, &again);
     case_free(&again);
@@ -399,7 +407,11 @@ static void test_minimal_case_round_trips(void **state)
 }
 
 /* A case read from a file (the reader's own choices: x decoded from bf16,
- * the default enums) comes back as it was read. */
+ * the default enums) comes back as it was read, whether the image was made
+ * from the case as read in process (its decoded x in the image) or as the
+ * reading process reads it (case_read_for_image: x's bf16 bits left in the
+ * file, decoded by the image's reader).  Either way the plain arrays stay
+ * in the file, mapped on both sides. */
 static void test_sample_file_round_trips(void **state)
 {
     (void)state;
@@ -408,15 +420,29 @@ static void test_sample_file_round_trips(void **state)
     kr_error_t err = {{0}};
     if (case_load(path, &c, NULL, &err))
         fail_msg("%s", err.msg);
-    int fd = image_fd();
-    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
-    case_t back;
-    if (case_image_read(fd, &back, CASE_IMAGE_CONSUME_SOURCE, path, &err))
-        fail_msg("%s", err.msg);
-    assert_cases_equal(&c, &back);
-    case_free(&back);
+    assert_true(!case_owns(&c, c.weight) && !case_owns(&c, c.x_scale) && case_owns(&c, c.x));
+    for (int deferred = 0; deferred < 2; deferred++) {
+        case_t src;
+        if (deferred ? case_read_for_image(path, &src, &err) : case_load(path, &src, NULL, &err))
+            fail_msg("%s", err.msg);
+        assert_true(deferred ? !src.x && src.x_bf16_in_file : src.x && !src.x_bf16_in_file);
+        int fd = image_fd();
+        assert_int_equal(case_image_write(fd, &src, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+        const int64_t x_bytes = c.M * c.K * (int64_t)sizeof(float);
+        /* The image: strings and nothing else when deferred, plus x's fp32 when not. */
+        assert_true(file_size(fd) < 65536 + (deferred ? 0 : x_bytes));
+        assert_true(file_size(fd) >= (deferred ? 0 : x_bytes));
+        case_t back;
+        if (case_image_read(fd, &back, CASE_IMAGE_CONSUME_SOURCE, path, path, &err))
+            fail_msg("%s", err.msg);
+        assert_cases_equal(&c, &back);
+        assert_true(!case_owns(&back, back.weight) && !case_owns(&back, back.x_scale));
+        assert_true(case_owns(&back, back.x) && !back.x_bf16_in_file);
+        case_free(&back);
+        case_free(&src);
+        close(fd);
+    }
     case_free(&c);
-    close(fd);
 }
 
 /* CONSUME_SOURCE: the writer leaves the case empty (each array freed once
@@ -439,7 +465,7 @@ static void test_consuming_frees_both_sides(void **state)
     assert_int_equal(fstat(fd, &before), 0);
     assert_true(before.st_size > (20 << 20));
     case_t back;
-    if (case_image_read(fd, &back, CASE_IMAGE_CONSUME_SOURCE, "big", &err))
+    if (case_image_read(fd, &back, CASE_IMAGE_CONSUME_SOURCE, "big", NULL, &err))
         fail_msg("%s", err.msg);
     assert_cases_equal(&orig, &back);
     struct stat after;
@@ -504,7 +530,8 @@ static void test_damaged_headers_are_refused(void **state)
     const uint64_t image_bytes = get_u64(good, H_IMAGE_BYTES);
     const corruption_t cases[] = {
         {H_MAGIC, 0x4D49455341435251ull, "magic"},
-        {H_VERSION, 3, "version 3"},
+        {H_VERSION, 2, "version 2"},
+        {H_VERSION, 4, "version 4"},
         {H_VERSION, 0, "version 0"},
         {H_HEADER_BYTES, 100, "header of 100 bytes"},
         {H_FIELD_COUNT, 24, "24 fields"},
@@ -545,7 +572,13 @@ static void test_damaged_tables_are_refused(void **state)
     const uint64_t fp8_off = get_u64(good, entry_at(F_X_FP8, OFFSET));
     const corruption_t cases[] = {
         {entry_at(F_X, FIELD), F_X_FP8, "table entry 1 is field 2"},
-        {entry_at(F_X, PRESENT), 2, "x: present=2"},
+        {entry_at(F_X, PRESENT), 4, "x: present=4"},
+        /* bf16 bits to decode: x's fp32 byte count is not theirs; on another field, refused. */
+        {entry_at(F_X, PRESENT), 3, "x: 768 bytes; expected 384"},
+        {entry_at(F_X_FP8, PRESENT), 3, "x_fp8: present=3 (bf16 bits to decode)"},
+        /* In the case file, but the header names no file that holds it. */
+        {entry_at(F_X, PRESENT), 2, "x: 768 bytes at offset"},
+        {entry_at(F_PATH, PRESENT), 2, "path: a string said to be in the case file"},
         {entry_at(F_X, BYTES), 4, "x: 4 bytes; expected 768"},
         {entry_at(F_X, BYTES), UINT64_MAX, "x:"},
         {entry_at(F_X, OFFSET), x_off + 1, "aligned"},
@@ -618,7 +651,7 @@ static void test_random_damage_never_crashes(void **state)
         int fd = fd_with(b, n);
         case_t c;
         kr_error_t err = {{0}};
-        if (case_image_read(fd, &c, CASE_IMAGE_KEEP_SOURCE, "fuzz", &err) == 0) {
+        if (case_image_read(fd, &c, CASE_IMAGE_KEEP_SOURCE, "fuzz", NULL, &err) == 0) {
             accepted++;
             assert_int_equal(case_validate(&c, "fuzz", &err), 0);
             case_free(&c);
@@ -716,9 +749,70 @@ static void test_safe_read_blames_the_right_file(void **state)
     unlink(junk);
 }
 
+/* An image whose arrays are in the case file is read only from that same
+ * file unchanged: not after it was replaced by another file (renamed over
+ * it), cut short, or given another modification time (what a write in place
+ * leaves, at the file system's timestamp granularity); nor without the
+ * file's path. */
+static void test_changed_source_file_is_refused(void **state)
+{
+    (void)state;
+    const char *sample = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5";
+    size_t n;
+    char *bytes = test_read_file(sample, &n);
+    assert_non_null(bytes);
+    char path[512], other[512];
+    test_tmp_path(path, sizeof path, "image-source");
+    test_tmp_path(other, sizeof other, "image-source-new");
+    enum { REPLACED, TRUNCATED, TOUCHED, NO_PATH, UNCHANGED, HOW_COUNT };
+    for (int how = 0; how < HOW_COUNT; how++) {
+        FILE *fp = fopen(path, "wb");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(bytes, 1, n, fp), n);
+        fclose(fp);
+        case_t c, back;
+        kr_error_t err = {{0}};
+        if (case_load(path, &c, NULL, &err))
+            fail_msg("%s", err.msg);
+        assert_false(case_owns(&c, c.weight));
+        int fd = image_fd();
+        assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+        case_free(&c);
+        if (how == REPLACED) {
+            fp = fopen(other, "wb");
+            assert_non_null(fp);
+            assert_int_equal(fwrite(bytes, 1, n, fp), n);
+            fclose(fp);
+            assert_int_equal(rename(other, path), 0);
+        } else if (how == TRUNCATED) {
+            assert_int_equal(truncate(path, (off_t)(n / 2)), 0);
+        } else if (how == TOUCHED) {
+            struct timespec t[2] = {{0, UTIME_OMIT}, {12345, 0}};
+            assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+        }
+        const int st = case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, path,
+                                       how == NO_PATH ? NULL : path, &err);
+        close(fd);
+        if (how == UNCHANGED) {
+            if (st != 0)
+                fail_msg("%s", err.msg);
+            case_free(&back);
+            continue;
+        }
+        if (st != -1)
+            fail_msg("case %d: an image of a changed file was read", how);
+        const char *phrase = how == NO_PATH ? "no file named to map" : "changed while it was being read";
+        if (!strstr(err.msg, phrase))
+            fail_msg("case %d: \"%s\" does not say \"%s\"", how, err.msg, phrase);
+    }
+    unlink(path);
+    free(bytes);
+}
+
 KR_TEST_MAIN(
     test_every_field_round_trips, test_minimal_case_round_trips, test_sample_file_round_trips,
     test_consuming_frees_both_sides, test_writer_refuses_an_invalid_case,
     test_damaged_headers_are_refused, test_damaged_tables_are_refused,
     test_truncated_images_are_refused, test_random_damage_never_crashes, test_anonymous_file,
-    test_safe_read_matches_in_process, test_safe_read_blames_the_right_file);
+    test_safe_read_matches_in_process, test_safe_read_blames_the_right_file,
+    test_changed_source_file_is_refused);

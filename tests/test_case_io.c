@@ -256,6 +256,7 @@ typedef struct {
     hsize_t dims[3];
     const char *attr[2][2];     /* {name, value}; name NULL = unused */
     const void *data;           /* in `type`'s own byte layout; NULL = random */
+    int chunked;                /* stored in chunks of one row, not contiguously */
 } raw_ds_t;
 
 typedef struct {
@@ -264,6 +265,7 @@ typedef struct {
     int64_t M, N, K;
     hid_t dim_type;             /* type of the M/N/K attributes */
     int fixed_strings;          /* write string attributes fixed-length ASCII */
+    hsize_t userblock;          /* bytes before the HDF5 data (0: none) */
     raw_ds_t ds[RAW_MAX_DS];
     int nds;
 } raw_t;
@@ -347,7 +349,12 @@ static void raw_int_attr(hid_t obj, const char *name, hid_t type, int64_t v)
 static void raw_write(const char *path, const raw_t *r, uint64_t seed)
 {
     test_rng_t rng = {seed};
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    assert_true(fcpl >= 0);
+    if (r->userblock)
+        assert_true(H5Pset_userblock(fcpl, r->userblock) >= 0);
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    H5Pclose(fcpl);
     assert_true(f >= 0);
     if (r->schema)
         raw_str_attr(f, "schema", r->schema, r->fixed_strings);
@@ -363,7 +370,14 @@ static void raw_write(const char *path, const raw_t *r, uint64_t seed)
             continue;
         hid_t sp = d->rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(d->rank, d->dims, NULL);
         assert_true(sp >= 0);
-        hid_t ds = H5Dcreate2(f, d->name, d->type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        assert_true(dcpl >= 0);
+        if (d->chunked) {
+            const hsize_t chunk[3] = {1, d->rank > 1 ? d->dims[1] : d->dims[0], 1};
+            assert_true(H5Pset_chunk(dcpl, d->rank, chunk) >= 0);
+        }
+        hid_t ds = H5Dcreate2(f, d->name, d->type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        H5Pclose(dcpl);
         assert_true(ds >= 0);
         size_t n = (size_t)H5Sget_simple_extent_npoints(sp) * H5Tget_size(d->type);
         void *buf = d->data ? NULL : test_rand_bytes(&rng, n);
@@ -625,6 +639,104 @@ static void test_reader_x_float32(void **st)
     raw_read_ok(&r, "raw-xf32", 10, path, &c);
     assert_int_equal(c.x_storage, X_STORED_F32);
     assert_memory_equal(c.x, xv, sizeof xv);
+    case_free(&c);
+    unlink(path);
+}
+
+/* ------------------------------------------ reader: arrays left in the file */
+
+/* Dataset `name` of the file read through HDF5 itself, converted to
+ * `memtype` (the independent side of the mapping tests). */
+static void *h5_read_whole(const char *path, const char *name, hid_t memtype, size_t bytes)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t ds = H5Dopen2(f, name, H5P_DEFAULT);
+    assert_true(ds >= 0);
+    void *buf = malloc(bytes);
+    assert_non_null(buf);
+    assert_true(H5Dread(ds, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+    return buf;
+}
+
+/* c's array `arr` holds what HDF5 reads from dataset `name`, and is left
+ * in the mapped file (mapped = 1) or is the case's own copy (0). */
+static void expect_array(const char *path, const case_t *c, const void *arr, const char *name,
+                         hid_t memtype, size_t bytes, int mapped)
+{
+    void *want = h5_read_whole(path, name, memtype, bytes);
+    assert_memory_equal(arr, want, bytes);
+    free(want);
+    if (case_owns(c, arr) == mapped)
+        fail_msg("%s: %s %s, expected %s", path, name, mapped ? "was copied" : "was mapped",
+                 mapped ? "mapped" : "copied");
+}
+
+/* What the file stores as the case uses it (contiguous, native byte order,
+ * aligned) is used where the file is; a chunked dataset or one in the
+ * other byte order is read and converted into the case's own buffer; with
+ * a user block before the HDF5 data too.  Every array is compared with
+ * HDF5's own read of the file. */
+static void test_reader_maps_plain_arrays(void **st)
+{
+    (void)st;
+    for (int ub = 0; ub < 2; ub++) {
+        raw_t r;
+        raw_default(&r, 6, 64, 128);
+        r.userblock = ub ? 1024 : 0;
+        float xv[6 * 128];
+        for (int i = 0; i < 6 * 128; i++)
+            xv[i] = (float)i * 0.37f - 3.1f;
+        raw_ds_t *x = raw_ds(&r, "x");
+        x->type = H5T_IEEE_F32LE;
+        x->attr[0][0] = NULL;
+        x->data = xv;
+        raw_ds(&r, "weight_scale")->chunked = 1;
+        raw_ds(&r, "out_rerun")->type = H5T_STD_U16BE;
+        char path[512];
+        case_t c;
+        raw_read_ok(&r, ub ? "raw-map-ub" : "raw-map", 21, path, &c);
+        const size_t MK = 6 * 128, MN = 6 * 64;
+        expect_array(path, &c, c.x, "x", H5T_NATIVE_FLOAT, MK * 4, 1);
+        expect_array(path, &c, c.x_fp8, "x_fp8", H5T_NATIVE_UINT8, MK, 1);
+        expect_array(path, &c, c.x_scale, "x_scale", H5T_NATIVE_FLOAT, 6 * 4, 1);
+        expect_array(path, &c, c.weight, "weight", H5T_NATIVE_UINT8, 64 * 64, 1);
+        expect_array(path, &c, c.weight_scale, "weight_scale", H5T_NATIVE_UINT8, 64 * 4, 0);
+        expect_array(path, &c, c.out, "out", H5T_NATIVE_UINT16, MN * 2, 1);
+        expect_array(path, &c, c.out_rerun, "out_rerun", H5T_NATIVE_UINT16, MN * 2, 0);
+        expect_array(path, &c, c.aiter, "aiter", H5T_NATIVE_UINT16, MN * 2, 1);
+        /* A write to a mapped array stays in this process: the file keeps its bytes. */
+        uint8_t *before = h5_read_whole(path, "weight", H5T_NATIVE_UINT8, 64 * 64);
+        for (int i = 0; i < 64 * 64; i++)
+            c.weight[i] ^= 0xA5;
+        uint8_t *after = h5_read_whole(path, "weight", H5T_NATIVE_UINT8, 64 * 64);
+        assert_memory_equal(before, after, 64 * 64);
+        assert_int_equal(c.weight[7], before[7] ^ 0xA5);
+        free(before);
+        free(after);
+        case_free(&c);
+        assert_null(c.mapping.base);
+        unlink(path);
+    }
+}
+
+/* bf16 x is decoded into the case's own fp32 buffer (its bf16 bits stay
+ * in the file). */
+static void test_reader_decodes_bf16_x_from_the_file(void **st)
+{
+    (void)st;
+    raw_t r;
+    raw_default(&r, 3, 32, 64);
+    char path[512];
+    case_t c;
+    raw_read_ok(&r, "raw-map-bf16", 22, path, &c);
+    uint16_t *bits = h5_read_whole(path, "x", H5T_NATIVE_UINT16, 3 * 64 * 2);
+    assert_true(case_owns(&c, c.x));
+    for (int i = 0; i < 3 * 64; i++)
+        assert_int_equal(f32_bits(c.x[i]), (uint32_t)bits[i] << 16);
+    free(bits);
     case_free(&c);
     unlink(path);
 }
@@ -1302,6 +1414,7 @@ int main(void)
         test_round_trip_nk_bf16_checkpoint, test_round_trip_kn_f32_fragment,
         test_round_trip_minimal, test_write_bf16_rne, test_write_reproducible,
         test_raw_template_is_valid, test_reader_accepts_variants, test_reader_x_float32,
+        test_reader_maps_plain_arrays, test_reader_decodes_bf16_x_from_the_file,
         test_bad_missing_weight, test_bad_missing_weight_scale, test_bad_weight_dtype,
         test_bad_weight_shape, test_bad_weight_scale_layout, test_bad_x_u16_without_dtype,
         test_bad_x_pairing, test_bad_dims, test_bad_dims_overflow, test_bad_schema,

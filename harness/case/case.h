@@ -1,11 +1,14 @@
 /* case_t: one captured GEMM call, as read from a schema-v1 case file
  * (cases/SCHEMA.md).  Every array is owned by the case and freed by
- * case_free(); absent optional datasets are NULL. */
+ * case_free(); absent optional datasets are NULL.  An array may instead lie
+ * in `mapping`, the case file mapped privately (case_mapping.h): case_free
+ * unmaps it, and case_owns() tells the two kinds apart. */
 #ifndef KR_CASE_H
 #define KR_CASE_H
 
 #include <stdint.h>
 
+#include "case_mapping.h"
 #include "formats.h"
 #include "kr_error.h"
 #include "mxfp4_weight.h"
@@ -72,6 +75,13 @@ typedef struct {
      * MXFP4 dispatch's _debug_compare dump stores _exact_ref's result under
      * the misnamed key "aiter" (dataset ref_recorded, cases/SCHEMA.md). */
     float *ref_recorded;
+
+    /* The file the arrays that are not owned lie in (base NULL: none). */
+    case_mapping_t mapping;
+    /* Only in a case read for its image (case_read_for_image): x's bf16 bits
+     * where the mapped file holds them, x left NULL; the image's reader
+     * decodes them.  NULL everywhere else. */
+    const uint16_t *x_bf16_in_file;
 } case_t;
 
 #endif

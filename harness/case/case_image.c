@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "case_io.h"
+#include "ref_alloc.h"
 
 /* ------------------------------------------------------------ the fields */
 
@@ -187,12 +188,25 @@ typedef struct {
     int64_t M, N, K;
     int64_t weight_ref_len;
     uint64_t x_storage, x_fp8_format, weight_order, scale_layout;
+    /* The case file the IN_SOURCE arrays are in, as the writer found it
+     * (all zero when none is). */
+    uint64_t source_dev, source_ino, source_size;
+    int64_t source_mtime_ns, source_ctime_ns;
 } image_header_t;
+
+typedef enum {
+    ENTRY_ABSENT = 0,           /* NULL in the case */
+    ENTRY_IN_IMAGE = 1,         /* its bytes follow in the image */
+    ENTRY_IN_SOURCE = 2,        /* an array the case file holds as it is, at offset */
+    ENTRY_IN_SOURCE_BF16 = 3,   /* x only: its bf16 bits in the case file, at offset,
+                                   for the reader to decode to fp32 */
+} entry_presence_t;
 
 typedef struct {
     uint64_t field;             /* its field_t, which must equal its index */
-    uint64_t present;           /* 0: NULL in the case; 1: present */
-    uint64_t offset;            /* of its data in the image (0 when absent) */
+    uint64_t present;           /* an entry_presence_t */
+    uint64_t offset;            /* of its data in the image, or in the case file when
+                                   IN_SOURCE (0 when absent) */
     uint64_t bytes;
 } image_entry_t;
 
@@ -287,16 +301,38 @@ int case_image_write(int fd, case_t *c, case_image_mode_t mode, kr_error_t *err)
     for (int f = 0; f < F_COUNT; f++) {
         const void *p = field_get(c, (field_t)f);
         table[f].field = (uint64_t)f;
+        if (f == F_X && !p && c->x_bf16_in_file) {
+            table[f].present = ENTRY_IN_SOURCE_BF16;
+            table[f].offset = (uint64_t)((const char *)c->x_bf16_in_file -
+                                         (const char *)c->mapping.base);
+            table[f].bytes = (uint64_t)field_elements(c, F_X) * sizeof(uint16_t);
+            continue;
+        }
         if (!p)
             continue;
-        table[f].present = 1;
+        const uint64_t bytes = FIELDS[f].count == COUNT_STRING
+                                   ? (uint64_t)strlen(p)
+                                   : (uint64_t)field_elements(c, (field_t)f) * FIELDS[f].elem_bytes;
+        if (FIELDS[f].count != COUNT_STRING && !case_owns(c, p)) {
+            /* Left where the case file has it: the reader maps it from there. */
+            table[f].present = ENTRY_IN_SOURCE;
+            table[f].offset = (uint64_t)((const char *)p - (const char *)c->mapping.base);
+            table[f].bytes = bytes;
+            continue;
+        }
+        table[f].present = ENTRY_IN_IMAGE;
         table[f].offset = align_up(end);
-        table[f].bytes = FIELDS[f].count == COUNT_STRING
-                             ? (uint64_t)strlen(p)
-                             : (uint64_t)field_elements(c, (field_t)f) * FIELDS[f].elem_bytes;
+        table[f].bytes = bytes;
         end = table[f].offset + table[f].bytes;
     }
     h.image_bytes = end;
+    if (c->mapping.base) {
+        h.source_dev = c->mapping.id.dev;
+        h.source_ino = c->mapping.id.ino;
+        h.source_size = c->mapping.id.size;
+        h.source_mtime_ns = c->mapping.id.mtime_ns;
+        h.source_ctime_ns = c->mapping.id.ctime_ns;
+    }
 
     if (pwrite_all(fd, &h, sizeof h, 0) ||
         pwrite_all(fd, table, sizeof table, sizeof h)) {
@@ -305,7 +341,7 @@ int case_image_write(int fd, case_t *c, case_image_mode_t mode, kr_error_t *err)
     }
     for (int f = 0; f < F_COUNT; f++) {
         void *p = field_get(c, (field_t)f);
-        if (!p)
+        if (!p || table[f].present != ENTRY_IN_IMAGE)
             continue;
         if (pwrite_all(fd, p, (size_t)table[f].bytes, table[f].offset)) {
             st = kr_fail(err, "case image: writing %s (%llu bytes): %s", FIELDS[f].name,
@@ -386,7 +422,7 @@ static int check_header(const image_header_t *h, uint64_t file_bytes, case_t *c,
  * sizes exact for arrays, data inside the image, after the table, aligned,
  * in order and not overlapping. */
 static int check_table(const image_entry_t *table, const case_t *c, uint64_t image_bytes,
-                       const char *what, kr_error_t *err)
+                       uint64_t source_bytes, const char *what, kr_error_t *err)
 {
     uint64_t next_free = IMAGE_TABLE_BYTES;
     for (int f = 0; f < F_COUNT; f++) {
@@ -395,9 +431,16 @@ static int check_table(const image_entry_t *table, const case_t *c, uint64_t ima
         if (e->field != (uint64_t)f)
             return image_fail(err, what, "table entry %d is field %llu; expected field %d (%s)", f,
                               (unsigned long long)e->field, f, name);
-        if (e->present > 1)
-            return image_fail(err, what, "%s: present=%llu; expected 0 or 1", name,
+        if (e->present > ENTRY_IN_SOURCE_BF16)
+            return image_fail(err, what, "%s: present=%llu; expected 0, 1, 2 or 3", name,
                               (unsigned long long)e->present);
+        if (e->present == ENTRY_IN_SOURCE_BF16 &&
+            (f != F_X || c->x_storage != X_STORED_BF16))
+            return image_fail(err, what, "%s: present=3 (bf16 bits to decode) with x_storage=%d; "
+                              "expected it on x stored as bf16 only", name, (int)c->x_storage);
+        if (e->present == ENTRY_IN_SOURCE && FIELDS[f].count == COUNT_STRING)
+            return image_fail(err, what, "%s: a string said to be in the case file; expected "
+                              "strings in the image", name);
         if (!e->present) {
             if (e->offset != 0 || e->bytes != 0)
                 return image_fail(err, what, "%s: absent but with offset %llu and %llu bytes; "
@@ -413,13 +456,25 @@ static int check_table(const image_entry_t *table, const case_t *c, uint64_t ima
                 return image_fail(err, what, "%s: present with %lld elements; expected at least "
                                   "one", name, (long long)n);
             /* n <= 2^40 (case_check_dims), elem_bytes <= 4: no overflow. */
-            const uint64_t want = (uint64_t)n * FIELDS[f].elem_bytes;
+            const size_t elem_bytes = e->present == ENTRY_IN_SOURCE_BF16 ? sizeof(uint16_t)
+                                                                         : FIELDS[f].elem_bytes;
+            const uint64_t want = (uint64_t)n * elem_bytes;
             if (e->bytes != want)
                 return image_fail(err, what, "%s: %llu bytes; expected %llu (%lld elements of %zu "
                                   "bytes, M=%lld N=%lld K=%lld)", name,
                                   (unsigned long long)e->bytes, (unsigned long long)want,
-                                  (long long)n, FIELDS[f].elem_bytes, (long long)c->M,
+                                  (long long)n, elem_bytes, (long long)c->M,
                                   (long long)c->N, (long long)c->K);
+        }
+        if (e->present == ENTRY_IN_SOURCE || e->present == ENTRY_IN_SOURCE_BF16) {
+            if (e->offset % FIELDS[f].elem_bytes != 0 || e->offset > source_bytes ||
+                e->bytes > source_bytes - e->offset)
+                return image_fail(err, what, "%s: %llu bytes at offset %llu of the case file; "
+                                  "expected a range aligned to its %zu-byte elements inside the "
+                                  "file's %llu bytes", name, (unsigned long long)e->bytes,
+                                  (unsigned long long)e->offset, FIELDS[f].elem_bytes,
+                                  (unsigned long long)source_bytes);
+            continue;
         }
         if (e->offset < next_free || e->offset % IMAGE_ALIGN != 0 || e->offset > image_bytes ||
             e->bytes > image_bytes - e->offset)
@@ -476,8 +531,62 @@ static int read_range(image_reader_t *r, void *dst, uint64_t n, uint64_t off)
     return 0;
 }
 
+/* bf16 bits as a fresh fp32 array, or NULL when out of
+ * memory.  Exact: a bf16 is the top half of its fp32. */
+static float *decode_bf16(const char *bits, uint64_t n)
+{
+    float *x = ref_alloc_array((size_t)n * sizeof *x);
+    if (!x)
+        return NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        uint16_t b;
+        memcpy(&b, bits + 2 * i, sizeof b);
+        const uint32_t u = (uint32_t)b << 16;
+        memcpy(&x[i], &u, sizeof u);
+    }
+    return x;
+}
+
+/* Points the IN_SOURCE arrays into the case file, mapped afresh here and
+ * refused unless it is the file the writer read (h's identity). */
+static int map_source_arrays(const image_header_t *h, const image_entry_t *table,
+                             const char *source_path, case_t *c, const char *what,
+                             kr_error_t *err)
+{
+    int any = 0;
+    for (int f = 0; f < F_COUNT; f++)
+        any |= table[f].present == ENTRY_IN_SOURCE || table[f].present == ENTRY_IN_SOURCE_BF16;
+    if (!any)
+        return 0;
+    if (!source_path)
+        return image_fail(err, what, "arrays in a case file, but no file named to map; expected "
+                          "the path the image was made from");
+    const case_file_identity_t id = {h->source_dev, h->source_ino, h->source_size,
+                                     h->source_mtime_ns, h->source_ctime_ns};
+    if (case_mapping_open_expecting(source_path, &id, &c->mapping, err))
+        return -1;
+    for (int f = 0; f < F_COUNT; f++) {
+        const image_entry_t *e = &table[f];
+        if (e->present != ENTRY_IN_SOURCE && e->present != ENTRY_IN_SOURCE_BF16)
+            continue;
+        /* check_table bounded the range by the size the identity just matched. */
+        case_mapping_prefault(&c->mapping, e->offset, e->bytes);
+        char *at = (char *)c->mapping.base + e->offset;
+        if (e->present == ENTRY_IN_SOURCE) {
+            field_set(c, (field_t)f, at);
+            continue;
+        }
+        float *x = decode_bf16(at, e->bytes / sizeof(uint16_t));
+        if (!x)
+            return image_fail(err, what, "x: out of memory decoding %llu bf16 elements",
+                              (unsigned long long)(e->bytes / sizeof(uint16_t)));
+        c->x = x;
+    }
+    return 0;
+}
+
 int case_image_read(int fd, case_t *c, case_image_mode_t mode, const char *what,
-                    kr_error_t *err)
+                    const char *source_path, kr_error_t *err)
 {
     if (!what)
         what = "(case image)";
@@ -494,7 +603,7 @@ int case_image_read(int fd, case_t *c, case_image_mode_t mode, const char *what,
     if (pread_all(fd, &h, sizeof h, 0) || pread_all(fd, table, sizeof table, sizeof h))
         return image_fail(err, what, "reading the header: %s", strerror(errno));
     if (check_header(&h, file_bytes, c, what, err) ||
-        check_table(table, c, h.image_bytes, what, err)) {
+        check_table(table, c, h.image_bytes, h.source_size, what, err)) {
         memset(c, 0, sizeof *c);
         return -1;
     }
@@ -504,7 +613,7 @@ int case_image_read(int fd, case_t *c, case_image_mode_t mode, const char *what,
      * image's own size (plus a NUL per string). */
     for (int f = 0; f < F_COUNT; f++) {
         const image_entry_t *e = &table[f];
-        if (!e->present)
+        if (e->present != ENTRY_IN_IMAGE)
             continue;
         const int is_string = FIELDS[f].count == COUNT_STRING;
         const size_t alloc = (size_t)e->bytes + (is_string ? 1 : 0);
@@ -529,6 +638,10 @@ int case_image_read(int fd, case_t *c, case_image_mode_t mode, const char *what,
                                   FIELDS[f].name);
             }
         }
+    }
+    if (map_source_arrays(&h, table, source_path, c, what, err)) {
+        case_free(c);
+        return -1;
     }
     /* The schema's rules (one of x / x_fp8, x_fp8 with x_scale, a weight,
      * ...) on the case as built. */

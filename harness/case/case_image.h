@@ -11,8 +11,14 @@
  *               image may be followed by unrelated bytes), M, N, K,
  *               weight_ref_len and the four enums, every field 64-bit
  *     table     one entry per field of case_t that owns memory (arrays and
- *               strings, in case.h's order): field index, present 0/1,
- *               offset and byte count of its data
+ *               strings, in case.h's order): field index, presence (0
+ *               absent, 1 in the image, 2 an array the case file holds as
+ *               it is), offset (in the image, or in the case file) and byte
+ *               count of its data
+ *
+ * The header also identifies the case file the presence-2 arrays are in:
+ * the writer's case had them in its mapping of that file (case_mapping.h),
+ * and the reader maps them from there instead of copying them twice.
  *     data      each present field's bytes, 8-byte aligned, in table order
  *
  * An array's byte count is fixed by M, N, K (or weight_ref_len); a string is
@@ -26,7 +32,7 @@
 #include "case.h"
 
 #define CASE_IMAGE_MAGIC "KRCASEIM"
-#define CASE_IMAGE_VERSION 2
+#define CASE_IMAGE_VERSION 3
 
 /* What happens to the source as it is copied. */
 typedef enum {
@@ -48,11 +54,14 @@ typedef enum {
 int case_image_write(int fd, case_t *c, case_image_mode_t mode, kr_error_t *err);
 
 /* Reads the image at offset 0 of fd into *c, each field straight into its
- * own buffer.  `what` names the case in messages (e.g. the file the image
- * was made from); c->path is the path stored in the image.  Returns 0, or -1
+ * own buffer, and the arrays the image says are in the case file into a
+ * private mapping of source_path (refused unless the file is still the one
+ * the writer read: same device, inode, size, modification and change
+ * times).  `what` names the case in messages (e.g. the file the image was
+ * made from); c->path is the path stored in the image.  Returns 0, or -1
  * with err set and *c left empty. */
 int case_image_read(int fd, case_t *c, case_image_mode_t mode, const char *what,
-                    kr_error_t *err);
+                    const char *source_path, kr_error_t *err);
 
 /* A descriptor for an image that lives only as long as it is open: an
  * anonymous memory file (memfd_create) or, where that is unavailable, a

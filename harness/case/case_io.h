@@ -11,6 +11,11 @@
  * HDF5's own error stack is never printed. */
 int case_read(const char *path, case_t *c, kr_error_t *err);
 
+/* case_read for a case that only travels on as an image (case_image.h):
+ * a bf16 x the file holds as it is stays there undecoded
+ * (c->x_bf16_in_file, c->x NULL), for the image's reader to decode. */
+int case_read_for_image(const char *path, case_t *c, kr_error_t *err);
+
 /* Validates c and writes it to path atomically (a temporary file in the same
  * directory, then rename).  Object timestamps are not stored, so the same
  * case written twice gives the same bytes. */
@@ -20,8 +25,13 @@ int case_write(const char *path, const case_t *c, kr_error_t *err);
  * case_read applies).  `what` names it in the message (usually its path). */
 int case_validate(const case_t *c, const char *what, kr_error_t *err);
 
-/* Frees everything the case owns and zeroes it.  Safe on a zeroed case. */
+/* Frees everything the case owns, unmaps its file and zeroes it.  Safe on a
+ * zeroed case. */
 void case_free(case_t *c);
+
+/* 1 when p is a buffer of c's own (to be freed), 0 when it is NULL or lies
+ * in c's mapped file. */
+int case_owns(const case_t *c, const void *p);
 
 /* ---- Schema vocabulary and rules, shared by the reader, the validator and
  * the writer (and usable by tools that build cases, e.g. the generator). ---- */

@@ -45,6 +45,17 @@ int case_load(const char *path, case_t *c, const case_load_options_t *o, kr_erro
     return case_read(path, c, err);
 }
 
+/* case_load for the reading process, whose case travels on as an image:
+ * a bf16 x stays in the file for the image's reader to decode. */
+static int case_load_for_image(const char *path, case_t *c, const case_load_options_t *o,
+                               kr_error_t *err)
+{
+    memset(c, 0, sizeof *c);
+    if (case_load_is_torch(path))
+        return pt_import_case(path, c, o, err);
+    return case_read_for_image(path, c, err);
+}
+
 /* ---- case_load_safe: the reader process ----
  *
  * One worker process (isolate_worker_t) reads cases for the whole run: a
@@ -85,7 +96,7 @@ static int serve_load(void *ctx, const void *request, size_t request_bytes, kr_e
         return kr_fail(err, "case reader: a malformed request of %zu bytes", request_bytes);
     memcpy(&head, request, sizeof head);
     case_t c;
-    if (case_load(path, &c, head.has_options ? &head.options : NULL, err))
+    if (case_load_for_image(path, &c, head.has_options ? &head.options : NULL, err))
         return -1;
     const int st = case_image_write(rc->image_fd, &c, CASE_IMAGE_CONSUME_SOURCE, err);
 #ifdef __GLIBC__
@@ -204,7 +215,7 @@ static int load_safe_locked(const char *path, case_t *c, const case_load_options
             keep_image = fstat(g_reader.ctx.image_fd, &sb) == 0 && sb.st_size <= IMAGE_KEEP_BYTES;
             st = case_image_read(g_reader.ctx.image_fd, c,
                                  keep_image ? CASE_IMAGE_KEEP_SOURCE : CASE_IMAGE_CONSUME_SOURCE,
-                                 path, &rerr);
+                                 path, path, &rerr);
             if (st) {
                 /* Not a worker to trust with the next file either. */
                 isolate_worker_retire(g_reader.worker);

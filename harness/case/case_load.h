@@ -28,7 +28,11 @@ int case_load(const char *path, case_t *c, const case_load_options_t *o, kr_erro
  * (case_image.h) in an anonymous memory file; the parent checks the image
  * as untrusted bytes and reads it straight into the case's buffers (a large
  * image is discarded as it is read), so the parent never runs libhdf5 on
- * the file and never holds a large case twice.  Concurrent calls from
+ * the file and never holds a large case twice.  The arrays the file stores
+ * as they are (case_mapping.h) are not in the image: the worker only
+ * locates them, and the parent maps them from the file itself, once it has
+ * checked that the file is the one the worker read; a bf16 x is decoded by
+ * the parent from the file.  Concurrent calls from
  * several threads are serialized.  timeout_s <= 0: $KREPLAY_READ_TIMEOUT,
  * else 120 s (a retried read can take twice that).
  * KREPLAY_READ_IN_PROCESS=1 reads in-process (for a debugger). */

@@ -7,6 +7,7 @@
  * Data is read with explicit native memory types so HDF5 converts the file's
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
+#include "case_mapping.h"
 #include "h5_file.h"
 #include "h5_safety.h"
 #include "ref_alloc.h"
@@ -18,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 typedef enum { EL_U8, EL_U16, EL_F32 } elem_t;
 
@@ -41,6 +44,11 @@ typedef struct {
     hid_t file, root;
     int64_t file_size;          /* bytes on disk, for the truncation check */
     kr_error_t *err;
+    /* The file mapped (NULL or base NULL: every array is copied).  HDF5's
+     * dataset addresses are offsets from the file's first byte, a user
+     * block included (test_case_io checks it with one). */
+    case_mapping_t *map;
+    int defer_bf16_x;           /* case_read_for_image */
 } rd_t;
 
 /* "<path>: <obj>: <formatted problem>" */
@@ -323,8 +331,76 @@ static int check_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int rank,
                 wdesc, expect, elem_name(e), sdesc, tdesc);
 }
 
+static int ds_shape(hid_t ds, hsize_t dims[MAX_RANK]);
+
+/* Elements [first, first + n) of the row-major dataset ds (rank 1 or 2,
+ * dims checked) through HDF5 into buf. */
+static int read_elements(hid_t ds, elem_t e, int64_t first, int64_t n, void *buf)
+{
+    hid_t space = H5Dget_space(ds);
+    if (space < 0)
+        return -1;
+    hsize_t dims[MAX_RANK];
+    const int rank = space_shape(space, dims);
+    int st = -1;
+    if (rank == 1 || rank == 2) {
+        const hsize_t cols = rank == 2 ? dims[1] : dims[0];
+        hsize_t start[2] = {0, 0}, count[2] = {1, 1};
+        /* n never crosses a row: the callers take a row's first or last few. */
+        start[0] = rank == 2 ? (hsize_t)first / cols : (hsize_t)first;
+        start[rank - 1] = (hsize_t)first % cols;
+        count[rank - 1] = (hsize_t)n;
+        hsize_t mdims[1] = {(hsize_t)n};
+        hid_t mem = H5Screate_simple(1, mdims, NULL);
+        if (mem >= 0 && H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+            H5Dread(ds, elem_memtype(e), mem, space, H5P_DEFAULT, buf) >= 0)
+            st = 0;
+        if (mem >= 0)
+            H5Sclose(mem);
+    }
+    H5Sclose(space);
+    return st;
+}
+
+/* The dataset's data in the mapped file, or NULL when it must be read
+ * through HDF5: not mapped, not one contiguous block, a byte order or type
+ * that needs converting, misaligned for its elements, or (a check of our
+ * reading of the layout) the first and last elements HDF5 reads differ from
+ * the mapped bytes. */
+static void *map_ds(rd_t *rd, hid_t ds, elem_t e, int64_t count)
+{
+    if (!rd->map || !rd->map->base)
+        return NULL;
+    const size_t es = elem_size(e);
+    const haddr_t addr = H5Dget_offset(ds);
+    const hsize_t stored = H5Dget_storage_size(ds);
+    if (addr == HADDR_UNDEF || stored != (hsize_t)count * es)
+        return NULL;
+    hid_t ftype = H5Dget_type(ds);
+    const htri_t same = ftype >= 0 ? H5Tequal(ftype, elem_memtype(e)) : -1;
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    const uint64_t off = (uint64_t)addr;
+    if (same <= 0 || off % es != 0 || !case_mapping_holds(rd->map, (char *)rd->map->base + off,
+                                                        (size_t)stored))
+        return NULL;
+    char *p = (char *)rd->map->base + off;
+    hsize_t dims[MAX_RANK];
+    const int rank = ds_shape(ds, dims);
+    const int64_t cols = rank == 2 ? (int64_t)dims[1] : count;
+    const int64_t n = cols < 64 ? cols : 64;
+    unsigned char probe[64 * 4];
+    if (read_elements(ds, e, 0, n, probe) != 0 || memcmp(probe, p, (size_t)n * es) != 0 ||
+        read_elements(ds, e, count - n, n, probe) != 0 ||
+        memcmp(probe, p + (size_t)(count - n) * es, (size_t)n * es) != 0)
+        return NULL;
+    case_mapping_prefault(rd->map, off, stored);
+    return p;
+}
+
 /* Allocates count elements of e (count already bounded by the dims checks)
- * and reads the whole dataset into it with e's native memory type. */
+ * and reads the whole dataset into it with e's native memory type, unless
+ * the mapped file holds it as it is (map_ds). */
 static int read_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int64_t count, void **out)
 {
     size_t es = elem_size(e);
@@ -341,6 +417,11 @@ static int read_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int64_t count
                               "bytes; truncated file?); expected the data inside the file",
                     (unsigned long long)off, (unsigned long long)(off + stored),
                     (long long)rd->file_size);
+    void *mapped = map_ds(rd, ds, e, count);
+    if (mapped) {
+        *out = mapped;
+        return 0;
+    }
     void *buf = ref_alloc_array((size_t)count * es);
     if (!buf)
         return fail(rd, name, "out of memory allocating %lld %s elements; expected to fit in "
@@ -624,6 +705,11 @@ static int read_x_bf16(rd_t *rd, case_t *c, hid_t ds)
     void *raw = NULL;
     if (read_plain(rd, "x", ds, EL_U16, c->M, c->K, "(M, K) bf16 bits as", &raw) != 0)
         return -1;
+    if (rd->defer_bf16_x && case_mapping_holds(rd->map, raw, (size_t)n * 2)) {
+        c->x_bf16_in_file = raw;
+        c->x_storage = X_STORED_BF16;
+        return 0;
+    }
     float *f = ref_alloc_array((size_t)n * sizeof *f);
     if (!f) {
         free(raw);
@@ -631,7 +717,8 @@ static int read_x_bf16(rd_t *rd, case_t *c, hid_t ds)
                              "memory", (long long)n);
     }
     bf16_to_f32(raw, n, f);
-    free(raw);
+    if (!case_mapping_holds(rd->map, raw, 1))
+        free(raw);
     c->x = f;
     c->x_storage = X_STORED_BF16;
     return 0;
@@ -773,7 +860,7 @@ static int read_all(rd_t *rd, case_t *c)
         return fail(rd, "x_fp8", "dataset missing while x_scale is present; expected x_fp8 "
                                  "[%lld, %lld] uint8 with x_scale", (long long)c->M,
                     (long long)c->K);
-    if (!c->x && !c->x_fp8)
+    if (!c->x && !c->x_bf16_in_file && !c->x_fp8)
         return fail(rd, "x", "neither x nor x_fp8 is present; expected x [%lld, %lld] (bf16 or "
                              "float32) and/or x_fp8 [%lld, %lld] uint8 + x_scale [%lld] float32",
                     (long long)c->M, (long long)c->K, (long long)c->M, (long long)c->K,
@@ -782,7 +869,38 @@ static int read_all(rd_t *rd, case_t *c)
     return read_datasets(rd, c, OUTPUTS, sizeof OUTPUTS / sizeof OUTPUTS[0]);
 }
 
-int case_read(const char *path, case_t *c, kr_error_t *err)
+/* Maps the file HDF5 has open for map_ds; without a mapping (an empty or
+ * unmappable file) every array is copied, so a failure here is no error. */
+static void map_file(rd_t *rd, case_mapping_t *m)
+{
+    const int fd = open(rd->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    kr_error_t ignored = {{0}};
+    if (case_mapping_map_fd(fd, rd->path, m, &ignored) == 0) {
+        /* Replaced since HDF5 opened it: copy every array, from HDF5's file. */
+        if (m->id.size != (uint64_t)rd->file_size) {
+            case_mapping_unmap(m);
+            close(fd);
+            return;
+        }
+        rd->map = m;
+    }
+    close(fd);
+}
+
+static int case_maps_any_array(const case_t *c)
+{
+    const void *arrays[] = {c->x, c->x_fp8, c->x_scale, c->weight, c->weight_scale,
+                            c->weight_ref, c->out, c->out_rerun, c->aiter, c->weight_bf16,
+                            c->ref_recorded};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (case_mapping_holds(&c->mapping, arrays[i], 1))
+            return 1;
+    return 0;
+}
+
+static int read_case(const char *path, case_t *c, int defer_bf16_x, kr_error_t *err)
 {
     if (!c)
         return kr_fail(err, "%s: case: NULL output; expected a case_t to fill",
@@ -802,7 +920,7 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
     h5_quiet(&quiet);
 
     rd_t rd = {.path = path, .file = -1, .root = -1, .file_size = (int64_t)st.st_size,
-               .err = err};
+               .err = err, .defer_bf16_x = defer_bf16_x};
     case_t tmp;
     memset(&tmp, 0, sizeof tmp);
     int rc = -1;
@@ -826,8 +944,11 @@ int case_read(const char *path, case_t *c, kr_error_t *err)
      * dataset it opens, and the reader names the corruption precisely. */
     if (h5_safety_check(rd.file, path, err) < 0)
         goto done;
+    map_file(&rd, &tmp.mapping);
     if (read_all(&rd, &tmp) != 0)
         goto done;
+    if (!case_maps_any_array(&tmp))
+        case_mapping_unmap(&tmp.mapping);
     tmp.path = strdup(path);
     if (!tmp.path) {
         kr_fail(err, "%s: file: out of memory; expected to fit in memory", path);
@@ -841,4 +962,14 @@ done:
     H5_CLOSE_ALL(rd.root, rd.file);
     h5_restore(&quiet);
     return rc;
+}
+
+int case_read(const char *path, case_t *c, kr_error_t *err)
+{
+    return read_case(path, c, 0, err);
+}
+
+int case_read_for_image(const char *path, case_t *c, kr_error_t *err)
+{
+    return read_case(path, c, 1, err);
 }

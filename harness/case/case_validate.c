@@ -138,6 +138,9 @@ static int validate_rest(const case_t *c, const char *what, kr_error_t *err)
                        what, (long long)c->weight_ref_len);
     }
 
+    if (c->x_bf16_in_file && (c->x || c->x_storage != X_STORED_BF16))
+        return kr_fail(err, "%s: x: bf16 bits left in the file beside a decoded x or with "
+                       "storage %d; expected one x, stored as bf16", what, (int)c->x_storage);
     if (c->x && c->x_storage != X_STORED_BF16 && c->x_storage != X_STORED_F32)
         return kr_fail(err, "%s: x: storage %d is unknown; expected bf16 or float32", what,
                        (int)c->x_storage);
@@ -150,7 +153,7 @@ static int validate_rest(const case_t *c, const char *what, kr_error_t *err)
     if (c->x_fp8 && c->x_fp8_format != FP8_E4M3FN && c->x_fp8_format != FP8_E4M3FNUZ)
         return kr_fail(err, "%s: x_fp8: format %d is unknown; expected e4m3fn or e4m3fnuz", what,
                        (int)c->x_fp8_format);
-    if (!c->x && !c->x_fp8)
+    if (!c->x && !c->x_bf16_in_file && !c->x_fp8)
         return kr_fail(err, "%s: x: neither x nor x_fp8 is present; expected x [%lld, %lld] "
                             "(bf16 or float32) and/or x_fp8 [%lld, %lld] uint8 + x_scale [%lld]",
                        what, (long long)c->M, (long long)c->K, (long long)c->M,
@@ -183,32 +186,43 @@ int case_validate(const case_t *c, const char *what, kr_error_t *err)
     return validate_rest(c, what, err);
 }
 
+int case_owns(const case_t *c, const void *p)
+{
+    return p && !case_mapping_holds(&c->mapping, p, 1);
+}
+
 void case_free(case_t *c)
 {
     if (!c)
         return;
-    free(c->path);
-    free(c->x);
-    free(c->x_fp8);
-    free(c->x_scale);
-    free(c->weight);
-    free(c->weight_scale);
-    free(c->weight_ref);
-    free(c->out);
-    free(c->out_rerun);
-    free(c->aiter);
-    free(c->kernel_path);
-    free(c->layer);
-    free(c->model);
-    free(c->capture_time);
-    free(c->env_flags);
-    free(c->route);
-    free(c->tp_rank);
-    free(c->versions);
-    free(c->gpu_arch);
-    free(c->extension_path);
-    free(c->capture_time_source);
-    free(c->weight_bf16);
-    free(c->ref_recorded);
+    void *owned[] = {
+        c->path,
+        c->x,
+        c->x_fp8,
+        c->x_scale,
+        c->weight,
+        c->weight_scale,
+        c->weight_ref,
+        c->out,
+        c->out_rerun,
+        c->aiter,
+        c->kernel_path,
+        c->layer,
+        c->model,
+        c->capture_time,
+        c->env_flags,
+        c->route,
+        c->tp_rank,
+        c->versions,
+        c->gpu_arch,
+        c->extension_path,
+        c->capture_time_source,
+        c->weight_bf16,
+        c->ref_recorded,
+    };
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        if (case_owns(c, owned[i]))
+            free(owned[i]);
+    case_mapping_unmap(&c->mapping);
     memset(c, 0, sizeof *c);
 }

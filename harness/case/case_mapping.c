@@ -1,0 +1,102 @@
+/* case_mapping: a case file mapped privately (case_mapping.h). */
+/* MADV_POPULATE_READ and MAP_* extensions are Linux's. */
+#define _GNU_SOURCE
+
+#include "case_mapping.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Linux 5.14; older headers lack it, older kernels answer EINVAL. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+int case_file_identity_of(int fd, case_file_identity_t *id)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return -1;
+    memset(id, 0, sizeof *id);
+    id->dev = (uint64_t)sb.st_dev;
+    id->ino = (uint64_t)sb.st_ino;
+    id->size = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+    id->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    id->ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+    return 0;
+}
+
+int case_mapping_map_fd(int fd, const char *path, case_mapping_t *m, kr_error_t *err)
+{
+    memset(m, 0, sizeof *m);
+    if (case_file_identity_of(fd, &m->id) != 0)
+        return kr_fail(err, "%s: file: fstat failed (%s)", path, strerror(errno));
+    if (m->id.size == 0 || m->id.size > (uint64_t)SIZE_MAX)
+        return kr_fail(err, "%s: file: %llu bytes cannot be mapped", path,
+                       (unsigned long long)m->id.size);
+    void *p = mmap(NULL, (size_t)m->id.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return kr_fail(err, "%s: file: mmap failed (%s)", path, strerror(errno));
+    m->base = p;
+    m->bytes = (size_t)m->id.size;
+    return 0;
+}
+
+int case_mapping_open_expecting(const char *path, const case_file_identity_t *expect,
+                                case_mapping_t *m, kr_error_t *err)
+{
+    memset(m, 0, sizeof *m);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return kr_fail(err, "%s: file: cannot open it again to map its arrays (%s)", path,
+                       strerror(errno));
+    case_file_identity_t now;
+    int st = case_file_identity_of(fd, &now);
+    if (st != 0) {
+        st = kr_fail(err, "%s: file: fstat failed (%s)", path, strerror(errno));
+    } else if (memcmp(&now, expect, sizeof now) != 0) {
+        st = kr_fail(err, "%s: file: it changed while it was being read (size %llu -> %llu "
+                     "bytes, or replaced or rewritten); expected it unchanged until read",
+                     path, (unsigned long long)expect->size, (unsigned long long)now.size);
+    } else {
+        st = case_mapping_map_fd(fd, path, m, err);
+    }
+    close(fd); /* the mapping keeps the file */
+    return st;
+}
+
+int case_mapping_holds(const case_mapping_t *m, const void *p, size_t bytes)
+{
+    if (!m->base || !p)
+        return 0;
+    const uintptr_t a = (uintptr_t)p, b = (uintptr_t)m->base;
+    return a >= b && a - b <= m->bytes && bytes <= m->bytes - (a - b);
+}
+
+void case_mapping_prefault(const case_mapping_t *m, uint64_t off, uint64_t bytes)
+{
+    if (!m->base || off >= m->bytes || bytes == 0)
+        return;
+    if (bytes > m->bytes - off)
+        bytes = m->bytes - off;
+    const long page_size = sysconf(_SC_PAGESIZE);
+    const uint64_t page = page_size > 0 ? (uint64_t)page_size : 4096;
+    const uint64_t start = off / page * page;
+    char *at = (char *)m->base + start;
+    const size_t len = (size_t)(off + bytes - start);
+    /* Not mapped by a populate (an old kernel): read ahead, and let the
+     * faults map the pages. */
+    if (madvise(at, len, MADV_POPULATE_READ) != 0)
+        (void)madvise(at, len, MADV_WILLNEED);
+}
+
+void case_mapping_unmap(case_mapping_t *m)
+{
+    if (m->base)
+        munmap(m->base, m->bytes);
+    memset(m, 0, sizeof *m);
+}
