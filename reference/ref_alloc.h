@@ -15,13 +15,17 @@ void *ref_alloc_large(size_t bytes);
 
 /* An array of `bytes` (uninitialized), released with free(): on huge pages
  * as ref_alloc_large from REF_ALLOC_ARRAY_HUGE_BYTES on, a plain malloc
- * below.  Below glibc's largest mmap threshold (32 MiB) a freed block goes
- * back to the heap and the next array of its size reuses it without faulting
- * again; above it every array is mapped and faulted afresh.  Measured on a
- * KVM guest replaying 17408 x 5120: huge pages from 32 MiB made M = 4096
- * 4% faster and left M = 1024 unchanged; from 2 MiB, M = 1024 was 6% slower
- * (more system time). */
-#define REF_ALLOC_ARRAY_HUGE_BYTES ((size_t)32 << 20)
+ * below.  A fresh 4 KiB page costs a fault each; on a KVM guest that traps
+ * faults (2-core AVX-512 EPYC), touching a fresh 36 MiB array took 91-100 ms
+ * on 4 KiB pages every time, 56 ms on huge pages the first time and 2.5-3 ms
+ * once the system had huge pages freed by an earlier process.  Replays of
+ * 17408 x 5120, w4a8.perblock alone, wall time with the threshold at 32 MiB
+ * -> 2 MiB (three runs each, alternating): M = 512 1.18-1.21 s -> 1.08-1.10
+ * s, M = 1024 2.14-2.16 s -> 2.00-2.02 s; every kernel at M = 512 4.47-4.53 s
+ * -> 4.09-4.15 s (system time 0.70-0.78 s -> 0.36-0.38 s).  (On a Zen 3 KVM
+ * guest, a 2 MiB threshold had measured M = 1024 6% slower; the faults there
+ * were cheaper than the heap's reuse of freed blocks.) */
+#define REF_ALLOC_ARRAY_HUGE_BYTES ((size_t)2 << 20)
 void *ref_alloc_array(size_t bytes);
 
 #endif
