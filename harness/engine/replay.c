@@ -111,7 +111,8 @@ typedef struct {
     int *route_fit;             /* the recorded output's fitted route, shared by a case's
                                    row blocks: -1 not fitted yet, 0 W4A8, 1 W4A4 */
     struct {
-        float *A;               /* the operands of the last R_exact (a copy) */
+        float *A;               /* the operands of the last R_exact: an act's dequant */
+        int A_owned;            /* 0: A is still its act's (release_act hands it over) */
         float *R;               /* that R_exact [M, N] */
         int64_t n;              /* elements of A */
     } exact_cache;
@@ -381,40 +382,53 @@ static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t
 
 /* R_exact for a set of activations: fp32 reference on their dequantized
  * values.  The W4A8 models share one quantizer, so most kernels of a case
- * bring bit-identical operands: the last R_exact is kept with a copy of
- * its operands and reused when the next kernel's are the same bits.  The
- * result belongs to rc (freed by exact_cache_free). */
+ * bring bit-identical operands: the last R_exact is kept with its operands
+ * and reused when the next kernel's are the same bits.  The operands are
+ * not copied: the cache points at the act's own dequant, and release_act
+ * hands that buffer to the cache when the act goes (so every act of this
+ * file is released through it).  The result belongs to rc (freed by
+ * exact_cache_free). */
 static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, kr_error_t *err)
 {
     const int64_t MK = rc->c->M * rc->c->K;
     if (rc->exact_cache.A && rc->exact_cache.n == MK &&
-        memcmp(rc->exact_cache.A, act->dequant, (size_t)MK * sizeof(float)) == 0)
+        (rc->exact_cache.A == act->dequant ||
+         memcmp(rc->exact_cache.A, act->dequant, (size_t)MK * sizeof(float)) == 0))
         return rc->exact_cache.R;
     float *r = ref_alloc_array((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
-    float *a = ref_alloc_array((size_t)MK * sizeof(float));
-    if (!r || !a) {
-        free(r);
-        free(a);
+    if (!r) {
         kr_fail(err, "out of memory for the reference");
         return NULL;
     }
     if (reference_gemm(rc, act->dequant, r, err)) {
         free(r);
-        free(a);
         return NULL;
     }
-    memcpy(a, act->dequant, (size_t)MK * sizeof(float));
-    free(rc->exact_cache.A);
+    if (rc->exact_cache.A_owned)
+        free(rc->exact_cache.A);
     free(rc->exact_cache.R);
-    rc->exact_cache.A = a;
+    rc->exact_cache.A = act->dequant;
+    rc->exact_cache.A_owned = 0;
     rc->exact_cache.R = r;
     rc->exact_cache.n = MK;
     return r;
 }
 
+/* Frees an act, its dequant going to the R_exact cache when the cache
+ * holds it. */
+static void release_act(replay_ctx_t *rc, kernel_act_t *act)
+{
+    if (act->dequant && act->dequant == rc->exact_cache.A && !rc->exact_cache.A_owned) {
+        rc->exact_cache.A_owned = 1;
+        act->dequant = NULL;
+    }
+    kernel_act_free(act);
+}
+
 static void exact_cache_free(replay_ctx_t *rc)
 {
-    free(rc->exact_cache.A);
+    if (rc->exact_cache.A_owned)
+        free(rc->exact_cache.A);
     free(rc->exact_cache.R);
     memset(&rc->exact_cache, 0, sizeof rc->exact_cache);
 }
@@ -529,7 +543,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
         if (launch_quantizer_reruns(k, &rc->in, &rc->opt->kernel, &act, rc->opt->model_reruns,
                                     rc->blocks ? rc->blocks->block_offset : 0, &rr, err) ||
             launch_table_merge_reruns(rc->launches, k, &rr, err)) {
-            kernel_act_free(&act);
+            release_act(rc, &act);
             return -1;
         }
     }
@@ -539,7 +553,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     if (!r || !a || !b) {
         free(a);
         free(b);
-        kernel_act_free(&act);
+        release_act(rc, &act);
         return kr_fail(err, "out of memory");
     }
     row_header(rc, r, k->name, "x");
@@ -551,7 +565,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     if (mask_failed) {
         free(a);
         free(b);
-        kernel_act_free(&act);
+        release_act(rc, &act);
         return kr_fail(err, "out of memory for the poisoned-row mask");
     }
     metrics_compute_apart(act.dequant, NULL, c->x, c->M, c->K, apart, &r->metrics, &sums);
@@ -569,7 +583,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     char how[384];
     count_quantizer_run(rc, k, &act, counts);
     describe_quantizer_counts(counts, how, sizeof how);
-    kernel_act_free(&act);
+    release_act(rc, &act);
     append_text(r->note, sizeof r->note, how);
     /* The row compares the activation matrix: its columns are K. */
     int st = fold_row(rc, r, ROW_KIND_QUANT, &sums, c->K, 0, NULL, err);
@@ -650,7 +664,7 @@ static void prepare_vs_model(replay_ctx_t *rc)
         free(rc->vs_out);
         rc->vs_out = NULL;
     }
-    kernel_act_free(&act);
+    release_act(rc, &act);
 }
 
 /* What the GPU runner measured, on a row it produced: device, reruns,
@@ -859,18 +873,18 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         int st = replay_kernel_gpu(rc, k, &act, GPU_VARIANT_SIMT, err);
         if (st == 0 && rc->opt->gpu_matrix)
             st = replay_kernel_gpu(rc, k, &act, GPU_VARIANT_MATRIX, err);
-        kernel_act_free(&act);
+        release_act(rc, &act);
         return st;
     }
     uint16_t *out = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     if (!out) {
-        kernel_act_free(&act);
+        release_act(rc, &act);
         return kr_fail(err, "out of memory for the output of %s", k->name);
     }
     launch_outcome_t lo;
     if (launch_cpu_or_slice(rc, k, &act, out, &lo, err)) {
         free(out);
-        kernel_act_free(&act);
+        release_act(rc, &act);
         return -1;
     }
     if (!lo.ok && lo.verdict != VERDICT_ERROR) {
@@ -878,7 +892,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         add_note_row(rc, k->name, lo.verdict, lo.message);
         rc->out->rows[rc->out->count - 1].seconds = lo.seconds;
         free(out);
-        kernel_act_free(&act);
+        release_act(rc, &act);
         return 0;
     }
     const int failed = !lo.ok;
@@ -904,7 +918,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         }
     }
     free(out);
-    kernel_act_free(&act);
+    release_act(rc, &act);
     return status;
 }
 
@@ -955,14 +969,14 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
     for (int i = 0; i < 2; i++) {
         const float *r = reference_exact(rc, acts[i], err);
         if (!r) {
-            kernel_act_free(&a4);
+            release_act(rc, &a4);
             return -1;
         }
         metrics_t m;
         metrics_compute_bf16(out, r, rc->c->M, rc->c->N, &m, NULL);
         rel[i] = m.rel_fro;
     }
-    kernel_act_free(&a4);
+    release_act(rc, &a4);
     /* W4A8 unless W4A4 fits clearly better (NaN never fits). */
     const int w4a4_fits = rel[1] < 0.5 * rel[0] || (isnan(rel[0]) && !isnan(rel[1]));
     /* No numbers: in a row-block replay the note is the first block's, and
@@ -1002,13 +1016,13 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                                     route_note, sizeof route_note, err);
             if (st < 0) {
                 if (have_act)
-                    kernel_act_free(&act);
+                    release_act(rc, &act);
                 return -1;
             }
             if (st == 1) {
                 /* W4A4: the output is judged against aiter's MXFP4 activations. */
                 if (have_act)
-                    kernel_act_free(&act);
+                    release_act(rc, &act);
                 kopt.act_source = ACT_SOURCE_QUANTIZE;
                 have_act = act_prepare_mxfp4(w4a4, &rc->in, &kopt, &act, &kerr) == 0;
             }
@@ -1029,7 +1043,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                 append_note(rc, &rc->out->rows[j], route_note, 0);
         }
         if (have_act)
-            kernel_act_free(&act);
+            release_act(rc, &act);
     }
     if (status == 0 && c->out && c->out_rerun) {
         /* The rerun race check: the same kernel on the same inputs must give the same bits. */
@@ -1075,7 +1089,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                                           r_exact, NULL, act.dequant, &operand_nf, 1e-3, 0.0, err);
             }
             free(bits);
-            kernel_act_free(&act);
+            release_act(rc, &act);
         }
     }
     if (status == 0 && c->aiter && rc->in.weight.packed) {
@@ -1088,7 +1102,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                                          w4a4->rel_tol_exact, w4a4->rel_tol_source, rc->opt->refs,
                                          0.0, err);
         if (have_act)
-            kernel_act_free(&act);
+            release_act(rc, &act);
     }
     return status;
 }
