@@ -891,6 +891,12 @@ static void test_ulp_finite_rows_vs_plain_pass(void **state)
         const int nudge = (int)((r >> 8) % 5) - 2 + ((r >> 16) % 8 == 0 ? (int)((r >> 20) % 8001) - 4000 : 0);
         int32_t o = (rb & 0x8000) ? -(int32_t)(rb & 0x7FFF) : (int32_t)rb;
         o += nudge;
+        /* A few far apart: up to 2^15 ULPs, and the other sign's value of the
+         * same magnitude (2^15 and more apart when the value is large). */
+        if ((r >> 16) % 64 == 1)
+            o += (int32_t)((r >> 24) % 65001) - 32500;
+        else if ((r >> 16) % 64 == 2)
+            o = -o;
         if (o > 0x7F7F)
             o = 0x7F7F;
         if (o < -0x7F7F)
@@ -912,6 +918,9 @@ static void test_ulp_finite_rows_vs_plain_pass(void **state)
         far += e.bins[b];
     assert_true(e.bins[ULP_BIN_1] > 1000 && e.bins[2] > 1000 && far > 1000);
     assert_true(e.max_ulp >= 3000 && e.bins[ULP_BIN_NONFINITE] > 0 && e.round_decided > 1000);
+    for (int b = ULP_BIN_3_4; b <= ULP_BIN_LAST_FINITE; b++)
+        if (e.bins[b] == 0)
+            fail_msg("no pair in bin %d (%s): the data do not reach every far bin", b, ulp_bin_label(b));
     assert_true(e.toward_zero > 1000 && e.away_zero > 1000);
 }
 

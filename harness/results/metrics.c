@@ -621,13 +621,21 @@ static void ulp_chunk_finite(ulp_stats_t *s, const uint16_t *a, const float *ref
         match2 += decided & (x == (uint16_t)(out_sign | half_away));
         match3 += decided & (x == (uint16_t)(out_sign | twice));
     }
-    if (far)
+    if (far) {
+        /* above[t]: the pairs more than 2^t ULPs apart, as plain reductions
+         * (a histogram's scattered increments would keep this pass scalar);
+         * bin j >= ULP_BIN_3_4 is (2^(j-2), 2^(j-1)], the difference of two. */
+        int32_t above[16] = {0};
         for (int64_t j = 0; j < len; j++) {
             const int32_t step = bf16_ordinal(a[j]) - bf16_ordinal(bf16_encode(ref[j]));
             const uint32_t d = (uint32_t)(step < 0 ? -step : step);
-            if (d >= 3)
-                s->bins[ulp_bin_of(d)]++;
+            for (int t = 1; t < 16; t++)
+                above[t] += d > (1u << t);
         }
+        for (int b = ULP_BIN_3_4; b < ULP_BIN_LAST_FINITE; b++)
+            s->bins[b] += above[b - 2] - above[b - 1];
+        s->bins[ULP_BIN_LAST_FINITE] += above[15];
+    }
     const ulp_stats_t row = {
         .identical = identical, .bins = {[0] = near0, [1] = near1, [2] = near2},
         .max_ulp = max_ulp, .toward_zero = toward, .away_zero = away_n, .signed_ulp_sum = sum,
