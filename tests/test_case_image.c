@@ -809,10 +809,63 @@ static void test_changed_source_file_is_refused(void **state)
     free(bytes);
 }
 
+/* The arrays' places in the case file come from the reading process and are
+ * checked like the rest: a range past the file's end, or misaligned for its
+ * elements, is refused before anything is mapped. */
+static void test_source_ranges_are_checked(void **state)
+{
+    (void)state;
+    const char *path = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5";
+    case_t c;
+    kr_error_t err = {{0}};
+    if (case_read_for_image(path, &c, &err))
+        fail_msg("%s", err.msg);
+    int fd = image_fd();
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
+    case_free(&c);
+    size_t n;
+    uint8_t *good = image_bytes(fd, &n);
+    close(fd);
+    enum { F_WEIGHT = 4, PRESENT = 1, OFFSET = 2 };
+    assert_int_equal(get_u64(good, entry_at(F_WEIGHT, PRESENT)), 2);
+    const uint64_t size = get_u64(good, H_SOURCE_SIZE);
+    const struct { uint64_t offset; const char *phrase; } bad[] = {
+        {size - 8, "weight: 262144 bytes at offset"},
+        {UINT64_MAX - 7, "of the case file"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint8_t *b = malloc(n);
+        assert_non_null(b);
+        memcpy(b, good, n);
+        set_u64(b, entry_at(F_WEIGHT, OFFSET), bad[i].offset);
+        int bfd = fd_with(b, n);
+        case_t back;
+        assert_int_equal(case_image_read(bfd, &back, CASE_IMAGE_KEEP_SOURCE, path, path, &err), -1);
+        close(bfd);
+        if (!strstr(err.msg, bad[i].phrase))
+            fail_msg("\"%s\" does not say \"%s\"", err.msg, bad[i].phrase);
+        free(b);
+    }
+    /* x_scale (float32) at an odd offset: misaligned for its elements. */
+    enum { F_X_SCALE = 3 };
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    memcpy(b, good, n);
+    assert_int_equal(get_u64(b, entry_at(F_X_SCALE, PRESENT)), 2);
+    set_u64(b, entry_at(F_X_SCALE, OFFSET), get_u64(b, entry_at(F_X_SCALE, OFFSET)) + 2);
+    int bfd = fd_with(b, n);
+    case_t back;
+    assert_int_equal(case_image_read(bfd, &back, CASE_IMAGE_KEEP_SOURCE, path, path, &err), -1);
+    close(bfd);
+    assert_non_null(strstr(err.msg, "aligned to its 4-byte elements"));
+    free(b);
+    free(good);
+}
+
 KR_TEST_MAIN(
     test_every_field_round_trips, test_minimal_case_round_trips, test_sample_file_round_trips,
     test_consuming_frees_both_sides, test_writer_refuses_an_invalid_case,
     test_damaged_headers_are_refused, test_damaged_tables_are_refused,
     test_truncated_images_are_refused, test_random_damage_never_crashes, test_anonymous_file,
     test_safe_read_matches_in_process, test_safe_read_blames_the_right_file,
-    test_changed_source_file_is_refused);
+    test_changed_source_file_is_refused, test_source_ranges_are_checked);

@@ -71,6 +71,7 @@ static double now_seconds(void)
 }
 
 typedef struct {
+    int built;                  /* ensure_source_refs ran (the refs may still be NULL) */
     float *r_source;            /* [M, N] or NULL */
     const float *x;             /* its activations (x, or x rounded to bf16 for bf16 kernels) */
     float *x_owned;
@@ -116,6 +117,9 @@ typedef struct {
         float *R;               /* that R_exact [M, N] */
         int64_t n;              /* elements of A */
     } exact_cache;
+    /* The kernel being replayed is the last that can use a reference: once
+     * its R_exact row is done, that R_exact's buffer may become R_source's. */
+    int last_reference_user;
 } replay_ctx_t;
 
 static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
@@ -434,6 +438,8 @@ static void exact_cache_free(replay_ctx_t *rc)
     memset(&rc->exact_cache, 0, sizeof rc->exact_cache);
 }
 
+static int ensure_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err);
+
 /* Rows for one output against the references the options ask for. */
 static int compare_with_references(replay_ctx_t *rc, const char *kernel, const kernel_act_t *act,
                                    weight_kind_t wk, const uint16_t *out_bits, double tol_exact,
@@ -462,6 +468,8 @@ static int compare_with_references(replay_ctx_t *rc, const char *kernel, const k
                                    seconds, err);
         }
     }
+    if (rc_ == 0 && (refs & REF_SOURCE))
+        rc_ = ensure_source_refs(rc, wk, err);
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_source)
         rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
                                out_bits, NULL, src->r_source, oracle_ok ? src->x : NULL, src->x,
@@ -1128,8 +1136,9 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
 }
 
 /* R_source (and R_sanitized when x has non-finite values) for one weight
- * kind.  bf16 kernels consume bf16 activations, so their x is rounded. */
-static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err)
+ * kind.  bf16 kernels consume bf16 activations, so their x is rounded.
+ * recycled: an [M, N] fp32 buffer no longer needed, for R_source, or NULL. */
+static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, float *recycled, kr_error_t *err)
 {
     const case_t *c = rc->c;
     source_refs_t *src = &rc->src[wk];
@@ -1150,7 +1159,7 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err
             wf[i] = bf16_decode(c->weight_bf16[i]);
         src->x = src->x_owned;
     }
-    src->r_source = ref_alloc_array((size_t)MN * sizeof(float));
+    src->r_source = recycled ? recycled : ref_alloc_array((size_t)MN * sizeof(float));
     if (!src->r_source)
         status = kr_fail(err, "%s: out of memory for R_source", c->path);
     else
@@ -1171,6 +1180,31 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err
     }
     free(wf);
     return status;
+}
+
+/* The source references of weight kind wk, made on their first use: a
+ * replay whose kernels never compare with them (quantizers only) never
+ * computes them, and one whose only user is its last kernel computes them
+ * after that kernel's R_exact row into R_exact's buffer, so the case never
+ * holds both [M, N] references at once.  The calls, and so the bits, are
+ * those of computing them first. */
+static int ensure_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err)
+{
+    const case_t *c = rc->c;
+    source_refs_t *src = &rc->src[wk];
+    if (src->built)
+        return 0;
+    src->built = 1;
+    if (!c->x || !(rc->opt->refs & REF_SOURCE) ||
+        !(wk == WEIGHT_KIND_MXFP4 ? (const void *)c->weight : (const void *)c->weight_bf16))
+        return 0;
+    float *recycled = NULL;
+    if (rc->last_reference_user && rc->exact_cache.R) {
+        recycled = rc->exact_cache.R;
+        rc->exact_cache.R = NULL;
+        exact_cache_free(rc);
+    }
+    return build_source_refs(rc, wk, recycled, err);
 }
 
 static void free_source_refs(source_refs_t *src)
@@ -1231,12 +1265,19 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, const polic
     }
 
     int status = 0;
-    if (c->x && (opt->refs & REF_SOURCE)) {
-        if (c->weight)
-            status = build_source_refs(&rc, WEIGHT_KIND_MXFP4, err);
-        if (status == 0 && c->weight_bf16)
-            status = build_source_refs(&rc, WEIGHT_KIND_BF16, err);
-    }
+    /* The last kernel that can compare with a reference: when the recorded
+     * outputs are not replayed after it, no --vs model shares the case and
+     * no second (matrix-unit) GPU variant compares after it. */
+    const kernel_desc_t *last = NULL;
+    for (int i = 0; i < kernel_count(); i++)
+        if (kernel_name_matches(kernel_at(i)->name, opt->kernel_patterns))
+            last = kernel_at(i);
+    for (int i = 0; i < opt->n_extra_kernels; i++)
+        if (kernel_name_matches(opt->extra_kernels[i]->name, opt->kernel_patterns))
+            last = opt->extra_kernels[i];
+    const int recorded_after = opt->include_recorded && (c->out || c->out_rerun || c->aiter);
+    if (recorded_after || opt->vs_kernel || opt->gpu_matrix)
+        last = NULL;
     if (status == 0 && opt->vs_kernel) {
         rc.vs = kernel_find(opt->vs_kernel);
         prepare_vs_model(&rc);
@@ -1246,6 +1287,7 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, const polic
         if (kernel_name_matches(k->name, opt->kernel_patterns)) {
             if (opt->progress)
                 progress_step(opt->progress, k->name);
+            rc.last_reference_user = k == last;
             status = replay_kernel(&rc, k, err);
         }
     }
@@ -1254,9 +1296,11 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, const polic
         if (kernel_name_matches(k->name, opt->kernel_patterns)) {
             if (opt->progress)
                 progress_step(opt->progress, k->name);
+            rc.last_reference_user = k == last;
             status = replay_kernel(&rc, k, err);
         }
     }
+    rc.last_reference_user = 0;
     if (status == 0 && opt->include_recorded)
         status = replay_recorded(&rc, err);
     free_source_refs(&rc.src[WEIGHT_KIND_MXFP4]);
