@@ -637,8 +637,12 @@ FOLDED_DOT_MB(4)
 FOLDED_DOT_MB(5)
 FOLDED_DOT_MB(6)
 #endif
-#if FOLDED_MB != 4 && FOLDED_MB != 6
-#error "folded_dot has specializations for FOLDED_MB 4 and 6"
+#if FOLDED_MB >= 8
+FOLDED_DOT_MB(7)
+FOLDED_DOT_MB(8)
+#endif
+#if FOLDED_MB != 4 && FOLDED_MB != 6 && FOLDED_MB != 8
+#error "folded_dot has specializations for FOLDED_MB 4, 6 and 8"
 #endif
 #undef FOLDED_DOT_MB
 
@@ -649,7 +653,13 @@ void folded_dot(const folded_tile_t *t, const folded_act_t *a, int64_t m0, int m
     case 1: folded_dot_1(t, a, m0, k0, k1, fresh, sums); break;
     case 2: folded_dot_2(t, a, m0, k0, k1, fresh, sums); break;
     case 3: folded_dot_3(t, a, m0, k0, k1, fresh, sums); break;
-#if FOLDED_MB >= 6
+#if FOLDED_MB >= 8
+    case 4: folded_dot_4(t, a, m0, k0, k1, fresh, sums); break;
+    case 5: folded_dot_5(t, a, m0, k0, k1, fresh, sums); break;
+    case 6: folded_dot_6(t, a, m0, k0, k1, fresh, sums); break;
+    case 7: folded_dot_7(t, a, m0, k0, k1, fresh, sums); break;
+    default: folded_dot_8(t, a, m0, k0, k1, fresh, sums); break;
+#elif FOLDED_MB >= 6
     case 4: folded_dot_4(t, a, m0, k0, k1, fresh, sums); break;
     case 5: folded_dot_5(t, a, m0, k0, k1, fresh, sums); break;
     default: folded_dot_6(t, a, m0, k0, k1, fresh, sums); break;
