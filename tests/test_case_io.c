@@ -14,10 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "case_io.h"
+#include "case_mapping.h"
 #include "formats.h"        /* f32_bits, f32_from_bits */
 #include "test_cases.h"
 #include "test_main.h"
@@ -722,6 +725,49 @@ static void test_reader_maps_plain_arrays(void **st)
     }
 }
 
+/* A mapped case whose file is cut short under it: reading its arrays then
+ * dies of SIGBUS, and kreplay's handler says why first. */
+static void test_truncated_mapped_case_explained(void **st)
+{
+    (void)st;
+    raw_t r;
+    raw_default(&r, 4, 64, 128);
+    char path[512];
+    case_t c;
+    raw_read_ok(&r, "raw-map-cut", 23, path, &c);
+    assert_false(case_owns(&c, c.weight));
+    int err_pipe[2];
+    assert_int_equal(pipe(err_pipe), 0);
+    fflush(NULL);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(err_pipe[1], STDERR_FILENO);
+        close(err_pipe[0]);
+        case_mapping_explain_bus_errors();
+        if (truncate(path, 0) != 0)
+            _exit(3);
+        volatile uint8_t sink = c.weight[64 * 64 - 1];
+        (void)sink;
+        _exit(4);   /* not reached: the read faults */
+    }
+    close(err_pipe[1]);
+    char text[512] = "";
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof text - 1 && (n = read(err_pipe[0], text + got, sizeof text - 1 - got)) > 0)
+        got += (size_t)n;
+    text[got] = '\0';
+    close(err_pipe[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGBUS)
+        fail_msg("child status %#x, expected death by SIGBUS", status);
+    assert_non_null(strstr(text, "bus error (SIGBUS): most likely a case file was cut short"));
+    case_free(&c);
+    unlink(path);
+}
+
 /* bf16 x is decoded into the case's own fp32 buffer (its bf16 bits stay
  * in the file). */
 static void test_reader_decodes_bf16_x_from_the_file(void **st)
@@ -1415,6 +1461,7 @@ int main(void)
         test_round_trip_minimal, test_write_bf16_rne, test_write_reproducible,
         test_raw_template_is_valid, test_reader_accepts_variants, test_reader_x_float32,
         test_reader_maps_plain_arrays, test_reader_decodes_bf16_x_from_the_file,
+        test_truncated_mapped_case_explained,
         test_bad_missing_weight, test_bad_missing_weight_scale, test_bad_weight_dtype,
         test_bad_weight_shape, test_bad_weight_scale_layout, test_bad_x_u16_without_dtype,
         test_bad_x_pairing, test_bad_dims, test_bad_dims_overflow, test_bad_schema,

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -92,6 +93,28 @@ void case_mapping_prefault(const case_mapping_t *m, uint64_t off, uint64_t bytes
      * faults map the pages. */
     if (madvise(at, len, MADV_POPULATE_READ) != 0)
         (void)madvise(at, len, MADV_WILLNEED);
+}
+
+static void explain_bus_error(int sig)
+{
+    static const char msg[] =
+        "kreplay: bus error (SIGBUS): most likely a case file was cut short while its arrays "
+        "were mapped (a case rewritten in place during a replay); replace a case file by "
+        "renaming a new one over it instead\n";
+    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)ignored;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void case_mapping_explain_bus_errors(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = explain_bus_error;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGBUS, &sa, NULL);
 }
 
 void case_mapping_unmap(case_mapping_t *m)

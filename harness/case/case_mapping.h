@@ -61,4 +61,10 @@ void case_mapping_prefault(const case_mapping_t *m, uint64_t off, uint64_t bytes
 
 void case_mapping_unmap(case_mapping_t *m);
 
+/* Makes a bus error (SIGBUS: what reading a mapped page past a file's new
+ * end gives) print why it most likely happened before the process dies of
+ * it, instead of a bare "Bus error".  For a program's main thread, once;
+ * children that reset SIGBUS to its default are unaffected. */
+void case_mapping_explain_bus_errors(void);
+
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "blas_info.h"
+#include "case_mapping.h"
 #include "cli_commands.h"
 #include "gpu_backend_info.h"
 
@@ -119,6 +120,7 @@ const cli_command_t cli_man_command = {
 
 int kreplay_main(int argc, char **argv)
 {
+    case_mapping_explain_bus_errors();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
