@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "case_image.h"
 #include "case_io.h"
 #include "case_mapping.h"
 #include "formats.h"        /* f32_bits, f32_from_bits */
@@ -723,6 +724,43 @@ static void test_reader_maps_plain_arrays(void **st)
         assert_null(c.mapping.base);
         unlink(path);
     }
+}
+
+/* Read for an image, a file whose only plain array is its bf16 x (the rest
+ * chunked) keeps its mapping: x's bits stay in it, and the image's reader
+ * decodes them to what case_read gives. */
+static void test_deferred_x_alone_keeps_its_mapping(void **st)
+{
+    (void)st;
+    raw_t r;
+    raw_default(&r, 4, 64, 128);
+    const char *chunked[] = {"x_fp8", "x_scale", "weight", "weight_scale", "weight_ref", "out",
+                             "out_rerun", "aiter"};
+    for (size_t i = 0; i < sizeof chunked / sizeof chunked[0]; i++)
+        raw_ds(&r, chunked[i])->chunked = 1;
+    char path[512];
+    case_t whole;
+    raw_read_ok(&r, "raw-map-xonly", 24, path, &whole);
+    case_t c;
+    kr_error_t err = {{0}};
+    if (case_read_for_image(path, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_null(c.x);
+    assert_non_null(c.x_bf16_in_file);
+    assert_true(case_mapping_holds(&c.mapping, c.x_bf16_in_file, 4 * 128 * 2));
+    assert_true(case_owns(&c, c.weight));
+    int fd = case_image_open_anonymous(&err);
+    assert_true(fd >= 0);
+    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_CONSUME_SOURCE, &err), 0);
+    case_t back;
+    if (case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, path, path, &err))
+        fail_msg("%s", err.msg);
+    close(fd);
+    assert_memory_equal(back.x, whole.x, 4 * 128 * sizeof(float));
+    assert_memory_equal(back.weight, whole.weight, 64 * 64);
+    case_free(&back);
+    case_free(&whole);
+    unlink(path);
 }
 
 /* A mapped case whose file is cut short under it: reading its arrays then
@@ -1461,7 +1499,7 @@ int main(void)
         test_round_trip_minimal, test_write_bf16_rne, test_write_reproducible,
         test_raw_template_is_valid, test_reader_accepts_variants, test_reader_x_float32,
         test_reader_maps_plain_arrays, test_reader_decodes_bf16_x_from_the_file,
-        test_truncated_mapped_case_explained,
+        test_truncated_mapped_case_explained, test_deferred_x_alone_keeps_its_mapping,
         test_bad_missing_weight, test_bad_missing_weight_scale, test_bad_weight_dtype,
         test_bad_weight_shape, test_bad_weight_scale_layout, test_bad_x_u16_without_dtype,
         test_bad_x_pairing, test_bad_dims, test_bad_dims_overflow, test_bad_schema,

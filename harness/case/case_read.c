@@ -712,7 +712,8 @@ static int read_x_bf16(rd_t *rd, case_t *c, hid_t ds)
     }
     float *f = ref_alloc_array((size_t)n * sizeof *f);
     if (!f) {
-        free(raw);
+        if (!case_mapping_holds(rd->map, raw, 1))
+            free(raw);
         return fail(rd, "x", "out of memory decoding %lld bf16 elements; expected to fit in "
                              "memory", (long long)n);
     }
@@ -891,9 +892,9 @@ static void map_file(rd_t *rd, case_mapping_t *m)
 
 static int case_maps_any_array(const case_t *c)
 {
-    const void *arrays[] = {c->x, c->x_fp8, c->x_scale, c->weight, c->weight_scale,
-                            c->weight_ref, c->out, c->out_rerun, c->aiter, c->weight_bf16,
-                            c->ref_recorded};
+    const void *arrays[] = {c->x, c->x_bf16_in_file, c->x_fp8, c->x_scale, c->weight,
+                            c->weight_scale, c->weight_ref, c->out, c->out_rerun, c->aiter,
+                            c->weight_bf16, c->ref_recorded};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         if (case_mapping_holds(&c->mapping, arrays[i], 1))
             return 1;
