@@ -299,6 +299,62 @@ static void elem_fill(const kernel_inputs_t *in, const kernel_act_t *act, const 
     }
 }
 
+/* elem_fill for ACC_LANES outputs of row m at once (columns n[l]), one in
+ * each lane: every lane does elem_fill's operations in its order, so each
+ * value is the same, and the serial chains (the block sums and the fp64
+ * exact sum) of the lanes overlap instead of running one after another.
+ * The products go out interleaved, prod8[k * ACC_LANES + l], as
+ * per_element_models_x8 reads them (e[l]->prod is not written). */
+typedef double acc_f64x8 __attribute__((vector_size(8 * ACC_LANES)));
+static void elem_fill_x8(const kernel_inputs_t *in, const kernel_act_t *act, const float *a,
+                         const float *as, int64_t m, const int64_t n[ACC_LANES],
+                         acc_elem_t *const e[ACC_LANES], float *prod8)
+{
+    const mxfp4_weight_t *w = &in->weight;
+    const int64_t K = e[0]->K, N = in->N, nb = K / 32;
+    const double xs = act->kind == ACT_FP8_PER_TOKEN ? act->token_scale[m] : 1.0;
+    float e2m1[16];     /* e2m1_decode of each code, looked up per element */
+    for (int c = 0; c < 16; c++)
+        e2m1[c] = e2m1_decode((uint8_t)c);
+    acc_f64x8 exact = {0};
+    for (int64_t b = 0; b < nb; b++) {
+        acc_f32x8 ws, s = {0};
+        float wblk[32][ACC_LANES];
+        for (int l = 0; l < ACC_LANES; l++) {
+            ws[l] = e8m0_decode(mxfp4_scale_at(w->scales, w->layout, N, K, n[l], b), w->e8m0_mode);
+            /* Codes 2j and 2j + 1 of the block in byte j: low nibble first
+             * (mxfp4_code_at's order). */
+            const uint8_t *bytes = w->packed + n[l] * (K / 2) + 16 * b;
+            for (int j = 0; j < 16; j++) {
+                wblk[2 * j][l] = e2m1[bytes[j] & 0x0F];
+                wblk[2 * j + 1][l] = e2m1[bytes[j] >> 4];
+            }
+        }
+        acc_f32x8 asb;
+        for (int l = 0; l < ACC_LANES; l++)
+            asb[l] = as[b];
+        for (int kk = 0; kk < 32; kk++) {
+            const int64_t k = 32 * b + kk;
+            acc_f32x8 wk, ak;
+            memcpy(&wk, wblk[kk], sizeof wk);
+            for (int l = 0; l < ACC_LANES; l++)
+                ak[l] = a[k];
+            const acc_f32x8 aw = ak * wk;
+            const acc_f32x8 p = aw * ws * asb;
+            memcpy(prod8 + k * ACC_LANES, &p, sizeof p);
+            s = s + aw;
+            exact = exact + __builtin_convertvector(p, acc_f64x8);
+        }
+        const acc_f32x8 part = s * ws * asb;
+        for (int l = 0; l < ACC_LANES; l++)
+            e[l]->part[b] = part[l];
+    }
+    for (int l = 0; l < ACC_LANES; l++) {
+        e[l]->exact = exact[l];
+        e[l]->xs = xs;
+    }
+}
+
 /* The sample's points, filled in parallel (a few hundred million rounded
  * additions) and summed afterwards in sample order, so the residuals do not
  * depend on the thread count. */
@@ -335,13 +391,19 @@ static void acc_sample_row(void *ctx, int64_t i)
     j->row_ok[i] = ok ? 1 : -1;
     if (ok && !row_fill(j->act, j->rows[i], K, a, as))
         j->row_ok[i] = 0;
+    acc_elem_t *lane_fill[ACC_LANES];
+    for (int l = 0; l < ACC_LANES; l++)
+        lane_fill[l] = &elem[l];
     for (int64_t c0 = 0; c0 < j->sn && j->row_ok[i] == 1; c0 += ACC_LANES) {
         const int lanes = j->sn - c0 < ACC_LANES ? (int)(j->sn - c0) : ACC_LANES;
+        if (lanes == ACC_LANES)
+            elem_fill_x8(j->in, j->act, a, as, j->rows[i], j->cols + c0, lane_fill, prod8);
         for (int l = 0; l < lanes; l++) {
             const int64_t m = j->rows[i], n = j->cols[c0 + l];
             acc_elem_t *e = &elem[l];
             acc_point_t *p = lane_point[l] = &j->points[i * j->sn + c0 + l];
-            elem_fill(j->in, j->act, a, as, m, n, e);
+            if (lanes < ACC_LANES)
+                elem_fill(j->in, j->act, a, as, m, n, e);
             p->o = j->out_f32 ? (double)j->out_f32[m * N + n] : (double)bf16_decode(j->out_bits[m * N + n]);
             p->exact = e->exact * e->xs;
             for (int h = 0; h < ACC_MODEL_COUNT; h++)
@@ -351,9 +413,6 @@ static void acc_sample_row(void *ctx, int64_t i)
                 }
         }
         if (lanes == ACC_LANES) {
-            for (int64_t k = 0; k < K; k++)
-                for (int l = 0; l < ACC_LANES; l++)
-                    prod8[k * ACC_LANES + l] = elem[l].prod[k];
             per_element_models_x8(prod8, K, lane_elem, lane_point);
         } else {
             for (int l = 0; l < lanes; l++)
