@@ -587,8 +587,12 @@ int results_table_read(hid_t file, const char *path, int64_t file_size, result_l
             const rt_col_t *c = &L->col[bad];
             const char *s = (const char *)buf + (size_t)r * L->total + c->off;
             char shown[RF_VERDICT_STRLEN + 4];
-            if (c->mode == RT_VLEN_STR)
-                memcpy(&s, s, sizeof s);
+            if (c->mode == RT_VLEN_STR) {
+                /* The record holds the string's pointer, maybe unaligned. */
+                const char *held;
+                memcpy(&held, s, sizeof held);
+                s = held;
+            }
             snprintf(shown, sizeof shown, "%.*s", RF_VERDICT_STRLEN, s ? s : "");
             rfail(rd, "/rows", "row %" PRId64 ": field '%s' holds '%s'; expected a verdict name "
                                "(PASS, WRONG, ...)", r, result_fields[c->field].name, shown);
