@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CI: no function over 150 lines, duplicated places within the budget
 # (scripts/check_code_size.py).  The limit is 40 pairs; the budget is the
-# count measured on the tree (13), so it can only go down: a change that
+# count measured on the tree (11), so it can only go down: a change that
 # repeats code removes a repeat elsewhere or shares the code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec python3 scripts/check_code_size.py --max-pairs 13 "$@"
+exec python3 scripts/check_code_size.py --max-pairs 11 "$@"

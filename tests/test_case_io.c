@@ -425,6 +425,15 @@ static void raw_read_ok(const raw_t *r, const char *tag, uint64_t seed, char *pa
         fail_msg("%s: %s", path, err.msg);
 }
 
+/* raw_default at M x N x K, written (TAG, SEED) and read into *c. */
+static void raw_default_read_ok(int64_t M, int64_t N, int64_t K, const char *tag, uint64_t seed,
+                                char *path, case_t *c)
+{
+    raw_t r;
+    raw_default(&r, M, N, K);
+    raw_read_ok(&r, tag, seed, path, c);
+}
+
 /* The default layout (raw_default at M0 x N0 x K0) without dataset `ds`. */
 static void raw_default_without(raw_t *r, const char *ds)
 {
@@ -768,11 +777,9 @@ static void test_deferred_x_alone_keeps_its_mapping(void **st)
 static void test_truncated_mapped_case_explained(void **st)
 {
     (void)st;
-    raw_t r;
-    raw_default(&r, 4, 64, 128);
     char path[512];
     case_t c;
-    raw_read_ok(&r, "raw-map-cut", 23, path, &c);
+    raw_default_read_ok(4, 64, 128, "raw-map-cut", 23, path, &c);
     assert_false(case_owns(&c, c.weight));
     int err_pipe[2];
     assert_int_equal(pipe(err_pipe), 0);
@@ -811,11 +818,9 @@ static void test_truncated_mapped_case_explained(void **st)
 static void test_reader_decodes_bf16_x_from_the_file(void **st)
 {
     (void)st;
-    raw_t r;
-    raw_default(&r, 3, 32, 64);
     char path[512];
     case_t c;
-    raw_read_ok(&r, "raw-map-bf16", 22, path, &c);
+    raw_default_read_ok(3, 32, 64, "raw-map-bf16", 22, path, &c);
     uint16_t *bits = h5_read_whole(path, "x", H5T_NATIVE_UINT16, 3 * 64 * 2);
     assert_true(case_owns(&c, c.x));
     for (int i = 0; i < 3 * 64; i++)
