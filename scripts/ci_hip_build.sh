@@ -8,6 +8,9 @@
 #   - 'kreplay --version' names the HIP backend and its runtime,
 #   - on a machine without an AMD GPU (no /dev/kfd), 'kreplay replay --device
 #     gpu' says "no ROCm device" and exits 2,
+#   - kreplay does not load ROCm until a GPU call: no libamdhip64 among its
+#     libraries, and with the GPU module unreachable a CPU replay still runs
+#     while '--device gpu' names the module it could not open;
 #   - the GPU tests (ctest -L gpu) pass or skip; without a device they skip;
 #   - test_gpu_backend_info (the version line and the no-device message).
 # Prints the time it took.
@@ -37,6 +40,20 @@ if [[ ! -e /dev/kfd ]]; then
         echo "ci_hip_build: expected exit 2 and 'no ROCm device'" >&2
         exit 1
     fi
+fi
+if readelf -d "$build/kreplay" | grep -q "NEEDED.*amdhip"; then
+    echo "ci_hip_build: kreplay links libamdhip64 (it must open the GPU module on its first GPU call)" >&2
+    exit 1
+fi
+sample=cases/samples/moe_gate_N256_K2048_M8.h5
+KREPLAY_GPU_MODULE=/nonexistent "$build/kreplay" replay --kernels w4a8.perblock "$sample" >/dev/null ||
+    { echo "ci_hip_build: a CPU replay failed without the GPU module" >&2; exit 1; }
+rc=0
+err=$(KREPLAY_GPU_MODULE=/nonexistent "$build/kreplay" replay --device gpu "$sample" 2>&1 >/dev/null) || rc=$?
+echo "without the GPU module: exit $rc: $err"
+if [[ $rc != 2 ]] || ! grep -q "KREPLAY_GPU_MODULE=/nonexistent" <<<"$err"; then
+    echo "ci_hip_build: expected exit 2 naming the missing GPU module" >&2
+    exit 1
 fi
 (cd "$build" && ctest --output-on-failure -L gpu && ctest --output-on-failure -R test_gpu_backend_info)
 echo "ci_hip_build: PASS in $(($(date +%s) - t0)) s"

@@ -1,7 +1,9 @@
 # The HIP build of kr_gpu: each HIP source compiled by hipcc into an object
 # (host code plus the device code for KREPLAY_HIP_ARCHITECTURES), the objects
-# archived as kr_gpu, linked with the HIP runtime and libstdc++ (the sources
-# are C++; the binaries are linked by the C compiler).
+# linked with the HIP runtime and libstdc++ into a module (the sources are
+# C++; the module is linked by the C compiler) that kr_gpu, the C shim
+# kr_gpu_lazy.c, opens on the first GPU call: kreplay itself does not load
+# ROCm (see kr_gpu_lazy.c).
 # -ffp-contract=off: no contraction anywhere (the SIMT kernels are bit contracts).
 set(_kr_hip_flags -O3 -std=c++17 -fPIC -ffp-contract=off -Wall -Wextra
     -I${CMAKE_CURRENT_SOURCE_DIR})
@@ -29,6 +31,22 @@ foreach(_kr_src ${KR_GPU_HIP_SOURCES})
       VERBATIM)
   list(APPEND _kr_hip_objects ${_kr_obj})
 endforeach()
-add_library(kr_gpu STATIC ${_kr_hip_objects})
-set_target_properties(kr_gpu PROPERTIES LINKER_LANGUAGE C)
-target_link_libraries(kr_gpu PUBLIC ${KR_AMDHIP64} stdc++ m)
+add_library(kr_gpu_hip MODULE ${_kr_hip_objects})
+# Next to kreplay, where the shim looks first; -Bsymbolic: the module's calls
+# among its own kr_gpu_* functions stay inside it, never reaching the shim's
+# functions of the same names.
+set_target_properties(kr_gpu_hip PROPERTIES LINKER_LANGUAGE C OUTPUT_NAME kreplay_gpu_hip
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+target_link_libraries(kr_gpu_hip PRIVATE ${KR_AMDHIP64} stdc++ m)
+target_link_options(kr_gpu_hip PRIVATE -Wl,-Bsymbolic -Wl,--no-undefined)
+
+add_library(kr_gpu STATIC ${CMAKE_CURRENT_SOURCE_DIR}/kr_gpu_lazy.c)
+add_dependencies(kr_gpu kr_gpu_hip)
+target_compile_options(kr_gpu PRIVATE -Wall -Wextra $<$<BOOL:${KREPLAY_WERROR}>:-Werror>)
+file(RELATIVE_PATH _kr_module_rel ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR}/kreplay)
+target_compile_definitions(kr_gpu PRIVATE
+    KR_GPU_MODULE_NAME="libkreplay_gpu_hip.so"
+    KR_GPU_MODULE_BUILD_PATH="$<TARGET_FILE:kr_gpu_hip>"
+    KR_GPU_MODULE_INSTALL_REL="${_kr_module_rel}"
+    KR_GPU_TARGETS="${_kr_hip_targets}")
+target_link_libraries(kr_gpu PUBLIC ${CMAKE_DL_LIBS})
