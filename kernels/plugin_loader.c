@@ -224,6 +224,7 @@ static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_erro
     d->weight = (operand_format_t)OPERAND_MXFP4;
     d->accumulation = pk->accumulation;
     d->k_multiple = lcm_int(e->k_multiple > 0 ? e->k_multiple : 32, 32);
+    d->n_multiple = e->n_multiple;
     d->m_min = e->m_min > 0 ? e->m_min : 1;
     d->m_max = e->m_max;
     d->refs = REF_EXACT | REF_SOURCE;

@@ -184,6 +184,8 @@ typedef struct kernel_desc {
     operand_format_t weight;    /* the weight as the case stores it */
     const char *accumulation;   /* the accumulation order the model reproduces */
     int k_multiple;             /* K % k_multiple == 0 required */
+    int n_multiple;             /* N % n_multiple == 0 required (a plugin's declared tile);
+                                   0 = any N */
     int64_t m_min, m_max;       /* M band the kernel serves; m_max 0 = unbounded */
     unsigned refs;              /* ref_kind_t mask */
     double rel_tol_exact;       /* default threshold on rel_fro vs R_exact */

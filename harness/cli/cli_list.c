@@ -52,7 +52,10 @@ static void list_kernels(int verbose, const char *patterns)
                                         : k->gpu_matrix                ? "yes, and on the matrix units"
                                                                        : "yes");
         printf("  accumulation:  %s\n", k->accumulation);
-        printf("  constraints:   K %% %d == 0; M in [%lld, %s]\n", k->k_multiple,
+        char n_rule[48] = "";
+        if (k->n_multiple > 0)
+            snprintf(n_rule, sizeof n_rule, "; N %% %d == 0", k->n_multiple);
+        printf("  constraints:   K %% %d == 0%s; M in [%lld, %s]\n", k->k_multiple, n_rule,
                (long long)k->m_min, k->m_max > 0 ? "" : "any");
         printf("  references:   %s%s\n", (k->refs & REF_EXACT) ? " R_exact" : "",
                (k->refs & REF_SOURCE) ? " R_source" : "");
