@@ -10,6 +10,7 @@
 #include "case_identity.h"
 #include "case_name.h"
 #include "diagnose.h"
+#include "diag_family.h"
 #include "diagnosis/acc_fit.h"
 #include "external_launch.h"
 #include "gpu_isolated.h"
@@ -304,6 +305,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         kr_error_t derr = {{0}};
         if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
+            kr_strlcpy(r->diagnosis_family, diag_family(&dr), sizeof r->diagnosis_family);
             r->verdict = diag_refine_verdict(&dr, r->verdict);
         }
         free(decoded);
@@ -1401,7 +1403,7 @@ static void finish_block_row(const row_block_acc_t *acc, const replay_options_t 
         break;
     }
     if (!diag_wanted(r->verdict) || !verdict_is_failure(r->verdict))
-        r->diagnosis[0] = '\0';
+        r->diagnosis[0] = r->diagnosis_family[0] = '\0';
 }
 
 static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,

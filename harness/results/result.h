@@ -65,6 +65,9 @@ typedef struct {
     double ref_f32_vs_f64;    /* --oracle: rel_fro of the fp32 reference against the fp64
                                  oracle on the same operands; NaN when not computed */
     char diagnosis[384];      /* for WRONG / MAGNITUDE: the hypothesis the output matches */
+    char diagnosis_family[24];  /* the diagnosis's family as a short stable token
+                                   (diag_family.h: "magnitude", "place:rows", "misread", ...;
+                                   "" = no diagnosis): what `kreplay reduce` keeps */
     acc_fit_t acc_fit;        /* R_exact rows: how the kernel accumulates (judged) */
     char device[48];          /* "cpu", or the GPU that ran the kernel */
     int reruns;               /* GPU: runs compared bitwise (0 on the CPU) */

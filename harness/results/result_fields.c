@@ -74,6 +74,7 @@ const result_field_t result_fields[] = {
     F_F64(seconds),
     M_F64(ref_f32_vs_f64),
     F_STR(diagnosis),
+    RF_LINE(diagnosis_family, char *, RF_STR, 1, NULL, 1, 0),
     F_STR(device),
     F_INT(reruns),
     F_I64(rerun_diff),
