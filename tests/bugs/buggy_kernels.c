@@ -113,43 +113,91 @@ static uint8_t scale_byte(const uint8_t *es, int64_t N, int64_t K, int64_t n, in
 #endif
 }
 
-static void free_buffers(float *wrow, float *brow, float *xrows, float *acc)
+/* Weight rows are decoded and summed PANEL at a time: lane j of every
+ * loop below is output column n0 + j, summed in the specification's order
+ * (the lanes only put several outputs in one vector register; no sum is
+ * reordered, so the bits are those of one output at a time). */
+#define PANEL 16
+/* Four lanes of one vector register (the GCC / Clang vector extension):
+ * each lane's sum is its own, so the bits are the scalar loop's. */
+typedef float lanes4_t __attribute__((vector_size(16)));
+
+static void free_buffers(float *wpanel, float *bpanel, float *xrows, float *acc)
 {
-    free(wrow);
-    free(brow);
+    free(wpanel);
+    free(bpanel);
     free(xrows);
     free(acc);
 }
 
-/* One output element over the 32-blocks [b_begin, b_end). */
-static float dot_blocks(const float *xrow, const float *wrow, const float *brow, int64_t b_begin,
-                        int64_t b_end)
+/* One activation row against a panel of weight rows, over the 32-blocks
+ * [b_begin, b_end): acc[j] for weight row n0 + j.  wpanel is [K][PANEL],
+ * bpanel [K/32][PANEL]. */
+static void dot_blocks(const float *xrow, const float *wpanel, const float *bpanel, int64_t b_begin,
+                       int64_t b_end, float acc[PANEL])
 {
-    float acc = 0.0f;
+    for (int j = 0; j < PANEL; j++)
+        acc[j] = 0.0f;
 #ifdef BUG_drop_last_kblock
     b_end = b_end - 1;              /* BUG: the K loop stops one block early */
 #endif
     for (int64_t b = b_begin; b < b_end; b++) {
-        float s = 0.0f;
-        for (int64_t k = 32 * b; k < 32 * b + 32; k++)
-            s += xrow[k] * wrow[k];
+        lanes4_t s4[PANEL / 4] = {{0.0f}};
+        for (int64_t k = 32 * b; k < 32 * b + 32; k++) {
+            const lanes4_t xv = {xrow[k], xrow[k], xrow[k], xrow[k]};
+            const float *w = wpanel + k * PANEL;
+            for (int j = 0; j < PANEL / 4; j++) {
+                lanes4_t wv;
+                memcpy(&wv, w + 4 * j, sizeof wv);
+                s4[j] += xv * wv;
+            }
+        }
+        float s[PANEL];
+        memcpy(s, s4, sizeof s);
+        const float *scale = bpanel + b * PANEL;
+        for (int j = 0; j < PANEL; j++) {
 #ifdef BUG_scale_twice
-        acc += s * brow[b] * brow[b];   /* BUG: the block scale folded in twice */
+            acc[j] += s[j] * scale[j] * scale[j];   /* BUG: the block scale folded in twice */
 #else
-        acc += s * brow[b];
+            acc[j] += s[j] * scale[j];
 #endif
 #ifdef BUG_first_kblock_twice
-        if (b == 0)
-            acc += s * brow[b];         /* BUG: the prologue block is accumulated again */
+            if (b == 0)
+                acc[j] += s[j] * scale[j];          /* BUG: the prologue block is accumulated again */
 #endif
 #ifdef BUG_acc_bf16
-        acc = bf16_value(bf16_round(acc));  /* BUG: the running sum kept in bf16 */
+            acc[j] = bf16_value(bf16_round(acc[j]));  /* BUG: the running sum kept in bf16 */
 #endif
 #ifdef BUG_acc_fp16
-        acc = half_value(acc);              /* BUG: the running sum kept in a __half */
+            acc[j] = half_value(acc[j]);              /* BUG: the running sum kept in a __half */
 #endif
+        }
     }
-    return acc;
+}
+
+/* Weight rows [n0, n0 + PANEL) decoded into wpanel [K][PANEL] and their
+ * block scales into bpanel [K/32][PANEL]; rows past N are zero. */
+static void decode_panel(const uint8_t *w, const uint8_t *es, int64_t N, int64_t K, int64_t n0,
+                         float *wpanel, float *bpanel)
+{
+    for (int j = 0; j < PANEL; j++) {
+        const int64_t n = n0 + j;
+        for (int64_t k = 0; k < K; k++) {
+            float v = 0.0f;
+            if (n < N) {
+                const uint8_t byte = w[n * (K / 2) + k / 2];
+#ifdef BUG_nibble_swap
+                const uint8_t code = (k & 1) ? (uint8_t)(byte & 15) : (uint8_t)(byte >> 4); /* BUG */
+#else
+                const uint8_t code = (k & 1) ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 15);
+#endif
+                v = e2m1_value(code);
+            }
+            wpanel[k * PANEL + j] = v;
+        }
+        for (int64_t b = 0; b < K / 32; b++)
+            bpanel[b * PANEL + j] = n < N ? e8m0_value(scale_byte(es, N, K, n, b)) : 0.0f;
+    }
 }
 
 static int bug_launch(const void *x_fp8, const void *weight, const void *weight_scale,
@@ -177,38 +225,35 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
 #endif
     }
     const int64_t nb = K / 32;
-    float *wrow = malloc((size_t)K * sizeof(float));
-    float *brow = malloc((size_t)nb * sizeof(float));
+    float *wpanel = malloc((size_t)K * PANEL * sizeof(float));
+    float *bpanel = malloc((size_t)nb * PANEL * sizeof(float));
     float *xrows = malloc((size_t)(M * K) * sizeof(float));
     float *acc = malloc((size_t)(M * N) * sizeof(float));
-    if (!wrow || !brow || !xrows || !acc) {
-        free_buffers(wrow, brow, xrows, acc);
+    if (!wpanel || !bpanel || !xrows || !acc) {
+        free_buffers(wpanel, bpanel, xrows, acc);
         return kreplay_fail("out of memory", 4);
     }
     for (int64_t i = 0; i < M * K; i++)
         xrows[i] = xlut[x[i]];
-    for (int64_t n = 0; n < N; n++) {
-        for (int64_t k = 0; k < K; k++) {
-            const uint8_t byte = w[n * (K / 2) + k / 2];
-#ifdef BUG_nibble_swap
-            const uint8_t code = (k & 1) ? (uint8_t)(byte & 15) : (uint8_t)(byte >> 4); /* BUG */
-#else
-            const uint8_t code = (k & 1) ? (uint8_t)(byte >> 4) : (uint8_t)(byte & 15);
-#endif
-            wrow[k] = e2m1_value(code);
-        }
-        for (int64_t b = 0; b < nb; b++)
-            brow[b] = e8m0_value(scale_byte(es, N, K, n, b));
+    for (int64_t n0 = 0; n0 < N; n0 += PANEL) {
+        decode_panel(w, es, N, K, n0, wpanel, bpanel);
+        const int lanes = N - n0 < PANEL ? (int)(N - n0) : PANEL;
         for (int64_t m = 0; m < M; m++) {
+            float sums[PANEL];
 #ifdef BUG_splitk_bf16
             /* BUG: split-K in two; each split's epilogue applies x_scale and
              * stores its partial to a workspace of the output type (bf16),
              * and the reduction adds the two stored partials. */
-            acc[m * N + n] =
-                bf16_value(bf16_round(dot_blocks(xrows + m * K, wrow, brow, 0, nb / 2) * x_scale[m])) +
-                bf16_value(bf16_round(dot_blocks(xrows + m * K, wrow, brow, nb / 2, nb) * x_scale[m]));
+            float second[PANEL];
+            dot_blocks(xrows + m * K, wpanel, bpanel, 0, nb / 2, sums);
+            dot_blocks(xrows + m * K, wpanel, bpanel, nb / 2, nb, second);
+            for (int j = 0; j < lanes; j++)
+                acc[m * N + n0 + j] = bf16_value(bf16_round(sums[j] * x_scale[m])) +
+                                      bf16_value(bf16_round(second[j] * x_scale[m]));
 #else
-            acc[m * N + n] = dot_blocks(xrows + m * K, wrow, brow, 0, nb);
+            dot_blocks(xrows + m * K, wpanel, bpanel, 0, nb, sums);
+            for (int j = 0; j < lanes; j++)
+                acc[m * N + n0 + j] = sums[j];
 #endif
         }
     }
@@ -276,7 +321,7 @@ static int bug_launch(const void *x_fp8, const void *weight, const void *weight_
     if (M % 16)
         o[M * N] = o[M * N - 1];    /* BUG: the partial M tile's store is not masked */
 #endif
-    free_buffers(wrow, brow, xrows, acc);
+    free_buffers(wpanel, bpanel, xrows, acc);
     return kreplay_ok();
 }
 
