@@ -306,7 +306,8 @@ static void test_field_table_covers_result_t(void **state)
     const char *expect[] = {"case_path", "M", "metrics.rel_fro", "metrics.out_nf.neg_inf",
                             "ulp.max_ulp", "ulp.bins", "input_nf.pos_inf", "verdict", "note",
                             "ref_f32_vs_f64", "diagnosis", "device", "reruns", "rerun_diff",
-                            "canary_ok", "time_ms", "tflops", "gbps", "out_digest", "case_id"};
+                            "canary_ok", "time_ms", "tflops", "gbps", "out_digest", "case_id",
+                            "diagnosis_family"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         if (!result_field_find(expect[i]))
             fail_msg("field %s missing from the table", expect[i]);
@@ -314,7 +315,8 @@ static void test_field_table_covers_result_t(void **state)
     assert_int_equal(bins->count, ULP_BIN_COUNT);
     assert_int_equal(bins->offset, offsetof(result_t, ulp.bins));
     assert_int_equal(result_field_find("note")->size, sizeof(((result_t *)0)->note));
-    assert_int_equal(result_field_count, 67); /* 48 + the judgement's 13 + the accumulation fit's 6 */
+    /* 48 + the judgement's 13 + the accumulation fit's 6 + the diagnosis family */
+    assert_int_equal(result_field_count, 68);
 }
 
 static void test_field_table_csv_json(void **state)
