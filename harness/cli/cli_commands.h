@@ -7,6 +7,7 @@
 extern const cli_command_t cli_replay_command, cli_list_command, cli_synth_command,
     cli_inspect_command, cli_compare_command, cli_gate_command, cli_merge_command,
     cli_baseline_command, cli_calibrate_command, cli_import_command, cli_report_command,
+    cli_reduce_command,
     cli_help_command, cli_version_command, cli_completion_command, cli_man_command;
 
 /* NULL-terminated. */
