@@ -95,6 +95,45 @@ static void rerun_command(FILE *fp, const gate_options_t *o, const result_t *r)
     fputc('\n', fp);
 }
 
+/* The command that shrinks this failing row's case to a small one that
+ * fails the same way (kreplay reduce, with the run's suite, policy and
+ * fault), next to the rerun.  A regression or an error has no failure of
+ * its own to keep. */
+static void reduce_command(FILE *fp, const gate_options_t *o, const result_t *r)
+{
+    if (r->verdict == VERDICT_REGRESSED || r->verdict == VERDICT_ERROR || !strncmp(r->reference, "model:", 6))
+        return;
+    fputs("    reduce: ", fp);
+    binary_word(fp);
+    fputs(" reduce ", fp);
+    if (strncmp(r->case_path, "synth:", 6) == 0)
+        shell_word(fp, r->case_path);
+    else
+        path_word(fp, r->case_path);
+    fputs(" --kernels ", fp);
+    shell_word(fp, r->kernel);
+    fputs(" --ref ", fp);
+    shell_word(fp, strcmp(r->reference, "-") ? r->reference : "R_exact");
+    fputs(" --suite ", fp);
+    path_word(fp, o->suite_path);
+    if (o->policy_path) {
+        fputs(" --policy ", fp);
+        path_word(fp, o->policy_path);
+    }
+    if (o->inject) {
+        fputs(" --inject ", fp);
+        shell_word(fp, o->inject);
+    }
+    if (r->verdict == VERDICT_NONDETERMINISTIC)
+        fputs(" --reruns 3", fp);
+    char out[4400], abs[PATH_MAX];
+    snprintf(out, sizeof out, "%s/reduced/%s.%s.h5", realpath(o->run_dir, abs) ? abs : o->run_dir,
+             r->case_name, r->kernel);
+    fputs(" -o ", fp);
+    shell_word(fp, out);
+    fputc('\n', fp);
+}
+
 static void print_counts(FILE *fp, const result_list_t *rows, int colour)
 {
     const char *before[VERDICT_COUNT];
@@ -117,6 +156,7 @@ static void print_row(FILE *fp, const gate_options_t *o, const result_t *r, int 
     if (r->diagnosis[0])
         fprintf(fp, "    diagnosis: %s\n", r->diagnosis);
     rerun_command(fp, o, r);
+    reduce_command(fp, o, r);
 }
 
 static void list_names(FILE *fp, const char *what, const result_t *const *rows, int64_t n)
