@@ -161,6 +161,7 @@ static void check_output(const readme_command_t *c, const char *out)
         {"list shapes", "shape"},
         {"compare", "B/A"},
         {"import", "-> badcase.h5"},
+        {"reduce ", "replay the reduced case:"},
         {"baseline update", "baseline baselines/main.h5 <- "},
         {"-o runs/first", "gate PASSED"},
         {"-o runs/today", "0 missing"},
@@ -215,7 +216,7 @@ static void test_readme_commands(void **state)
     }
     /* The files the README says appear. */
     static const char *written[] = {"out/run1/results.json", "out/run1/results.csv", "out/run1/report.md",
-                                    "outs.h5", "badcase.h5", "baselines/main.h5", "runs/today.xml",
+                                    "outs.h5", "badcase.h5", "small.h5", "baselines/main.h5", "runs/today.xml",
                                     "runs/today/results.h5", "calib/policy.yaml"};
     for (size_t i = 0; i < sizeof written / sizeof written[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", scratch, written[i]);
