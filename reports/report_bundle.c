@@ -396,6 +396,7 @@ static void md_history(FILE *fp, const report_doc_t *d)
 static void markdown_full(FILE *fp, const report_doc_t *d)
 {
     md_summary(fp, d);
+    md_headlines(fp, d->rows);
     md_failing(fp, d->rows);
     md_worst_and_plots(fp, d);
     md_groups(fp, d->rows);

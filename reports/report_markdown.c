@@ -43,6 +43,7 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
     esc_markdown_code(fp, info->command ? info->command : "");
     fputs("\n\n", fp);
 
+    md_headlines(fp, rows);
     /* Failures first: they are what a reader opens the report for. */
     for (int pass = 0; pass < 2; pass++) {
         int header = 0;
