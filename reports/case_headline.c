@@ -171,14 +171,10 @@ typedef struct {
 __attribute__((format(printf, 2, 3)))
 static void put(text_t *t, const char *fmt, ...)
 {
-    if (t->len + 1 >= t->cap)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    kr_vappendf(t->buf, t->cap, &t->len, fmt, ap);
     va_end(ap);
-    if (w > 0)
-        t->len += (size_t)w < t->cap - t->len ? (size_t)w : t->cap - t->len - 1;
 }
 
 /* Why the row failed, in numbers: the regression, the error over its
@@ -270,137 +266,97 @@ static void cite(judge_ctx_t *c, const char *rule, party_t party, int64_t row, i
         put(&c->t, ": ");
 }
 
-/* Each rule: 1 when it holds (the line written), 0 when it does not. */
-static int rule_harness_error(judge_ctx_t *c)
+/* A rule of the decision table: it holds when a row passes `cited` (and,
+ * when needs_evidence, another passes `evidence`); the line is then the
+ * cited row, why, the evidence row between evidence_pre and evidence_post,
+ * and the cited row's diagnosis after diag_lead (the evidence after the
+ * diagnosis when evidence_last).  `special` writes rules of other shapes. */
+typedef struct rule {
+    const char *name;
+    party_t party;
+    row_test_t cited, evidence;
+    int needs_evidence, evidence_last;
+    const char *why, *evidence_pre, *evidence_post, *diag_lead;
+    int (*special)(judge_ctx_t *c, const struct rule *r);
+} rule_t;
+
+static int64_t pick_in(const judge_ctx_t *c, row_test_t test)
 {
-    const int64_t e = pick(c->rows, c->idx, c->n, error_row);
+    return test ? pick(c->rows, c->idx, c->n, test) : -1;
+}
+
+static void put_evidence(judge_ctx_t *c, const rule_t *r, int64_t e)
+{
+    put(&c->t, "%s", r->evidence_pre);
+    put_passing(&c->t, row_at(c, e));
+    put(&c->t, "%s", r->evidence_post);
+}
+
+static int apply_rule(judge_ctx_t *c, const rule_t *r)
+{
+    if (r->special)
+        return r->special(c, r);
+    const int64_t k = pick_in(c, r->cited), e = pick_in(c, r->evidence);
+    if (k < 0 || (r->needs_evidence && e < 0))
+        return 0;
+    cite(c, r->name, r->party, k, e);
+    put_row(&c->t, row_at(c, k));
+    put(&c->t, "%s", r->why);
+    if (e >= 0 && !r->evidence_last)
+        put_evidence(c, r, e);
+    put_diagnosis(&c->t, r->diag_lead, row_at(c, k));
+    if (e >= 0 && r->evidence_last)
+        put_evidence(c, r, e);
+    return 1;
+}
+
+static int rule_harness_error(judge_ctx_t *c, const rule_t *r)
+{
+    const int64_t e = pick_in(c, r->cited);
     if (e < 0)
         return 0;
-    cite(c, "harness-error", PARTY_NONE, e, -1);
+    cite(c, r->name, r->party, e, -1);
     put(&c->t, "%s ERROR: kreplay could not compute the row: %s", row_at(c, e)->kernel, row_at(c, e)->note);
     return 1;
 }
 
-static int rule_reference_wrong(judge_ctx_t *c)
+/* The rerun check first (it says what the kernel is), then the failing
+ * output it explains. */
+static int rule_kernel_rerun(judge_ctx_t *c, const rule_t *r)
 {
-    const int64_t r = pick(c->rows, c->idx, c->n, failing_reference_output);
-    const int64_t k = pick(c->rows, c->idx, c->n, kernel_passing_exact);
-    if (r < 0 || k < 0)
-        return 0;
-    cite(c, "reference-wrong", PARTY_REFERENCE, r, k);
-    put_row(&c->t, row_at(c, r));
-    put(&c->t, " because the case's recorded reference is wrong, not the kernel (");
-    put_passing(&c->t, row_at(c, k));
-    put(&c->t, ")");
-    put_diagnosis(&c->t, "; the reference's diagnosis: ", row_at(c, r));
-    return 1;
-}
-
-static int rule_reference_shared(judge_ctx_t *c)
-{
-    const int64_t k = pick(c->rows, c->idx, c->n, failing_recorded_blaming_input);
-    const int64_t r = pick(c->rows, c->idx, c->n, reference_passing_exact);
-    if (k < 0 || r < 0)
-        return 0;
-    cite(c, "reference-shared", PARTY_REFERENCE, k, r);
-    put_row(&c->t, row_at(c, k));
-    put(&c->t, " because the case's reference is wrong: the serve's reference read the operands as the case "
-               "labels them (");
-    put_passing(&c->t, row_at(c, r));
-    put(&c->t, "), the kernel did not");
-    put_diagnosis(&c->t, "; the kernel's diagnosis: ", row_at(c, k));
-    return 1;
-}
-
-static int rule_input_labels(judge_ctx_t *c)
-{
-    const int64_t k = pick(c->rows, c->idx, c->n, failing_kernel_blaming_input);
+    const int64_t k = pick_in(c, r->cited), e = pick_in(c, r->evidence);
     if (k < 0)
         return 0;
-    cite(c, "input-labels", PARTY_INPUT, k, -1);
-    put_row(&c->t, row_at(c, k));
-    put(&c->t, " because of the case's input, not the kernel");
-    put_diagnosis(&c->t, "; diagnosis: ", row_at(c, k));
-    return 1;
-}
-
-static int rule_reference_diag(judge_ctx_t *c)
-{
-    const int64_t k = pick(c->rows, c->idx, c->n, failing_kernel_blaming_reference);
-    if (k < 0)
-        return 0;
-    cite(c, "reference-diag", PARTY_REFERENCE, k, -1);
-    put_row(&c->t, row_at(c, k));
-    put(&c->t, " because the reference was built from other operands than the kernel's output");
-    put_diagnosis(&c->t, "; diagnosis: ", row_at(c, k));
-    return 1;
-}
-
-static int rule_kernel_rerun(judge_ctx_t *c)
-{
-    const int64_t r = pick(c->rows, c->idx, c->n, failing_rerun);
-    if (r < 0)
-        return 0;
-    const int64_t k = pick(c->rows, c->idx, c->n, failing_kernel);
-    cite(c, "kernel-rerun", PARTY_KERNEL, r, k);
-    put(&c->t, "%s %s (", row_at(c, r)->kernel, verdict_name(row_at(c, r)->verdict));
-    put_reason(&c->t, row_at(c, r));
+    cite(c, r->name, r->party, k, e);
+    put(&c->t, "%s %s (", row_at(c, k)->kernel, verdict_name(row_at(c, k)->verdict));
+    put_reason(&c->t, row_at(c, k));
     put(&c->t, "): the kernel is not deterministic");
-    if (k >= 0) {
+    if (e >= 0) {
         put(&c->t, "; ");
-        put_row(&c->t, row_at(c, k));
-        put_diagnosis(&c->t, "; diagnosis: ", row_at(c, k));
+        put_row(&c->t, row_at(c, e));
+        put_diagnosis(&c->t, "; diagnosis: ", row_at(c, e));
     }
     return 1;
 }
 
-static int rule_kernel(judge_ctx_t *c)
+static int rule_input_poisoned(judge_ctx_t *c, const rule_t *r)
 {
-    const int64_t k = pick(c->rows, c->idx, c->n, failing_kernel);
-    if (k < 0)
-        return 0;
-    const int64_t r = pick(c->rows, c->idx, c->n, reference_passing_exact);
-    cite(c, "kernel", PARTY_KERNEL, k, r);
-    put_row(&c->t, row_at(c, k));
-    put_diagnosis(&c->t, "; diagnosis: ", row_at(c, k));
-    if (r >= 0) {
-        put(&c->t, "; the serve's reference agrees with kreplay's (");
-        put_passing(&c->t, row_at(c, r));
-        put(&c->t, ")");
-    }
-    return 1;
-}
-
-static int rule_reference_alone(judge_ctx_t *c)
-{
-    const int64_t r = pick(c->rows, c->idx, c->n, failing_reference_output);
-    if (r < 0)
-        return 0;
-    cite(c, "reference-alone", PARTY_REFERENCE, r, -1);
-    put_row(&c->t, row_at(c, r));
-    put(&c->t, ": the case's recorded reference disagrees with R_exact");
-    put_diagnosis(&c->t, "; ", row_at(c, r));
-    return 1;
-}
-
-static int rule_input_poisoned(judge_ctx_t *c)
-{
-    const int64_t p = pick(c->rows, c->idx, c->n, poisoned_row);
+    const int64_t p = pick_in(c, r->evidence);
     if (p < 0)
         return 0;
-    cite(c, "input-poisoned", PARTY_INPUT, -1, p);
+    cite(c, r->name, r->party, -1, p);
     c->h->verdict = VERDICT_POISONED_INPUT;
     put(&c->t, " (POISONED_INPUT): x holds non-finite values; the rows they reach are judged apart and every "
                "row with finite inputs passes");
     return 1;
 }
 
-static int rule_unsupported(judge_ctx_t *c)
+static int rule_unsupported(judge_ctx_t *c, const rule_t *r)
 {
-    if (pick(c->rows, c->idx, c->n, measured_row) >= 0)
+    if (pick_in(c, measured_row) >= 0)
         return 0;
-    const int64_t u = pick(c->rows, c->idx, c->n, any_row);
-    cite(c, "unsupported", PARTY_NONE, -1, u);
+    const int64_t u = pick_in(c, any_row);
+    cite(c, r->name, r->party, -1, u);
     c->h->verdict = u >= 0 ? row_at(c, u)->verdict : VERDICT_UNSUPPORTED;
     put(&c->t, " (%s): no kernel could compare an output", verdict_name(c->h->verdict));
     if (u >= 0)
@@ -408,9 +364,9 @@ static int rule_unsupported(judge_ctx_t *c)
     return 1;
 }
 
-static int rule_pass(judge_ctx_t *c)
+static int rule_pass(judge_ctx_t *c, const rule_t *r)
 {
-    cite(c, "pass", PARTY_NONE, -1, -1);
+    cite(c, r->name, r->party, -1, -1);
     c->h->verdict = VERDICT_PASS;
     int64_t measured = 0;
     for (int64_t j = 0; j < c->n; j++)
@@ -419,12 +375,33 @@ static int rule_pass(judge_ctx_t *c)
     return 1;
 }
 
-typedef int (*rule_fn_t)(judge_ctx_t *c);
-
-static const rule_fn_t RULES[] = {
-    rule_harness_error, rule_reference_wrong, rule_reference_shared, rule_input_labels, rule_reference_diag,
-    rule_kernel_rerun,  rule_kernel,          rule_reference_alone,  rule_input_poisoned, rule_unsupported,
-    rule_pass,
+/* The decision table (case_headline.h), first rule that holds wins. */
+static const rule_t RULES[] = {
+    {.name = "harness-error", .party = PARTY_NONE, .cited = error_row, .special = rule_harness_error},
+    {.name = "reference-wrong", .party = PARTY_REFERENCE, .cited = failing_reference_output,
+     .evidence = kernel_passing_exact, .needs_evidence = 1,
+     .why = " because the case's recorded reference is wrong, not the kernel", .evidence_pre = " (",
+     .evidence_post = ")", .diag_lead = "; the reference's diagnosis: "},
+    {.name = "reference-shared", .party = PARTY_REFERENCE, .cited = failing_recorded_blaming_input,
+     .evidence = reference_passing_exact, .needs_evidence = 1,
+     .why = " because the case's reference is wrong: the serve's reference read the operands as the case labels "
+            "them",
+     .evidence_pre = " (", .evidence_post = "), the kernel did not", .diag_lead = "; the kernel's diagnosis: "},
+    {.name = "input-labels", .party = PARTY_INPUT, .cited = failing_kernel_blaming_input,
+     .why = " because of the case's input, not the kernel", .diag_lead = "; diagnosis: "},
+    {.name = "reference-diag", .party = PARTY_REFERENCE, .cited = failing_kernel_blaming_reference,
+     .why = " because the reference was built from other operands than the kernel's output",
+     .diag_lead = "; diagnosis: "},
+    {.name = "kernel-rerun", .party = PARTY_KERNEL, .cited = failing_rerun, .evidence = failing_kernel,
+     .special = rule_kernel_rerun},
+    {.name = "kernel", .party = PARTY_KERNEL, .cited = failing_kernel, .evidence = reference_passing_exact,
+     .evidence_last = 1, .why = "", .evidence_pre = "; the serve's reference agrees with kreplay's (",
+     .evidence_post = ")", .diag_lead = "; diagnosis: "},
+    {.name = "reference-alone", .party = PARTY_REFERENCE, .cited = failing_reference_output,
+     .why = ": the case's recorded reference disagrees with R_exact", .diag_lead = "; "},
+    {.name = "input-poisoned", .party = PARTY_INPUT, .evidence = poisoned_row, .special = rule_input_poisoned},
+    {.name = "unsupported", .party = PARTY_NONE, .special = rule_unsupported},
+    {.name = "pass", .party = PARTY_NONE, .special = rule_pass},
 };
 
 /* The first failing row whose own diagnosis blames another party than the
@@ -473,7 +450,7 @@ void case_headline_of(const result_list_t *rows, const int64_t *idx, int64_t n, 
         h->failing += fails(&rows->rows[idx[j]]);
     put(&c.t, "%s: ", rows->rows[idx[0]].case_name);
     for (size_t k = 0; k < sizeof RULES / sizeof RULES[0]; k++)
-        if (RULES[k](&c))
+        if (apply_rule(&c, &RULES[k]))
             break;
     put_contradiction(&c);
     const char *where = "";
@@ -588,16 +565,19 @@ void case_headlines_print(FILE *fp, const result_list_t *rows, int width)
     free(h);
 }
 
-int64_t case_headlines_write(FILE *fp, const result_list_t *rows, void (*esc)(FILE *, const char *),
-                             const char *pre, const char *post, int64_t max, int64_t *more)
+char *case_headlines_text(const result_list_t *rows, void (*esc)(FILE *, const char *), const char *pre,
+                          const char *post, int64_t max, int64_t *more, int64_t *clean)
 {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
     case_headline_t *h = NULL;
-    const int64_t n = case_headlines(rows, &h);
-    int64_t clean = 0, shown = 0;
-    *more = 0;
+    const int64_t n = fp ? case_headlines(rows, &h) : -1;
+    int64_t shown = 0;
+    *more = *clean = 0;
     for (int64_t i = 0; i < n; i++) {
         if (h[i].party == PARTY_NONE && !verdict_is_failure(h[i].verdict)) {
-            clean++;
+            (*clean)++;
         } else if (shown < max) {
             fputs(pre, fp);
             esc(fp, h[i].line);
@@ -608,5 +588,11 @@ int64_t case_headlines_write(FILE *fp, const result_list_t *rows, void (*esc)(FI
         }
     }
     free(h);
-    return clean;
+    if (fp)
+        fclose(fp);
+    if (buf && !len) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
 }

@@ -77,9 +77,10 @@ json_t *case_headlines_json(const result_list_t *rows);
 
 /* The headlines of the cases with a party at fault (failing or poisoned),
  * each as pre, the line through esc, post; at most max of them (the rest
- * counted in *more).  Returns how many cases have no party at fault. */
-int64_t case_headlines_write(FILE *fp, const result_list_t *rows, void (*esc)(FILE *, const char *),
-                             const char *pre, const char *post, int64_t max, int64_t *more);
+ * counted in *more), *clean: how many cases have no party at fault.
+ * malloc'd; NULL when no case has a party at fault (or out of memory). */
+char *case_headlines_text(const result_list_t *rows, void (*esc)(FILE *, const char *), const char *pre,
+                          const char *post, int64_t max, int64_t *more, int64_t *clean);
 
 /* Every headline, one line each (terminal-escaped), to fp: what replay
  * prints before its table.  width > 0 wraps each at that width, continuation

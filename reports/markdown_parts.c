@@ -32,19 +32,13 @@ void md_build_line(FILE *fp, const char *version, const char *commit, const char
 
 void md_headlines(FILE *fp, const result_list_t *rows)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&buf, &len);
-    if (!mem)
+    int64_t more, clean;
+    char *list = case_headlines_text(rows, esc_markdown, "- ", "\n", 50, &more, &clean);
+    if (!list)
         return;
-    int64_t more = 0;
-    const int64_t clean = case_headlines_write(mem, rows, esc_markdown, "- ", "\n", 50, &more);
-    fclose(mem);
-    if (len) {
-        fprintf(fp, "## Who is at fault\n\n%s", buf);
-        if (more)
-            fprintf(fp, "- ... and %lld more cases\n", (long long)more);
-        fprintf(fp, "\n%lld other case%s: no party at fault.\n\n", (long long)clean, clean == 1 ? "" : "s");
-    }
-    free(buf);
+    fprintf(fp, "## Who is at fault\n\n%s", list);
+    if (more)
+        fprintf(fp, "- ... and %lld more cases\n", (long long)more);
+    fprintf(fp, "\n%lld other case%s: no party at fault.\n\n", (long long)clean, clean == 1 ? "" : "s");
+    free(list);
 }

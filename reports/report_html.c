@@ -58,7 +58,10 @@ static const char *CSS =
     "#kr-selftest{color:#aaa;font-size:11px;margin-top:3em}"
     ".toc a{margin-right:1em}.headline{color:#333}#kr-headlines li{margin:.3em 0}";
 
-/* Runs on load: counts the plots, the empty ones and the page's errors.
+/* Runs on load: counts the plots, the empty ones and the page's errors, and
+ * the threshold lines, failing and regressed markers drawn: a plot element
+ * whose key text says so and that holds more than its key sample (data in
+ * the plot).
  * (No "<" in it: the page's only "<svg" are the plots.) */
 static const char *SELFTEST_JS =
     "(function(){\n"
@@ -74,10 +77,24 @@ static const char *SELFTEST_JS =
     "  for(var j=0;gs.length>j;j++){try{var b=gs[j].getBBox();if(b.width>0||b.height>0)data++;}catch(x){}}\n"
     "  if(!ok||data==0){empty++;bad.push(s.getAttribute('data-plot'));}\n"
     " }\n"
+    " var drawn={threshold:0,failing:0,regressed:0};\n"
+    " var gs=document.querySelectorAll('svg.kr-plot g[id*=\"gnuplot_plot_\"]');\n"
+    " for(var j=0;gs.length>j;j++){\n"
+    "  var ts=gs[j].querySelectorAll('text'),name='',kind=null;\n"
+    "  for(var q=0;ts.length>q;q++)name+=ts[q].textContent;\n"
+    "  if(name.indexOf('threshold')==0)kind='threshold';\n"
+    "  else if(name.indexOf('failing rows')==0)kind='failing';\n"
+    "  else if(name.indexOf('regressed rows')==0)kind='regressed';\n"
+    "  if(!kind)continue;\n"
+    "  var marks=gs[j].querySelectorAll('use').length,ps=gs[j].querySelectorAll('path');\n"
+    "  for(var q=0;ps.length>q;q++)marks+=((ps[q].getAttribute('d')||'').match(/M/g)||[]).length;\n"
+    "  if(marks>1)drawn[kind]++;\n"
+    " }\n"
     " for(var i=0;ds.length>i;i++)ds[i].open=was[i];\n"
     " var el=document.getElementById('kr-selftest');\n"
     " el.textContent='plots='+svgs.length+' expected='+el.getAttribute('data-expected-plots')+' empty='+empty+\n"
-    "  ' errors='+errors.length+(bad.length?' empty-plots='+bad.join(','):'')+(errors.length?' first-error='+errors[0]:'');\n"
+    "  ' errors='+errors.length+' thresholds='+drawn.threshold+' failing='+drawn.failing+' regressed='+drawn.regressed+\n"
+    "  (bad.length?' empty-plots='+bad.join(','):'')+(errors.length?' first-error='+errors[0]:'');\n"
     "});\n"
     "})();\n";
 
@@ -148,7 +165,8 @@ static void verdict_note_cells(FILE *fp, const result_t *r)
     fputs("</td></tr>\n", fp);
 }
 
-static void row_brief(FILE *fp, const result_t *r)
+/* "<tr><td>CASE</td><td>M</td>...<td>REFERENCE</td>": a row's first cells. */
+static void row_identity_cells(FILE *fp, const result_t *r)
 {
     fprintf(fp, "<tr class=\"%s\"><td>", verdict_is_failure(r->verdict) ? "fail" : "");
     E(r->case_name);
@@ -157,6 +175,11 @@ static void row_brief(FILE *fp, const result_t *r)
     E_PUT("", r->band, "</td><td>");
     E_PUT("", r->kernel, "</td><td>");
     E_PUT("", r->reference, "</td>");
+}
+
+static void row_brief(FILE *fp, const result_t *r)
+{
+    row_identity_cells(fp, r);
     num_cell(fp, r->metrics.rel_fro);
     num_cell(fp, r->threshold);
     num_cell(fp, r->threshold > 0 ? r->metrics.rel_fro / r->threshold : NAN);
@@ -288,29 +311,46 @@ static void poisoned_line(FILE *fp, const result_list_t *rows)
 /* One line per case with a party at fault: who, the verdict, why. */
 static void headlines(FILE *fp, const result_list_t *rows)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&buf, &len);
-    if (!mem)
+    int64_t more, clean;
+    char *list = case_headlines_text(rows, report_html_escape, "<li class=\"headline\">", "</li>\n", 50, &more,
+                                     &clean);
+    if (!list)
         return;
-    int64_t more = 0;
-    const int64_t clean = case_headlines_write(mem, rows, report_html_escape, "<li class=\"headline\">",
-                                               "</li>\n", 50, &more);
-    fclose(mem);
-    if (len) {
-        fprintf(fp, "<h2 id=\"at-fault\">Who is at fault</h2>\n<ul id=\"kr-headlines\">\n%s", buf);
-        if (more)
-            fprintf(fp, "<li>... and %lld more cases (see the per-case detail)</li>\n", (long long)more);
-        fprintf(fp, "</ul>\n<p class=\"prov\">%lld other case%s: no party at fault.</p>\n", (long long)clean,
-                clean == 1 ? "" : "s");
-    }
-    free(buf);
+    fprintf(fp, "<h2 id=\"at-fault\">Who is at fault</h2>\n<ul id=\"kr-headlines\">\n%s", list);
+    if (more)
+        fprintf(fp, "<li>... and %lld more cases (see the per-case detail)</li>\n", (long long)more);
+    fprintf(fp, "</ul>\n<p class=\"prov\">%lld other case%s: no party at fault.</p>\n", (long long)clean,
+            clean == 1 ? "" : "s");
+    free(list);
 }
+
+static const char *REGRESSED_HEAD =
+    "<table id=\"kr-regressions\"><tr><th>case</th><th>M</th><th>N</th><th>K</th><th>band</th><th>kernel</th>"
+    "<th>reference</th><th>regressed metric</th><th>baseline</th><th>this run</th><th>change</th><th>verdict</th>"
+    "<th>note / diagnosis</th></tr>\n";
 
 static void failing_head(FILE *fp, int pass)
 {
     fprintf(fp, "<h2 id=\"%s\">%s</h2>\n%s", pass == 0 ? "regressions" : "failing",
-            pass == 0 ? "Regressions" : "Failing rows", BRIEF_HEAD);
+            pass == 0 ? "Regressions" : "Failing rows", pass == 0 ? REGRESSED_HEAD : BRIEF_HEAD);
+}
+
+/* A regression: the metric that regressed, before and after, in columns. */
+static void row_regressed(FILE *fp, const result_t *r)
+{
+    row_identity_cells(fp, r);
+    E_PUT("<td class=\"metric\">", r->regressed_metric, "</td>");
+    /* a finding without numbers (a verdict, a digest): empty cells, not "nan" */
+    if (isnan(r->regressed_base) && isnan(r->regressed_run)) {
+        fputs("<td class=\"n\"></td><td class=\"n\"></td>", fp);
+    } else {
+        num_cell(fp, r->regressed_base);
+        num_cell(fp, r->regressed_run);
+    }
+    char change[64];
+    report_regression_change(r, change, sizeof change);
+    fprintf(fp, "<td class=\"n\">%s</td>", change);
+    verdict_note_cells(fp, r);
 }
 
 static void failing_end(FILE *fp, int64_t n_more)
@@ -391,7 +431,7 @@ static void summary(FILE *fp, const report_doc_t *d)
     poisoned_line(fp, rows);
     headlines(fp, rows);
 
-    static const report_failing_writer_t failing_writer = {failing_head, row_brief, failing_end};
+    static const report_failing_writer_t failing_writer = {failing_head, row_brief, failing_end, row_regressed};
     report_failing_sections(fp, rows, &failing_writer);
 
     int64_t idx[10];

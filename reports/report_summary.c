@@ -17,14 +17,18 @@ void report_worst_cell_line(FILE *fp, const result_list_t *rows, const report_li
     plot_cell_t *cells = NULL;
     int nc = plots_cells(rows, &cells);
     if (nc > 0) {
+        /* A failing row before any passing one: never a passing cell while one fails. */
         int w = 0;
         for (int c = 1; c < nc; c++)
-            if (cells[c].worst_rel > cells[w].worst_rel)
+            if (plots_row_worse(&rows->rows[cells[c].worst_index], &rows->rows[cells[w].worst_index]))
                 w = c;
         const result_t *r = &rows->rows[cells[w].worst_index];
         fprintf(fp, "%s%lldx%lld ", st->lead, (long long)cells[w].N, (long long)cells[w].K);
         st->esc(fp, cells[w].band);
-        fprintf(fp, "%s%.4g (", st->after_band, cells[w].worst_rel);
+        fprintf(fp, "%s%.4g", st->after_band, cells[w].worst_rel);
+        if (isfinite(cells[w].worst_ratio))
+            fprintf(fp, " = %.3g x its threshold %.4g", cells[w].worst_ratio, r->threshold);
+        fprintf(fp, ", %s (", verdict_name(r->verdict));
         esc_put(fp, st->esc, "", r->kernel, " vs ");
         esc_put(fp, st->esc, "", r->reference, st->before_case);
         esc_put(fp, st->esc, "", r->case_name, st->tail);
@@ -53,7 +57,7 @@ void report_failing_sections(FILE *fp, const result_list_t *rows, const report_f
             if (n == 0)
                 w->head(fp, pass);
             if (n < REPORT_FAILING_SHOWN)
-                w->row(fp, r);
+                (pass == 0 && w->regressed_row ? w->regressed_row : w->row)(fp, r);
             n++;
         }
         if (n)
@@ -201,3 +205,13 @@ int report_groups(const result_list_t *rows, report_group_t **groups)
     return n;
 }
 
+void report_regression_change(const result_t *r, char *buf, size_t cap)
+{
+    const double b = r->regressed_base, v = r->regressed_run;
+    if (!isfinite(b) || !isfinite(v))
+        snprintf(buf, cap, "%s", "");
+    else if (b != 0)
+        snprintf(buf, cap, "%+.4g (%+.2f%%)", v - b, 100.0 * (v - b) / fabs(b));
+    else
+        snprintf(buf, cap, "%+.4g", v - b);
+}

@@ -71,3 +71,65 @@ void term_wrap(FILE *fp, const char *first, const char *text, int indent, int wi
     }
     fputc('\n', fp);
 }
+
+void term_wrap_shell(FILE *fp, const char *first, const char *cmd, int indent, int width)
+{
+    fputs(first, fp);
+    int col = (int)strlen(first), at_start = 1;
+    for (const char *p = cmd; *p;) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        /* one word: up to a space outside single quotes */
+        const char *q = p;
+        for (int quoted = 0; *q && (quoted || *q != ' '); q++)
+            if (*q == '\'')
+                quoted = !quoted;
+        const int w = (int)(q - p);
+        if (!at_start && width > 0 && col + 1 + w + 2 > width) {
+            fprintf(fp, " \\\n%*s", indent, "");
+            col = indent;
+            at_start = 1;
+        }
+        if (!at_start) {
+            fputc(' ', fp);
+            col++;
+        }
+        fwrite(p, 1, (size_t)w, fp);
+        col += w;
+        at_start = 0;
+        p = q;
+    }
+    fputc('\n', fp);
+}
+
+void term_wrap_lines(FILE *fp, const char *text, int width)
+{
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        const size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = malloc(n + 1);
+        if (!line) {
+            fwrite(p, 1, n, fp);
+            fputc('\n', fp);
+        } else {
+            memcpy(line, p, n);
+            line[n] = '\0';
+            const int lead = (int)strspn(line, " ");
+            char first[64];
+            snprintf(first, sizeof first, "%.*s", lead < 60 ? lead : 60, line);
+            if (!strncmp(line + lead, "rerun: ", 7)) {
+                snprintf(first + strlen(first), sizeof first - strlen(first), "rerun: ");
+                term_wrap_shell(fp, first, line + lead + 7, lead + 4, width);
+            } else if ((int)n <= width || width <= 0) {
+                fputs(line, fp);
+                fputc('\n', fp);
+            } else {
+                term_wrap(fp, first, line + lead, lead + 4, width);
+            }
+            free(line);
+        }
+        p += n + (nl ? 1 : 0);
+    }
+}

@@ -28,4 +28,13 @@ void term_middle(const char *s, int width, char *out, size_t cap);
  * indented by indent spaces; ends with a newline.  width <= 0: one line. */
 void term_wrap(FILE *fp, const char *first, const char *text, int indent, int width);
 
+/* A shell command wrapped the same way, at spaces outside single quotes,
+ * each line but the last ending in " \\" so that it pastes as one command. */
+void term_wrap_shell(FILE *fp, const char *first, const char *cmd, int indent, int width);
+
+/* Every line of text wrapped at width, the continuation lines indented four
+ * more than the line's own leading spaces; a line whose text starts with
+ * "rerun: " is a shell command (term_wrap_shell). */
+void term_wrap_lines(FILE *fp, const char *text, int width);
+
 #endif

@@ -96,36 +96,28 @@ static void clean_rows(result_list_t *l)
 
 static void test_rule_pass(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
+    result_list_t *l = *state;
     const char *say[] = {"no party at fault (PASS)", "all 2 compared rows pass", NULL};
-    expect(&l, "pass", PARTY_NONE, NULL, say);
-    assert_int_equal(headline(&l).verdict, VERDICT_PASS);
-    result_list_free(&l);
+    expect(l, "pass", PARTY_NONE, NULL, say);
+    assert_int_equal(headline(l).verdict, VERDICT_PASS);
 }
 
 static void test_rule_harness_error(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    result_t *e = add(&l, "w4a4.aiter", "-", VERDICT_ERROR, NAN, NAN);
+    result_list_t *l = *state;
+    result_t *e = add(l, "w4a4.aiter", "-", VERDICT_ERROR, NAN, NAN);
     kr_strlcpy(e->note, "out of memory for the reference", sizeof e->note);
-    add(&l, "w4a8.decode", "R_exact", VERDICT_WRONG, 0.5, 0.005);
+    add(l, "w4a8.decode", "R_exact", VERDICT_WRONG, 0.5, 0.005);
     const char *say[] = {"no party at fault", "w4a4.aiter ERROR", "out of memory for the reference", NULL};
-    expect(&l, "harness-error", PARTY_NONE, "w4a4.aiter", say);
-    assert_int_equal(headline(&l).verdict, VERDICT_ERROR);
-    result_list_free(&l);
+    expect(l, "harness-error", PARTY_NONE, "w4a4.aiter", say);
+    assert_int_equal(headline(l).verdict, VERDICT_ERROR);
 }
 
 static void test_rule_reference_wrong(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    add(&l, "recorded.out", "R_exact", VERDICT_PASS, 0.0017, 0.0039);
-    result_t *ref = add(&l, "recorded.ref", "R_exact", VERDICT_WRONG, 1.54, 0.0039);
+    result_list_t *l = *state;
+    add(l, "recorded.out", "R_exact", VERDICT_PASS, 0.0017, 0.0039);
+    result_t *ref = add(l, "recorded.ref", "R_exact", VERDICT_WRONG, 1.54, 0.0039);
     /* the reference's own diagnosis claims the case is mislabelled */
     diagnosed(ref, "input", "matches R_exact on permute_w(W): the case's weight is mislabelled");
     const char *say[] = {"reference at fault", "recorded.ref WRONG against R_exact (rel_fro 1.54 > 0.0039)",
@@ -134,97 +126,82 @@ static void test_rule_reference_wrong(void **state)
                          "the reference's diagnosis: matches R_exact on permute_w(W)",
                          "its diagnosis blames the input; not trusted",
                          "matches R_exact built from the case as labelled, so the labels are right", NULL};
-    expect(&l, "reference-wrong", PARTY_REFERENCE, "recorded.ref", say);
-    const case_headline_t h = headline(&l);
+    expect(l, "reference-wrong", PARTY_REFERENCE, "recorded.ref", say);
+    const case_headline_t h = headline(l);
     assert_true(h.contradicted);
-    assert_string_equal(l.rows[h.evidence].kernel, "recorded.out");
+    assert_string_equal(l->rows[h.evidence].kernel, "recorded.out");
     assert_int_equal(h.verdict, VERDICT_WRONG);
-    result_list_free(&l);
 }
 
 static void test_rule_reference_shared(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    result_t *o = add(&l, "recorded.out", "R_exact", VERDICT_WRONG, 1.45, 0.0039);
+    result_list_t *l = *state;
+    result_t *o = add(l, "recorded.out", "R_exact", VERDICT_WRONG, 1.45, 0.0039);
     diagnosed(o, "input", "matches R_exact with WPERM undone: the weight is in fragment order, unmarked");
-    result_t *o2 = add(&l, "recorded.out", "R_source", VERDICT_WRONG, 1.45, 0.066);
+    result_t *o2 = add(l, "recorded.out", "R_source", VERDICT_WRONG, 1.45, 0.066);
     diagnosed(o2, "input", "matches R_source with WPERM undone");
-    add(&l, "recorded.ref", "R_exact", VERDICT_PASS, 0.0, 0.0039);
+    add(l, "recorded.ref", "R_exact", VERDICT_PASS, 0.0, 0.0039);
     const char *say[] = {"reference at fault", "recorded.out WRONG against R_exact",
                          "because the case's reference is wrong",
                          "the serve's reference read the operands as the case labels them",
                          "recorded.ref matches R_exact, rel_fro 0 <= 0.0039", "the kernel did not",
                          "the kernel's diagnosis: matches R_exact with WPERM undone", "(2 failing rows in all)",
                          NULL};
-    expect(&l, "reference-shared", PARTY_REFERENCE, "recorded.out", say);
+    expect(l, "reference-shared", PARTY_REFERENCE, "recorded.out", say);
     /* the input's misreading is the rule's evidence, not a contradiction */
-    assert_false(headline(&l).contradicted);
-    assert_null(strstr(headline(&l).line, "not trusted"));
-    result_list_free(&l);
+    assert_false(headline(l).contradicted);
+    assert_null(strstr(headline(l).line, "not trusted"));
 }
 
 static void test_rule_input_labels(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    result_t *o = add(&l, "recorded.out", "R_exact", VERDICT_WRONG, 1.45, 0.0039);
+    result_list_t *l = *state;
+    result_t *o = add(l, "recorded.out", "R_exact", VERDICT_WRONG, 1.45, 0.0039);
     diagnosed(o, "input", "matches R_exact with the scales read as [N, K/32]");
     /* no recorded reference: nothing says the serve's reference shared it */
     const char *say[] = {"input at fault", "because of the case's input, not the kernel",
                          "diagnosis: matches R_exact with the scales read as", NULL};
-    expect(&l, "input-labels", PARTY_INPUT, "recorded.out", say);
-    result_list_free(&l);
+    expect(l, "input-labels", PARTY_INPUT, "recorded.out", say);
 }
 
 static void test_rule_reference_diag(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    result_t *o = add(&l, "recorded.out", "R_exact", VERDICT_WRONG, 0.2, 0.0039);
+    result_list_t *l = *state;
+    result_t *o = add(l, "recorded.out", "R_exact", VERDICT_WRONG, 0.2, 0.0039);
     diagnosed(o, "reference", "activations were quantized with 'traced', not 'vllm'");
     const char *say[] = {"reference at fault", "built from other operands than the kernel's output",
                          "quantized with 'traced'", NULL};
-    expect(&l, "reference-diag", PARTY_REFERENCE, "recorded.out", say);
-    result_list_free(&l);
+    expect(l, "reference-diag", PARTY_REFERENCE, "recorded.out", say);
 }
 
 static void test_rule_kernel_rerun(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    result_t *r = add(&l, "recorded.out", "out_rerun", VERDICT_NONDETERMINISTIC, 0.018, 0.0);
+    result_list_t *l = *state;
+    result_t *r = add(l, "recorded.out", "out_rerun", VERDICT_NONDETERMINISTIC, 0.018, 0.0);
     r->ulp.identical = 509;
-    result_t *k = add(&l, "recorded.out_rerun", "R_exact", VERDICT_WRONG, 0.018, 0.0039);
+    result_t *k = add(l, "recorded.out_rerun", "R_exact", VERDICT_WRONG, 0.018, 0.0039);
     diagnosed(k, "kernel", "3 isolated elements are wrong");
     const char *say[] = {"kernel at fault", "recorded.out NONDETERMINISTIC (3 of 512 elements differ between runs)",
                          "the kernel is not deterministic", "recorded.out_rerun WRONG against R_exact",
                          "diagnosis: 3 isolated elements are wrong", NULL};
-    expect(&l, "kernel-rerun", PARTY_KERNEL, "recorded.out", say);
-    result_list_free(&l);
+    expect(l, "kernel-rerun", PARTY_KERNEL, "recorded.out", say);
 }
 
 static void test_rule_kernel(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
+    result_list_t *l = *state;
     /* two failing rows: the R_exact one with a diagnosis is cited */
-    add(&l, "w4a8.decode", "R_source", VERDICT_WRONG, 0.9, 0.07);
-    result_t *k = add(&l, "w4a8.decode", "R_exact", VERDICT_MAGNITUDE, 0.63, 0.005);
+    add(l, "w4a8.decode", "R_source", VERDICT_WRONG, 0.9, 0.07);
+    result_t *k = add(l, "w4a8.decode", "R_exact", VERDICT_MAGNITUDE, 0.63, 0.005);
     diagnosed(k, "kernel", "|out| is 1/2.7 of R_exact");
     /* a WRONG row under its rel_fro threshold: the judgement's clause says why */
-    result_t *w = add(&l, "w4a8.perblock", "R_exact", VERDICT_WRONG, 0.004, 0.005);
+    result_t *w = add(l, "w4a8.perblock", "R_exact", VERDICT_WRONG, 0.004, 0.005);
     snprintf(w->note, sizeof w->note, "worst_row_rel 0.3543 > 0.09313 (row 7) (policy default)");
-    add(&l, "recorded.ref", "R_exact", VERDICT_PASS, 0.0, 0.0039);
+    add(l, "recorded.ref", "R_exact", VERDICT_PASS, 0.0, 0.0039);
     const char *say[] = {"kernel at fault", "w4a8.decode MAGNITUDE against R_exact (rel_fro 0.63 > 0.005)",
                          "diagnosis: |out| is 1/2.7 of R_exact", "the serve's reference agrees with kreplay's",
                          "(3 failing rows in all)", NULL};
-    expect(&l, "kernel", PARTY_KERNEL, "w4a8.decode", say);
+    expect(l, "kernel", PARTY_KERNEL, "w4a8.decode", say);
     /* the row under its threshold alone */
     result_list_t one = {0};
     clean_rows(&one);
@@ -233,94 +210,84 @@ static void test_rule_kernel(void **state)
     const char *say1[] = {"w4a8.perblock WRONG against R_exact (worst_row_rel 0.3543 > 0.09313)", NULL};
     expect(&one, "kernel", PARTY_KERNEL, "w4a8.perblock", say1);
     result_list_free(&one);
-    result_list_free(&l);
 }
 
 static void test_rule_kernel_regressed(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    result_t *g = add(&l, "w4a8.folded", "R_exact", VERDICT_REGRESSED, 0.0016, 0.005);
+    result_list_t *l = *state;
+    result_t *g = add(l, "w4a8.folded", "R_exact", VERDICT_REGRESSED, 0.0016, 0.005);
     kr_strlcpy(g->regressed_metric, "identical_frac", sizeof g->regressed_metric);
     g->regressed_base = 0.934;
     g->regressed_run = 0.924;
     const char *say[] = {"kernel at fault", "w4a8.folded REGRESSED against R_exact "
                                             "(identical_frac 0.934 -> 0.924 since the baseline)", NULL};
-    expect(&l, "kernel", PARTY_KERNEL, "w4a8.folded", say);
-    result_list_free(&l);
+    expect(l, "kernel", PARTY_KERNEL, "w4a8.folded", say);
 }
 
 static void test_rule_reference_alone(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    /* only the reference output was compared, and it fails */
-    add(&l, "recorded.ref", "R_exact", VERDICT_WRONG, 1.5, 0.0039);
-    add(&l, "bf16.skinny", "-", VERDICT_UNSUPPORTED, NAN, NAN);
+    result_list_t *l = *state;
+    /* only the reference output was compared, and it fails: no kernel rows */
+    l->count = 0;
+    add(l, "recorded.ref", "R_exact", VERDICT_WRONG, 1.5, 0.0039);
+    add(l, "bf16.skinny", "-", VERDICT_UNSUPPORTED, NAN, NAN);
     const char *say[] = {"reference at fault", "the case's recorded reference disagrees with R_exact", NULL};
-    expect(&l, "reference-alone", PARTY_REFERENCE, "recorded.ref", say);
-    result_list_free(&l);
+    expect(l, "reference-alone", PARTY_REFERENCE, "recorded.ref", say);
 }
 
 static void test_rule_input_poisoned(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    clean_rows(&l);
-    for (int64_t i = 0; i < l.count; i++)
-        if (strcmp(l.rows[i].reference, "-")) {
-            l.rows[i].verdict = VERDICT_POISONED_INPUT;
-            kr_strlcpy(l.rows[i].poison_where, "x: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN)",
-                       sizeof l.rows[i].poison_where);
+    result_list_t *l = *state;
+    for (int64_t i = 0; i < l->count; i++)
+        if (strcmp(l->rows[i].reference, "-")) {
+            l->rows[i].verdict = VERDICT_POISONED_INPUT;
+            kr_strlcpy(l->rows[i].poison_where, "x: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN)",
+                       sizeof l->rows[i].poison_where);
         }
     const char *say[] = {"input at fault (POISONED_INPUT)", "x holds non-finite values",
                          "poisoned input: x: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN)", NULL};
-    expect(&l, "input-poisoned", PARTY_INPUT, NULL, say);
-    assert_int_equal(headline(&l).verdict, VERDICT_POISONED_INPUT);
+    expect(l, "input-poisoned", PARTY_INPUT, NULL, say);
+    assert_int_equal(headline(l).verdict, VERDICT_POISONED_INPUT);
     /* a kernel failing on the finite rows of a poisoned case: the kernel, with the block */
-    result_t *k = add(&l, "w4a4.aiter", "R_exact", VERDICT_WRONG, 0.0016, 0.005);
+    result_t *k = add(l, "w4a4.aiter", "R_exact", VERDICT_WRONG, 0.0016, 0.005);
     diagnosed(k, "kernel", "rows 0-4: the operands give NaN, the kernel wrote finite values there");
     const char *say2[] = {"kernel at fault", "w4a4.aiter WRONG", "poisoned input: x: rows 0-16", NULL};
-    expect(&l, "kernel", PARTY_KERNEL, "w4a4.aiter", say2);
-    result_list_free(&l);
+    expect(l, "kernel", PARTY_KERNEL, "w4a4.aiter", say2);
 }
 
 static void test_rule_unsupported(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    result_t *u = add(&l, "bf16.skinny", "-", VERDICT_UNSUPPORTED, NAN, NAN);
+    result_list_t *l = *state;
+    l->count = 0;
+    result_t *u = add(l, "bf16.skinny", "-", VERDICT_UNSUPPORTED, NAN, NAN);
     kr_strlcpy(u->note, "the case has no bf16 weight", sizeof u->note);
     const char *say[] = {"no party at fault (UNSUPPORTED)", "no kernel could compare an output",
                          "the case has no bf16 weight", NULL};
-    expect(&l, "unsupported", PARTY_NONE, NULL, say);
-    result_list_free(&l);
+    expect(l, "unsupported", PARTY_NONE, NULL, say);
 }
 
 /* Two cases in one list: a headline each, in the order of their first rows,
  * and the JSON form carries the same. */
 static void test_two_cases_and_json(void **state)
 {
-    (void)state;
-    result_list_t l = {0};
-    add(&l, "w4a8.folded", "R_exact", VERDICT_WRONG, 0.5, 0.005);
-    result_t *b = add(&l, "w4a8.folded", "R_exact", VERDICT_PASS, 0.001, 0.005);
+    result_list_t *l = *state;
+    l->count = 0;
+    add(l, "w4a8.folded", "R_exact", VERDICT_WRONG, 0.5, 0.005);
+    result_t *b = add(l, "w4a8.folded", "R_exact", VERDICT_PASS, 0.001, 0.005);
     kr_strlcpy(b->case_path, "cases/a0.h5", sizeof b->case_path);
     kr_strlcpy(b->case_name, "a0", sizeof b->case_name);
     case_headline_t *h = NULL;
-    assert_int_equal(case_headlines(&l, &h), 2);
+    assert_int_equal(case_headlines(l, &h), 2);
     assert_int_equal(strncmp(h[0].line, "c1: kernel at fault", 19), 0);
     assert_int_equal(strncmp(h[1].line, "a0: no party at fault (PASS)", 28), 0);
     free(h);
-    json_t *arr = case_headlines_json(&l);
+    json_t *arr = case_headlines_json(l);
     assert_int_equal(json_array_size(arr), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "party")), "kernel");
     assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 0), "verdict")), "WRONG");
     assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 1), "party")), "none");
     assert_string_equal(json_string_value(json_object_get(json_array_get(arr, 1), "rule")), "pass");
     json_decref(arr);
-    result_list_free(&l);
 }
 
 /* ------------------------------------------------ the diagnosis fixtures */
@@ -421,7 +388,35 @@ static void test_other_fixtures(void **state)
     }
 }
 
-KR_TEST_MAIN(test_rule_pass, test_rule_harness_error, test_rule_reference_wrong, test_rule_reference_shared,
-             test_rule_input_labels, test_rule_reference_diag, test_rule_kernel_rerun, test_rule_kernel,
-             test_rule_kernel_regressed, test_rule_reference_alone, test_rule_input_poisoned, test_rule_unsupported,
-             test_two_cases_and_json, test_wperm_fixture_both_ways, test_other_fixtures);
+/* Each rule's test starts from the rows of a clean dump (clean_rows). */
+static int setup_rows(void **state)
+{
+    result_list_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return -1;
+    clean_rows(l);
+    *state = l;
+    return 0;
+}
+
+static int free_rows(void **state)
+{
+    result_list_free(*state);
+    free(*state);
+    return 0;
+}
+
+#define RULE_TEST(t) cmocka_unit_test_setup_teardown(t, setup_rows, free_rows)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        RULE_TEST(test_rule_pass),         RULE_TEST(test_rule_harness_error),   RULE_TEST(test_rule_reference_wrong),
+        RULE_TEST(test_rule_reference_shared), RULE_TEST(test_rule_input_labels), RULE_TEST(test_rule_reference_diag),
+        RULE_TEST(test_rule_kernel_rerun), RULE_TEST(test_rule_kernel),          RULE_TEST(test_rule_kernel_regressed),
+        RULE_TEST(test_rule_reference_alone), RULE_TEST(test_rule_input_poisoned), RULE_TEST(test_rule_unsupported),
+        RULE_TEST(test_two_cases_and_json), cmocka_unit_test(test_wperm_fixture_both_ways),
+        cmocka_unit_test(test_other_fixtures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -56,18 +56,12 @@ static void finding(finding_t *f, const char *metric, double base, double run)
 __attribute__((format(printf, 2, 3)))
 static void add(clauses_t *c, const char *fmt, ...)
 {
-    if (c->len + 1 >= c->cap)
-        return;
-    if (c->len) {
-        int w = snprintf(c->buf + c->len, c->cap - c->len, "; ");
-        c->len += (size_t)w < c->cap - c->len ? (size_t)w : c->cap - c->len - 1;
-    }
+    if (c->len)
+        kr_appendf(c->buf, c->cap, &c->len, "; ");
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(c->buf + c->len, c->cap - c->len, fmt, ap);
+    kr_vappendf(c->buf, c->cap, &c->len, fmt, ap);
     va_end(ap);
-    if (w > 0)
-        c->len += (size_t)w < c->cap - c->len ? (size_t)w : c->cap - c->len - 1;
 }
 
 /* Is error-like (lower is better) value nw worse than b beyond tolerance?
