@@ -102,21 +102,21 @@ static void run_label(const char *path, const results_meta_t *m, int seconds, ch
     snprintf(buf, cap, "%s%s%s %.7s", name, name[0] ? " " : "", when, m->git_commit);
 }
 
-/* The trend's labels made distinct: to the second where two are the same,
- * then numbered. */
+/* The trend's labels made distinct: both of two that read the same get
+ * their seconds, then any still the same are numbered. */
 static void distinct_labels(report_run_t *runs, int n, const hist_run_t *const *src)
 {
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++) {
-                if (i == j || strcmp(runs[i].label, runs[j].label))
-                    continue;
-                if (pass == 0 && src[i])
-                    run_label(src[i]->path, &src[i]->meta, 1, runs[i].label, sizeof runs[i].label);
-                else if (pass == 1 && j > i) {
-                    const size_t l = strlen(runs[j].label);
-                    snprintf(runs[j].label + l, sizeof runs[j].label - l, " #%d", j + 1);
-                }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (!strcmp(runs[i].label, runs[j].label) && src[i] && src[j]) {
+                run_label(src[i]->path, &src[i]->meta, 1, runs[i].label, sizeof runs[i].label);
+                run_label(src[j]->path, &src[j]->meta, 1, runs[j].label, sizeof runs[j].label);
+            }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (!strcmp(runs[i].label, runs[j].label)) {
+                const size_t l = strlen(runs[j].label);
+                snprintf(runs[j].label + l, sizeof runs[j].label - l, " #%d", j + 1);
             }
 }
 

@@ -89,6 +89,7 @@ typedef struct {
     int shown[N_COLS];
     int dropped[N_COLS];      /* dropped to fit (not: never there) */
     int natural;              /* the width with every column and whole names */
+    int name_natural[3];      /* the names' own widths (NAME_COLS) */
 } layout_t;
 
 static int total_width(const layout_t *l)
@@ -110,8 +111,23 @@ static void cut_names(layout_t *l, const int *to)
                                                                                     : (int)strlen(COLS[NAME_COLS[j]].head);
 }
 
+/* Names back toward `to` (reference, kernel, case: the short ones first)
+ * while the table stays within width; never past their own length. */
+static void grow_names(layout_t *l, const int *to, int width)
+{
+    for (int j = 2; j >= 0; j--) {
+        const int k = NAME_COLS[j];
+        const int want = to ? (to[j] < l->name_natural[j] ? to[j] : l->name_natural[j]) : l->name_natural[j];
+        const int spare = width - total_width(l);
+        if (l->width[k] < want && spare > 0)
+            l->width[k] += want - l->width[k] < spare ? want - l->width[k] : spare;
+    }
+}
+
 static void fit(layout_t *l, int width)
 {
+    for (int j = 0; j < 3; j++)
+        l->name_natural[j] = l->width[NAME_COLS[j]];
     for (size_t s = 0; s < sizeof FIT_STEPS / sizeof FIT_STEPS[0] && total_width(l) > width; s++) {
         const int step = FIT_STEPS[s];
         if (step == SHORT_NAMES)
@@ -123,6 +139,9 @@ static void fit(layout_t *l, int width)
             l->dropped[step] = 1;
         }
     }
+    /* What room is left: names first up to their short widths, then the
+     * dropped columns that fit again (most useful first), then whole names. */
+    grow_names(l, SHORT_WIDTH, width);
     for (int s = (int)(sizeof FIT_STEPS / sizeof FIT_STEPS[0]) - 1; s >= 0; s--) {
         const int k = FIT_STEPS[s];
         if (k < 0 || !l->dropped[k])
@@ -133,6 +152,7 @@ static void fit(layout_t *l, int width)
         else
             l->dropped[k] = 0;
     }
+    grow_names(l, NULL, width);
 }
 
 static int shown_row(const result_t *r, const report_table_options_t *o)
