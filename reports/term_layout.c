@@ -34,40 +34,41 @@ void term_middle(const char *s, int width, char *out, size_t cap)
 
 void term_wrap(FILE *fp, const char *first, const char *text, int indent, int width)
 {
-    int col = (int)strlen(first);
+    /* Each line is the text as written (its spacing kept: a table row stays
+     * aligned) up to the last space that fits; a word longer than a line is
+     * cut where the line ends. */
     fputs(first, fp);
+    int col = (int)strlen(first);
     const char *p = text;
-    int at_line_start = 1;
     while (*p) {
+        const int room = width - col;
+        const size_t rest = strlen(p);
+        if (width <= 0 || (int)rest <= room) {
+            fputs(p, fp);
+            break;
+        }
+        int cut = -1;
+        for (int i = room; i > 0; i--)
+            if (p[i] == ' ') {
+                cut = i;
+                break;
+            }
+        if (cut <= 0 && col > indent) {
+            cut = 0;            /* nothing fits after the prefix: start on the next line */
+        } else if (cut <= 0) {
+            cut = room > 1 ? room : 1;
+        }
+        int end = cut;
+        while (end > 0 && p[end - 1] == ' ')
+            end--;
+        fwrite(p, 1, (size_t)end, fp);
+        p += cut;
         while (*p == ' ')
             p++;
         if (!*p)
             break;
-        size_t w = strcspn(p, " ");
-        const int room = width - col - (at_line_start ? 0 : 1);
-        if (width > 0 && (int)w > room && !(at_line_start && col <= indent)) {
-            fprintf(fp, "\n%*s", indent, "");
-            col = indent;
-            at_line_start = 1;
-            continue;
-        }
-        if (!at_line_start) {
-            fputc(' ', fp);
-            col++;
-        }
-        /* A word longer than a whole line is cut where the line ends. */
-        size_t take = w;
-        if (width > 0 && (int)take > width - col)
-            take = (size_t)(width - col > 1 ? width - col : 1);
-        fwrite(p, 1, take, fp);
-        col += (int)take;
-        p += take;
-        at_line_start = 0;
-        if (take < w) {
-            fprintf(fp, "\n%*s", indent, "");
-            col = indent;
-            at_line_start = 1;
-        }
+        fprintf(fp, "\n%*s", indent, "");
+        col = indent;
     }
     fputc('\n', fp);
 }
@@ -106,6 +107,11 @@ void term_wrap_shell(FILE *fp, const char *first, const char *cmd, int indent, i
 
 void term_wrap_lines(FILE *fp, const char *text, int width)
 {
+    term_wrap_lines_hang(fp, text, width, -1);
+}
+
+void term_wrap_lines_hang(FILE *fp, const char *text, int width, int hang)
+{
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         const size_t n = nl ? (size_t)(nl - p) : strlen(p);
@@ -126,7 +132,7 @@ void term_wrap_lines(FILE *fp, const char *text, int width)
                 fputs(line, fp);
                 fputc('\n', fp);
             } else {
-                term_wrap(fp, first, line + lead, lead + 4, width);
+                term_wrap(fp, first, line + lead, hang >= 0 && hang < width - 20 ? hang : lead + 4, width);
             }
             free(line);
         }

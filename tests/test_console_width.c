@@ -11,7 +11,8 @@
  *    under its threshold says which metric failed
  *    ("worst_row_rel 0.3543 > 0.09313 (row 7)"), and the poisoned block of
  *    the NaN-head sample is on the console, not only in --json;
- *  - --failed shows the failing rows alone. */
+ *  - --failed shows the failing rows alone;
+ *  - list, inspect and compare fit 80 columns too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,5 +171,28 @@ static void test_gate_console_fits_80(void **state)
     free(out);
 }
 
+/* The other tables and lists: the last column (or a value) wrapped under
+ * itself, the compare table's columns that compare kept. */
+static void test_other_tables_fit_80(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *must;
+    } cmds[] = {
+        {"list kernels", "\nquant.fp8_token      quant   1 / 1+     vLLM per-token fp8"},
+        {"list kernels --verbose", "\n  accumulation:  "},
+        {"list shapes", "\nmlp_gate_up             17408   5120 mxfp4  MLP gate_up projection"},
+        {"inspect '" NANHEAD "'", "    block: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN): one"},
+        {"compare w4a8.folded w4a4.aiter '" SAMPLES "/moe_gate_N256_K2048_M8.h5'",
+         "(N, K and cases not shown at width 80: COLUMNS=122 shows them)"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char *out = run("COLUMNS=80", cmds[i].args, 0);
+        lines_within(out, 80, cmds[i].args);
+        TEST_EXPECT_PHRASES(out, cmds[i].must);
+        free(out);
+    }
+}
+
 KR_TEST_MAIN(test_replay_fits_80, test_log_default_160, test_reasons_under_failing_rows, test_failed_only,
-             test_gate_console_fits_80);
+             test_gate_console_fits_80, test_other_tables_fit_80);
