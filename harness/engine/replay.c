@@ -1475,8 +1475,7 @@ static int replay_case_judged(const case_t *c, const replay_options_t *opt, cons
         blocks.block_offset = m0;
         blocks.block_rows = n;
         status = replay_rows(&block, opt, policy, &poison, &route_fit, &blocks, c->M, &health, weight, &ref_ctx,
-                             &launches,
-                             &block_rows, err);
+                             &launches, &block_rows, err);
         result_list_free(&block_rows);
     }
     for (int64_t i = 0; status == 0 && i < blocks.count; i++) {
