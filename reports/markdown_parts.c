@@ -1,5 +1,8 @@
 #include "markdown_parts.h"
 
+#include <stdlib.h>
+
+#include "case_headline.h"
 #include "escape.h"
 
 void md_row_identity(FILE *fp, const result_t *r)
@@ -25,4 +28,17 @@ void md_build_line(FILE *fp, const char *version, const char *commit, const char
     esc_put(fp, esc_markdown, "", commit, ") on ");
     esc_put(fp, esc_markdown, "", host, " at ");
     esc_markdown(fp, time_utc);
+}
+
+void md_headlines(FILE *fp, const result_list_t *rows)
+{
+    int64_t more, clean;
+    char *list = case_headlines_text(rows, esc_markdown, "- ", "\n", 50, &more, &clean);
+    if (!list)
+        return;
+    fprintf(fp, "## Who is at fault\n\n%s", list);
+    if (more)
+        fprintf(fp, "- ... and %lld more cases\n", (long long)more);
+    fprintf(fp, "\n%lld other case%s: no party at fault.\n\n", (long long)clean, clean == 1 ? "" : "s");
+    free(list);
 }

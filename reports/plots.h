@@ -9,19 +9,30 @@
  *    rel_fro covers the finite part only), rel_fro finite and > 0 (log axes);
  *  - relerr_<N>x<K>: per shape, rel_fro against M for each kernel (the worst
  *    case at each M), one panel per reference (R_exact: the kernel's
- *    arithmetic; R_source: total error), the M bands shaded;
+ *    arithmetic; R_source: total error), the M bands shaded, each series'
+ *    threshold dashed (the threshold of the row drawn, stepping at band
+ *    edges), the failing rows crossed and the regressed rows circled at
+ *    their own rel_fro; kernels with the same numbers (bit-identical
+ *    outputs) drawn once, the others named under it in the key;
  *  - ulp_<reference>: per reference (R_exact, R_source, out_rerun, model:K,
  *    ...), each kernel's bf16 ULP-distance histogram summed over its rows,
  *    as the fraction of elements per bin (recorded.* outputs are kernels;
- *    poisoned rows count here: R_sanitized shows where they land);
+ *    poisoned rows count here: R_sanitized shows where they land); equal
+ *    histograms drawn once, the kernels named together;
  *  - w4a8_vs_w4a4: per shape and band, the mean rel_fro against R_source of
  *    the W4A8 kernel (the registry's COMPARE_ROLE_W4A8_PRODUCTION kernel,
  *    else its COMPARE_ROLE_W4A8_MODEL, else the first other W4A8 kernel by
- *    name) and of the COMPARE_ROLE_W4A4_EMULATION kernel;
- *  - heatmap_worst: the worst rel_fro against R_source (any R_* when no row
- *    has R_source) over shape x band;
- *  - trend: per run (baseline, history, this run; oldest first) the worst
- *    rel_fro against R_source of each kernel, and the failing rows;
+ *    name) and of the COMPARE_ROLE_W4A4_EMULATION kernel, each bar with its
+ *    threshold (the largest in the cell) and a cross when a row fails;
+ *  - heatmap_worst: over shape x band, the worst row's rel_fro / threshold
+ *    against any R_* reference (each row by its own threshold), coloured so
+ *    that 1 (the threshold) is where green turns red, failing cells framed;
+ *  - regressions: the regressed rows' metric (result_t.regressed_*), its
+ *    baseline value against this run's, one panel per metric, the diagonal
+ *    drawn (only when a regressed row has numbers);
+ *  - trend: per run (baseline, history, this run; in time order) the worst
+ *    rel_fro / threshold against R_source of each kernel (1 = the
+ *    threshold, a cross where the kernel failed), and the failing rows;
  *  - nfmap_<case>: the non-finite elements of a case's x (rows x columns),
  *    binned to at most 64 x 256 cells, with the blocks of its input_map_t. */
 #ifndef KR_PLOTS_H
@@ -54,23 +65,31 @@ typedef struct {
     const result_list_t *rows;
 } plot_run_t;
 
-/* The worst (highest rel_fro) error row of each shape x band. */
+/* The error rows of one shape x band, and its worst row: a failing row
+ * before any passing one, then the larger rel_fro / threshold (1 = the
+ * threshold; rows without one last, by rel_fro). */
 typedef struct {
     int64_t N, K;
     char band[16];
     int64_t band_order;           /* smallest M seen in the band: bands sort by it */
-    double worst_rel;
-    int64_t worst_index;          /* row index in the list */
+    double worst_rel;             /* the worst row's rel_fro */
+    double worst_ratio;           /* the worst row's rel_fro / threshold (NaN: no threshold) */
+    int64_t worst_index;          /* the worst row's index in the list */
+    verdict_t worst_verdict;      /* and its verdict */
     int n_rows;
+    int failing;                  /* rows whose verdict fails */
 } plot_cell_t;
+
+/* Is row a worse than row b, by the order above? */
+int plots_row_worse(const result_t *a, const result_t *b);
 
 /* Is this row an error row (see above)?  When reference is not NULL it must
  * also be that reference. */
 int plots_is_error_row(const result_t *r, const char *reference);
 
-/* The shape x band cells of rows against R_source (any R_* when none has
- * R_source), sorted by N, K, then band order.  *cells is malloc'd (free it).
- * Returns the count, or -1 when out of memory. */
+/* The shape x band cells of the error rows against any R_* reference,
+ * sorted by N, K, then band order.  *cells is malloc'd (free it).  Returns
+ * the count, or -1 when out of memory. */
 int plots_cells(const result_list_t *rows, plot_cell_t **cells);
 
 /* The W4A8 kernel the comparison with W4A4 uses, or NULL when the rows

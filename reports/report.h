@@ -25,8 +25,23 @@ typedef struct {
 void run_info_fill(run_info_t *info, const char *command, const char *version,
                    const char *git_commit);
 
-/* One row per (case, kernel, reference), aligned columns. */
+/* One row per (case, kernel, reference), aligned columns, fitted to a
+ * width (term_layout.h): columns dropped least useful first (band, nonfin,
+ * max_abs, ...; the names, rel_fro, threshold and verdict stay), names cut
+ * in the middle, a line saying which columns were left out.  Under every
+ * failing row its note (why: the metric, value and threshold) and its
+ * diagnosis, wrapped; under a row that compared nothing its note. */
+typedef struct {
+    int width;          /* 0: term_width(fp); < 0: no limit */
+    int failed_only;    /* only the rows whose verdict fails */
+} report_table_options_t;
+void report_table_print_with(FILE *fp, const result_list_t *rows, const report_table_options_t *o);
+/* The same with the defaults (every row, term_width(fp)). */
 void report_table_print(FILE *fp, const result_list_t *rows);
+
+/* What replay prints: one headline per case (case_headline.h), the table
+ * (failed_only: its failing rows), the verdict counts. */
+void report_console_print(FILE *fp, const result_list_t *rows, int failed_only);
 
 /* Verdict counts, one line: "12 rows: 10 PASS, 2 POISONED_INPUT". */
 void report_summary_line(FILE *fp, const result_list_t *rows);

@@ -16,7 +16,6 @@
 #include "gnuplot.h"
 #include "input_health.h"
 #include "kr_string.h"
-#include "markdown_parts.h"
 #include "plots.h"
 #include "progress.h"
 #include "ref_parallel.h"
@@ -68,19 +67,62 @@ static int same_run(const results_meta_t *a, const results_meta_t *b, int64_t ro
            !strcmp(a->suite_hash, b->suite_hash) && rows_a == rows_b;
 }
 
-/* "2024-05-01T03:00:00Z" + "abcdef123456" -> "05-01 03:00 abcdef1" */
-static void run_label(const results_meta_t *m, const char *fallback, char *buf, size_t cap)
+/* What a run is called: its directory (RUNDIR/results.h5), else its file's
+ * stem -- unless that is only the time stamp a history file is named by. */
+static void run_name(const char *path, const results_meta_t *m, char *buf, size_t cap)
+{
+    char p[512];
+    kr_strlcpy(p, path, sizeof p);
+    char *base = strrchr(p, '/');
+    if (base && !strcmp(base + 1, "results.h5")) {
+        *base = '\0';
+        base = strrchr(p, '/');
+    }
+    const char *name = base ? base + 1 : p;
+    char stem[128];
+    kr_strlcpy(stem, name, sizeof stem);
+    const size_t n = strlen(stem);
+    if (n > 3 && !strcmp(stem + n - 3, ".h5"))
+        stem[n - 3] = '\0';
+    const size_t tl = strlen(m->time_utc);
+    snprintf(buf, cap, "%s", tl >= 10 && !strncmp(stem, m->time_utc, 10) ? "" : stem);
+}
+
+/* "today 05-01 03:00 abcdef1": the run's name, time (to the second with
+ * seconds, when asked) and short commit. */
+static void run_label(const char *path, const results_meta_t *m, int seconds, char *buf, size_t cap)
 {
     const char *t = m->time_utc;
-    char when[32] = "";
-    if (strlen(t) >= 16)
-        snprintf(when, sizeof when, "%.5s %.5s", t + 5, t + 11);
+    char when[32] = "", name[64];
+    if (strlen(t) >= 19)
+        snprintf(when, sizeof when, "%.5s %.*s", t + 5, seconds ? 8 : 5, t + 11);
     else
         kr_strlcpy(when, t, sizeof when);
-    if (when[0] || m->git_commit[0])
-        snprintf(buf, cap, "%s %.7s", when, m->git_commit);
-    else
-        kr_strlcpy(buf, fallback, cap);
+    run_name(path, m, name, sizeof name);
+    snprintf(buf, cap, "%s%s%s %.7s", name, name[0] ? " " : "", when, m->git_commit);
+}
+
+/* The trend's labels made distinct: both of two that read the same get
+ * their seconds, then any still the same are numbered. */
+static void distinct_labels(report_run_t *runs, int n, const hist_run_t *const *src)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (!strcmp(runs[i].label, runs[j].label) && src[i] && src[j]) {
+                run_label(src[i]->path, &src[i]->meta, 1, runs[i].label, sizeof runs[i].label);
+                run_label(src[j]->path, &src[j]->meta, 1, runs[j].label, sizeof runs[j].label);
+            }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (!strcmp(runs[i].label, runs[j].label)) {
+                const size_t l = strlen(runs[j].label);
+                snprintf(runs[j].label + l, sizeof runs[j].label - l, " #%d", j + 1);
+            }
+}
+
+int report_run_injected(const results_meta_t *m)
+{
+    return m && strstr(m->command, "--inject") != NULL;
 }
 
 static void run_counts(const result_list_t *rows, report_run_t *r)
@@ -206,203 +248,6 @@ static void remove_stale_plots(const char *plots_dir, const plot_list_t *pl, con
     closedir(d);
 }
 
-/* --------------------------------------------------------------- Markdown */
-
-static void md(FILE *fp, const char *s)
-{
-    esc_markdown(fp, s);
-}
-
-/* esc_put with the Markdown escaper: a name between fixed words. */
-static void md_put(FILE *fp, const char *pre, const char *s, const char *post)
-{
-    esc_put(fp, md, pre, s, post);
-}
-
-/* "![TITLE](PNG)": a plot of report_full.md. */
-static void md_image(FILE *fp, const report_plot_t *pl)
-{
-    md_put(fp, "![", pl->title, "](");
-    fprintf(fp, "%s)\n\n", pl->png);
-}
-
-static void md_num(FILE *fp, double v)
-{
-    if (isnan(v))
-        fputs(" |", fp);
-    else
-        fprintf(fp, " %.4g |", v);
-}
-
-static void md_row_brief(FILE *fp, const result_t *r)
-{
-    md_row_identity(fp, r);
-    md_num(fp, r->metrics.rel_fro);
-    md_num(fp, r->threshold > 0 ? r->threshold : NAN);
-    fprintf(fp, " %s | ", verdict_name(r->verdict));
-    md_row_note_end(fp, r);
-}
-
-static const char *MD_BRIEF_HEAD = "| case | M | N | K | band | kernel | reference | rel_fro | threshold | verdict | note |\n"
-                                   "|---|---:|---:|---:|---|---|---|---:|---:|---|---|\n";
-
-static void md_provenance(FILE *fp, const report_doc_t *d);
-
-/* The title and the run's one-paragraph summary. */
-static void md_summary(FILE *fp, const report_doc_t *d)
-{
-    const result_list_t *rows = d->rows;
-    int64_t counts[VERDICT_COUNT];
-    int64_t failing = report_verdict_counts(rows, counts);
-    char tally[1024];
-    report_verdict_tally(counts, tally, sizeof tally);
-    fputs("# ", fp);
-    md(fp, d->title ? d->title : "kreplay report");
-    if (d->meta)
-        esc_put_nonempty(fp, md, ": ", d->meta->suite_name, "");
-    fprintf(fp, "\n\n- **%s**: %lld of %lld rows fail", failing ? "FAIL" : "PASS", (long long)failing,
-            (long long)rows->count);
-    md_put(fp, "\n- verdicts: ", tally, "\n");
-    static const report_line_style_t worst = {
-        .esc = md, .lead = "- worst shape x band: ", .after_band = ", rel_fro ",
-        .before_case = ", ", .tail = ")\n",
-    };
-    report_worst_cell_line(fp, rows, &worst);
-    md_provenance(fp, d);
-}
-
-static void md_provenance(FILE *fp, const report_doc_t *d)
-{
-    if (d->meta) {
-        fputs("- ", fp);
-        md_build_line(fp, d->meta->version, d->meta->git_commit, d->meta->host,
-                      d->meta->time_utc);
-        esc_put_nonempty(fp, esc_markdown_code, "\n- command: ", d->meta->command, "");
-        fputc('\n', fp);
-    }
-    fputs("- the same report with the plots inline: [report.html](report.html)\n", fp);
-    if (d->plots_note)
-        md_put(fp, "- ", d->plots_note, "\n");
-    fputc('\n', fp);
-}
-
-/* Regressions, then the other failing rows (the first 100 of each). */
-static void md_failing_head(FILE *fp, int pass)
-{
-    fprintf(fp, "## %s\n\n%s", pass == 0 ? "Regressions" : "Failing rows", MD_BRIEF_HEAD);
-}
-
-static void md_failing_end(FILE *fp, int64_t n_more)
-{
-    if (n_more > 0)
-        fprintf(fp, "\n... and %lld more: see report.html\n", (long long)n_more);
-    fputc('\n', fp);
-}
-
-static void md_failing(FILE *fp, const result_list_t *rows)
-{
-    static const report_failing_writer_t w = {md_failing_head, md_row_brief, md_failing_end};
-    report_failing_sections(fp, rows, &w);
-}
-
-static void md_worst_and_plots(FILE *fp, const report_doc_t *d)
-{
-    const result_list_t *rows = d->rows;
-    int64_t idx[10];
-    int n_off = report_worst_offenders(rows, idx, 10);
-    if (n_off) {
-        fprintf(fp, "## Worst offenders\n\nFailing rows first, then by rel_fro / threshold.\n\n%s", MD_BRIEF_HEAD);
-        for (int j = 0; j < n_off; j++)
-            md_row_brief(fp, &rows->rows[idx[j]]);
-        fputc('\n', fp);
-    }
-
-    int any_plot = 0;
-    for (int i = 0; i < d->n_plots; i++)
-        any_plot |= d->plots[i].png != NULL && strcmp(d->plots[i].kind, "nfmap") != 0;
-    if (any_plot) {
-        fputs("## Plots\n\n", fp);
-        for (int i = 0; i < d->n_plots; i++) {
-            if (!d->plots[i].png || !strcmp(d->plots[i].kind, "nfmap"))
-                continue;
-            md_image(fp, &d->plots[i]);
-        }
-    }
-
-}
-
-static void md_groups(FILE *fp, const result_list_t *rows)
-{
-    report_group_t *g = NULL;
-    int ng = report_groups(rows, &g);
-    if (ng > 0) {
-        fputs("## Per shape x band\n\n| shape | band | kernel | reference | rows | worst rel_fro | mean rel_fro | "
-              "threshold | worst rel/thr | min identical | verdicts |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---|\n",
-              fp);
-        for (int i = 0; i < ng; i++) {
-            char t[256];
-            report_verdict_tally(g[i].verdicts, t, sizeof t);
-            fprintf(fp, "| %lldx%lld | ", (long long)g[i].N, (long long)g[i].K);
-            md_put(fp, "", g[i].band, " | ");
-            md_put(fp, "", g[i].kernel, " | ");
-            md(fp, g[i].reference);
-            fprintf(fp, " | %d |", g[i].rows);
-            double v[REPORT_GROUP_NUMBERS];
-            report_group_numbers(&g[i], v);
-            for (int k = 0; k < REPORT_GROUP_NUMBERS; k++)
-                md_num(fp, v[k]);
-            md_put(fp, " ", t, " |\n");
-        }
-        fputc('\n', fp);
-    }
-    free(g);
-}
-
-static void md_nfmaps(FILE *fp, const report_doc_t *d)
-{
-    if (d->n_nfmaps) {
-        fputs("## Non-finite inputs\n\n", fp);
-        for (int m = 0; m < d->n_nfmaps; m++) {
-            const report_nfmap_t *nm = &d->nfmaps[m];
-            md_put(fp, "### ", nm->case_name, "\n\n");
-            esc_put(fp, esc_markdown_code, "", nm->case_path, "\n\n```text\n");
-            for (const char *p = nm->describe ? nm->describe : ""; *p; p++)
-                fputc(*p == '`' ? '\'' : *p, fp);
-            fputs("\n```\n\n", fp);
-            if (nm->plot >= 0 && nm->plot < d->n_plots && d->plots[nm->plot].png)
-                md_image(fp, &d->plots[nm->plot]);
-        }
-    }
-}
-
-static void md_history(FILE *fp, const report_doc_t *d)
-{
-    if (d->n_runs >= 2) {
-        fputs("## Run history\n\n| run | time (UTC) | commit | rows | failing | regressed |\n"
-              "|---|---|---|---:|---:|---:|\n",
-              fp);
-        for (int i = 0; i < d->n_runs; i++) {
-            const report_run_t *r = &d->runs[i];
-            md_put(fp, "| ", r->label, " | ");
-            md_put(fp, "", r->time_utc, " | ");
-            md(fp, r->git_commit);
-            fprintf(fp, " | %lld | %lld | %lld |\n", (long long)r->rows, (long long)r->failing,
-                    (long long)r->regressed);
-        }
-        fputc('\n', fp);
-    }
-}
-
-static void markdown_full(FILE *fp, const report_doc_t *d)
-{
-    md_summary(fp, d);
-    md_failing(fp, d->rows);
-    md_worst_and_plots(fp, d);
-    md_groups(fp, d->rows);
-    md_nfmaps(fp, d);
-    md_history(fp, d);
-}
-
 /* ---------------------------------------------------------------- history */
 
 static int str_cmp(const void *a, const void *b)
@@ -482,6 +327,7 @@ typedef struct {
     int n_hist, keep_from;
     hist_run_t base;
     int have_base;
+    char base_of[64];                   /* the history run the baseline is a copy of ("" none) */
     plot_run_t *pruns;
     report_run_t *truns;
     int n_runs;                         /* baseline + kept history + this run */
@@ -510,6 +356,31 @@ static int write_tables(const char *out_dir, const result_list_t *rows, const re
     return report_write_dir(out_dir, rows, &info, err);
 }
 
+/* A baseline is a copy of a run: a history run that is the same run is
+ * the baseline's point (named in its label), and a baseline that is this
+ * very run is no point of its own. */
+static void drop_baseline_copies(report_build_t *b)
+{
+    const results_meta_t *bm = &b->base.meta;
+    if (same_run(b->o->meta, bm, b->rows->count, b->base.rows.count)) {
+        result_list_free(&b->base.rows);
+        b->have_base = 0;
+        return;
+    }
+    int k = 0;
+    for (int i = 0; i < b->n_hist; i++) {
+        if (same_run(bm, &b->hist[i].meta, b->base.rows.count, b->hist[i].rows.count)) {
+            run_name(b->hist[i].path, &b->hist[i].meta, b->base_of, sizeof b->base_of);
+            result_list_free(&b->hist[i].rows);
+            if (i < b->keep_from)
+                b->keep_from--;
+            continue;
+        }
+        b->hist[k++] = b->hist[i];
+    }
+    b->n_hist = k;
+}
+
 /* The history: earlier runs, oldest first, the last history_last of them;
  * and the baseline, when one is named and readable. */
 static int load_history(report_build_t *b, const char **history_paths, int n_history, kr_error_t *err)
@@ -525,7 +396,12 @@ static int load_history(report_build_t *b, const char **history_paths, int n_his
             warn(o, "history run skipped: %s%s", e.msg, "");
             continue;
         }
-        if (same_run(o->meta, &h->meta, b->rows->count, h->rows.count)) {
+        /* This very run, or one already listed (a run directory and its copy
+         * in a history directory): counted once. */
+        int twice = same_run(o->meta, &h->meta, b->rows->count, h->rows.count);
+        for (int j = 0; j < b->n_hist && !twice; j++)
+            twice = same_run(&b->hist[j].meta, &h->meta, b->hist[j].rows.count, h->rows.count);
+        if (twice) {
             result_list_free(&h->rows);
             continue;
         }
@@ -544,6 +420,8 @@ static int load_history(report_build_t *b, const char **history_paths, int n_his
             kr_strlcpy(b->base.path, o->baseline_path, sizeof b->base.path);
         }
     }
+    if (b->have_base)
+        drop_baseline_copies(b);
     return 0;
 }
 
@@ -564,25 +442,41 @@ static int fill_runs(report_build_t *b, kr_error_t *err)
     b->pruns = calloc((size_t)b->n_runs, sizeof *b->pruns);
     b->truns = calloc((size_t)b->n_runs, sizeof *b->truns);
     b->maps = calloc(MAX_NFMAPS, sizeof *b->maps);
-    if (!b->pruns || !b->truns || !b->maps)
+    const hist_run_t **src = calloc((size_t)b->n_runs, sizeof *src);
+    if (!b->pruns || !b->truns || !b->maps || !src) {
+        free(src);
         return kr_fail(err, "report: out of memory");
+    }
     int k = 0;
     if (b->have_base) {
         trend_run(&b->pruns[k], &b->truns[k], &b->base);
-        kr_strlcpy(b->truns[k].label, "baseline", sizeof b->truns[k].label);
+        snprintf(b->truns[k].label, sizeof b->truns[k].label, "baseline%s%s", b->base_of[0] ? " = " : "",
+                 b->base_of);
         k++;
     }
-    for (int i = b->keep_from; i < b->n_hist; i++, k++) {
+    /* This run in time order among the others (runs newer than it -- drills
+     * reported beside it -- come after it). */
+    const char *now = b->o->meta ? b->o->meta->time_utc : "";
+    int here = -1;
+    for (int i = b->keep_from; i <= b->n_hist; i++, k++) {
+        if (here < 0 && (i == b->n_hist || (now[0] && strcmp(b->hist[i].meta.time_utc, now) > 0))) {
+            here = k;
+            b->pruns[k].rows = b->rows;
+            kr_strlcpy(b->truns[k].label, "this run", sizeof b->truns[k].label);
+            kr_strlcpy(b->truns[k].time_utc, now, sizeof b->truns[k].time_utc);
+            if (b->o->meta)
+                kr_strlcpy(b->truns[k].git_commit, b->o->meta->git_commit, sizeof b->truns[k].git_commit);
+            run_counts(b->rows, &b->truns[k]);
+            k++;
+        }
+        if (i == b->n_hist)
+            break;
         trend_run(&b->pruns[k], &b->truns[k], &b->hist[i]);
-        run_label(&b->hist[i].meta, "run", b->truns[k].label, sizeof b->truns[k].label);
+        run_label(b->hist[i].path, &b->hist[i].meta, 0, b->truns[k].label, sizeof b->truns[k].label);
+        src[k] = &b->hist[i];
     }
-    b->pruns[k].rows = b->rows;
-    kr_strlcpy(b->truns[k].label, "this run", sizeof b->truns[k].label);
-    if (b->o->meta) {
-        kr_strlcpy(b->truns[k].time_utc, b->o->meta->time_utc, sizeof b->truns[k].time_utc);
-        kr_strlcpy(b->truns[k].git_commit, b->o->meta->git_commit, sizeof b->truns[k].git_commit);
-    }
-    run_counts(b->rows, &b->truns[k]);
+    distinct_labels(b->truns, b->n_runs, src);
+    free(src);
     for (int i = 0; i < b->n_runs; i++)
         b->pruns[i].label = b->truns[i].label;
     return 0;
@@ -759,7 +653,7 @@ static int write_documents(report_build_t *b, const char *out_dir, kr_error_t *e
     }
     snprintf(path, sizeof path, "%s/report_full.md", out_dir);
     if (rc == 0 && atomic_file_open(&f, path, err) == 0) {
-        markdown_full(f.fp, &doc);
+        report_full_md_write(f.fp, &doc);
         rc = atomic_file_commit(&f, err);
     } else if (rc == 0) {
         rc = -1;

@@ -52,6 +52,10 @@ void report_options_init(report_options_t *o);
 int report_generate(const char *out_dir, const result_list_t *rows, const char **history_paths, int n_history,
                     const report_options_t *opt, kr_error_t *err);
 
+/* Was the run a drill (its command injected a fault, --inject)?  Of several
+ * runs given to `kreplay report`, the newest that is not one is reported. */
+int report_run_injected(const results_meta_t *m);
+
 /* The results files of a history directory (gate --history, baseline update
  * --history): its *.h5 files in name order, "*.tmp.*" left out; a file is
  * returned as itself.  *paths is malloc'd (report_free_paths).  Returns the

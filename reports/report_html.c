@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array_grow.h"
+#include "case_headline.h"
 #include "escape.h"
 #include "plots.h"
 #include "result_fields.h"
-#include "shape_order.h"
 #include "verdict.h"
 
 /* ------------------------------------------------------------------ escaping */
@@ -39,148 +38,6 @@ static const char *verdict_class(verdict_t v)
     return "v-other";
 }
 
-/* ------------------------------------------------------------------ summaries */
-
-int64_t report_verdict_counts(const result_list_t *rows, int64_t counts[VERDICT_COUNT])
-{
-    int64_t failing = 0;
-    memset(counts, 0, VERDICT_COUNT * sizeof counts[0]);
-    for (int64_t i = 0; i < rows->count; i++) {
-        counts[rows->rows[i].verdict]++;
-        failing += verdict_is_failure(rows->rows[i].verdict);
-    }
-    return failing;
-}
-
-void report_verdict_tally(const int64_t *counts, char *buf, int cap)
-{
-    int n = 0;
-    buf[0] = '\0';
-    for (int v = 0; v < VERDICT_COUNT && n < cap; v++)
-        if (counts[v])
-            n += snprintf(buf + n, (size_t)(cap - n), "%s%lld %s", n ? ", " : "", (long long)counts[v],
-                          verdict_name((verdict_t)v));
-    if (!buf[0] && cap > 8)
-        snprintf(buf, (size_t)cap, "no rows");
-}
-
-typedef struct {
-    double key1, key2;
-    int64_t i;
-} offender_t;
-
-static int offender_cmp(const void *a, const void *b)
-{
-    const offender_t *x = a, *y = b;
-    if (x->key1 != y->key1)
-        return x->key1 > y->key1 ? -1 : 1;
-    if (x->key2 != y->key2)
-        return x->key2 > y->key2 ? -1 : 1;
-    return x->i < y->i ? -1 : (x->i > y->i);
-}
-
-int report_worst_offenders(const result_list_t *rows, int64_t *idx, int cap)
-{
-    offender_t *v = malloc((size_t)(rows->count ? rows->count : 1) * sizeof *v);
-    if (!v)
-        return 0;
-    int64_t n = 0;
-    for (int64_t i = 0; i < rows->count; i++) {
-        const result_t *r = &rows->rows[i];
-        double rel = r->metrics.rel_fro;
-        if (!strcmp(r->reference, "-") || !isfinite(rel) || r->verdict == VERDICT_UNSUPPORTED ||
-            r->verdict == VERDICT_ERROR || r->verdict == VERDICT_POISONED_INPUT)
-            continue;
-        int has_thr = isfinite(r->threshold) && r->threshold > 0;
-        /* key1: failing first, then by ratio (rows without a threshold last) */
-        v[n].key1 = (verdict_is_failure(r->verdict) ? 4.0 : 0.0) + (has_thr ? 2.0 + atan(rel / r->threshold) / 2 : 0.0);
-        v[n].key2 = rel;
-        v[n].i = i;
-        n++;
-    }
-    if (n > 1)
-        qsort(v, (size_t)n, sizeof *v, offender_cmp);
-    int out = 0;
-    for (int64_t j = 0; j < n && out < cap; j++)
-        idx[out++] = v[j].i;
-    free(v);
-    return out;
-}
-
-static int group_cmp(const void *a, const void *b)
-{
-    const report_group_t *x = a, *y = b;
-    int c = shape_order_band(x->N, x->K, x->band_order, x->band, y->N, y->K, y->band_order,
-                             y->band);
-    if (c)
-        return c;
-    c = strcmp(x->kernel, y->kernel);
-    return c ? c : strcmp(x->reference, y->reference);
-}
-
-int report_groups(const result_list_t *rows, report_group_t **groups)
-{
-    *groups = NULL;
-    report_group_t *g = NULL;
-    int n = 0;
-    int64_t cap = 0;
-    for (int64_t i = 0; i < rows->count; i++) {
-        const result_t *r = &rows->rows[i];
-        if (!strcmp(r->reference, "-"))
-            continue;
-        int j;
-        for (j = n - 1; j >= 0; j--)
-            if (g[j].N == r->N && g[j].K == r->K && !strcmp(g[j].band, r->band) && !strcmp(g[j].kernel, r->kernel) &&
-                !strcmp(g[j].reference, r->reference))
-                break;
-        if (j < 0) {
-            if ((g = array_reserve_one_or_free(g, n, &cap, sizeof *g, 64)) == NULL)
-                return -1;
-            j = n++;
-            memset(&g[j], 0, sizeof g[j]);
-            g[j].N = r->N;
-            g[j].K = r->K;
-            memcpy(g[j].band, r->band, sizeof g[j].band);
-            memcpy(g[j].kernel, r->kernel, sizeof g[j].kernel);
-            memcpy(g[j].reference, r->reference, sizeof g[j].reference);
-            g[j].band_order = INT64_MAX;
-            g[j].worst_rel = NAN;
-            g[j].worst_ratio = NAN;
-            g[j].threshold = NAN;
-            g[j].min_identical = NAN;
-        }
-        report_group_t *q = &g[j];
-        q->rows++;
-        q->verdicts[r->verdict]++;
-        double rel = r->metrics.rel_fro;
-        if (isfinite(rel) && r->verdict != VERDICT_UNSUPPORTED && r->verdict != VERDICT_ERROR &&
-            r->verdict != VERDICT_POISONED_INPUT) {
-            q->worst_rel = isnan(q->worst_rel) ? rel : fmax(q->worst_rel, rel);
-            q->sum_rel += rel;
-            q->n_rel++;
-            if (isfinite(r->threshold) && r->threshold > 0) {
-                double ratio = rel / r->threshold;
-                q->worst_ratio = isnan(q->worst_ratio) ? ratio : fmax(q->worst_ratio, ratio);
-                q->threshold = isnan(q->threshold) ? r->threshold : fmax(q->threshold, r->threshold);
-            }
-        }
-        if (r->ulp.count > 0) {
-            q->min_identical = isnan(q->min_identical) ? r->ulp.identical_frac : fmin(q->min_identical, r->ulp.identical_frac);
-            if (r->ulp.max_ulp > q->max_ulp)
-                q->max_ulp = r->ulp.max_ulp;
-        }
-    }
-    /* band order: the smallest M of the band over all rows */
-    for (int j = 0; j < n; j++)
-        for (int64_t i = 0; i < rows->count; i++)
-            if (!strcmp(rows->rows[i].band, g[j].band) && rows->rows[i].M < g[j].band_order)
-                g[j].band_order = rows->rows[i].M;
-    if (n > 1)
-        qsort(g, (size_t)n, sizeof *g, group_cmp);
-    *groups = g;
-    return n;
-}
-
 /* ------------------------------------------------------------------ the page */
 
 static const char *CSS =
@@ -199,9 +56,12 @@ static const char *CSS =
     "details{margin:.4em 0;border:1px solid #e5e5e5;border-radius:4px;padding:4px 8px}"
     "summary{cursor:pointer}pre{background:#f7f7f7;padding:6px;overflow-x:auto;font-size:12px}"
     "#kr-selftest{color:#aaa;font-size:11px;margin-top:3em}"
-    ".toc a{margin-right:1em}";
+    ".toc a{margin-right:1em}.headline{color:#333}#kr-headlines li{margin:.3em 0}";
 
-/* Runs on load: counts the plots, the empty ones and the page's errors.
+/* Runs on load: counts the plots, the empty ones and the page's errors, and
+ * the threshold lines, failing and regressed markers drawn: a plot element
+ * whose key text says so and that holds more than its key sample (data in
+ * the plot).
  * (No "<" in it: the page's only "<svg" are the plots.) */
 static const char *SELFTEST_JS =
     "(function(){\n"
@@ -217,10 +77,24 @@ static const char *SELFTEST_JS =
     "  for(var j=0;gs.length>j;j++){try{var b=gs[j].getBBox();if(b.width>0||b.height>0)data++;}catch(x){}}\n"
     "  if(!ok||data==0){empty++;bad.push(s.getAttribute('data-plot'));}\n"
     " }\n"
+    " var drawn={threshold:0,failing:0,regressed:0};\n"
+    " var gs=document.querySelectorAll('svg.kr-plot g[id*=\"gnuplot_plot_\"]');\n"
+    " for(var j=0;gs.length>j;j++){\n"
+    "  var ts=gs[j].querySelectorAll('text'),name='',kind=null;\n"
+    "  for(var q=0;ts.length>q;q++)name+=ts[q].textContent;\n"
+    "  if(name.indexOf('threshold')==0)kind='threshold';\n"
+    "  else if(name.indexOf('failing rows')==0)kind='failing';\n"
+    "  else if(name.indexOf('regressed rows')==0)kind='regressed';\n"
+    "  if(!kind)continue;\n"
+    "  var marks=gs[j].querySelectorAll('use').length,ps=gs[j].querySelectorAll('path');\n"
+    "  for(var q=0;ps.length>q;q++)marks+=((ps[q].getAttribute('d')||'').match(/M/g)||[]).length;\n"
+    "  if(marks>1)drawn[kind]++;\n"
+    " }\n"
     " for(var i=0;ds.length>i;i++)ds[i].open=was[i];\n"
     " var el=document.getElementById('kr-selftest');\n"
     " el.textContent='plots='+svgs.length+' expected='+el.getAttribute('data-expected-plots')+' empty='+empty+\n"
-    "  ' errors='+errors.length+(bad.length?' empty-plots='+bad.join(','):'')+(errors.length?' first-error='+errors[0]:'');\n"
+    "  ' errors='+errors.length+' thresholds='+drawn.threshold+' failing='+drawn.failing+' regressed='+drawn.regressed+\n"
+    "  (bad.length?' empty-plots='+bad.join(','):'')+(errors.length?' first-error='+errors[0]:'');\n"
     "});\n"
     "})();\n";
 
@@ -291,7 +165,8 @@ static void verdict_note_cells(FILE *fp, const result_t *r)
     fputs("</td></tr>\n", fp);
 }
 
-static void row_brief(FILE *fp, const result_t *r)
+/* "<tr><td>CASE</td><td>M</td>...<td>REFERENCE</td>": a row's first cells. */
+static void row_identity_cells(FILE *fp, const result_t *r)
 {
     fprintf(fp, "<tr class=\"%s\"><td>", verdict_is_failure(r->verdict) ? "fail" : "");
     E(r->case_name);
@@ -300,6 +175,11 @@ static void row_brief(FILE *fp, const result_t *r)
     E_PUT("", r->band, "</td><td>");
     E_PUT("", r->kernel, "</td><td>");
     E_PUT("", r->reference, "</td>");
+}
+
+static void row_brief(FILE *fp, const result_t *r)
+{
+    row_identity_cells(fp, r);
     num_cell(fp, r->metrics.rel_fro);
     num_cell(fp, r->threshold);
     num_cell(fp, r->threshold > 0 ? r->metrics.rel_fro / r->threshold : NAN);
@@ -428,10 +308,49 @@ static void poisoned_line(FILE *fp, const result_list_t *rows)
     case_index_free(&ci);
 }
 
+/* One line per case with a party at fault: who, the verdict, why. */
+static void headlines(FILE *fp, const result_list_t *rows)
+{
+    int64_t more, clean;
+    char *list = case_headlines_text(rows, report_html_escape, "<li class=\"headline\">", "</li>\n", 50, &more,
+                                     &clean);
+    if (!list)
+        return;
+    fprintf(fp, "<h2 id=\"at-fault\">Who is at fault</h2>\n<ul id=\"kr-headlines\">\n%s", list);
+    if (more)
+        fprintf(fp, "<li>... and %lld more cases (see the per-case detail)</li>\n", (long long)more);
+    fprintf(fp, "</ul>\n<p class=\"prov\">%lld other case%s: no party at fault.</p>\n", (long long)clean,
+            clean == 1 ? "" : "s");
+    free(list);
+}
+
+static const char *REGRESSED_HEAD =
+    "<table id=\"kr-regressions\"><tr><th>case</th><th>M</th><th>N</th><th>K</th><th>band</th><th>kernel</th>"
+    "<th>reference</th><th>regressed metric</th><th>baseline</th><th>this run</th><th>change</th><th>verdict</th>"
+    "<th>note / diagnosis</th></tr>\n";
+
 static void failing_head(FILE *fp, int pass)
 {
     fprintf(fp, "<h2 id=\"%s\">%s</h2>\n%s", pass == 0 ? "regressions" : "failing",
-            pass == 0 ? "Regressions" : "Failing rows", BRIEF_HEAD);
+            pass == 0 ? "Regressions" : "Failing rows", pass == 0 ? REGRESSED_HEAD : BRIEF_HEAD);
+}
+
+/* A regression: the metric that regressed, before and after, in columns. */
+static void row_regressed(FILE *fp, const result_t *r)
+{
+    row_identity_cells(fp, r);
+    E_PUT("<td class=\"metric\">", r->regressed_metric, "</td>");
+    /* a finding without numbers (a verdict, a digest): empty cells, not "nan" */
+    if (isnan(r->regressed_base) && isnan(r->regressed_run)) {
+        fputs("<td class=\"n\"></td><td class=\"n\"></td>", fp);
+    } else {
+        num_cell(fp, r->regressed_base);
+        num_cell(fp, r->regressed_run);
+    }
+    char change[64];
+    report_regression_change(r, change, sizeof change);
+    fprintf(fp, "<td class=\"n\">%s</td>", change);
+    verdict_note_cells(fp, r);
 }
 
 static void failing_end(FILE *fp, int64_t n_more)
@@ -510,8 +429,9 @@ static void summary(FILE *fp, const report_doc_t *d)
     if (d->plots_note)
         E_PUT("<p class=\"note\" id=\"kr-plots-note\">", d->plots_note, "</p>\n");
     poisoned_line(fp, rows);
+    headlines(fp, rows);
 
-    static const report_failing_writer_t failing_writer = {failing_head, row_brief, failing_end};
+    static const report_failing_writer_t failing_writer = {failing_head, row_brief, failing_end, row_regressed};
     report_failing_sections(fp, rows, &failing_writer);
 
     int64_t idx[10];
@@ -616,6 +536,25 @@ static int nfmap_has_rows(const report_doc_t *d, const report_nfmap_t *nm)
     return 0;
 }
 
+/* The case's headline (case_headline.h) above its rows. */
+static void case_headline_para(FILE *fp, const result_list_t *rows, const case_index_t *ci, int64_t id)
+{
+    int64_t n = 0;
+    for (int64_t i = ci->first[id]; i >= 0; i = ci->next[i])
+        n++;
+    int64_t *idx = malloc((size_t)n * sizeof *idx);
+    if (!idx)
+        return;
+    n = 0;
+    for (int64_t i = ci->first[id]; i >= 0; i = ci->next[i])
+        idx[n++] = i;
+    case_headline_t h;
+    case_headline_of(rows, idx, n, &h);
+    fprintf(fp, "<p class=\"headline\" data-party=\"%s\" data-rule=\"%s\"><b>", case_party_word(h.party), h.rule);
+    E_PUT("", h.line, "</b></p>\n");
+    free(idx);
+}
+
 static void case_detail(FILE *fp, const report_doc_t *d)
 {
     const result_list_t *rows = d->rows;
@@ -667,6 +606,7 @@ static void case_detail(FILE *fp, const report_doc_t *d)
             fprintf(fp, "; x holds %lld non-finite (%lld NaN, %lld +Inf, %lld -Inf)", (long long)nonfinite_total(&in),
                     (long long)in.nan, (long long)in.pos_inf, (long long)in.neg_inf);
         fputs("</p>\n", fp);
+        case_headline_para(fp, rows, &ci, id);
         for (int m = 0; m < d->n_nfmaps; m++) {
             const report_nfmap_t *nm = &d->nfmaps[m];
             if (!nfmap_matches(nm, h))

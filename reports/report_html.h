@@ -63,6 +63,9 @@ typedef struct {
 } report_doc_t;
 
 void report_html_write(FILE *fp, const report_doc_t *doc);
+/* report_full.md: the same for a pull request, plots as their PNGs
+ * (report_full_md.c). */
+void report_full_md_write(FILE *fp, const report_doc_t *doc);
 
 /* Writes s with & < > " ' as entities, control characters other than tab
  * and newline and bytes that are not UTF-8 as U+FFFD. */
@@ -85,7 +88,9 @@ typedef struct {
     const char *lead, *after_band, *before_case, *tail;
 } report_line_style_t;
 
-/* The line naming the worst shape x band cell by rel_fro; nothing when no
+/* The line naming the worst shape x band cell -- a failing row before any
+ * passing one, then by rel_fro / threshold (plots_row_worse) -- with its
+ * rel_fro, its ratio to the threshold and its verdict; nothing when no
  * row has an error metric. */
 void report_worst_cell_line(FILE *fp, const result_list_t *rows, const report_line_style_t *st);
 
@@ -100,7 +105,13 @@ typedef struct {
     void (*head)(FILE *fp, int pass);
     void (*row)(FILE *fp, const result_t *r);
     void (*end)(FILE *fp, int64_t n_more);
+    void (*regressed_row)(FILE *fp, const result_t *r);   /* the regressions' rows (NULL: row) */
 } report_failing_writer_t;
+
+/* A regressed row's finding: its metric, the baseline's and this run's
+ * value, the change ("+0.0123 (+12.3%)"); NaN and "" where the finding has no
+ * numbers (a verdict, a digest). */
+void report_regression_change(const result_t *r, char *buf, size_t cap);
 
 /* The regressions, then the other failing rows, each section only when it
  * has a row. */

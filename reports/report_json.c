@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "case_headline.h"
 #include "report.h"
 #include "result_fields.h"
 #include "verdict.h"
@@ -48,6 +49,8 @@ json_t *report_json_build(const result_list_t *rows, const run_info_t *info)
         json_array_append_new(arr, result_fields_json(&rows->rows[i]));
         counts[rows->rows[i].verdict]++;
     }
+    /* One headline per case: who is at fault, the verdict, why. */
+    json_object_set_new(root, "cases", case_headlines_json(rows));
     json_object_set_new(root, "results", arr);
     json_t *summary = json_object();
     for (int v = 0; v < VERDICT_COUNT; v++)

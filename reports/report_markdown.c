@@ -14,6 +14,19 @@ static void md_cell_number(FILE *fp, double v)
         fprintf(fp, " %.4g |", v);
 }
 
+/* "identical_frac 0.934 -> 0.924 |": the baseline's finding, empty when none. */
+static void md_regression_cell(FILE *fp, const result_t *r)
+{
+    if (r->regressed_metric[0]) {
+        esc_markdown(fp, r->regressed_metric);
+        if (r->regressed_base == r->regressed_base && r->regressed_run == r->regressed_run)
+            fprintf(fp, " %.6g -> %.6g", r->regressed_base, r->regressed_run);
+        else
+            fputs(" changed", fp);
+    }
+    fputs(" |", fp);
+}
+
 void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t *info)
 {
     int64_t counts[VERDICT_COUNT];
@@ -43,6 +56,7 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
     esc_markdown_code(fp, info->command ? info->command : "");
     fputs("\n\n", fp);
 
+    md_headlines(fp, rows);
     /* Failures first: they are what a reader opens the report for. */
     for (int pass = 0; pass < 2; pass++) {
         int header = 0;
@@ -53,13 +67,14 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
             if (!header) {
                 fprintf(fp, "## %s\n\n", pass == 0 ? "Failing rows" : "Other rows");
                 fprintf(fp, "| case | M | N | K | band | kernel | reference | rel_fro | worst_row_rel | "
-                            "max_abs | cosine | \\|out\\|/\\|ref\\| | out non-finite | identical | verdict | note |\n");
-                fprintf(fp, "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
+                            "max_abs | cosine | \\|out\\|/\\|ref\\| | out non-finite | identical | regressed "
+                            "(baseline -> this run) | verdict | note |\n");
+                fprintf(fp, "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n");
                 header = 1;
             }
             md_row_identity(fp, r);
             if (strcmp(r->reference, "-") == 0) {
-                fprintf(fp, " | | | | | | | %s | ", verdict_name(r->verdict));
+                fprintf(fp, " | | | | | | | | %s | ", verdict_name(r->verdict));
                 esc_markdown(fp, r->note);
                 fputs(" |\n", fp);
                 continue;
@@ -69,8 +84,9 @@ void report_markdown_write(FILE *fp, const result_list_t *rows, const run_info_t
             md_cell_number(fp, r->metrics.max_abs);
             md_cell_number(fp, r->metrics.cosine);
             md_cell_number(fp, r->metrics.mag_ratio);
-            fprintf(fp, " %lld | %.4f | %s | ", (long long)nonfinite_total(&r->metrics.out_nf),
-                    r->ulp.identical_frac, verdict_name(r->verdict));
+            fprintf(fp, " %lld | %.4f | ", (long long)nonfinite_total(&r->metrics.out_nf), r->ulp.identical_frac);
+            md_regression_cell(fp, r);
+            fprintf(fp, " %s | ", verdict_name(r->verdict));
             md_row_note_end(fp, r);
         }
         if (header)

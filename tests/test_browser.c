@@ -7,6 +7,12 @@
  *   2. a gate run with a drill fault (w4a8.folded=tile-scale:3) and the clean
  *      run as history: the same plots plus the trend, the diagnosis lines and
  *      the non-finite map of the NaN-head sample in the page.
+ * In both, the browser counts the threshold lines and the failing and
+ * regressed markers that hold data (not only their key entry): every
+ * relative-error panel, the W4A8-vs-W4A4 bars and the trend have their
+ * threshold drawn; the clean page has no failing marker, the faulted one has
+ * them in the plots of the shapes it failed, and the heatmap frames its
+ * failing cells.
  * The screenshots stay in the build tree: tests/tmp/browser/{clean,fault}/summary.png.
  * Exit 77 (skipped) when chromium is not installed. */
 /* ctest-labels: browser */
@@ -38,8 +44,22 @@ static int have_chromium(void)
 #define read_all(path) test_read_file(path, NULL)
 
 
+/* The number after "NAME=" in the self-test line of text, or -1. */
+static int selftest_count(const char *text, const char *name)
+{
+    const char *line = strstr(text, "selftest: ");
+    char key[64];
+    snprintf(key, sizeof key, " %s=", name);
+    const char *p = line ? strstr(line, key) : NULL;
+    return p ? atoi(p + strlen(key)) : -1;
+}
+
+typedef struct {
+    int thresholds_min, failing_min, failing_max;
+} drawn_t;
+
 /* Runs the browser check on DIR/report/report.html, keeping its output in DIR. */
-static void browser_check(const char *dir, int expected)
+static void browser_check(const char *dir, int expected, const drawn_t *drawn)
 {
     char cmd[4096], log[1024];
     snprintf(log, sizeof log, "%s/check.log", dir);
@@ -55,6 +75,12 @@ static void browser_check(const char *dir, int expected)
     snprintf(want, sizeof want, "selftest: plots=%d expected=%d empty=0 errors=0", expected, expected);
     assert_non_null(text);
     assert_non_null(strstr(text, want));
+    if (gnuplot_available()) {
+        const int thresholds = selftest_count(text, "thresholds"), failing = selftest_count(text, "failing");
+        if (thresholds < drawn->thresholds_min || failing < drawn->failing_min || failing > drawn->failing_max)
+            fail_msg("%s: thresholds=%d (at least %d), failing=%d (%d to %d)", dir, thresholds, drawn->thresholds_min,
+                     failing, drawn->failing_min, drawn->failing_max);
+    }
     free(text);
     char shot[1024];
     snprintf(shot, sizeof shot, "%s/summary.png", dir);
@@ -83,7 +109,9 @@ static void test_reports_in_chromium(void **state)
     int clean = test_count_files(BROWSER_DIR "/clean/report/plots", ".svg");
     if (gnuplot_available())
         assert_true(clean >= 9);   /* relerr per shape (4), ULP (3), W4A8 vs W4A4, heatmap, nfmap */
-    browser_check(BROWSER_DIR "/clean", clean);
+    /* 4 shapes x {R_exact, R_source} panels + W4A8 vs W4A4; nothing fails */
+    const drawn_t clean_drawn = {9, 0, 0};
+    browser_check(BROWSER_DIR "/clean", clean, &clean_drawn);
 
     /* 2. a drill fault, with the clean run as history */
     run_ok("gate '" SUITE "' -o '" BROWSER_DIR "/fault/run' --inject 'w4a8.folded=tile-scale:3' > /dev/null", 1);
@@ -93,7 +121,9 @@ static void test_reports_in_chromium(void **state)
     int fault = test_count_files(BROWSER_DIR "/fault/report/plots", ".svg");
     if (gnuplot_available())
         assert_int_equal(fault, clean + 1);   /* + the trend */
-    browser_check(BROWSER_DIR "/fault", fault);
+    /* the same thresholds + the trend's; failing markers in the 4 shapes' panels, the bars, the heatmap and the trend */
+    const drawn_t fault_drawn = {10, 4, 1000};
+    browser_check(BROWSER_DIR "/fault", fault, &fault_drawn);
 
     /* what the browser saw: the failing rows' diagnosis and the NaN head's map */
     char *dom = read_all(BROWSER_DIR "/fault/dom.html");

@@ -135,9 +135,18 @@ static void test_same_regressions_from_any_directory(void **state)
     const char *line = strstr(first_out, "    rerun: ");
     assert_non_null(line);
     line += strlen("    rerun: ");
-    const char *eol = strchr(line, '\n');
+    /* A long command is continued over lines, each ending in a backslash (the
+     * console fits its width): pasted into a shell, it is one command. */
     char rerun[4096];
-    snprintf(rerun, sizeof rerun, "%.*s", (int)(eol - line), line);
+    size_t len = 0;
+    for (const char *eol = strchr(line, '\n'); eol && len < sizeof rerun - 1; eol = strchr(line, '\n')) {
+        const int continued = eol - line >= 2 && eol[-1] == '\\' && eol[-2] == ' ';
+        len += (size_t)snprintf(rerun + len, sizeof rerun - len, "%.*s", (int)(eol - line - (continued ? 2 : 0)), line);
+        if (!continued)
+            break;
+        line = eol + 1 + strspn(eol + 1, " ");
+        len += (size_t)snprintf(rerun + len, sizeof rerun - len, " ");
+    }
     char *out;
     assert_int_equal(test_sh(rerun, &out), 1);
     assert_true(count_of(out, "regressed") >= 1);

@@ -7,7 +7,7 @@
  *    case whose x is poisoned), each inline with its ids made unique, and
  *    the same plots as plots/NAME.svg + NAME.png, referenced by report_full.md;
  *  - the summary's verdict counts are the rows' (counted here), failing rows
- *    come before the rest, and the worst shape x band is the one built worst;
+ *    come before the rest, and the worst shape x band is the failing row's;
  *  - every string from the rows is escaped: a note holding <script>, quotes,
  *    '&' and a byte that is not UTF-8, a case name holding <&>";
  *  - the history is ordered by provenance time whatever the order given, a
@@ -295,7 +295,9 @@ static void test_report_known_rows(void **state)
     assert_non_null(worst_h);
     assert_non_null(plots_h);
     assert_true(reg_h < fail_h && fail_h < worst_h && worst_h < plots_h);
-    assert_non_null(strstr(html, "<b>Worst shape x band:</b> 128x512 prefill: rel_fro 0.21 (w4a4.aiter vs R_source"));
+    /* the failing row's cell, not the passing row of the largest rel_fro (128x512 prefill, 0.21) */
+    assert_non_null(strstr(html, "<b>Worst shape x band:</b> 64x256 decode: rel_fro 0.05 = 5 x its threshold 0.01, "
+                                 "WRONG (w4a8.folded vs R_exact"));
     assert_non_null(strstr(html, "W4A4 / W4A8 = 7.00"));
     assert_non_null(strstr(html, "<b>Poisoned inputs:</b> 1 row (their rel_fro covers the finite part only) in <a href=\"#case-2\">gdn_out_proj_slice_N512_K3072_M17_nanhead</a> (1 row)"));
     /* escaping */

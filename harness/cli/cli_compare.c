@@ -9,6 +9,7 @@
 #include "case_load.h"
 #include "cli.h"
 #include "cli_commands.h"
+#include "term_layout.h"
 #include "compare.h"
 #include "kr_string.h"
 #include "progress.h"
@@ -81,18 +82,28 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The text table's width with every column; narrower terminals get the
+ * columns that compare (term_layout.h). */
+#define COMPARE_WIDE 122
+
 static void print_table(FILE *fp, const compare_t *cmp, int markdown)
 {
     const char *a = cmp->a->name, *b = cmp->b->name;
+    const int width = markdown ? 0 : term_width(fp), narrow = width > 0 && width < COMPARE_WIDE;
     if (markdown) {
         fprintf(fp, "# kreplay compare: %s (A) vs %s (B)\n\n", a, b);
         fprintf(fp, "Both from the same source activations; errors pooled over each group's cases.\n\n");
         fprintf(fp, "| shape | N | K | band | cases | A vs R_source | B vs R_source | B/A | A vs B | A vs own R_exact | B vs own R_exact |\n");
         fprintf(fp, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
     } else {
-        fprintf(fp, "A = %s, B = %s (both from the same x; errors relative to ||R_source||, pooled)\n", a, b);
-        fprintf(fp, "%-20s %6s %6s %-8s %5s %13s %13s %7s %10s %12s %12s\n", "shape", "N", "K", "band",
-                "cases", "A vs R_src", "B vs R_src", "B/A", "A vs B", "A vs R_exact", "B vs R_exact");
+        fprintf(fp, "A = %s, B = %s%s(both from the same x; errors relative to ||R_source||, pooled)\n", a, b,
+                narrow ? "\n" : " ");
+        if (narrow)
+            fprintf(fp, "%-15s %-7s %9s %9s %6s %9s %9s %9s\n", "shape", "band", "A/R_src", "B/R_src", "B/A",
+                    "A vs B", "A/R_exact", "B/R_exact");
+        else
+            fprintf(fp, "%-20s %6s %6s %-8s %5s %13s %13s %7s %10s %12s %12s\n", "shape", "N", "K", "band",
+                    "cases", "A vs R_src", "B vs R_src", "B/A", "A vs B", "A vs R_exact", "B vs R_exact");
     }
     for (int i = 0; i < cmp->count; i++) {
         const compare_group_t *g = &cmp->groups[i];
@@ -103,10 +114,17 @@ static void print_table(FILE *fp, const compare_t *cmp, int markdown)
         if (markdown)
             fprintf(fp, "| %s | %lld | %lld | %s | %d | %.4g | %.4g | %.2f | %.4g | %.3g | %.3g |\n", g->shape,
                     (long long)g->N, (long long)g->K, g->band, g->cases, ra, rb, rb / ra, rab, ea, eb);
-        else
+        else if (narrow) {
+            char shape[16];
+            term_middle(g->shape, 15, shape, sizeof shape);
+            fprintf(fp, "%-15s %-7.7s %9.4g %9.4g %6.2f %9.4g %9.3g %9.3g\n", shape, g->band, ra, rb, rb / ra, rab,
+                    ea, eb);
+        } else
             fprintf(fp, "%-20.20s %6lld %6lld %-8s %5d %13.4g %13.4g %7.2f %10.4g %12.3g %12.3g\n", g->shape,
                     (long long)g->N, (long long)g->K, g->band, g->cases, ra, rb, rb / ra, rab, ea, eb);
     }
+    if (narrow)
+        fprintf(fp, "(N, K and cases not shown at width %d: COLUMNS=%d shows them)\n", width, COMPARE_WIDE);
 }
 
 static json_t *to_json(const compare_t *cmp, const char *cmdline)

@@ -9,6 +9,7 @@
 
 #include "cli_colour.h"
 #include "report.h"
+#include "term_layout.h"
 
 /* Rows listed by name under NEW / MISSING before "... and N more". */
 #define LISTED_MAX 20
@@ -171,10 +172,31 @@ static void list_names(FILE *fp, const char *what, const result_t *const *rows, 
         fprintf(fp, "  ... and %lld more (the report lists every row)\n", (long long)(n - LISTED_MAX));
 }
 
+static void console_lines(FILE *fp, const gate_console_t *con, const gate_options_t *o, const result_list_t *rows,
+                          const gate_summary_t *sum, int ran, int colour, int width);
+
+/* Written whole, then each line fitted to the width (term_layout.h): notes
+ * and diagnoses wrapped, rerun commands continued with a backslash. */
 void gate_console_print(FILE *fp, const gate_console_t *con, const gate_options_t *o,
                         const result_list_t *rows, const gate_summary_t *sum, int ran)
 {
-    const int colour = cli_colour_wanted(fp);
+    const int width = term_width(fp), colour = cli_colour_wanted(fp);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        console_lines(fp, con, o, rows, sum, ran, colour, -1);
+        return;
+    }
+    console_lines(mem, con, o, rows, sum, ran, colour, width);
+    fclose(mem);
+    term_wrap_lines(fp, buf, width);
+    free(buf);
+}
+
+static void console_lines(FILE *fp, const gate_console_t *con, const gate_options_t *o, const result_list_t *rows,
+                          const gate_summary_t *sum, int ran, int colour, int width)
+{
     int64_t attention = 0, failing = 0;
     for (int64_t i = 0; i < rows->count; i++) {
         attention += needs_attention(&rows->rows[i]);
@@ -224,6 +246,7 @@ void gate_console_print(FILE *fp, const gate_console_t *con, const gate_options_
     }
     if (con->all_rows && rows->count > 0) {
         fputc('\n', fp);
-        report_table_print(fp, rows);
+        const report_table_options_t table = {width, 0};
+        report_table_print_with(fp, rows, &table);
     }
 }

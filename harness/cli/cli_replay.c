@@ -28,7 +28,7 @@ static int cli_replay(int argc, char **argv);
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
-    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY,
+    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY, OPT_FAILED,
 };
 
 /* What the command line asks of one replay, and the kernels it loaded. */
@@ -36,7 +36,7 @@ typedef struct {
     const cli_command_t *cmd;
     replay_options_t opt;
     const char *out_dir, *save_path, *policy_path;
-    int json;
+    int json, failed_only;
     char inject_buf[256];
     kr_plugin_t *plugins[16];
     int n_plugins;
@@ -63,6 +63,8 @@ static const cli_option_t replay_options[] = {
     {OPT_NOREC, "no-recorded", 0, NULL, CLI_FLAG, NULL, "no rows for the outputs recorded in the case",
      CLI_SET_FALSE(replay_cli_t, opt.include_recorded)},
     CLI_OPT_JSON(CLI_SET_TRUE(replay_cli_t, json)),
+    {OPT_FAILED, "failed", 0, NULL, CLI_FLAG, NULL, "the table shows only the failing rows (each with why)",
+     CLI_SET_TRUE(replay_cli_t, failed_only)},
     {OPT_OUT, "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/results.json, results.csv and report.md",
      CLI_SET_STRING(replay_cli_t, out_dir)},
     {OPT_SAVE, "save-outputs", 0, "FILE", CLI_FILE, NULL, "HDF5 file with every kernel output and its operands",
@@ -307,10 +309,8 @@ static int report_run(const replay_cli_t *st, replay_run_t *run, int argc, char 
     info.n_failed_inputs = run->n_failed;
     if (st->json)
         report_json_write(stdout, &run->rows, &info);
-    else if (run->rows.count > 0) {
-        report_table_print(stdout, &run->rows);
-        report_summary_line(stdout, &run->rows);
-    }
+    else if (run->rows.count > 0)
+        report_console_print(stdout, &run->rows, st->failed_only);
     int status = 0;
     kr_error_t err = {{0}};
     if (st->out_dir) {

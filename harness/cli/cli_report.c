@@ -173,7 +173,7 @@ static int cli_report(int argc, char **argv)
     int n_files = 0;
     paths_t files = {0}, times = {0};
     char newest_time[64] = "";
-    int newest = -1;
+    int newest = -1, newest_drill = 0, drills = 0;
     for (int i = optind; status == 0 && i < argc; i++) {
         char path[4400];
         struct stat st;
@@ -189,8 +189,12 @@ static int cli_report(int argc, char **argv)
         }
         if (n_files == 0)
             meta = m;
-        if (newest < 0 || strcmp(m.time_utc, newest_time) > 0) {
+        /* A drill (an injected fault) is the report's run only when no other run is given. */
+        const int drill = report_run_injected(&m);
+        drills += drill;
+        if (newest < 0 || (newest_drill && !drill) || (drill == newest_drill && strcmp(m.time_utc, newest_time) > 0)) {
             newest = n_files;
+            newest_drill = drill;
             snprintf(newest_time, sizeof newest_time, "%s", m.time_utc);
         }
         for (int64_t j = 0; j < part.count; j++) {
@@ -233,9 +237,10 @@ static int cli_report(int argc, char **argv)
                 if (k != newest && paths_add(&history, files.v[k]))
                     status = EXIT_USAGE;
             if (status == 0)
-                printf("report: %d runs' results (the same rows in each): reporting the newest, %s (%s), "
+                printf("report: %d runs' results (the same rows in each): reporting the newest%s, %s (%s), "
                        "with the other %d as its history\n",
-                       n_files, files.v[newest], newest_time, n_files - 1);
+                       n_files, drills && !newest_drill ? " without an injected fault" : "", files.v[newest],
+                       newest_time, n_files - 1);
         } else {
             snprintf(meta.shard, sizeof meta.shard, "merged %d files", n_files);
         }

@@ -11,6 +11,7 @@
 #include "case_name.h"
 #include "diagnose.h"
 #include "diag_family.h"
+#include "diag_party.h"
 #include "diagnosis/acc_fit.h"
 #include "external_launch.h"
 #include "gpu_isolated.h"
@@ -218,6 +219,7 @@ static void judge_in_replay(const replay_options_t *opt, const policy_t *policy,
     judge_rule_for(policy, desc_of(opt, r), r, fallback_tol, &rule);
     r->threshold = rule.rel_fro;
     r->verdict = judge_row(&rule, r, poison, r->note, sizeof r->note);
+    kr_strlcpy(r->poison_where, poison ? poison->where : "", sizeof r->poison_where);
 }
 
 /* Rows [0, M) of activations a [M, K] that hold a non-finite value (malloc'd),
@@ -306,6 +308,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
             kr_strlcpy(r->diagnosis_family, diag_family(&dr), sizeof r->diagnosis_family);
+            kr_strlcpy(r->diag_party, party_name(diag_party_of(&d, &dr)), sizeof r->diag_party);
             r->verdict = diag_refine_verdict(&dr, r->verdict);
         }
         free(decoded);
@@ -1403,11 +1406,10 @@ static void finish_block_row(const row_block_acc_t *acc, const replay_options_t 
         break;
     }
     if (!diag_wanted(r->verdict) || !verdict_is_failure(r->verdict))
-        r->diagnosis[0] = r->diagnosis_family[0] = '\0';
+        r->diagnosis[0] = r->diagnosis_family[0] = r->diag_party[0] = '\0';
 }
 
-static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out,
-                            kr_error_t *err);
+static int replay_case_rows(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err);
 
 int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out, kr_error_t *err)
 {
@@ -1476,8 +1478,7 @@ static int replay_case_judged(const case_t *c, const replay_options_t *opt, cons
         blocks.block_offset = m0;
         blocks.block_rows = n;
         status = replay_rows(&block, opt, policy, &poison, &route_fit, &blocks, c->M, &health, weight, &ref_ctx,
-                             &launches,
-                             &block_rows, err);
+                             &launches, &block_rows, err);
         result_list_free(&block_rows);
     }
     for (int64_t i = 0; status == 0 && i < blocks.count; i++) {

@@ -32,7 +32,7 @@ int row_blocks_fold(row_blocks_t *b, const result_t *r, row_kind_t kind,
     if (acc->blocks == 0) {
         acc->kind = kind;
         acc->first = *r;
-        acc->first.diagnosis[0] = acc->first.diagnosis_family[0] = '\0';
+        acc->first.diagnosis[0] = acc->first.diagnosis_family[0] = acc->first.diag_party[0] = '\0';
         acc->first_block_offset = b->block_offset;
         acc->input_nf_blockwise = input_nf_blockwise;
     }
@@ -48,6 +48,7 @@ int row_blocks_fold(row_blocks_t *b, const result_t *r, row_kind_t kind,
         const size_t len = strlen(d);
         kr_strlcpy(d + len, r->diagnosis, cap - len);
         kr_strlcpy(acc->first.diagnosis_family, r->diagnosis_family, sizeof acc->first.diagnosis_family);
+        kr_strlcpy(acc->first.diag_party, r->diag_party, sizeof acc->first.diag_party);
     }
     acc->blocks++;
     acc->seconds += r->seconds;

@@ -33,21 +33,35 @@ typedef struct {
     size_t cap, len;
 } clauses_t;
 
+/* The regression a reader sees in its own columns: the first finding with
+ * numbers (the metric, the baseline's value, the run's), else the first
+ * finding at all (a verdict or a digest: NaN values). */
+typedef struct {
+    char metric[24];
+    double base, run;
+    int numeric;
+} finding_t;
+
+static void finding(finding_t *f, const char *metric, double base, double run)
+{
+    const int numeric = !isnan(base) || !isnan(run);
+    if (f->metric[0] && (f->numeric || !numeric))
+        return;
+    kr_strlcpy(f->metric, metric, sizeof f->metric);
+    f->base = base;
+    f->run = run;
+    f->numeric = numeric;
+}
+
 __attribute__((format(printf, 2, 3)))
 static void add(clauses_t *c, const char *fmt, ...)
 {
-    if (c->len + 1 >= c->cap)
-        return;
-    if (c->len) {
-        int w = snprintf(c->buf + c->len, c->cap - c->len, "; ");
-        c->len += (size_t)w < c->cap - c->len ? (size_t)w : c->cap - c->len - 1;
-    }
+    if (c->len)
+        kr_appendf(c->buf, c->cap, &c->len, "; ");
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(c->buf + c->len, c->cap - c->len, fmt, ap);
+    kr_vappendf(c->buf, c->cap, &c->len, fmt, ap);
     va_end(ap);
-    if (w > 0)
-        c->len += (size_t)w < c->cap - c->len ? (size_t)w : c->cap - c->len - 1;
 }
 
 /* Is error-like (lower is better) value nw worse than b beyond tolerance?
@@ -72,48 +86,52 @@ static int64_t nf_total(const nonfinite_t *nf)
 }
 
 /* One error-like metric: a regression clause, or an improvement clause. */
-static void check_err(clauses_t *reg, clauses_t *imp, const char *name, double nw, double b,
+static void check_err(clauses_t *reg, clauses_t *imp, finding_t *f, const char *name, double nw, double b,
                       const baseline_tol_t *t)
 {
-    if (worse(nw, b, t))
+    if (worse(nw, b, t)) {
+        finding(f, name, b, nw);
         add(reg, "%s worse: %.6g vs baseline %.6g (allowed %.6g = base x %.6g + %.3g)", name, nw,
             b, allowed(b, t), 1.0 + t->rel, t->abs);
-    else if (worse(b, nw, t))
+    } else if (worse(b, nw, t))
         add(imp, "%s better: %.6g vs baseline %.6g (beyond tol rel %.3g, abs %.3g)", name, nw, b,
             t->rel, t->abs);
 }
 
 static baseline_class_t classify(const result_t *r, const result_t *b, const baseline_tol_t *t,
-                                 char *note, size_t cap)
+                                 char *note, size_t cap, finding_t *f)
 {
     char rbuf[768] = "", ibuf[768] = "";
     clauses_t reg = {rbuf, sizeof rbuf, 0}, imp = {ibuf, sizeof ibuf, 0};
 
     int b_fail = verdict_is_failure(b->verdict), r_fail = verdict_is_failure(r->verdict);
-    if (!b_fail && r_fail)
+    if (!b_fail && r_fail) {
+        finding(f, "verdict", NAN, NAN);
         add(&reg, "verdict %s -> %s", verdict_name(b->verdict), verdict_name(r->verdict));
-    else if (b_fail && !r_fail)
+    } else if (b_fail && !r_fail)
         add(&imp, "verdict %s -> %s", verdict_name(b->verdict), verdict_name(r->verdict));
 
     int b_measured = b->ulp.count > 0 || b->metrics.count > 0;
     int r_measured = r->ulp.count > 0 || r->metrics.count > 0;
-    if (b_measured && !r_measured)
+    if (b_measured && !r_measured) {
+        finding(f, "measured", NAN, NAN);
         add(&reg, "no longer measured: baseline compared %lld elements, this run none (verdict %s)",
             (long long)(b->ulp.count > 0 ? b->ulp.count : b->metrics.count),
             verdict_name(r->verdict));
-    else if (!b_measured && r_measured)
+    } else if (!b_measured && r_measured)
         add(&imp, "now measured: %lld elements compared (baseline none, verdict %s)",
             (long long)(r->ulp.count > 0 ? r->ulp.count : r->metrics.count),
             verdict_name(b->verdict));
 
     if (r_measured && b_measured) {
-        check_err(&reg, &imp, "rel_fro", r->metrics.rel_fro, b->metrics.rel_fro, t);
-        check_err(&reg, &imp, "worst_row_rel", r->metrics.worst_row_rel,
+        check_err(&reg, &imp, f, "rel_fro", r->metrics.rel_fro, b->metrics.rel_fro, t);
+        check_err(&reg, &imp, f, "worst_row_rel", r->metrics.worst_row_rel,
                   b->metrics.worst_row_rel, t);
 
         int b_ident = b->ulp.count > 0 && b->ulp.identical == b->ulp.count;
         int r_ident = r->ulp.count > 0 && r->ulp.identical == r->ulp.count;
         if (b_ident && !r_ident && r->ulp.count > 0) {
+            finding(f, "identical_frac", 1.0, (double)r->ulp.identical / (double)r->ulp.count);
             add(&reg, "was bit-identical, now %lld elements differ (identical %lld of %lld; "
                       "any difference regresses)",
                 (long long)(r->ulp.count - r->ulp.identical), (long long)r->ulp.identical,
@@ -122,11 +140,12 @@ static baseline_class_t classify(const result_t *r, const result_t *b, const bas
             /* The differing fraction is error-like (0 is best), so the same rule applies. */
             double fr = (double)r->ulp.identical / (double)r->ulp.count;
             double fb = (double)b->ulp.identical / (double)b->ulp.count;
-            if (worse(1.0 - fr, 1.0 - fb, t))
+            if (worse(1.0 - fr, 1.0 - fb, t)) {
+                finding(f, "identical_frac", fb, fr);
                 add(&reg, "identical_frac dropped: %.9g vs baseline %.9g (differing fraction "
                           "allowed %.6g = base x %.6g + %.3g)",
                     fr, fb, allowed(1.0 - fb, t), 1.0 + t->rel, t->abs);
-            else if (worse(1.0 - fb, 1.0 - fr, t))
+            } else if (worse(1.0 - fb, 1.0 - fr, t))
                 add(&imp, "identical_frac rose: %.9g vs baseline %.9g (beyond tol rel %.3g, "
                           "abs %.3g)", fr, fb, t->rel, t->abs);
             if (r_ident && !b_ident)
@@ -135,23 +154,27 @@ static baseline_class_t classify(const result_t *r, const result_t *b, const bas
 
         /* Bit-faithful outputs are reproducible: a digest that moves means
          * the kernel's bits changed, however little the metrics moved. */
-        if (r->out_digest[0] && b->out_digest[0] && strcmp(r->out_digest, b->out_digest) != 0)
+        if (r->out_digest[0] && b->out_digest[0] && strcmp(r->out_digest, b->out_digest) != 0) {
+            finding(f, "out_digest", NAN, NAN);
             add(&reg, "output bits changed since the baseline (digest %s -> %s)", b->out_digest,
                 r->out_digest);
+        }
 
-        if (r->ulp.max_ulp > b->ulp.max_ulp + t->ulp)
+        if (r->ulp.max_ulp > b->ulp.max_ulp + t->ulp) {
+            finding(f, "max_ulp", (double)b->ulp.max_ulp, (double)r->ulp.max_ulp);
             add(&reg, "max_ulp up: %llu vs baseline %llu (allowed +%llu)",
                 (unsigned long long)r->ulp.max_ulp, (unsigned long long)b->ulp.max_ulp,
                 (unsigned long long)t->ulp);
-        else if (r->ulp.max_ulp + t->ulp < b->ulp.max_ulp)
+        } else if (r->ulp.max_ulp + t->ulp < b->ulp.max_ulp)
             add(&imp, "max_ulp down: %llu vs baseline %llu", (unsigned long long)r->ulp.max_ulp,
                 (unsigned long long)b->ulp.max_ulp);
 
         int64_t nr = nf_total(&r->metrics.out_nf), nb = nf_total(&b->metrics.out_nf);
-        if (nr > nb)
+        if (nr > nb) {
+            finding(f, "out_nonfinite", (double)nb, (double)nr);
             add(&reg, "non-finite outputs up: %lld vs baseline %lld (allowed +0)", (long long)nr,
                 (long long)nb);
-        else if (nr < nb)
+        } else if (nr < nb)
             add(&imp, "non-finite outputs down: %lld vs baseline %lld", (long long)nr,
                 (long long)nb);
     }
@@ -207,8 +230,11 @@ static void join3(char *dst, size_t cap, const char *a, const char *b, const cha
         kr_strlcpy(dst + l, c, cap - l);
 }
 
-static void mark_run_row(result_t *r, const char *findings)
+static void mark_run_row(result_t *r, const char *findings, const finding_t *f)
 {
+    kr_strlcpy(r->regressed_metric, f->metric, sizeof r->regressed_metric);
+    r->regressed_base = f->base;
+    r->regressed_run = f->run;
     char old[sizeof r->note], head[sizeof r->note];
     kr_strlcpy(old, r->note, sizeof old);
     if (!verdict_is_failure(r->verdict)) {
@@ -271,9 +297,10 @@ int baseline_compare(result_list_t *run, const result_list_t *base, const baseli
             snprintf(e->note, sizeof e->note, "no baseline row (verdict %s, rel_fro %.6g)",
                      verdict_name(r->verdict), r->metrics.rel_fro);
         } else {
-            e->cls = classify(r, &base->rows[match[i]], &t, e->note, sizeof e->note);
+            finding_t f = {"", NAN, NAN, 0};
+            e->cls = classify(r, &base->rows[match[i]], &t, e->note, sizeof e->note, &f);
             if (e->cls == BASELINE_REGRESSED)
-                mark_run_row(r, e->note);
+                mark_run_row(r, e->note, &f);
         }
         rep->n[e->cls]++;
     }

@@ -32,7 +32,10 @@
  * baseline_compare also marks the run: a REGRESSED row whose verdict does not
  * already fail becomes VERDICT_REGRESSED with note "baseline: <findings> | <old
  * note>"; a row that already fails (WRONG, MAGNITUDE, ...) keeps that more
- * specific verdict and gets " | baseline: <findings>" appended. */
+ * specific verdict and gets " | baseline: <findings>" appended.  Either way the
+ * row's regressed_metric, regressed_base and regressed_run name the first
+ * finding that has numbers ("identical_frac", 0.934, 0.924), else the first
+ * finding ("verdict", "out_digest": NaN values), for the report's columns. */
 #ifndef KR_BASELINE_H
 #define KR_BASELINE_H
 

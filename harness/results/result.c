@@ -36,6 +36,21 @@ int verdict_is_failure(verdict_t v)
     return !(v == VERDICT_PASS || v == VERDICT_POISONED_INPUT || v == VERDICT_UNSUPPORTED);
 }
 
+static const char *const party_names[PARTY_COUNT] = {"", "kernel", "input", "reference"};
+
+const char *party_name(party_t p)
+{
+    return p >= 0 && p < PARTY_COUNT ? party_names[p] : "";
+}
+
+party_t party_from_name(const char *name)
+{
+    for (int p = 1; name && p < PARTY_COUNT; p++)
+        if (!strcmp(name, party_names[p]))
+            return (party_t)p;
+    return PARTY_NONE;
+}
+
 const char *m_band_name(int64_t M)
 {
     if (M <= 64)
@@ -59,6 +74,8 @@ result_t *result_list_add(result_list_t *l)
     r->time_ms = NAN;
     r->tflops = NAN;
     r->gbps = NAN;
+    r->regressed_base = NAN;
+    r->regressed_run = NAN;
     kr_strlcpy(r->device, "cpu", sizeof r->device);
     return r;
 }

@@ -31,6 +31,22 @@ const char *verdict_name(verdict_t v);
 /* Does this verdict fail a replay (exit code 1)? */
 int verdict_is_failure(verdict_t v);
 
+/* Who is at fault, in a row's diagnosis (result_t.diag_party, set by
+ * harness/judge/diag_party.h) and in a case's headline
+ * (reports/case_headline.h). */
+typedef enum {
+    PARTY_NONE = 0,
+    PARTY_KERNEL,       /* the kernel that made the output */
+    PARTY_INPUT,        /* the case's input: its values, or how the case labels them */
+    PARTY_REFERENCE,    /* the reference the output was compared with */
+    PARTY_COUNT
+} party_t;
+
+/* "", "kernel", "input", "reference". */
+const char *party_name(party_t p);
+/* The party of a name; PARTY_NONE for "" or a name it does not know. */
+party_t party_from_name(const char *name);
+
 /* M bands of the production dispatch. */
 const char *m_band_name(int64_t M);   /* "decode" 1-64, "mid" 65-255, "prefill" 256-2047, "tiled" >= 2048 */
 
@@ -77,6 +93,17 @@ typedef struct {
     double tflops, gbps;      /* GPU: from time_ms */
     char out_digest[17];      /* 64-bit FNV-1a of the output's bf16 bits, hex: a baseline
                                  sees any change of a bit-faithful output ("" = none) */
+    /* What a reader needs without parsing the note or the diagnosis line
+     * (the case headline, reports/case_headline.h; the report's regression
+     * columns): */
+    char diag_party[12];      /* the party the diagnosis blames (party_name: "kernel", "input",
+                                 "reference"; harness/judge/diag_party.h); "" = no diagnosis */
+    char poison_where[160];   /* where the case's non-finite inputs are, as inspect names the
+                                 block ("x: rows 0-16 x columns 1024-1151 (...)"); "" = none */
+    char regressed_metric[24];/* REGRESSED: the first finding of the baseline comparison
+                                 ("rel_fro", "identical_frac", "out_digest", ...); "" = none */
+    double regressed_base;    /* that metric in the baseline and in this run (NaN: not a */
+    double regressed_run;     /* number, e.g. a digest) */
 } result_t;
 
 typedef struct {

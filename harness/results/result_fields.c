@@ -104,6 +104,12 @@ const result_field_t result_fields[] = {
     RF_LINE(acc_fit.resid_best, double, RF_F64, 1, NULL, 1, 1),
     RF_LINE(acc_fit.resid_runner_up, double, RF_F64, 1, NULL, 1, 1),
     RF_LINE(acc_fit.sampled, int64_t, RF_I64, 1, NULL, 1, 1),
+    /* The structured halves of the diagnosis, the poison note and the baseline's finding. */
+    RF_LINE(diag_party, char *, RF_STR, 1, NULL, 1, 0),
+    RF_LINE(poison_where, char *, RF_STR, 1, NULL, 1, 0),
+    RF_LINE(regressed_metric, char *, RF_STR, 1, NULL, 1, 0),
+    RF_LINE(regressed_base, double, RF_F64, 1, NULL, 1, 0),
+    RF_LINE(regressed_run, double, RF_F64, 1, NULL, 1, 0),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 

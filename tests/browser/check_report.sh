@@ -7,9 +7,10 @@
 # 1. --dump-dom: the page's own inline script has, on load, counted the
 #    plots (svg.kr-plot), those without a non-empty data group, and the
 #    errors window.onerror saw, into
-#      <div id="kr-selftest" data-expected-plots="E">plots=N expected=E empty=0 errors=0</div>
+#      <div id="kr-selftest" data-expected-plots="E">plots=N expected=E empty=0 errors=0 thresholds=T failing=F regressed=R</div>
 #    which is read back here: N must equal E (and EXPECTED_PLOTS when given),
-#    empty and errors must be 0.
+#    empty and errors must be 0.  T, F, R: the threshold lines, failing and
+#    regressed markers that hold data (the caller checks those counts).
 # 2. --screenshot of the top of the page (the summary), 1400x2000, kept as
 #    OUTDIR/summary.png; it must be a PNG of that size.
 # Chromium's own logs go to OUTDIR/chromium-*.log, the DOM to OUTDIR/dom.html.
