@@ -105,6 +105,18 @@ void term_wrap_shell(FILE *fp, const char *first, const char *cmd, int indent, i
     fputc('\n', fp);
 }
 
+/* The length of the label when LINE is a labelled shell command (a gate's
+ * "rerun: " and "reduce: " lines), which is continued with a backslash so
+ * it still pastes as one command; else 0. */
+static size_t shell_command_label(const char *line)
+{
+    static const char *const labels[] = {"rerun: ", "reduce: "};
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+        if (!strncmp(line, labels[i], strlen(labels[i])))
+            return strlen(labels[i]);
+    return 0;
+}
+
 void term_wrap_lines(FILE *fp, const char *text, int width)
 {
     term_wrap_lines_hang(fp, text, width, -1);
@@ -125,9 +137,10 @@ void term_wrap_lines_hang(FILE *fp, const char *text, int width, int hang)
             const int lead = (int)strspn(line, " ");
             char first[64];
             snprintf(first, sizeof first, "%.*s", lead < 60 ? lead : 60, line);
-            if (!strncmp(line + lead, "rerun: ", 7)) {
-                snprintf(first + strlen(first), sizeof first - strlen(first), "rerun: ");
-                term_wrap_shell(fp, first, line + lead + 7, lead + 4, width);
+            const size_t label = shell_command_label(line + lead);
+            if (label > 0) {
+                snprintf(first + strlen(first), sizeof first - strlen(first), "%.*s", (int)label, line + lead);
+                term_wrap_shell(fp, first, line + lead + label, lead + 4, width);
             } else if ((int)n <= width || width <= 0) {
                 fputs(line, fp);
                 fputc('\n', fp);

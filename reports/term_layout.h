@@ -34,7 +34,7 @@ void term_wrap_shell(FILE *fp, const char *first, const char *cmd, int indent, i
 
 /* Every line of text wrapped at width, the continuation lines indented four
  * more than the line's own leading spaces; a line whose text starts with
- * "rerun: " is a shell command (term_wrap_shell). */
+ * "rerun: " or "reduce: " is a shell command (term_wrap_shell). */
 void term_wrap_lines(FILE *fp, const char *text, int width);
 /* The same with the continuation lines indented hang spaces (a table's last
  * column, a "key: value" list's values); hang < 0: as term_wrap_lines. */

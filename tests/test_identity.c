@@ -20,6 +20,7 @@
 #include "results_store.h"
 #include "suite_file.h"
 #include "test_main.h"
+#include "kreplay_checks.h"
 #include "test_support.h"
 
 static char root[512];
@@ -132,21 +133,10 @@ static void test_same_regressions_from_any_directory(void **state)
 
     /* The first failing row's rerun command reruns that case and kernel
      * alone, and regresses again. */
-    const char *line = strstr(first_out, "    rerun: ");
-    assert_non_null(line);
-    line += strlen("    rerun: ");
     /* A long command is continued over lines, each ending in a backslash (the
      * console fits its width): pasted into a shell, it is one command. */
     char rerun[4096];
-    size_t len = 0;
-    for (const char *eol = strchr(line, '\n'); eol && len < sizeof rerun - 1; eol = strchr(line, '\n')) {
-        const int continued = eol - line >= 2 && eol[-1] == '\\' && eol[-2] == ' ';
-        len += (size_t)snprintf(rerun + len, sizeof rerun - len, "%.*s", (int)(eol - line - (continued ? 2 : 0)), line);
-        if (!continued)
-            break;
-        line = eol + 1 + strspn(eol + 1, " ");
-        len += (size_t)snprintf(rerun + len, sizeof rerun - len, " ");
-    }
+    test_console_command(first_out, "    rerun: ", rerun, sizeof rerun);
     char *out;
     assert_int_equal(test_sh(rerun, &out), 1);
     assert_true(count_of(out, "regressed") >= 1);

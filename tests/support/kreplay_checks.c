@@ -62,3 +62,20 @@ const char *test_json_str(const json_t *obj, const char *key)
     const char *s = json_string_value(json_object_get(obj, key));
     return s ? s : "";
 }
+
+void test_console_command(const char *text, const char *prefix, char *cmd, size_t cap)
+{
+    const char *line = strstr(text, prefix);
+    assert_non_null(line);
+    line += strlen(prefix);
+    size_t len = 0;
+    cmd[0] = '\0';
+    for (const char *eol = strchr(line, '\n'); eol && len < cap - 1; eol = strchr(line, '\n')) {
+        const int continued = eol - line >= 2 && eol[-1] == '\\' && eol[-2] == ' ';
+        len += (size_t)snprintf(cmd + len, cap - len, "%.*s", (int)(eol - line - (continued ? 2 : 0)), line);
+        if (!continued)
+            break;
+        line = eol + 1 + strspn(eol + 1, " ");
+        len += (size_t)snprintf(cmd + len, cap - len, " ");
+    }
+}

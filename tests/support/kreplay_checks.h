@@ -25,6 +25,12 @@ void test_expect_phrases(const char *text, const char *const *phrases);
  * test naming the path when it cannot be read. */
 char *test_read_in_dir(const char *dir, const char *name);
 
+/* The command printed after PREFIX in a console's TEXT, its continuation
+ * lines (each ending in " \\" where the console fits its width) joined into
+ * one line, as a shell pasted it would read it.  Fails the test when PREFIX
+ * is not there. */
+void test_console_command(const char *text, const char *prefix, char *cmd, size_t cap);
+
 /* Runs the shell command CMD and parses its stdout as one JSON document
  * (caller json_decref's it); fails the test naming CMD when there is none. */
 json_t *test_command_json(const char *cmd);
