@@ -129,8 +129,14 @@ void cli_interrupt_arm(const char *run_dir, int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &interrupt_state.old_int);
-    sigaction(SIGTERM, &sa, &interrupt_state.old_term);
+    /* A signal ignored at start stays ignored (a shell starts background
+     * jobs so, that Ctrl-C on the terminal spares them). */
+    sigaction(SIGINT, NULL, &interrupt_state.old_int);
+    sigaction(SIGTERM, NULL, &interrupt_state.old_term);
+    if (interrupt_state.old_int.sa_handler != SIG_IGN)
+        sigaction(SIGINT, &sa, NULL);
+    if (interrupt_state.old_term.sa_handler != SIG_IGN)
+        sigaction(SIGTERM, &sa, NULL);
     interrupt_state.armed = 1;
 }
 
