@@ -7,7 +7,8 @@
 if(EXISTS "build/CTestTestfile.cmake")   # ctest reads this file in its own directory
   subdirs("build")
 else()
-  add_test(no_build_directory /bin/sh -c
-           "echo 'no build/ here: build first (scripts/build.sh, or cmake -S . -B build && cmake --build build), or run ctest in your build directory (ctest --test-dir DIR)' >&2; exit 1")
+  set(say "no build/ here: build first (scripts/build.sh, or cmake -S . -B build && cmake --build build),")
+  string(APPEND say " or run ctest in your build directory (ctest --test-dir DIR)")
+  add_test(no_build_directory /bin/sh -c "echo '${say}' >&2; exit 1")
   set_tests_properties(no_build_directory PROPERTIES LABELS "nightly;gate;unit;slow")
 endif()

@@ -77,8 +77,9 @@ int gate_check_only_shape(const suite_t *s, const char *shape, int64_t *N, int64
                    near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
 }
 
-int gate_check_only_case(const char *name, int64_t n, void (*name_at)(const void *ctx, int64_t i, char *buf, size_t cap),
-                         const void *ctx, kr_error_t *err)
+int gate_check_only_case(const char *name, int64_t n,
+                         void (*name_at)(const void *ctx, int64_t i, char *buf, size_t cap), const void *ctx,
+                         kr_error_t *err)
 {
     enum { KEEP = 4096 };
     char (*names)[128] = malloc(KEEP * sizeof *names);

@@ -33,8 +33,9 @@ int gate_check_only_shape(const suite_t *s, const char *shape, int64_t *N, int64
 
 /* --only-case: the name of one of the n cases (name_at gives case i's
  * name into buf); else -1 with err, and "did you mean". */
-int gate_check_only_case(const char *name, int64_t n, void (*name_at)(const void *ctx, int64_t i, char *buf, size_t cap),
-                         const void *ctx, kr_error_t *err);
+int gate_check_only_case(const char *name, int64_t n,
+                         void (*name_at)(const void *ctx, int64_t i, char *buf, size_t cap), const void *ctx,
+                         kr_error_t *err);
 
 /* After the run: -1 with err when it selected no case (naming the filters
  * and what the suite's cases are), or when every row is UNSUPPORTED. */

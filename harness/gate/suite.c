@@ -629,7 +629,8 @@ static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
         if (!matched) {
             const char *near = closest_name(glob_, known, n_known);
             return kr_yaml_fail(y, it, 0, err,
-                                "%s: '%s' matches no kernel in the registry%s%s%s; expected a glob over: %s", key, glob_, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "", names);
+                                "%s: '%s' matches no kernel in the registry%s%s%s; expected a glob over: %s", key,
+                                glob_, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "", names);
         }
         if (append_csv(L->s->kernels, sizeof L->s->kernels, glob_))
             return kr_yaml_fail(y, it, 0, err, "%s: the kernel list is too long; expected under %zu characters", key,
