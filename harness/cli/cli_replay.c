@@ -410,19 +410,23 @@ static int cli_replay(int argc, char **argv)
     st.cmd = &cli_replay_command;
     replay_options_default(&st.opt);
     int first_operand = 0;
-    int rc = parse_command_line(&st, argc, argv, &first_operand);
-    if (rc != CLI_GO_ON)
-        return rc;
-    optind = first_operand;
     run_lock_t lock = {-1};
     char **cases = NULL;
     int n_cases = 0;
     policy_t policy;
+    int rc = parse_command_line(&st, argc, argv, &first_operand);
+    optind = first_operand;
+    if (rc == CLI_GO_ON && prepare_run(&st, argc - first_operand, argv + first_operand, &lock, &cases, &n_cases,
+                                       &policy))
+        rc = EXIT_USAGE;
+    if (rc != CLI_GO_ON) {
+        for (int i = 0; i < st.n_plugins; i++)   /* loaded before the refusal */
+            plugin_unload(st.plugins[i]);
+        return rc;
+    }
     /* Outputs go to a temporary file renamed into place at the end, so an
      * interrupted run never leaves a file that looks complete. */
     char save_tmp[4200] = "";
-    if (prepare_run(&st, argc - first_operand, argv + first_operand, &lock, &cases, &n_cases, &policy))
-        return EXIT_USAGE;
     if (st.save_path) {
         snprintf(save_tmp, sizeof save_tmp, "%s.tmp.%d", st.save_path, (int)getpid());
         unlink(save_tmp);

@@ -103,7 +103,7 @@ int gate_check_only_case(const char *name, int64_t n,
         }
     }
     const char *near = names && list ? closest_name(name, list, kept) : NULL;
-    char example[160] = "";
+    char example[200] = "";
     if (first[0])
         snprintf(example, sizeof example, "; the names are a row's case name, such as '%s'", first);
     kr_fail(err, "--only-case: no case of the suite is named '%s'%s%s%s%s", name, near ? " (did you mean " : "",
