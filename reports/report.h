@@ -39,8 +39,10 @@ void report_table_print_with(FILE *fp, const result_list_t *rows, const report_t
 /* The same with the defaults (every row, term_width(fp)). */
 void report_table_print(FILE *fp, const result_list_t *rows);
 
-/* What replay prints: one headline per case (case_headline.h), the table
- * (failed_only: its failing rows), the verdict counts. */
+/* What replay prints before its summary: one headline per case
+ * (case_headline.h), the table (failed_only: its failing rows; then
+ * "N failing rows shown (--failed); " with no newline, for the summary line
+ * that follows it). */
 void report_console_print(FILE *fp, const result_list_t *rows, int failed_only);
 
 /* Verdict counts, one line: "12 rows: 10 PASS, 2 POISONED_INPUT". */

@@ -272,7 +272,6 @@ void report_console_print(FILE *fp, const result_list_t *rows, int failed_only)
         report_table_print_with(fp, rows, &o);
     if (failed_only)
         fprintf(fp, "%lld failing row%s shown (--failed); ", (long long)failing, failing == 1 ? "" : "s");
-    report_summary_line(fp, rows);
 }
 
 void report_summary_line_marked(FILE *fp, const result_list_t *rows, const char *const *before, const char *after)

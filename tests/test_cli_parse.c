@@ -27,13 +27,13 @@ typedef struct {
 } toy_args_t;
 
 static const cli_option_t toy_rows[] = {
-    {ID_NAME, "name", 'n', "NAME", CLI_STRING, NULL, "a string", CLI_SET_STRING(toy_args_t, name)},
-    {ID_ON, "on", 0, NULL, CLI_FLAG, NULL, "a flag", CLI_SET_TRUE(toy_args_t, on)},
-    {ID_NO_OFF, "no-off", 0, NULL, CLI_FLAG, NULL, "a --no-X flag", CLI_SET_FALSE(toy_args_t, off)},
-    {ID_COUNT, "count", 'c', "N", CLI_POS_INT, NULL, "an integer", CLI_SET_INT(toy_args_t, count)},
-    {ID_RATE, "rate", 0, "R", CLI_POS_NUMBER, NULL, "a number", CLI_SET_NUMBER(toy_args_t, rate)},
-    {ID_CODE, "code", 0, "TEXT", CLI_STRING, NULL, "taken by the apply step", CLI_BY_CODE},
-    {ID_STOP, "stop", 0, NULL, CLI_FLAG, NULL, "the apply step ends the command with 0", CLI_BY_CODE},
+    {ID_NAME, "name", 'n', "NAME", CLI_STRING, NULL, "a string", CLI_SET_STRING(toy_args_t, name), CLI_ROWS_SAME},
+    {ID_ON, "on", 0, NULL, CLI_FLAG, NULL, "a flag", CLI_SET_TRUE(toy_args_t, on), CLI_ROWS_SAME},
+    {ID_NO_OFF, "no-off", 0, NULL, CLI_FLAG, NULL, "a --no-X flag", CLI_SET_FALSE(toy_args_t, off), CLI_ROWS_SAME},
+    {ID_COUNT, "count", 'c', "N", CLI_POS_INT, NULL, "an integer", CLI_SET_INT(toy_args_t, count), CLI_ROWS_CHANGED},
+    {ID_RATE, "rate", 0, "R", CLI_POS_NUMBER, NULL, "a number", CLI_SET_NUMBER(toy_args_t, rate), CLI_ROWS_SAME},
+    {ID_CODE, "code", 0, "TEXT", CLI_STRING, NULL, "taken by the apply step", CLI_BY_CODE, CLI_ROWS_CHANGED},
+    {ID_STOP, "stop", 0, NULL, CLI_FLAG, NULL, "the apply step ends the command with 0", CLI_BY_CODE, CLI_ROWS_SAME},
 };
 
 static const cli_command_t toy_command = {

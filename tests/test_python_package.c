@@ -10,10 +10,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-
 #include "python_ready.h"
 #include "test_main.h"
 #include "test_support.h"
@@ -21,10 +17,7 @@
 static void test_python_package(void **state)
 {
     (void)state;
-    char dir[1024], args[4096];
-    test_tmp_dir(dir, sizeof dir, "python-package");
-    snprintf(args, sizeof args, "'%s' '%s' '%s'", KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
-    assert_int_equal(test_run_python("python_package_test.py", args), 0);
+    assert_int_equal(test_run_python_tool("python_package_test.py", "python-package"), 0);
 }
 
 KR_TEST_MAIN_FULL(test_python_missing("h5py, numpy, pandas, venv, ensurepip"), NULL, NULL,

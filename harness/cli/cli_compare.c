@@ -35,10 +35,10 @@ typedef struct {
 static const cli_option_t compare_options[] = {
     {OPT_SYNTH, "synth", 0, "SHAPES", CLI_STRING, NULL,
      "synthesize the cases in memory: catalogue names, NxK, or\n'production' (cases/shapes.csv)",
-     CLI_SET_STRING(compare_args_t, synth_spec)},
-    {OPT_M, "m", 0, "LIST", CLI_STRING, NULL, "M values for --synth (default 1,64,512)", CLI_BY_CODE},
+     CLI_SET_STRING(compare_args_t, synth_spec), CLI_ROWS_CHANGED},
+    {OPT_M, "m", 0, "LIST", CLI_STRING, NULL, "M values for --synth (default 1,64,512)", CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_SEEDS, "seeds", 0, "N", CLI_POS_INT, NULL, "seeds per shape and M (default 1)",
-     CLI_SET_INT(compare_args_t, seeds)},
+     CLI_SET_INT(compare_args_t, seeds), CLI_ROWS_CHANGED},
     CLI_OPT_OUTLIERS("outlier channels of the synthetic x (see 'kreplay synth --help')"),
     CLI_OPT_OUTLIER_GAIN("their gain"),
     CLI_OPT_TOKEN_SPREAD("sigma of log2 per-token scale"),
@@ -47,7 +47,7 @@ static const cli_option_t compare_options[] = {
     CLI_OPT_MXFP4_QUANT,
     CLI_OPT_JSON(CLI_SET_TRUE(compare_args_t, json)),
     {'o', "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/compare.json, compare.csv, compare.md",
-     CLI_SET_STRING(compare_args_t, out_dir)},
+     CLI_SET_STRING(compare_args_t, out_dir), CLI_ROWS_SAME},
     CLI_OPT_THREADS,
 };
 

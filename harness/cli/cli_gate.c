@@ -8,9 +8,11 @@
 #include "cli.h"
 #include "cli_commands.h"
 #include "cli_inject.h"
+#include "cli_interrupt.h"
 #include "cli_kernel_patterns.h"
 #include "cli_gate_console.h"
 #include "cli_options.h"
+#include "cli_run_options.h"
 #include "calibrate.h"
 #include "gate.h"
 #include "junit.h"
@@ -38,7 +40,7 @@ static int cli_calibrate(int argc, char **argv);
 
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
-    OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT,
+    OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT, OPT_FORCE,
 };
 
 /* What the gate's command line asks: the run, what the console shows, and
@@ -50,39 +52,47 @@ typedef struct {
 } gate_args_t;
 
 static const cli_option_t gate_options[] = {
-    {'o', "out", 'o', "RUNDIR", CLI_DIR, NULL, "the run directory (required)", CLI_SET_STRING(gate_args_t, o.run_dir)},
+    {'o', "out", 'o', "RUNDIR", CLI_DIR, NULL, "the run directory (required)",
+     CLI_SET_STRING(gate_args_t, o.run_dir), CLI_ROWS_SAME},
     {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL,
      "a results.h5 to compare with: REGRESSED / IMPROVED; a\n"
      "baseline row this run lacks (MISSING) fails the gate\nunless --allow-missing",
-     CLI_SET_STRING(gate_args_t, o.baseline_path)},
+     CLI_SET_STRING(gate_args_t, o.baseline_path), CLI_ROWS_SAME},
     {OPT_BASE_INIT, "baseline-init", 0, NULL, CLI_FLAG, NULL,
      "when the --baseline FILE does not exist, create it from\nthis run (making its directories) instead of refusing",
-     CLI_SET_TRUE(gate_args_t, o.baseline_init)},
+     CLI_SET_TRUE(gate_args_t, o.baseline_init), CLI_ROWS_SAME},
     {OPT_ALLOW_MISSING, "allow-missing", 0, NULL, CLI_FLAG, NULL,
      "baseline rows absent from this run do not fail the\ngate (implied by --shard)",
-     CLI_SET_TRUE(gate_args_t, console.allow_missing)},
+     CLI_SET_TRUE(gate_args_t, console.allow_missing), CLI_ROWS_SAME},
     {OPT_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML, a testcase per case x kernel",
-     CLI_SET_STRING(gate_args_t, o.junit_path)},
+     CLI_SET_STRING(gate_args_t, o.junit_path), CLI_ROWS_SAME},
     {OPT_POLICY, "policy", 0, "FILE", CLI_FILE, NULL, "overrides the suite's policy",
-     CLI_SET_STRING(gate_args_t, o.policy_path)},
+     CLI_SET_STRING(gate_args_t, o.policy_path), CLI_ROWS_REJUDGED},
     {OPT_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "keep a copy of results.h5 in DIR (for trends)",
-     CLI_SET_STRING(gate_args_t, o.history_dir)},
-    {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases", CLI_BY_CODE},
-    {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL, "keep the cases RUNDIR/partial already holds",
-     CLI_SET_TRUE(gate_args_t, o.resume)},
+     CLI_SET_STRING(gate_args_t, o.history_dir), CLI_ROWS_SAME},
+    {OPT_SHARD, "shard", 0, "I/N", CLI_STRING, NULL, "run the I-th of N interleaved slices of the cases",
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
+    {OPT_RESUME, "resume", 0, NULL, CLI_FLAG, NULL,
+     "keep the cases RUNDIR/partial already holds (refused when\nthis run's options would give other rows)",
+     CLI_SET_TRUE(gate_args_t, o.resume), CLI_ROWS_SAME},
+    {OPT_FORCE, "force", 0, NULL, CLI_FLAG, NULL,
+     "write into a RUNDIR that holds another run (another suite's\n"
+     "or a replay's results, or an interrupted run's partial/),\nreplacing it",
+     CLI_SET_TRUE(gate_args_t, o.force), CLI_ROWS_SAME},
     {OPT_ONLY, "only-shape", 0, "NxK", CLI_STRING, NULL, "only the cases of one shape (ctest's per-shape tests)",
-     CLI_SET_STRING(gate_args_t, o.only_shape)},
+     CLI_SET_STRING(gate_args_t, o.only_shape), CLI_ROWS_CHANGED},
     {OPT_ONLY_BAND, "only-band", 0, "BAND", CLI_STRING, NULL,
-     "only the cases of one M band (decode, mid, prefill, tiled)", CLI_SET_STRING(gate_args_t, o.only_band)},
+     "only the cases of one M band (decode, mid, prefill, tiled)", CLI_SET_STRING(gate_args_t, o.only_band),
+     CLI_ROWS_CHANGED},
     {OPT_ONLY_CASE, "only-case", 0, "NAME", CLI_STRING, NULL,
      "only the case of this name (a row's case name; what each\nfailing row's rerun command uses)",
-     CLI_SET_STRING(gate_args_t, o.only_case)},
+     CLI_SET_STRING(gate_args_t, o.only_case), CLI_ROWS_CHANGED},
     {OPT_GATE_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "kernel globs replacing the suite's kernels",
-     CLI_BY_CODE},
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_LIST, "list-shapes", 0, NULL, CLI_FLAG, NULL, "print the suite's shapes, bands and kernel families",
-     CLI_SET_TRUE(gate_args_t, list)},
+     CLI_SET_TRUE(gate_args_t, list), CLI_ROWS_SAME},
     {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)",
-     CLI_BY_CODE},
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
     CLI_OPT_INJECT,
     CLI_OPT_ALL_ROWS(CLI_SET_TRUE(gate_args_t, console.all_rows)),
     CLI_OPT_QUIET(CLI_SET_TRUE(gate_args_t, console.quiet)),
@@ -111,11 +121,12 @@ typedef struct {
 
 static const cli_option_t merge_options[] = {
     {'o', "out", 'o', "OUTDIR", CLI_DIR, NULL, "the merged run's directory (required)",
-     CLI_SET_STRING(merge_args_t, out_dir)},
+     CLI_SET_STRING(merge_args_t, out_dir), CLI_ROWS_SAME},
     {OPT_MERGE_JUNIT, "junit", 0, "FILE", CLI_FILE, NULL, "JUnit XML of the merged run",
-     CLI_SET_STRING(merge_args_t, junit)},
+     CLI_SET_STRING(merge_args_t, junit), CLI_ROWS_SAME},
     {OPT_MERGE_BASELINE, "baseline", 0, "FILE", CLI_FILE, NULL,
-     "gate the merged run against this baseline, as 'kreplay gate' does", CLI_SET_STRING(merge_args_t, baseline)},
+     "gate the merged run against this baseline, as 'kreplay gate' does",
+     CLI_SET_STRING(merge_args_t, baseline), CLI_ROWS_SAME},
 };
 
 const cli_command_t cli_merge_command = {
@@ -137,9 +148,9 @@ typedef struct {
 
 static const cli_option_t baseline_options[] = {
     {OPT_BASELINE_FILE, "baseline", 0, "FILE", CLI_FILE, NULL,
-     "the baseline to write (its directory is created)", CLI_SET_STRING(baseline_args_t, dest)},
+     "the baseline to write (its directory is created)", CLI_SET_STRING(baseline_args_t, dest), CLI_ROWS_SAME},
     {OPT_BASELINE_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "also keep a copy in DIR, named by time and commit",
-     CLI_SET_STRING(baseline_args_t, history)},
+     CLI_SET_STRING(baseline_args_t, history), CLI_ROWS_SAME},
 };
 
 const cli_command_t cli_baseline_command = {
@@ -161,13 +172,13 @@ typedef struct {
 
 static const cli_option_t calibrate_options[] = {
     {'o', "out", 'o', "DIR", CLI_DIR, NULL, "writes DIR/calibration.md and DIR/policy.yaml (required)",
-     CLI_SET_STRING(calibrate_args_t, dir)},
+     CLI_SET_STRING(calibrate_args_t, dir), CLI_ROWS_SAME},
     {'s', "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "the seeds every synthetic item runs with (required)",
-     CLI_BY_CODE},
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
     {'m', "margin", 0, "M", CLI_POS_NUMBER, NULL, "threshold = M x the largest value seen (default 2, >= 1)",
-     CLI_SET_NUMBER(calibrate_args_t, margin)},
+     CLI_SET_NUMBER(calibrate_args_t, margin), CLI_ROWS_SAME},
     {'n', "name", 0, "NAME", CLI_STRING, NULL, "the policy's name (default: calibrated)",
-     CLI_SET_STRING(calibrate_args_t, name)},
+     CLI_SET_STRING(calibrate_args_t, name), CLI_ROWS_SAME},
     CLI_OPT_THREADS_SET(calibrate_args_t, o.threads),
 };
 
@@ -311,6 +322,13 @@ static int cli_gate(int argc, char **argv)
     }
     a.o.suite_path = argv[optind];
     a.o.allow_missing = a.console.allow_missing || a.o.shard_count > 0;
+    char fingerprint[sizeof ((results_meta_t *)0)->options];
+    if (cli_options_fingerprint(&cli_gate_command, argc, argv, fingerprint, sizeof fingerprint)) {
+        fprintf(stderr, "kreplay gate: the options that change rows are too long to record (over %zu bytes)\n",
+                sizeof fingerprint);
+        return EXIT_USAGE;
+    }
+    a.o.options_fingerprint = fingerprint;
     kr_error_t err = {{0}};
     if (a.list) {
         if (gate_list_shapes(a.o.suite_path, &err)) {
@@ -336,7 +354,9 @@ static int cli_gate(int argc, char **argv)
     results_meta_t meta;
     memset(&meta, 0, sizeof meta);
     gate_summary_t sum;
+    cli_interrupt_arm(a.o.run_dir, argc, argv);
     int ran = gate_run(&a.o, &rows, &meta, &sum, &err);
+    cli_interrupt_disarm();
     int status = 0;
     if (ran != 0) {
         status = cli_error(&err);
@@ -535,6 +555,7 @@ static int cli_calibrate(int argc, char **argv)
     snprintf(run_dir, sizeof run_dir, "%s/run", dir);
     o.suite_path = argv[optind];
     o.run_dir = run_dir;
+    o.force = 1;    /* DIR/run is calibrate's own: every calibration starts it over */
     o.version = cli_version();
     o.git_commit = cli_git_commit();
     o.progress = isatty(STDERR_FILENO);

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include "cli_colour.h"
+#include "cli_run_summary.h"
+#include "cli_shell_words.h"
+#include "registry.h"
 #include "report.h"
 #include "term_layout.h"
 
@@ -19,44 +22,16 @@ static int needs_attention(const result_t *r)
     return verdict_is_failure(r->verdict);
 }
 
-/* A word the shell takes as is, or the word in single quotes. */
-static void shell_word(FILE *fp, const char *s)
+/* Does --inject [KERNELS=]FAULT fault this kernel?  A rerun of another
+ * kernel's row leaves it out: a fault aimed at no kernel it runs is an error. */
+static int inject_reaches(const char *inject, const char *kernel)
 {
-    int plain = *s != '\0';
-    for (const char *p = s; *p && plain; p++)
-        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                strchr("-_./:=,+@%", *p);
-    if (plain) {
-        fputs(s, fp);
-        return;
-    }
-    fputc('\'', fp);
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            fputs("'\\''", fp);
-        else
-            fputc(*p, fp);
-    }
-    fputc('\'', fp);
-}
-
-/* An absolute path where it exists, so the command works from any directory. */
-static void path_word(FILE *fp, const char *path)
-{
-    char abs[PATH_MAX];
-    shell_word(fp, realpath(path, abs) ? abs : path);
-}
-
-static void binary_word(FILE *fp)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        shell_word(fp, exe);
-    } else {
-        fputs("kreplay", fp);
-    }
+    const char *eq = strchr(inject, '=');
+    if (!eq)
+        return 1;
+    char globs[256];
+    snprintf(globs, sizeof globs, "%.*s", (int)(eq - inject), inject);
+    return kernel_name_matches(kernel, globs);
 }
 
 /* The one command that reruns exactly this row's case and kernel, with the
@@ -64,33 +39,33 @@ static void binary_word(FILE *fp)
 static void rerun_command(FILE *fp, const gate_options_t *o, const result_t *r)
 {
     fputs("    rerun: ", fp);
-    binary_word(fp);
+    cli_binary_word(fp);
     fputs(" gate ", fp);
-    path_word(fp, o->suite_path);
+    cli_path_word(fp, o->suite_path);
     fputs(" -o ", fp);
     char dir[4400];
     snprintf(dir, sizeof dir, "%s/rerun", o->run_dir);
     char abs[PATH_MAX];
     if (realpath(o->run_dir, abs))
         snprintf(dir, sizeof dir, "%s/rerun", abs);
-    shell_word(fp, dir);
+    cli_shell_word(fp, dir);
     fputs(" --only-case ", fp);
-    shell_word(fp, r->case_name);
+    cli_shell_word(fp, r->case_name);
     fputs(" --kernels ", fp);
-    shell_word(fp, r->kernel);
+    cli_shell_word(fp, r->kernel);
     if (o->policy_path) {
         fputs(" --policy ", fp);
-        path_word(fp, o->policy_path);
+        cli_path_word(fp, o->policy_path);
     }
     if (o->seed_first > 0)
         fprintf(fp, " --seeds %lld-%lld", o->seed_first, o->seed_last);
-    if (o->inject) {
+    if (o->inject && inject_reaches(o->inject, r->kernel)) {
         fputs(" --inject ", fp);
-        shell_word(fp, o->inject);
+        cli_shell_word(fp, o->inject);
     }
     if (o->baseline_path) {
         fputs(" --baseline ", fp);
-        path_word(fp, o->baseline_path);
+        cli_path_word(fp, o->baseline_path);
         fputs(" --allow-missing", fp);
     }
     fputc('\n', fp);
@@ -105,25 +80,25 @@ static void reduce_command(FILE *fp, const gate_options_t *o, const result_t *r)
     if (r->verdict == VERDICT_REGRESSED || r->verdict == VERDICT_ERROR || !strncmp(r->reference, "model:", 6))
         return;
     fputs("    reduce: ", fp);
-    binary_word(fp);
+    cli_binary_word(fp);
     fputs(" reduce ", fp);
     if (strncmp(r->case_path, "synth:", 6) == 0)
-        shell_word(fp, r->case_path);
+        cli_shell_word(fp, r->case_path);
     else
-        path_word(fp, r->case_path);
+        cli_path_word(fp, r->case_path);
     fputs(" --kernels ", fp);
-    shell_word(fp, r->kernel);
+    cli_shell_word(fp, r->kernel);
     fputs(" --ref ", fp);
-    shell_word(fp, strcmp(r->reference, "-") ? r->reference : "R_exact");
+    cli_shell_word(fp, strcmp(r->reference, "-") ? r->reference : "R_exact");
     fputs(" --suite ", fp);
-    path_word(fp, o->suite_path);
+    cli_path_word(fp, o->suite_path);
     if (o->policy_path) {
         fputs(" --policy ", fp);
-        path_word(fp, o->policy_path);
+        cli_path_word(fp, o->policy_path);
     }
     if (o->inject) {
         fputs(" --inject ", fp);
-        shell_word(fp, o->inject);
+        cli_shell_word(fp, o->inject);
     }
     if (r->verdict == VERDICT_NONDETERMINISTIC)
         fputs(" --reruns 3", fp);
@@ -131,7 +106,7 @@ static void reduce_command(FILE *fp, const gate_options_t *o, const result_t *r)
     snprintf(out, sizeof out, "%s/reduced/%s.%s.h5", realpath(o->run_dir, abs) ? abs : o->run_dir,
              r->case_name, r->kernel);
     fputs(" -o ", fp);
-    shell_word(fp, out);
+    cli_shell_word(fp, out);
     fputc('\n', fp);
 }
 
@@ -221,6 +196,7 @@ static void console_lines(FILE *fp, const gate_console_t *con, const gate_option
             o->run_dir);
     if (o->junit_path)
         fprintf(fp, "  junit: %s\n", o->junit_path);
+    cli_fault_summary(fp, rows);
     if (con->quiet)
         return;
 

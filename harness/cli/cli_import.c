@@ -19,13 +19,13 @@ typedef struct {
 
 static const cli_option_t import_options[] = {
     {'o', "output", 'o', "CASE.h5", CLI_FILE, NULL, "the case to write (atomically)",
-     CLI_SET_STRING(import_args_t, out)},
+     CLI_SET_STRING(import_args_t, out), CLI_ROWS_SAME},
     {OPT_ORDER, "weight-order", 0, "ORDER", CLI_CHOICE, "checkpoint|fragment",
      "checkpoint (default) or fragment: the dump does not say\n"
-     "whether RADIANCE_MXFP4_WPERM=1 had put the weight in WMMA\nfragment order", CLI_BY_CODE},
+     "whether RADIANCE_MXFP4_WPERM=1 had put the weight in WMMA\nfragment order", CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_LAYOUT, "scale-layout", 0, "LAYOUT", CLI_CHOICE, "nk|kn|N,K/32|K/32,N",
      "nk ([N, K/32]) or kn ([K/32, N], what the dispatch holds);\n"
-     "needed only when N == K/32, where the shape cannot tell", CLI_BY_CODE},
+     "needed only when N == K/32, where the shape cannot tell", CLI_BY_CODE, CLI_ROWS_CHANGED},
 };
 
 const cli_command_t cli_import_command = {

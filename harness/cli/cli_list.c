@@ -79,7 +79,7 @@ static const cli_option_t list_options[] = {
     CLI_OPT_VERBOSE("formats, accumulation order, constraints and thresholds of each kernel",
                     CLI_SET_TRUE(list_args_t, verbose)),
     {OPT_LIST_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL, "only the kernels matching these globs",
-     CLI_SET_STRING(list_args_t, patterns)},
+     CLI_SET_STRING(list_args_t, patterns), CLI_ROWS_CHANGED},
 };
 
 const cli_command_t cli_list_command = {

@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "cli.h"
+#include "closest_name.h"
 #include "quant_fp8.h"
 #include "quant_mxfp4.h"
 
 static const cli_option_t help_row = {CLI_ID_HELP, "help", 'h', NULL, CLI_FLAG, NULL,
-                                      "this text", CLI_BY_CODE};
+                                      "this text", CLI_BY_CODE, CLI_ROWS_SAME};
 
 /* The command's rows, then --help (every command has it). */
-static const cli_option_t *row_at(const cli_command_t *cmd, int i)
+const cli_option_t *cli_option_row(const cli_command_t *cmd, int i)
 {
     return i < cmd->n_options ? &cmd->options[i] : &help_row;
 }
@@ -31,7 +32,7 @@ int cli_parser_init(cli_parser_t *p, const cli_command_t *cmd, int argc, char **
     size_t len = 0;
     p->shortopts[len++] = ':';
     for (int i = 0; i < n; i++) {
-        const cli_option_t *o = row_at(cmd, i);
+        const cli_option_t *o = cli_option_row(cmd, i);
         p->longopts[i].name = o->name;
         p->longopts[i].has_arg = o->kind == CLI_FLAG ? no_argument : required_argument;
         p->longopts[i].flag = NULL;
@@ -67,11 +68,11 @@ int cli_option_error(const cli_command_t *cmd, const char *option, const char *f
 static const cli_option_t *row_by_short(const cli_command_t *cmd, int c)
 {
     for (int i = 0; i <= cmd->n_options; i++)
-        if (row_at(cmd, i)->short_name == c)
-            return row_at(cmd, i);
+        if (cli_option_row(cmd, i)->short_name == c)
+            return cli_option_row(cmd, i);
     for (int i = 0; i <= cmd->n_options; i++)
-        if (row_at(cmd, i)->id == c)
-            return row_at(cmd, i);
+        if (cli_option_row(cmd, i)->id == c)
+            return cli_option_row(cmd, i);
     return NULL;
 }
 
@@ -130,7 +131,7 @@ static void unknown_option(const cli_command_t *cmd, const char *given)
     const char *names[128];
     int n = 0;
     for (int i = 0; i <= cmd->n_options && n < 128; i++)
-        names[n++] = row_at(cmd, i)->name;
+        names[n++] = cli_option_row(cmd, i)->name;
     char word[128];
     const char *w = given;
     while (*w == '-')
@@ -304,7 +305,7 @@ void cli_print_usage(FILE *fp, const cli_command_t *cmd)
         fprintf(fp, "\n%s\n", cmd->description);
     fprintf(fp, "\n");
     for (int i = 0; i <= cmd->n_options; i++) {
-        const cli_option_t *o = row_at(cmd, i);
+        const cli_option_t *o = cli_option_row(cmd, i);
         char lead[128];
         int n = snprintf(lead, sizeof lead, "  %c%c%s--%s", o->short_name ? '-' : ' ',
                          o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name);
@@ -315,45 +316,7 @@ void cli_print_usage(FILE *fp, const cli_command_t *cmd)
     fprintf(fp, "\nExit: 0 pass, 1 a failing verdict, 2 a usage or input error.\n");
 }
 
-static int edit_distance(const char *a, const char *b)
-{
-    int la = (int)strlen(a), lb = (int)strlen(b);
-    if (la > 63 || lb > 63)
-        return 1 << 20;
-    int row[64];
-    for (int j = 0; j <= lb; j++)
-        row[j] = j;
-    for (int i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = i;
-        for (int j = 1; j <= lb; j++) {
-            int up = row[j];
-            int best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 const char *cli_closest(const char *word, const char *const *candidates, int n)
 {
-    /* About a third of the word: "jsno" -> "json" (2 edits), never a wild guess. */
-    int limit = ((int)strlen(word) + 2) / 3;
-    if (limit < 1)
-        limit = 1;
-    const char *best = NULL;
-    int best_d = limit + 1;
-    for (int i = 0; i < n; i++) {
-        int d = edit_distance(word, candidates[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = candidates[i];
-        }
-    }
-    return best;
+    return closest_name(word, candidates, n);
 }

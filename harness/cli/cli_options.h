@@ -40,6 +40,17 @@ typedef enum {
     CLI_STORE_NUMBER,  /* double: the CLI_*_NUMBER value */
 } cli_store_t;
 
+/* What an option does to a run's rows, which `gate --resume` must match:
+ * the CLI_ROWS_CHANGED options make the run's options fingerprint
+ * (cli_run_options.h).  Every row of a command that resumes says which
+ * (test_cli_parse checks the gate's), so a new option cannot be left out. */
+typedef enum {
+    CLI_ROWS_UNSAID = 0,
+    CLI_ROWS_CHANGED,     /* another value gives other rows (kernels, faults, filters, seeds) */
+    CLI_ROWS_SAME,        /* where the rows go or how they are shown, never what they hold */
+    CLI_ROWS_REJUDGED,    /* the judgement only: resumed rows are judged again (--policy) */
+} cli_rows_t;
+
 typedef struct {
     int id;               /* what cli_parser_next returns for it (> 0) */
     const char *name;     /* long name, without "--" */
@@ -50,6 +61,7 @@ typedef struct {
     const char *help;     /* '\n' starts a continuation line */
     cli_store_t store;
     size_t offset;        /* of the stored field in the argument struct */
+    cli_rows_t rows;      /* what the option does to the rows (after the store's tail) */
 } cli_option_t;
 
 /* A row's tail: CLI_BY_CODE (the command's apply step takes the option), or
@@ -103,39 +115,41 @@ enum {
  * says where they go. */
 #define CLI_ROW_THREADS \
     CLI_ID_THREADS, "threads", 't', "N", CLI_POS_INT, NULL, "threads for the models (default: the cores this process may run on)"
-#define CLI_OPT_THREADS {CLI_ROW_THREADS, CLI_BY_CODE}
-#define CLI_OPT_THREADS_SET(type, field) {CLI_ROW_THREADS, CLI_SET_INT(type, field)}
+#define CLI_OPT_THREADS {CLI_ROW_THREADS, CLI_BY_CODE, CLI_ROWS_SAME}
+#define CLI_OPT_THREADS_SET(type, field) {CLI_ROW_THREADS, CLI_SET_INT(type, field), CLI_ROWS_SAME}
 #define CLI_OPT_FP8_QUANT                                                                         \
     {CLI_ID_FP8_QUANT, "fp8-quant", 0, "VARIANT", CLI_CHOICE, "vllm|traced|pure|reciprocal",            \
-     "vllm | traced | pure | reciprocal (default: vllm)", CLI_BY_CODE}
+     "vllm | traced | pure | reciprocal (default: vllm)", CLI_BY_CODE, CLI_ROWS_CHANGED}
 #define CLI_OPT_MXFP4_QUANT                                                                       \
     {CLI_ID_MXFP4_QUANT, "mxfp4-quant", 0, "VARIANT", CLI_CHOICE, "aiter-even|ocp|ceil",                \
-     "aiter-even | ocp | ceil (default: aiter-even)", CLI_BY_CODE}
+     "aiter-even | ocp | ceil (default: aiter-even)", CLI_BY_CODE, CLI_ROWS_CHANGED}
 #define CLI_OPT_INJECT                                                                            \
     {CLI_ID_INJECT, "inject", 0, "[KERNELS=]FAULT", CLI_STRING, NULL,                             \
      "\nrun kernels (all, or those matching KERNELS) as if they\n"                                 \
      "had FAULT, to see how kreplay reports it: wperm,\n"                                          \
      "wperm-inverse, scale-layout, scale-pow2:K, scale-const:C,\n"                                 \
      "sanitize, quant-variant:V, tile-unwritten, tile-zeros:N,\n"                                  \
-     "rows-nan, ulp-nudge:P, tile-scale:C ('--inject help')", CLI_BY_CODE}
-#define CLI_OPT_JSON(set) {CLI_ID_JSON, "json", 0, NULL, CLI_FLAG, NULL, "JSON on stdout instead of the table", set}
-#define CLI_OPT_VERBOSE(help, set) {CLI_ID_VERBOSE, "verbose", 'v', NULL, CLI_FLAG, NULL, help, set}
+     "rows-nan, ulp-nudge:P, tile-scale:C ('--inject help')", CLI_BY_CODE, CLI_ROWS_CHANGED}
+#define CLI_OPT_JSON(set) \
+    {CLI_ID_JSON, "json", 0, NULL, CLI_FLAG, NULL, "JSON on stdout instead of the table", set, CLI_ROWS_SAME}
+#define CLI_OPT_VERBOSE(help, set) {CLI_ID_VERBOSE, "verbose", 'v', NULL, CLI_FLAG, NULL, help, set, CLI_ROWS_SAME}
 #define CLI_OPT_QUIET(set) \
-    {CLI_ID_QUIET, "quiet", 'q', NULL, CLI_FLAG, NULL, "print the summary alone, no rows", set}
+    {CLI_ID_QUIET, "quiet", 'q', NULL, CLI_FLAG, NULL, "print the summary alone, no rows", set, CLI_ROWS_SAME}
 #define CLI_OPT_ALL_ROWS(set)                                                                     \
     {CLI_ID_ALL_ROWS, "all-rows", 'v', NULL, CLI_FLAG, NULL,                                      \
-     "print every row (default: the summary, then the failing\nand regressed rows)", set}
+     "print every row (default: the summary, then the failing\nand regressed rows)", set, CLI_ROWS_SAME}
 
 /* The synthetic activations' options of synth and compare, taken by
  * cli_apply_synth_option; each command words their help (synth's gives the
  * defaults). */
-#define CLI_OPT_OUTLIERS(help) {CLI_ID_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, help, CLI_BY_CODE}
+#define CLI_OPT_OUTLIERS(help) \
+    {CLI_ID_OUTLIERS, "outliers", 0, "N", CLI_STRING, NULL, help, CLI_BY_CODE, CLI_ROWS_CHANGED}
 #define CLI_OPT_OUTLIER_GAIN(help) \
-    {CLI_ID_OUTLIER_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE}
+    {CLI_ID_OUTLIER_GAIN, "outlier-gain", 0, "G", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE, CLI_ROWS_CHANGED}
 #define CLI_OPT_TOKEN_SPREAD(help) \
-    {CLI_ID_TOKEN_SPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE}
+    {CLI_ID_TOKEN_SPREAD, "token-spread", 0, "S", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE, CLI_ROWS_CHANGED}
 #define CLI_OPT_WEIGHT_SPREAD(help) \
-    {CLI_ID_WEIGHT_SPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE}
+    {CLI_ID_WEIGHT_SPREAD, "weight-spread", 0, "B", CLI_NONNEG_NUMBER, NULL, help, CLI_BY_CODE, CLI_ROWS_CHANGED}
 
 /* One parsed option. */
 typedef struct {
@@ -204,6 +218,10 @@ int cli_apply_kernel_option(const cli_value_t *v, kernel_options_t *k);
 int cli_apply_synth_option(const cli_value_t *v, synth_params_t *p);
 
 void cli_print_usage(FILE *fp, const cli_command_t *cmd);
+
+/* Row i of cmd: its own rows for i < n_options, then --help (every command
+ * has it) at i == n_options. */
+const cli_option_t *cli_option_row(const cli_command_t *cmd, int i);
 
 /* The name among candidates closest to word (edit distance at most about a
  * third of its length, at least 1), or NULL. */

@@ -15,12 +15,15 @@
 #include "cli_inject.h"
 #include "cli_kernel_patterns.h"
 #include "cli_options.h"
+#include "cli_patterns_check.h"
+#include "cli_run_summary.h"
 #include "plugin_loader.h"
 #include "py_kernels.h"
 #include "replay.h"
 #include "report.h"
 #include "report_bundle.h"
 #include "results_store.h"
+#include "run_dir_check.h"
 #include "kr_string.h"
 
 static int cli_replay(int argc, char **argv);
@@ -28,7 +31,7 @@ static int cli_replay(int argc, char **argv);
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
-    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY, OPT_FAILED,
+    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY, OPT_FAILED, OPT_FORCE,
 };
 
 /* What the command line asks of one replay, and the kernels it loaded. */
@@ -37,6 +40,7 @@ typedef struct {
     replay_options_t opt;
     const char *out_dir, *save_path, *policy_path;
     int json, failed_only;
+    int force;              /* -o DIR may hold another run (run_dir_check.h) */
     char inject_buf[256];
     kr_plugin_t *plugins[16];
     int n_plugins;
@@ -49,68 +53,73 @@ typedef struct {
 static const cli_option_t replay_options[] = {
     {OPT_KERNELS, "kernels", 'k', "PATTERNS", CLI_KERNELS, NULL,
      "comma-separated globs over kernel names (default: all;\nsee 'kreplay list kernels'); each must match a kernel",
-     CLI_SET_STRING(replay_cli_t, opt.kernel_patterns)},
-    {OPT_REFS, "refs", 'r', "LIST", CLI_STRING, NULL, "references: exact,source (default: both)", CLI_BY_CODE},
+     CLI_SET_STRING(replay_cli_t, opt.kernel_patterns), CLI_ROWS_CHANGED},
+    {OPT_REFS, "refs", 'r', "LIST", CLI_STRING, NULL, "references: exact,source (default: both)",
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_ACT, "act-source", 0, "MODE", CLI_CHOICE, "auto|recorded|quantize",
-     "auto (recorded fp8 if present, else quantize x),\nrecorded, quantize (default: auto)", CLI_BY_CODE},
+     "auto (recorded fp8 if present, else quantize x),\nrecorded, quantize (default: auto)",
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
     CLI_OPT_FP8_QUANT,
     CLI_OPT_MXFP4_QUANT,
     {OPT_E8M0, "e8m0-zero", 0, NULL, CLI_FLAG, NULL, "weight scale byte 0 decodes to 0.0 (Triton's fallback)",
-     CLI_BY_CODE},
+     CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_SPLITS, "decode-splits", 0, "S", CLI_POS_INT, NULL,
      "split-K of w4a8.decode (default 4) and bf16.skinny (default:\nthe dispatch's table)",
-     CLI_SET_INT(replay_cli_t, opt.kernel.decode_splits)},
+     CLI_SET_INT(replay_cli_t, opt.kernel.decode_splits), CLI_ROWS_CHANGED},
     {OPT_NOREC, "no-recorded", 0, NULL, CLI_FLAG, NULL, "no rows for the outputs recorded in the case",
-     CLI_SET_FALSE(replay_cli_t, opt.include_recorded)},
+     CLI_SET_FALSE(replay_cli_t, opt.include_recorded), CLI_ROWS_CHANGED},
     CLI_OPT_JSON(CLI_SET_TRUE(replay_cli_t, json)),
     {OPT_FAILED, "failed", 0, NULL, CLI_FLAG, NULL, "the table shows only the failing rows (each with why)",
-     CLI_SET_TRUE(replay_cli_t, failed_only)},
+     CLI_SET_TRUE(replay_cli_t, failed_only), CLI_ROWS_SAME},
     {OPT_OUT, "out", 'o', "DIR", CLI_DIR, NULL, "write DIR/results.json, results.csv and report.md",
-     CLI_SET_STRING(replay_cli_t, out_dir)},
+     CLI_SET_STRING(replay_cli_t, out_dir), CLI_ROWS_SAME},
+    {OPT_FORCE, "force", 0, NULL, CLI_FLAG, NULL,
+     "-o DIR may hold a gate run (its results, an interrupted\nrun's partial/): replaced",
+     CLI_SET_TRUE(replay_cli_t, force), CLI_ROWS_SAME},
     {OPT_SAVE, "save-outputs", 0, "FILE", CLI_FILE, NULL, "HDF5 file with every kernel output and its operands",
-     CLI_SET_STRING(replay_cli_t, save_path)},
+     CLI_SET_STRING(replay_cli_t, save_path), CLI_ROWS_SAME},
     CLI_OPT_THREADS,
     {OPT_VS, "vs", 0, "KERNEL", CLI_KERNELS, NULL,
      "also compare each kernel's output with KERNEL's model, bit\nby bit (reference 'model:KERNEL', with the ULP histogram)",
-      CLI_BY_CODE},
+      CLI_BY_CODE, CLI_ROWS_CHANGED},
     CLI_OPT_INJECT,
     {OPT_NODIAG, "no-diagnose", 0, NULL, CLI_FLAG, NULL, "do not test hypotheses on failing rows",
-     CLI_SET_FALSE(replay_cli_t, opt.diagnose)},
+     CLI_SET_FALSE(replay_cli_t, opt.diagnose), CLI_ROWS_CHANGED},
     {OPT_DEVICE, "device", 0, "DEVICE", CLI_CHOICE, "cpu|gpu",
      "gpu: run the GPU kernels; each is rerun and compared bit\n"
      "by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
      "poisoned before each launch, timed, and compared with its\n"
-     "CPU model (reference model:<kernel>, MODEL_MISMATCH)", CLI_BY_CODE},
+     "CPU model (reference model:<kernel>, MODEL_MISMATCH)", CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_RERUNS, "reruns", 0, "N", CLI_POS_INT, NULL,
      "runs of every kernel on the same inputs, compared bitwise\n"
      "(NONDETERMINISTIC); default 3 for GPU and plugin kernels,\n"
-     "1 for kreplay's own CPU models", CLI_BY_CODE},
+     "1 for kreplay's own CPU models", CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_MATRIX, "matrix", 0, NULL, CLI_FLAG, NULL, "also run the matrix-unit (MMA / WMMA) variant, measured",
-     CLI_SET_TRUE(replay_cli_t, opt.gpu_matrix)},
+     CLI_SET_TRUE(replay_cli_t, opt.gpu_matrix), CLI_ROWS_CHANGED},
     {OPT_PLUGIN, "plugin", 0, "LIB.so", CLI_FILE, NULL,
-     "also run the kernels of a plugin (kernels/plugin.h); repeatable", CLI_BY_CODE},
+     "also run the kernels of a plugin (kernels/plugin.h); repeatable", CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_PY, "py", 0, "MODULE:FUNCTION", CLI_STRING, NULL,
      "also run a Python callable as a kernel, isolated like a\nplugin (kernels/plugins/python); repeatable, at most 8",
-      CLI_BY_CODE},
+      CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_TIMEOUT, "timeout", 0, "SECONDS", CLI_NONNEG_NUMBER, NULL,
      "limit of each isolated kernel run (default 300; 0 = none)",
-     CLI_SET_NUMBER(replay_cli_t, opt.timeout_s)},
+     CLI_SET_NUMBER(replay_cli_t, opt.timeout_s), CLI_ROWS_CHANGED},
     {OPT_ISOLATE, "isolate", 0, NULL, CLI_FLAG, NULL,
      "run every kernel in a child process (plugins always are):\na crash or hang is a CRASHED / TIMEOUT row, the run goes on",
-     CLI_SET_TRUE(replay_cli_t, opt.isolate_all)},
+     CLI_SET_TRUE(replay_cli_t, opt.isolate_all), CLI_ROWS_CHANGED},
     {OPT_NOISOLATE, "no-isolate", 0, NULL, CLI_FLAG, NULL, "run plugin kernels in-process too (for a debugger)",
-     CLI_SET_TRUE(replay_cli_t, opt.no_isolate)},
+     CLI_SET_TRUE(replay_cli_t, opt.no_isolate), CLI_ROWS_CHANGED},
     {OPT_ORACLE, "oracle", 0, NULL, CLI_FLAG, NULL,
      "also compute every reference in fp64 and report the fp32\nreference's own error (column ref_f32_vs_f64)",
-     CLI_SET_TRUE(replay_cli_t, opt.oracle)},
+     CLI_SET_TRUE(replay_cli_t, opt.oracle), CLI_ROWS_CHANGED},
     {OPT_BLOCK, "block-mb", 0, "MB", CLI_POS_NUMBER, NULL,
      "memory for a case's outputs and references at once\n"
      "(default: a quarter of the available memory, 16 to 4096):\n"
      "a larger case is replayed in blocks of rows,\n"
-     "with the same outputs and merged metrics", CLI_BY_CODE},
+     "with the same outputs and merged metrics", CLI_BY_CODE, CLI_ROWS_SAME},
     {OPT_POLICY, "policy", 0, "FILE", CLI_STRING, NULL,
      "judge by this policy (default: the calibrated\ncases/policies/default.yaml)",
-     CLI_SET_STRING(replay_cli_t, policy_path)},
+     CLI_SET_STRING(replay_cli_t, policy_path), CLI_ROWS_REJUDGED},
 };
 
 const cli_command_t cli_replay_command = {
@@ -309,8 +318,11 @@ static int report_run(const replay_cli_t *st, replay_run_t *run, int argc, char 
     info.n_failed_inputs = run->n_failed;
     if (st->json)
         report_json_write(stdout, &run->rows, &info);
-    else if (run->rows.count > 0)
+    else if (run->rows.count > 0) {
         report_console_print(stdout, &run->rows, st->failed_only);
+        cli_summary_line(stdout, &run->rows, run->n_failed);
+        cli_fault_summary(stdout, &run->rows);
+    }
     int status = 0;
     kr_error_t err = {{0}};
     if (st->out_dir) {
@@ -351,6 +363,9 @@ static int parse_command_line(replay_cli_t *st, int argc, char **argv, int *firs
     if (st->opt.kernel_patterns &&
         cli_check_kernel_patterns(st->cmd, st->opt.kernel_patterns, st->extra, st->n_extra))
         return EXIT_USAGE;
+    if (cli_check_named_kernels(st->cmd, &st->opt, st->plugins, st->n_plugins,
+                                st->n_py ? st->plugins[st->n_plugins - 1] : NULL, st->py_specs))
+        return EXIT_USAGE;
     return CLI_GO_ON;
 }
 
@@ -363,6 +378,14 @@ static int prepare_run(replay_cli_t *st, int argc, char **argv, run_lock_t *lock
     if (st->out_dir && run_lock_acquire(st->out_dir, lock, &err)) {
         return cli_error(&err);
     }
+    const run_dir_request_t rq = {.dir = st->out_dir, .force = st->force};
+    if (st->out_dir && run_dir_check(&rq, &err)) {
+        cli_error(&err);
+        run_lock_release(lock);
+        return EXIT_USAGE;
+    }
+    if (st->out_dir)
+        run_dir_clear_partials(st->out_dir);   /* only a --force run finds any */
     *cases = cli_expand_cases(argc, argv, n_cases);
     if (*n_cases == 0) {
         fprintf(stderr, "kreplay replay: no case files (*.h5, *.pt) found in the arguments\n");
@@ -389,19 +412,23 @@ static int cli_replay(int argc, char **argv)
     st.cmd = &cli_replay_command;
     replay_options_default(&st.opt);
     int first_operand = 0;
-    int rc = parse_command_line(&st, argc, argv, &first_operand);
-    if (rc != CLI_GO_ON)
-        return rc;
-    optind = first_operand;
     run_lock_t lock = {-1};
     char **cases = NULL;
     int n_cases = 0;
     policy_t policy;
+    int rc = parse_command_line(&st, argc, argv, &first_operand);
+    optind = first_operand;
+    if (rc == CLI_GO_ON && prepare_run(&st, argc - first_operand, argv + first_operand, &lock, &cases, &n_cases,
+                                       &policy))
+        rc = EXIT_USAGE;
+    if (rc != CLI_GO_ON) {
+        for (int i = 0; i < st.n_plugins; i++)   /* loaded before the refusal */
+            plugin_unload(st.plugins[i]);
+        return rc;
+    }
     /* Outputs go to a temporary file renamed into place at the end, so an
      * interrupted run never leaves a file that looks complete. */
     char save_tmp[4200] = "";
-    if (prepare_run(&st, argc - first_operand, argv + first_operand, &lock, &cases, &n_cases, &policy))
-        return EXIT_USAGE;
     if (st.save_path) {
         snprintf(save_tmp, sizeof save_tmp, "%s.tmp.%d", st.save_path, (int)getpid());
         unlink(save_tmp);
@@ -422,6 +449,8 @@ static int cli_replay(int argc, char **argv)
     int failing = 0;
     for (int64_t i = 0; i < run.rows.count; i++)
         failing += verdict_is_failure(run.rows.rows[i].verdict);
+    /* A run that read every case yet compared nothing passed nothing. */
+    const int empty = !status && !run.input_errors && cli_rows_compared_nothing("replay", &run.rows);
     cli_free_strings(cases);
     for (int i = 0; i < run.n_failed; i++)
         free((char *)run.failed[i]);
@@ -430,7 +459,7 @@ static int cli_replay(int argc, char **argv)
     policy_free(&policy);
     for (int i = 0; i < st.n_plugins; i++)
         plugin_unload(st.plugins[i]);
-    if (status || run.input_errors)
+    if (status || run.input_errors || empty)
         return EXIT_USAGE;
     return failing ? EXIT_VERDICT_FAILED : 0;
 }

@@ -66,22 +66,26 @@ typedef struct {
 } report_args_t;
 
 static const cli_option_t report_options[] = {
-    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the report directory (required)", CLI_SET_STRING(report_args_t, out_dir)},
+    {'o', "out", 'o', "DIR", CLI_DIR, NULL, "the report directory (required)",
+     CLI_SET_STRING(report_args_t, out_dir), CLI_ROWS_SAME},
     {OPT_HISTORY, "history", 0, "DIR|FILE", CLI_FILE, NULL,
-     "earlier runs' results files (a directory: its *.h5),\nfor the error trend; may be repeated", CLI_BY_CODE},
+     "earlier runs' results files (a directory: its *.h5),\nfor the error trend; may be repeated",
+     CLI_BY_CODE, CLI_ROWS_SAME},
     {OPT_LAST, "last", 0, "N", CLI_POS_INT, NULL, "the trend keeps the last N history runs (default 10)",
-     CLI_SET_INT(report_args_t, opt.history_last)},
+     CLI_SET_INT(report_args_t, opt.history_last), CLI_ROWS_SAME},
     {OPT_BASE, "baseline", 0, "FILE", CLI_FILE, NULL, "a baseline results file: the trend's first point",
-     CLI_SET_STRING(report_args_t, opt.baseline_path)},
+     CLI_SET_STRING(report_args_t, opt.baseline_path), CLI_ROWS_SAME},
     {OPT_CASE, "case", 0, "CASE.h5", CLI_FILE, NULL,
      "draw the non-finite map of this case's x; may be repeated\n"
      "(cases the rows name are mapped when their files exist and\n"
-     "their x held non-finite values)", CLI_BY_CODE},
+     "their x held non-finite values)", CLI_BY_CODE, CLI_ROWS_SAME},
     {OPT_NOLOOKUP, "no-case-lookup", 0, NULL, CLI_FLAG, NULL, "map only the --case files",
-     CLI_SET_FALSE(report_args_t, opt.find_cases)},
-    {OPT_NOPLOTS, "no-plots", 0, NULL, CLI_FLAG, NULL, "do not run gnuplot", CLI_SET_FALSE(report_args_t, opt.plots)},
-    {OPT_TITLE, "title", 0, "TEXT", CLI_STRING, NULL, "the page's title", CLI_SET_STRING(report_args_t, opt.title)},
-    {'q', "quiet", 'q', NULL, CLI_FLAG, NULL, "no warnings", CLI_SET_TRUE(report_args_t, opt.quiet)},
+     CLI_SET_FALSE(report_args_t, opt.find_cases), CLI_ROWS_SAME},
+    {OPT_NOPLOTS, "no-plots", 0, NULL, CLI_FLAG, NULL, "do not run gnuplot",
+     CLI_SET_FALSE(report_args_t, opt.plots), CLI_ROWS_SAME},
+    {OPT_TITLE, "title", 0, "TEXT", CLI_STRING, NULL, "the page's title",
+     CLI_SET_STRING(report_args_t, opt.title), CLI_ROWS_SAME},
+    {'q', "quiet", 'q', NULL, CLI_FLAG, NULL, "no warnings", CLI_SET_TRUE(report_args_t, opt.quiet), CLI_ROWS_SAME},
 };
 
 const cli_command_t cli_report_command = {

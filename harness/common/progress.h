@@ -1,7 +1,10 @@
 /* A progress line on stderr for long runs: "[label] 12/40 (30%), 8 s elapsed,
- * ETA 19 s", redrawn in place (carriage return), at most five times a
- * second and always for the last item.  It prints only when stderr is a
- * terminal: redirected to a file or a pipe (ctest, CI logs) it is silent.
+ * ETA 19 s".  On a terminal it is redrawn in place (carriage return), at
+ * most five times a second and always for the last item.  Redirected to a
+ * file or a pipe (ctest, a CI log) it is one whole line every
+ * KREPLAY_PROGRESS_SECONDS seconds (default 10; 0: none), and a last line
+ * at the end only when an earlier one was written: a run shorter than the
+ * interval leaves the log as it was, a long one shows it is alive.
  *
  *   progress_t p;
  *   progress_start(&p, "kreplay gate", n_cases);
@@ -17,6 +20,7 @@
 typedef struct {
     FILE *fp;               /* stderr */
     int enabled;            /* stderr is a terminal (or progress_start_on forced it) */
+    double log_every;       /* not a terminal: seconds between whole lines (0: silent) */
     char label[64];
     int64_t total, done;
     double t0;              /* monotonic seconds at start */
@@ -30,6 +34,10 @@ typedef struct {
 void progress_start(progress_t *p, const char *label, int64_t total);
 /* The same on any stream, enabled as told (tests, or a caller's own rule). */
 void progress_start_on(progress_t *p, FILE *fp, int enabled, const char *label, int64_t total);
+/* Not a terminal: a whole line every `seconds` on fp (0: silent). */
+void progress_start_log(progress_t *p, FILE *fp, double seconds, const char *label, int64_t total);
+/* KREPLAY_PROGRESS_SECONDS, else 10: the log mode's interval. */
+double progress_log_seconds(void);
 /* done items of total are finished; redraws when due (always at done == total). */
 void progress_update(progress_t *p, int64_t done);
 /* Names the step now running inside the current item (a kernel of a long

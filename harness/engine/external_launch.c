@@ -133,6 +133,45 @@ static void summarize_mask(const unsigned char *mask, int64_t n, int64_t N, int6
     }
 }
 
+/* Appends what run 1's fault did to the output (against the same kernel
+ * run clean) to its note; a fault that did nothing must not look tested. */
+static void note_fault_effect(const uint16_t *faulty, const uint16_t *clean, int64_t n, kernel_run_info_t *info)
+{
+    int64_t changed = 0;
+    for (int64_t i = 0; i < n; i++)
+        changed += faulty[i] != clean[i];
+    char what[128];
+    if (changed == 0)
+        snprintf(what, sizeof what, "%s", FAULT_NO_EFFECT_NOTE);
+    else
+        snprintf(what, sizeof what, "injected fault changed %lld of %lld output elements", (long long)changed,
+                 (long long)n);
+    /* The effect is kept whole: the fault's own description gives way. */
+    const size_t room = sizeof info->note - strlen(what) - 3;
+    if (strlen(info->note) > room)
+        info->note[room] = '\0';
+    size_t len = strlen(info->note);
+    snprintf(info->note + len, sizeof info->note - len, "%s%s", len ? "; " : "", what);
+}
+
+/* A faulty run 1 is launched once more without the fault, as plan says
+ * otherwise; its effect goes into res's note. */
+static int measure_fault_effect(const launch_job_t *job, const launch_plan_t *plan, void *region,
+                                const uint16_t *out, int64_t MN, launch_outcome_t *res, kr_error_t *err)
+{
+    uint16_t *clean = malloc((size_t)MN * sizeof *clean);
+    if (!clean)
+        return kr_fail(err, "out of memory for the clean run of %s", job->call.k->name);
+    launch_job_t honest = *job;
+    honest.fault = NULL;
+    launch_outcome_t o;
+    int st = run_once(&honest, plan, region, clean, &o, err);
+    if (st == 0 && o.ok)
+        note_fault_effect(out, clean, MN, &res->info);
+    free(clean);
+    return st;
+}
+
 int launch_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                   const kernel_options_t *kopt, const launch_plan_t *plan, uint16_t *out,
                   launch_outcome_t *res, kr_error_t *err)
@@ -152,6 +191,10 @@ int launch_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kerne
         goto done;
     }
     if (run_once(&job, plan, region, out, res, err)) {
+        status = -1;
+        goto done;
+    }
+    if (res->ok && plan->fault && measure_fault_effect(&job, plan, region, out, MN, res, err)) {
         status = -1;
         goto done;
     }

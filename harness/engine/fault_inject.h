@@ -53,6 +53,12 @@ typedef struct {
     char variant[24];       /* FAULT_QUANT_VARIANT: the variant name ("" = default) */
 } fault_t;
 
+/* What a row's note says when its kernel's injected fault left every output
+ * bit as the clean kernel's: the run tested nothing there (a sanitize fault
+ * on a clean case, a quantizer variant that agrees, a tiny nudge).  The
+ * summaries count the rows that carry it. */
+#define FAULT_NO_EFFECT_NOTE "injected fault changed no output bit"
+
 /* "wperm", "scale-layout", "scale-pow2", ... (NULL for an unknown kind). */
 const char *fault_name(fault_kind_t k);
 

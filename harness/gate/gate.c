@@ -15,10 +15,13 @@
 #include "case_name.h"
 #include "case_load.h"
 #include "fault_inject.h"
+#include "gate_fingerprint.h"
 #include "gate_preflight.h"
+#include "gate_selection.h"
 #include "gpu_isolated.h"
 #include "kr_string.h"
 #include "judge.h"
+#include "kernel_selection.h"
 #include "policy.h"
 #include "progress.h"
 #include "py_kernels.h"
@@ -26,6 +29,7 @@
 #include "replay.h"
 #include "results_store.h"
 #include "resume_check.h"
+#include "run_dir_check.h"
 #include "suite.h"
 #include "synth.h"
 
@@ -92,6 +96,13 @@ static int load_plan_case(const suite_t *s, const plan_item_t *it, case_t *c, kr
         return -1;
     c->path = strdup(it->key);
     return c->path ? 0 : kr_fail(err, "out of memory");
+}
+
+/* The case_name the rows of plan item i get. */
+static void plan_item_name_at(const void *plan, int64_t i, char *buf, size_t cap)
+{
+    const plan_item_t *it = &((const plan_item_t *)plan)[i];
+    case_short_name(it->file ? it->file : it->key, buf, (int)cap);
 }
 
 /* Is this the case named `name` (the case_name its rows get)?  NULL: any. */
@@ -185,30 +196,6 @@ static int copy_file_atomic(const char *from, const char *to, kr_error_t *err)
     return atomic_file_commit(&f, err);
 }
 
-/* Removes the partial files of an earlier run: a run that is not resumed
- * starts clean. */
-static void clear_partials(const char *run_dir)
-{
-    /* Unlinked one by one, never through a shell: run_dir is a user's path. */
-    char dir[4400];
-    snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    int failed = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.' || len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0)
-            continue;
-        char file[8800];
-        snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-        failed |= unlink(file) != 0 && errno != ENOENT;
-    }
-    closedir(d);
-    if (failed)
-        fprintf(stderr, "kreplay gate: could not clear %s\n", dir);
-}
-
 /* A run's outputs left by an earlier run in the same directory would read as
  * this run's if this one stops before writing its own. */
 static int remove_stale_outputs(const char *run_dir, kr_error_t *err)
@@ -242,6 +229,7 @@ typedef struct {
     char **done;                            /* keys of the resumed cases */
     int n_done;
     int baseline_missing;
+    gate_seen_t seen;                       /* the cases' shapes and bands, for an empty selection */
 } gate_state_t;
 
 /* The suite, its policy (or the calibrated default, as replay uses) and
@@ -291,6 +279,7 @@ static void gate_fill_meta(const gate_state_t *g, results_meta_t *meta)
     kr_strlcpy(meta->policy, g->have_policy ? g->policy_path : "", sizeof meta->policy);
     if (o->shard_count > 0)
         snprintf(meta->shard, sizeof meta->shard, "%d/%d", o->shard_index, o->shard_count);
+    gate_fingerprint(o->options_fingerprint, &g->s, meta->options, sizeof meta->options);
 }
 
 /* --resume: the earlier partials' rows and keys.  Partials of another suite
@@ -365,12 +354,12 @@ static int gate_replay_options(gate_state_t *g, kr_error_t *err)
             return kr_fail(err, "%s: device gpu: %s", g->s.path, why);
         ropt->device_gpu = 1;
     }
-    if (o->inject && gate_parse_inject(g, err))
+    if (o->inject && (gate_parse_inject(g, err) || kernel_selection_check(ropt, "--inject", ropt->fault_kernels, err)))
         return -1;
-    if (o->only_shape && sscanf(o->only_shape, "%lldx%lld", (long long *)&g->only_n,
-                                (long long *)&g->only_k) != 2)
-        return kr_fail(err, "--only-shape: expected NxK, got '%s'", o->only_shape);
-    return 0;
+    if ((o->only_shape && gate_check_only_shape(&g->s, o->only_shape, &g->only_n, &g->only_k, err)) ||
+        (o->only_band && gate_check_only_band(&g->s, o->only_band, err)))
+        return -1;
+    return o->only_case ? gate_check_only_case(o->only_case, g->n_plan, plan_item_name_at, g->plan, err) : 0;
 }
 
 /* Is plan item i this run's: in its shard, of the shape and band asked for
@@ -409,12 +398,15 @@ static int gate_run_cases(gate_state_t *g, const results_meta_t *meta, result_li
                           gate_summary_t *sum, kr_error_t *err)
 {
     int64_t todo = 0, done_count = 0;
-    for (int64_t i = 0; i < g->n_plan; i++)
+    for (int64_t i = 0; i < g->n_plan; i++) {
         todo += gate_plan_selected(g, i);
+        if (g->plan[i].N)
+            gate_seen_add(&g->seen, g->plan[i].N, g->plan[i].K, suite_band_of(&g->s, g->plan[i].M));
+    }
     sum->cases_planned = todo;
     /* Every input is good: only now is the earlier run's work discarded. */
     if (!g->o->resume)
-        clear_partials(g->o->run_dir);
+        run_dir_clear_partials(g->o->run_dir);
     if (remove_stale_outputs(g->o->run_dir, err))
         return -1;
     progress_t prog;
@@ -437,6 +429,7 @@ static int gate_run_cases(gate_state_t *g, const results_meta_t *meta, result_li
             progress_update(&prog, ++done_count);
             continue;
         }
+        gate_seen_add(&g->seen, c.N, c.K, suite_band_of(&g->s, c.M));
         if (gate_case_filtered_out(g, &c)) {
             case_free(&c);
             sum->cases_planned--;
@@ -534,7 +527,9 @@ static int gate_steps(gate_state_t *g, results_meta_t *meta, result_list_t *rows
         kr_error_t e = *err;
         return kr_fail(err, "%s: %s", g->s.path, e.msg);
     }
-    if (gate_preflight(o, &g->baseline_missing, err) || build_plan(&g->s, &g->plan, &g->n_plan, err))
+    const run_dir_request_t rq = {.dir = o->run_dir, .suite_name = g->s.name, .resume = o->resume, .force = o->force};
+    if (gate_preflight(o, &g->baseline_missing, err) || run_dir_check(&rq, err) ||
+        build_plan(&g->s, &g->plan, &g->n_plan, err))
         return -1;
     gate_fill_meta(g, meta);
     if (o->resume && gate_resume(g, meta, rows, sum, err))
@@ -572,6 +567,8 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     if (status == 0 && sum->input_errors)
         status = kr_fail(err, "%lld case(s) could not be read (see the errors above)",
                          (long long)sum->input_errors);
+    if (status == 0)
+        status = gate_check_selected(o, g.s.name, sum->cases_planned, &g.seen, &rows, err);
     results_store_free_keys(g.done, g.n_done);
     *rows_out = rows;
     *meta_out = meta;

@@ -30,6 +30,8 @@ typedef struct {
     int shard_index;            /* 1-based; 0 = unsharded */
     int shard_count;
     int resume;
+    int force;                  /* RUNDIR may hold another run (run_dir_check.h): replaced */
+    const char *options_fingerprint; /* the row-changing options, canonical (cli_run_options.h); NULL: none */
     int allow_missing;          /* baseline rows absent from the run do not fail it */
     int threads;
     int progress;               /* a progress line on stderr */

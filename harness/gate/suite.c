@@ -1,6 +1,7 @@
 #include "suite.h"
 
 #include "array_grow.h"
+#include "closest_name.h"
 #include "kr_string.h"
 #include "registry.h"
 #include "yaml_util.h"
@@ -605,6 +606,10 @@ static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
     if (n < 0)
         return -1;
     char names[768] = "";
+    const char *known[256];
+    int n_known = 0;
+    for (int j = 0; j < kernel_count() && n_known < 256; j++)
+        known[n_known++] = kernel_at(j)->name;
     size_t o = 0;
     for (int j = 0; j < kernel_count() && o < sizeof names; j++) {
         int w = snprintf(names + o, sizeof names - o, "%s%s", j ? ", " : "", kernel_at(j)->name);
@@ -621,9 +626,12 @@ static int parse_kernels(loader_t *L, yaml_node_t *list, kr_error_t *err)
         if (glob_[0] && !strchr(glob_, ',') && glob_[0] != ' ')
             for (int j = 0; j < kernel_count() && !matched; j++)
                 matched = kernel_name_matches(kernel_at(j)->name, glob_);
-        if (!matched)
-            return kr_yaml_fail(y, it, 0, err, "%s: '%s' matches no kernel in the registry; expected a glob over: %s",
-                                key, glob_, names);
+        if (!matched) {
+            const char *near = closest_name(glob_, known, n_known);
+            return kr_yaml_fail(y, it, 0, err,
+                                "%s: '%s' matches no kernel in the registry%s%s%s; expected a glob over: %s", key,
+                                glob_, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "", names);
+        }
         if (append_csv(L->s->kernels, sizeof L->s->kernels, glob_))
             return kr_yaml_fail(y, it, 0, err, "%s: the kernel list is too long; expected under %zu characters", key,
                                 sizeof L->s->kernels);

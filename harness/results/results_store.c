@@ -58,7 +58,7 @@ static const meta_attr_t meta_attrs[] = {
     META_ATTR(device),    META_ATTR(kernel_build_id), META_ATTR(suite_name),
     META_ATTR(suite_hash), META_ATTR(time_utc),  META_ATTR(command),
     META_ATTR(shard),     META_ATTR(blas_core),  META_ATTR(blas),
-    META_ATTR(policy),
+    META_ATTR(policy),    META_ATTR(options),
 };
 #define N_META_ATTRS ((int)(sizeof meta_attrs / sizeof meta_attrs[0]))
 

@@ -10,7 +10,8 @@
  *           "kreplay.results/2", version, git_commit, host, device,
  *           kernel_build_id, suite_name, suite_hash, time_utc, command,
  *           shard ("i/n", "" for an unsharded run, "merged k of n"),
- *           blas_core, blas, policy (optional on read).
+ *           blas_core, blas, policy, options (the options fingerprint,
+ *           run_options.h) (these last two optional on read).
  *           Partial files also carry case_key.
  * h5py reads it: f["rows"]["metrics.rel_fro"], f.attrs["suite_hash"].
  *
@@ -54,6 +55,7 @@ typedef struct {
     char blas_core[32];         /* the OpenBLAS core the references ran on (blas_info.h) */
     char blas[512];             /* core, threads and OpenBLAS' build configuration */
     char policy[512];           /* the policy file the rows were judged by ("" none) */
+    char options[2048];         /* the options that change rows (run_options.h; "" none) */
 } results_meta_t;
 
 /* Zeroes *m and fills schema, host (gethostname), time_utc (now) and the

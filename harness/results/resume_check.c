@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kr_string.h"
+#include "run_options.h"
 
 /* The suite part of "SUITE+POLICY" (the whole string when there is no policy). */
 static void suite_part(const char *hash, char *buf, size_t cap)
@@ -35,6 +36,16 @@ static int check_one(const char *path, const results_meta_t *now, resume_check_t
                             "its rows would not be this build's: run without --resume to start over",
                        path, was.version[0] ? was.version : "?", was.git_commit[0] ? was.git_commit : "?",
                        now->version, now->git_commit);
+    if (strcmp(was.blas_core, now->blas_core) != 0)
+        return kr_fail(err, "%s: --resume: its references ran on the OpenBLAS core %s, this run's on %s: "
+                            "their bits differ; run without --resume to start over, or resume with "
+                            "OPENBLAS_CORETYPE=%s",
+                       path, was.blas_core[0] ? was.blas_core : "?", now->blas_core, was.blas_core);
+    char differ[1536];
+    if (run_options_diff(was.options, now->options, differ, sizeof differ) > 0)
+        return kr_fail(err, "%s: --resume: the interrupted run asked for other rows: %s; resume with its "
+                            "options, or start over without --resume (--force, or a new -o directory)",
+                       path, differ);
     if (strcmp(was.suite_hash, now->suite_hash) != 0 && !out->policy_changed) {
         out->policy_changed = 1;
         kr_strlcpy(out->old_suite_hash, was.suite_hash, sizeof out->old_suite_hash);

@@ -61,6 +61,15 @@ int test_run_python(const char *script, const char *args)
     return st;
 }
 
+int test_run_python_tool(const char *script, const char *tmp_name)
+{
+    char dir[1024], args[4096];
+    if (test_tmp_dir(dir, sizeof dir, tmp_name) != 0)
+        return -1;
+    snprintf(args, sizeof args, "'%s' '%s' '%s'", KREPLAY_BINARY, KREPLAY_SOURCE_DIR, dir);
+    return test_run_python(script, args);
+}
+
 char *test_read_file(const char *path, size_t *len)
 {
     FILE *fp = fopen(path, "rb");

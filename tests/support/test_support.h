@@ -32,6 +32,11 @@ int test_write_text(const char *path, const char *text);
  * quoted for the shell); returns system()'s status. */
 int test_run_python(const char *script, const char *args);
 
+/* Runs tests/python/SCRIPT with the arguments every tool script takes:
+ * the kreplay binary, the source tree and a fresh directory
+ * test_tmp_dir(TMP_NAME).  Returns system()'s status. */
+int test_run_python_tool(const char *script, const char *tmp_name);
+
 /* The whole file, NUL-terminated, malloc'd (caller frees); its length in
  * *len when len is not NULL.  NULL when it cannot be read. */
 char *test_read_file(const char *path, size_t *len);
