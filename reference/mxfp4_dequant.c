@@ -119,3 +119,10 @@ void mxfp4_dequant_rows_parallel(mxfp4_dequant_isa_t isa, const uint8_t *packed,
     const int64_t min_rows = (DEQUANT_MIN_ELEMS_PER_THREAD + K - 1) / K;
     ref_parallel_ranges(n0, n1, min_rows, threads, dequant_range, &job);
 }
+
+void mxfp4_dequant_rows(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
+                        int64_t N, int64_t K, int64_t n0, int64_t n1, e8m0_mode_t mode,
+                        float *out)
+{
+    mxfp4_dequant_rows_isa(MXFP4_DEQUANT_AUTO, packed, scales, layout, N, K, n0, n1, mode, out);
+}

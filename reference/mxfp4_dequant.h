@@ -45,6 +45,13 @@ void mxfp4_dequant_rows_isa(mxfp4_dequant_isa_t isa, const uint8_t *packed,
                             const uint8_t *scales, scale_layout_t layout, int64_t N, int64_t K,
                             int64_t n0, int64_t n1, e8m0_mode_t mode, float *out);
 
+/* Rows [n0, n1) dequantized into out[(n1-n0), K] row-major, on the calling
+ * thread, by the fastest kernel this CPU runs: the same bits as
+ * mxfp4_dequant_row (mxfp4_weight.h) on every row. */
+void mxfp4_dequant_rows(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
+                        int64_t N, int64_t K, int64_t n0, int64_t n1, e8m0_mode_t mode,
+                        float *out);
+
 /* The same, with the rows split into contiguous ranges over `threads`
  * threads (<= 0: ref_thread_count()).  Small ranges stay on the calling
  * thread: starting a thread costs more than dequantizing a few hundred

@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-#include "mxfp4_dequant.h"
-
 static const char *const scale_layout_names[] = {
     [SCALE_LAYOUT_NK] = "N,K/32",
     [SCALE_LAYOUT_KN] = "K/32,N",
@@ -66,13 +64,6 @@ void mxfp4_dequant_row(const uint8_t *packed, const uint8_t *scales, scale_layou
             o[2 * j + 1] = table[byte >> 4];
         }
     }
-}
-
-void mxfp4_dequant_rows(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
-                        int64_t N, int64_t K, int64_t n0, int64_t n1, e8m0_mode_t mode,
-                        float *out)
-{
-    mxfp4_dequant_rows_isa(MXFP4_DEQUANT_AUTO, packed, scales, layout, N, K, n0, n1, mode, out);
 }
 
 void mxfp4_pack(const uint8_t *codes, int64_t N, int64_t K, uint8_t *packed)

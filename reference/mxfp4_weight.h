@@ -38,13 +38,6 @@ static inline uint8_t mxfp4_code_at(const uint8_t *packed, int64_t K, int64_t n,
 void mxfp4_dequant_row(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
                        int64_t N, int64_t K, int64_t n, e8m0_mode_t mode, float *out);
 
-/* Rows [n0, n1) dequantized into out[(n1-n0), K] row-major, on the calling
- * thread, by the fastest kernel this CPU runs (mxfp4_dequant.h): the same
- * bits as mxfp4_dequant_row on every row. */
-void mxfp4_dequant_rows(const uint8_t *packed, const uint8_t *scales, scale_layout_t layout,
-                        int64_t N, int64_t K, int64_t n0, int64_t n1, e8m0_mode_t mode,
-                        float *out);
-
 /* Packs codes [N, K] (one per byte) into [N, K/2]. */
 void mxfp4_pack(const uint8_t *codes, int64_t N, int64_t K, uint8_t *packed);
 

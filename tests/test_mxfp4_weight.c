@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mxfp4_dequant.h"
 #include "mxfp4_weight.h"
 #include "spec_formats.h"
 #include "test_main.h"

@@ -1,8 +1,10 @@
 /* torch_pt: torch.save files (zip + the pickle subset torch.save emits for a
  * dict of tensors and ints), read without Python.  See torch_pt.h for what is
- * supported and what is refused.  This file holds the dtypes, the open file
- * and its values, and pt_open; the zip layer is torch_pt_zip.c, the pickle
- * machine torch_pt_pickle.c, the globals and tensor rebuild torch_pt_rebuild.c.
+ * supported and what is refused.  This file holds the open file and its
+ * values, and pt_open, on top of the others: the dtypes (torch_pt_types.c),
+ * the zip layer (torch_pt_zip.c), the pickle machine's state (torch_pt_vm.c),
+ * the globals and tensor rebuild (torch_pt_rebuild.c) and the opcode loop
+ * (torch_pt_pickle.c); each calls only those listed before it.
  *
  * Values are never freed individually: every one is registered with the file
  * and freed by pt_close, so memo aliases, shared storages and even cycles (a
@@ -18,40 +20,7 @@
 #include "array_grow.h"
 #include "torch_pt_internal.h"
 
-/* ---- dtypes and kinds ---- */
-
-static const struct {
-    const char *name;
-    size_t size;
-} DTYPES[PT_DT_COUNT] = {
-    [PT_DT_FLOAT8_E4M3FN] = {"float8_e4m3fn", 1}, [PT_DT_BFLOAT16] = {"bfloat16", 2},
-    [PT_DT_FLOAT16] = {"float16", 2},             [PT_DT_FLOAT32] = {"float32", 4},
-    [PT_DT_UINT8] = {"uint8", 1},                 [PT_DT_INT32] = {"int32", 4},
-    [PT_DT_INT64] = {"int64", 8},
-    [PT_DT_FLOAT8_E4M3FNUZ] = {"float8_e4m3fnuz", 1}, [PT_DT_FLOAT8_E5M2] = {"float8_e5m2", 1},
-    [PT_DT_FLOAT8_E8M0FNU] = {"float8_e8m0fnu", 1},
-    [PT_DT_FLOAT4_E2M1FN_X2] = {"float4_e2m1fn_x2", 1},
-    [PT_DT_INT8] = {"int8", 1},                   [PT_DT_BOOL] = {"bool", 1},
-    [PT_DT_FLOAT64] = {"float64", 8},
-};
-#define SUBSET "not in the supported torch.save subset"
-
-const char *pt_dtype_name(pt_dtype_t d)
-{
-    return (unsigned)d < PT_DT_COUNT ? DTYPES[d].name : "?";
-}
-
-size_t pt_dtype_size(pt_dtype_t d)
-{
-    return (unsigned)d < PT_DT_COUNT ? DTYPES[d].size : 0;
-}
-
-const char *pt_kind_name(pt_kind_t k)
-{
-    static const char *names[] = {"None", "bool", "int", "float", "str", "tuple", "list",
-                                  "dict", "tensor", "storage", "global"};
-    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
-}
+/* ---- the file ---- */
 
 const char *pt_path(const pt_file_t *f)
 {
