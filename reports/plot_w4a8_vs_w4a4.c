@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "row_kernel.h"
 #include "verdict.h"
 
 /* A kernel's R_source rows in a cell: the mean rel_fro, the largest
@@ -56,6 +57,44 @@ static void write_data(FILE *fp, const result_list_t *rows, const plot_cell_t *c
         fprintf(fp, " %d %d\n", a.failing, b.failing);
     }
     fputs("EOD\n", fp);
+}
+
+const char *plots_w4a4_kernel(void)
+{
+    return row_kernel_w4a4();
+}
+
+static int is_kernel(const char *name, const char *kernel)
+{
+    return kernel && !strcmp(name, kernel);
+}
+
+const char *plots_w4a8_kernel(const result_list_t *rows)
+{
+    const char *a4 = row_kernel_w4a4(), *production = row_kernel_w4a8_production();
+    const char *model = row_kernel_w4a8_model();
+    int have_a4 = 0, have_production = 0, have_model = 0;
+    const char *first = NULL;
+    for (int64_t i = 0; i < rows->count; i++) {
+        const result_t *r = &rows->rows[i];
+        if (!plots_is_error_row(r, "R_source"))
+            continue;
+        if (is_kernel(r->kernel, a4))
+            have_a4 = 1;
+        else if (is_kernel(r->kernel, production))
+            have_production = 1;
+        else if (is_kernel(r->kernel, model))
+            have_model = 1;
+        else if (row_kernel_is_w4a8(r->kernel) && (!first || strcmp(r->kernel, first) < 0))
+            first = r->kernel;
+    }
+    if (!have_a4)
+        return NULL;
+    if (have_production)
+        return production;
+    if (have_model)
+        return model;
+    return first;
 }
 
 int plot_w4a8_vs_w4a4(plot_list_t *pl, const result_list_t *rows, const strset_t *kernels, const plot_cell_t *cells,

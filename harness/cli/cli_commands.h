@@ -15,8 +15,10 @@ extern const cli_command_t *const cli_commands[];
 
 const cli_command_t *cli_command_find(const char *name);
 
-/* `kreplay completion bash` and `kreplay man`: generated from the tables. */
-void cli_write_bash_completion(FILE *fp);
-void cli_write_man_page(FILE *fp);
+/* `kreplay completion bash` and `kreplay man`: generated from the tables of
+ * the NULL-terminated `commands` (cli_commands), handed in so that the
+ * writers never reach back into the dispatcher that calls them. */
+void cli_write_bash_completion(FILE *fp, const cli_command_t *const *commands);
+void cli_write_man_page(FILE *fp, const cli_command_t *const *commands);
 
 #endif

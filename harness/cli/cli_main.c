@@ -89,7 +89,7 @@ static int cli_completion(int argc, char **argv)
         fprintf(stderr, "kreplay completion: expected 'bash'\n");
         return EXIT_USAGE;
     }
-    cli_write_bash_completion(stdout);
+    cli_write_bash_completion(stdout, cli_commands);
     return 0;
 }
 
@@ -98,7 +98,7 @@ static int cli_man(int argc, char **argv)
     int status;
     if (parse_common_options(&cli_man_command, argc, argv, &status))
         return status;
-    cli_write_man_page(stdout);
+    cli_write_man_page(stdout, cli_commands);
     return 0;
 }
 
