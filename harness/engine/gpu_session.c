@@ -56,6 +56,7 @@ struct gpu_session {
     pthread_mutex_t warm_lock;
     pthread_cond_t warm_cond;
     int warm_done, closing;
+    gpu_session_stats_t stats;
 };
 
 const gpu_session_options_t *gs_options(const gpu_session_t *s)
@@ -118,11 +119,12 @@ int gpu_session_open(gpu_session_t **out, const gpu_session_options_t *o, kr_err
 }
 
 /* One message to the worker (or to the in-process server). */
-static int send_request(gpu_session_t *s, const void *req, size_t bytes, isolate_result_t *ir,
-                        kr_error_t *err)
+static int send_request(gpu_session_t *s, const void *req, size_t bytes, int launches,
+                        isolate_result_t *ir, kr_error_t *err)
 {
     if (s->worker)
-        return isolate_worker_call(s->worker, req, bytes, s->o.timeout_s, ir, err);
+        return isolate_worker_call(s->worker, req, bytes,
+                                   s->o.timeout_s * (launches > 1 ? launches : 1), ir, err);
     memset(ir, 0, sizeof *ir);
     kr_error_t e = {{0}};
     if (gpu_serve(&s->serve, req, bytes, &e)) {
@@ -137,9 +139,11 @@ static int send_request(gpu_session_t *s, const void *req, size_t bytes, isolate
  * and holds nothing yet. */
 static int ensure_worker(gpu_session_t *s, kr_error_t *err)
 {
-    const int running = s->worker ? isolate_worker_calls_served(s->worker) > 0 : s->device_ready;
-    if (!running)
+    const int running = s->worker ? isolate_worker_calls_served(s->worker) > 0 : s->stats.workers > 0;
+    if (!running) {
         mirror_reset(s);
+        s->stats.workers++;
+    }
     if (s->o.device < 0 || s->device_ready)
         return 0;
     if (s->device_failed)
@@ -149,7 +153,7 @@ static int ensure_worker(gpu_session_t *s, kr_error_t *err)
     if (gs_reply(s, sizeof(gw_hello_reply_t), &q.head, err))
         return -1;
     isolate_result_t ir;
-    if (send_request(s, &q, sizeof q, &ir, err))
+    if (send_request(s, &q, sizeof q, 1, &ir, err))
         return -1;
     if (ir.status != ISOLATE_OK) {
         /* A device that cannot be opened will not open on the next try either. */
@@ -238,6 +242,11 @@ int gpu_session_refs_supported(gpu_session_t *s)
     if (s->o.device < 0 || !gpu_session_device(s, name, sizeof name, why, sizeof why))
         return 0;
     return s->o.standin || !strcmp(s->hello.backend, "cuda");
+}
+
+void gpu_session_stats(const gpu_session_t *s, gpu_session_stats_t *out)
+{
+    *out = s->stats;
 }
 
 void gpu_session_case_end(gpu_session_t *s)
@@ -359,14 +368,17 @@ int gs_operand(gpu_session_t *s, const void *p, size_t bytes, int stable, gw_ope
         return kr_fail(err, "GPU session: out of memory");
     *h = (held_t){.id = o->id, .last_use = s->clock};
     s->held_bytes += bytes;
+    s->stats.operand_bytes += (int64_t)bytes;
     return gs_array(s, p, bytes, &o->offset, err);
 }
 
-int gs_call(gpu_session_t *s, gw_head_t *h, size_t bytes, isolate_result_t *ir, kr_error_t *err)
+int gs_call(gpu_session_t *s, gw_head_t *h, size_t bytes, int launches, isolate_result_t *ir,
+            kr_error_t *err)
 {
     h->n_evict = s->n_evict;
     memcpy(h->evict, s->evict, sizeof s->evict[0] * s->n_evict);
-    if (send_request(s, h, bytes, ir, err)) {
+    s->stats.requests++;
+    if (send_request(s, h, bytes, launches, ir, err)) {
         mirror_reset(s);
         return -1;
     }

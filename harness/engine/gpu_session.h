@@ -68,6 +68,15 @@ int gpu_session_is_standin(const gpu_session_t *s);
  * stand-in); else the CPU does. */
 int gpu_session_refs_supported(gpu_session_t *s);
 
+/* What the session did, for tests and benchmarks. */
+typedef struct {
+    int64_t requests;           /* sent to the worker */
+    int64_t operand_bytes;      /* operand bytes sent (the worker held the rest) */
+    int64_t workers;            /* workers started (a crash or a retirement starts another) */
+} gpu_session_stats_t;
+
+void gpu_session_stats(const gpu_session_t *s, gpu_session_stats_t *out);
+
 /* Forgets the digests remembered for the buffers of the case being
  * replayed (the next case may reuse their addresses). */
 void gpu_session_case_end(gpu_session_t *s);

@@ -30,11 +30,13 @@ int gs_array(gpu_session_t *s, const void *p, size_t bytes, uint64_t *offset, kr
 /* Room for the reply; h->reply and h->reply_cap set. */
 int gs_reply(gpu_session_t *s, size_t cap, gw_head_t *h, kr_error_t *err);
 
-/* Sends the request (h->op set; the evictions are added here).  0 when the
- * request ran, however it ended (ir), -1 with err when no worker could be
- * started.  A reply that asks to retire (gw_*_reply_t.retire) is the
- * caller's: gs_retire. */
-int gs_call(gpu_session_t *s, gw_head_t *h, size_t bytes, isolate_result_t *ir, kr_error_t *err);
+/* Sends the request (h->op set; the evictions are added here), allowing
+ * the timeout once for each of its `launches`.  0 when the request ran,
+ * however it ended (ir), -1 with err when no worker could be started.  A
+ * reply that asks to retire (gw_*_reply_t.retire) is the caller's:
+ * gs_retire. */
+int gs_call(gpu_session_t *s, gw_head_t *h, size_t bytes, int launches, isolate_result_t *ir,
+            kr_error_t *err);
 
 /* A pointer into the arena. */
 void *gs_at(gpu_session_t *s, uint64_t offset);

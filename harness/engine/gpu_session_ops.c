@@ -131,8 +131,11 @@ int gpu_session_twin(gpu_session_t *s, const kernel_desc_t *k, const kernel_inpu
     const size_t cap = shm_arena_align(sizeof(gw_twin_reply_t)) +
                        shm_arena_align(gpu_launch_out_bytes(k, in->M, in->N, in->K)) +
                        gpu_launch_scale_bytes(k, in->M, in->K);
+    const int launches = q->reruns + q->timed_runs;
     int st = gs_begin(s, err) || twin_operands(s, k, in, act, q, err) ||
-             gs_reply(s, cap, &q->head, err) || gs_call(s, &q->head, sizeof *q, ir, err) ? -1 : 0;
+             gs_reply(s, cap, &q->head, err) || gs_call(s, &q->head, sizeof *q, launches, ir, err)
+                 ? -1
+                 : 0;
     if (st == 0 && ir->status == ISOLATE_OK)
         st = twin_result(s, k, q, res, ir, err);
     free(q);
@@ -143,7 +146,7 @@ static int ref_call(gpu_session_t *s, gw_ref_req_t *q, void *C, kr_error_t *err)
 {
     const size_t bytes = (size_t)q->M * (size_t)q->N * (q->f64 ? sizeof(double) : sizeof(float));
     isolate_result_t ir;
-    if (gs_reply(s, bytes, &q->head, err) || gs_call(s, &q->head, sizeof *q, &ir, err))
+    if (gs_reply(s, bytes, &q->head, err) || gs_call(s, &q->head, sizeof *q, 1, &ir, err))
         return -1;
     if (ir.status != ISOLATE_OK)
         return kr_fail(err, "%s%s", ir.status == ISOLATE_FAILED ? "" : "GPU reference: ", ir.message);
@@ -215,7 +218,7 @@ static int gpu_plugin_call(gpu_session_t *s, const kernel_desc_t *k, const kerne
              gs_operand(s, h.scales, N * K / 32, scales_stable, &q.scales, err) ||
              gs_operand(s, h.ref, N, 0, &q.ref, err) ||
              gs_reply(s, shm_arena_align(sizeof(gw_launch_reply_t)) + M * N * 2, &q.head, err) ||
-             gs_call(s, &q.head, sizeof q, &ir, err) ? -1 : 0;
+             gs_call(s, &q.head, sizeof q, plan->runs, &ir, err) ? -1 : 0;
     plugin_layout_free(&h);
     if (st == 0)
         launch_result(s, &q.head, &ir, out, M * N * 2, o);
@@ -258,7 +261,7 @@ static int host_call(gpu_session_t *s, const kernel_desc_t *k, const kernel_inpu
              gs_array(s, act->block_scale, M * (K / 32), &q->block_scale, err) ||
              gs_array(s, act->dequant, M * K * 4, &q->dequant, err) ||
              gs_reply(s, shm_arena_align(sizeof(gw_launch_reply_t)) + M * N * 2, &q->head, err) ||
-             gs_call(s, &q->head, sizeof *q, &ir, err) ? -1 : 0;
+             gs_call(s, &q->head, sizeof *q, plan->runs, &ir, err) ? -1 : 0;
     if (st == 0)
         launch_result(s, &q->head, &ir, out, M * N * 2, o);
     free(q);

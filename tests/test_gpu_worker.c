@@ -1,0 +1,354 @@
+/* The GPU worker (harness/engine/gpu_session.h) on the stand-in device
+ * (KREPLAY_GPU_STANDIN=1: host memory, the CPU models), as CI runs it with
+ * no GPU:
+ *   - a twin's output through the worker is the CPU model's, bit for bit,
+ *     and its references are reference/gemm_ref.h's fp32 and fp64 results
+ *     (the independent computation on the same operands);
+ *   - a case's operands cross to the worker once: a second kernel, rerun or
+ *     reference on the same operands sends no operand byte; a budget of
+ *     1 MiB forces evictions and the rows do not change;
+ *   - the model check on a sample of rows equals the full model's rows
+ *     there (w4a8.decode, whose split-K depends on the case's M);
+ *   - `replay --device gpu` gives every row of the CPU run with the same
+ *     verdict, note, metrics, ULP histogram and digest, plus model rows,
+ *     and no more UNSUPPORTED rows; in process (--no-isolate) too;
+ *   - GPU plugins that segfault, hang and write past their output give
+ *     CRASHED, TIMEOUT and OOB_WRITE, each ends the worker, and the rows
+ *     after them (a correct GPU plugin, the next case) equal a run without
+ *     them;
+ *   - `gate --device gpu` overrides the suite's `device: cpu`, has no more
+ *     UNSUPPORTED rows than the CPU gate, and gives the same rows over two
+ *     workers on one device (`--gpus 0,0`) as over one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "case_io.h"
+#include "gemm_ref.h"
+#include "gpu_session.h"
+#include "model_sample.h"
+#include "replay.h"
+#include "suite_file.h"
+#include "test_cases.h"
+#include "test_main.h"
+#include "test_support.h"
+
+#define SAMPLES KREPLAY_SOURCE_DIR "/cases/samples"
+#define SAMPLE_A SAMPLES "/gdn_in_proj_ba_N48_K5120_M17.h5"
+#define SAMPLE_B SAMPLES "/moe_gate_N256_K2048_M8.h5"
+
+/* ---------------------------------------------------------------- the API */
+
+static gpu_session_t *standin_session(int in_process)
+{
+    const gpu_session_options_t so = {.device = 0, .standin = 1, .in_process = in_process,
+                                      .timeout_s = 120};
+    gpu_session_t *s = NULL;
+    kr_error_t err = {{0}};
+    if (gpu_session_open(&s, &so, &err))
+        fail_msg("%s", err.msg);
+    return s;
+}
+
+static kernel_options_t g_kopt;
+
+static kernel_inputs_t inputs_of(const case_t *c)
+{
+    return (kernel_inputs_t){
+        .M = c->M, .N = c->N, .K = c->K, .x = c->x, .x_fp8 = c->x_fp8, .x_scale = c->x_scale,
+        .x_fp8_format = c->x_fp8_format,
+        .weight = {.packed = c->weight, .scales = c->weight_scale, .layout = c->scale_layout,
+                   .e8m0_mode = E8M0_SPEC, .N = c->N, .K = c->K},
+        .weight_ref = c->weight_ref, .weight_ref_len = c->weight_ref_len,
+    };
+}
+
+/* A twin through the worker against run_cpu; operands sent once; the
+ * references against gemm_ref on the same operands. */
+static void test_twin_and_references(void **state)
+{
+    (void)state;
+    case_t c;
+    test_synth_default_or_fail(40, 96, 512, 7, &c);
+    const kernel_inputs_t in = inputs_of(&c);
+    const kernel_desc_t *k = kernel_find("w4a8.perblock");
+    kernel_act_t act;
+    kr_error_t err = {{0}};
+    assert_int_equal(k->prepare_act(k, &in, &g_kopt, &act, &err), 0);
+    uint16_t *model = malloc((size_t)(c.M * c.N) * 2);
+    kernel_run_info_t info = {{0}};
+    assert_int_equal(k->run_cpu(k, &in, &act, &g_kopt, model, &info, &err), 0);
+
+    gpu_session_t *s = standin_session(0);
+    gpu_run_options_t go;
+    gpu_run_options_default(&go);
+    go.timed_runs = 0;
+    gpu_run_result_t gr;
+    isolate_result_t ir;
+    assert_int_equal(gpu_session_twin(s, k, &in, &act, &g_kopt, &go, &gr, &ir, &err), 0);
+    assert_int_equal(ir.status, ISOLATE_OK);
+    assert_int_equal(gr.verdict, VERDICT_PASS);
+    assert_int_equal(gr.reruns, 3);
+    assert_memory_equal(gr.out, model, (size_t)(c.M * c.N) * 2);
+    gpu_session_stats_t st1, st2;
+    gpu_session_stats(s, &st1);
+    assert_true(st1.operand_bytes > c.N * c.K / 2);   /* the weight crossed */
+    gpu_run_result_free(&gr);
+    /* The same operands again: nothing crosses but the request. */
+    assert_int_equal(gpu_session_twin(s, k, &in, &act, &g_kopt, &go, &gr, &ir, &err), 0);
+    gpu_session_stats(s, &st2);
+    assert_int_equal(st2.operand_bytes, st1.operand_bytes);
+    assert_int_equal(st2.workers, 1);
+    gpu_run_result_free(&gr);
+
+    float *cpu = malloc((size_t)(c.M * c.N) * 4), *via = malloc((size_t)(c.M * c.N) * 4);
+    double *cpu64 = malloc((size_t)(c.M * c.N) * 8), *via64 = malloc((size_t)(c.M * c.N) * 8);
+    assert_int_equal(gemm_ref_f32(act.dequant, c.M, &in.weight, 0, cpu, &err), 0);
+    assert_int_equal(gpu_session_ref_mxfp4(s, act.dequant, c.M, &in.weight, 0, 0, via, &err), 0);
+    assert_memory_equal(cpu, via, (size_t)(c.M * c.N) * 4);
+    assert_int_equal(gemm_ref_f64(c.x, c.M, &in.weight, 0, cpu64, &err), 0);
+    assert_int_equal(gpu_session_ref_mxfp4(s, c.x, c.M, &in.weight, 1, 0, via64, &err), 0);
+    assert_memory_equal(cpu64, via64, (size_t)(c.M * c.N) * 8);
+    gpu_session_stats(s, &st1);
+    /* R_exact's operand was sent with the twin (its fp32 values): only x is new. */
+    assert_int_equal(st1.operand_bytes - st2.operand_bytes, c.M * c.K * 4);
+    gpu_session_close(s);
+    kernel_act_free(&act);
+    TEST_FREE_ALL(model, cpu, via, cpu64, via64);
+    case_free(&c);
+}
+
+/* The model on sampled rows is the full model's rows there, for a split-K
+ * kernel whose split count the case's M decides. */
+static void test_model_sample_rows(void **state)
+{
+    (void)state;
+    case_t c;
+    test_synth_default_or_fail(300, 64, 1024, 3, &c);
+    const kernel_inputs_t in = inputs_of(&c);
+    const char *names[] = {"w4a8.decode", "w4a8.perblock", "w4a4.aiter"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const kernel_desc_t *k = kernel_find(names[i]);
+        kernel_act_t act;
+        kr_error_t err = {{0}};
+        assert_int_equal(k->prepare_act(k, &in, &g_kopt, &act, &err), 0);
+        uint16_t *full = malloc((size_t)(c.M * c.N) * 2);
+        kernel_run_info_t info = {{0}};
+        assert_int_equal(k->run_cpu(k, &in, &act, &g_kopt, full, &info, &err), 0);
+        model_sample_t ms;
+        assert_int_equal(model_sample_run(k, &in, &act, &g_kopt, 7, &ms, &err), 0);
+        assert_int_equal(ms.n, 7);
+        assert_int_equal(ms.rows[0], 0);
+        assert_int_equal(ms.rows[6], c.M - 1);
+        for (int64_t r = 0; r < ms.n; r++)
+            assert_memory_equal(ms.model + r * c.N, full + ms.rows[r] * c.N, (size_t)c.N * 2);
+        assert_int_equal(model_sample_take(&ms, full, c.N), 0);
+        assert_memory_equal(ms.out, ms.model, (size_t)(ms.n * c.N) * 2);
+        model_sample_free(&ms);
+        kernel_act_free(&act);
+        free(full);
+    }
+    assert_int_equal(model_sample_count(300, -1), 300);
+    assert_int_equal(model_sample_count(5, 32), 5);
+    case_free(&c);
+}
+
+/* ------------------------------------------------------- through kreplay */
+
+typedef struct {
+    json_t *root;
+    int rc;
+} run_t;
+
+/* `ENV kreplay ARGS` with stdout parsed as JSON (stderr to a log). */
+static run_t run_json(const char *env, const char *args)
+{
+    char log[512], cmd[8192];
+    test_tmp_path(log, sizeof log, "gpu_worker.err");
+    snprintf(cmd, sizeof cmd, "KREPLAY_GPU_STANDIN=1 %s '%s' %s 2>'%s'", env, KREPLAY_BINARY, args,
+             log);
+    char *out = NULL;
+    run_t r = {.rc = test_exit_code(test_shell(cmd, &out))};
+    json_error_t je;
+    r.root = json_loads(out ? out : "", 0, &je);
+    if (!r.root) {
+        char *err = test_read_file(log, NULL);
+        fail_msg("%s: no JSON (exit %d): %s", args, r.rc, err ? err : "");
+    }
+    free(out);
+    return r;
+}
+
+static json_t *rows_of(json_t *root)
+{
+    json_t *rows = json_object_get(root, "results");
+    assert_non_null(rows);
+    return rows;
+}
+
+static json_t *find_row(json_t *rows, const char *case_name, const char *kernel, const char *ref)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r) {
+        if (!strcmp(json_string_value(json_object_get(r, "case_name")), case_name) &&
+            !strcmp(json_string_value(json_object_get(r, "kernel")), kernel) &&
+            !strcmp(json_string_value(json_object_get(r, "reference")), ref))
+            return r;
+    }
+    return NULL;
+}
+
+static int count_verdict(json_t *rows, const char *verdict)
+{
+    size_t i;
+    json_t *r;
+    int n = 0;
+    json_array_foreach(rows, i, r)
+        n += !strcmp(json_string_value(json_object_get(r, "verdict")), verdict);
+    return n;
+}
+
+/* Every row of `base` is in `run` with the same judgement and numbers (the
+ * device, reruns and times of a GPU run aside); returns how many rows
+ * `run` has beyond them (all model rows unless extra_ok). */
+static int rows_equal(json_t *base, json_t *run, int extra_ok)
+{
+    static const char *const fields[] = {"verdict", "note", "metrics", "ulp", "out_digest",
+                                         "threshold", "diagnosis", "act_origin"};
+    json_t *brows = rows_of(base), *rrows = rows_of(run), *b;
+    size_t i;
+    json_array_foreach(brows, i, b) {
+        const char *cn = json_string_value(json_object_get(b, "case_name"));
+        const char *kn = json_string_value(json_object_get(b, "kernel"));
+        const char *rf = json_string_value(json_object_get(b, "reference"));
+        json_t *r = find_row(rrows, cn, kn, rf);
+        if (!r)
+            fail_msg("row %s %s %s missing", cn, kn, rf);
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+            if (!json_equal(json_object_get(b, fields[f]), json_object_get(r, fields[f])))
+                fail_msg("row %s %s %s: %s differs", cn, kn, rf, fields[f]);
+    }
+    const int extra = (int)json_array_size(rrows) - (int)json_array_size(brows);
+    json_array_foreach(rrows, i, b) {
+        const char *rf = json_string_value(json_object_get(b, "reference"));
+        if (!extra_ok && !find_row(brows, json_string_value(json_object_get(b, "case_name")),
+                                   json_string_value(json_object_get(b, "kernel")), rf))
+            assert_true(!strncmp(rf, "model:", 6));
+    }
+    return extra;
+}
+
+static void test_replay_rows_equal_cpu(void **state)
+{
+    (void)state;
+    run_t cpu = run_json("", "replay --json " SAMPLES);
+    run_t gpu = run_json("", "replay --json --device gpu " SAMPLES);
+    run_t inproc = run_json("", "replay --json --device gpu --no-isolate " SAMPLES);
+    /* Evictions: a budget far below one case's operands. */
+    run_t tight = run_json("KREPLAY_GPU_RESIDENT_MB=1", "replay --json --device gpu " SAMPLES);
+    assert_int_equal(cpu.rc, 0);
+    assert_int_equal(gpu.rc, 0);
+    assert_true(rows_equal(cpu.root, gpu.root, 0) > 0);
+    assert_int_equal(rows_equal(gpu.root, inproc.root, 0), 0);
+    assert_int_equal(rows_equal(gpu.root, tight.root, 0), 0);
+    assert_true(count_verdict(rows_of(gpu.root), "UNSUPPORTED") <=
+                count_verdict(rows_of(cpu.root), "UNSUPPORTED"));
+    json_t *r = find_row(rows_of(gpu.root), "moe_gate_N256_K2048_M8", "w4a8.perblock",
+                         "model:w4a8.perblock");
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "PASS");
+    assert_non_null(strstr(json_string_value(json_object_get(r, "device")), "stand-in"));
+    json_decref(cpu.root);
+    json_decref(gpu.root);
+    json_decref(inproc.root);
+    json_decref(tight.root);
+}
+
+static void test_plugins_crash_hang_oob(void **state)
+{
+    (void)state;
+    char ok[512], crash[512], hang[512], oob[512], args[4096];
+    test_plugin_file(ok, sizeof ok, "gpustandin_ok");
+    test_plugin_file(crash, sizeof crash, "gpustandin_crash");
+    test_plugin_file(hang, sizeof hang, "gpustandin_hang");
+    test_plugin_file(oob, sizeof oob, "gpustandin_oob");
+    const char *kernels = "--kernels 'w4a8.perblock,gpustandin.*' --timeout 2 --device gpu";
+    snprintf(args, sizeof args, "replay --json %s --plugin '%s' --plugin '%s' --plugin '%s' --plugin '%s' "
+             SAMPLE_A " " SAMPLE_B, kernels, crash, hang, oob, ok);
+    run_t bad = run_json("", args);
+    snprintf(args, sizeof args, "replay --json %s --plugin '%s' " SAMPLE_A " " SAMPLE_B, kernels, ok);
+    run_t clean = run_json("", args);
+    assert_int_equal(bad.rc, 1);
+    assert_int_equal(clean.rc, 0);
+    json_t *rows = rows_of(bad.root);
+    static const struct {
+        const char *kernel, *verdict, *note;
+    } want[] = {{"gpustandin.crash", "CRASHED", "SIGSEGV"},
+                {"gpustandin.hang", "TIMEOUT", "no result after 2 s"},
+                {"gpustandin.oob", "OOB_WRITE", "128 after its end"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        for (int c = 0; c < 2; c++) {
+            json_t *r = find_row(rows, c ? "moe_gate_N256_K2048_M8" : "gdn_in_proj_ba_N48_K5120_M17",
+                                 want[i].kernel, "-");
+            assert_non_null(r);
+            assert_string_equal(json_string_value(json_object_get(r, "verdict")), want[i].verdict);
+            assert_non_null(strstr(json_string_value(json_object_get(r, "note")), want[i].note));
+        }
+    }
+    /* Every row of the clean run (the correct plugin after the bad ones, the
+     * registry kernel of the second case after the first's crashes) stands. */
+    assert_int_equal(rows_equal(clean.root, bad.root, 1), 6);
+    assert_int_equal(count_verdict(rows_of(clean.root), "PASS"), (int)json_array_size(rows_of(clean.root)));
+    json_decref(bad.root);
+    json_decref(clean.root);
+}
+
+static void test_gate_device_and_two_workers(void **state)
+{
+    (void)state;
+    char dir[512], suite[600], args[4096];
+    assert_int_equal(test_tmp_dir(dir, sizeof dir, "gpu_worker_gate"), 0);
+    snprintf(suite, sizeof suite, "%s/suite.yaml", dir);
+    const test_suite_spec_t spec = {.name = "gpu-worker", .files = SAMPLE_B,
+                                    .shapes = "64x256, 48x512", .m = "1, 17", .seeds = "1",
+                                    .kernels = "\"*\""};
+    test_write_suite(suite, &spec);
+    char out_cpu[700], out_one[700], out_two[700];
+    snprintf(out_cpu, sizeof out_cpu, "%s/cpu", dir);
+    snprintf(out_one, sizeof out_one, "%s/one", dir);
+    snprintf(out_two, sizeof out_two, "%s/two", dir);
+    const char *outs[] = {out_cpu, out_one, out_two};
+    const char *opts[] = {"", "--device gpu", "--device gpu --gpus 0,0"};
+    run_t runs[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "gate '%s' -o '%s' -q %s >/dev/null; cat '%s/results.json'", suite,
+                 outs[i], opts[i], outs[i]);
+        runs[i] = run_json("", args);
+    }
+    assert_true(rows_equal(runs[0].root, runs[1].root, 0) > 0);
+    assert_int_equal(rows_equal(runs[1].root, runs[2].root, 0), 0);
+    assert_true(count_verdict(rows_of(runs[1].root), "UNSUPPORTED") <=
+                count_verdict(rows_of(runs[0].root), "UNSUPPORTED"));
+    /* The GPU rows came from the stand-in: --device gpu overrode device: cpu. */
+    json_t *r = find_row(rows_of(runs[2].root), "moe_gate_N256_K2048_M8", "w4a8.folded",
+                         "model:w4a8.folded");
+    assert_non_null(r);
+    for (int i = 0; i < 3; i++)
+        json_decref(runs[i].root);
+}
+
+int main(void)
+{
+    setenv("KREPLAY_GPU_STANDIN", "1", 1);
+    kernel_options_default(&g_kopt);
+    KR_RUN_TESTS(NULL, NULL, test_twin_and_references, test_model_sample_rows,
+                 test_replay_rows_equal_cpu, test_plugins_crash_hang_oob,
+                 test_gate_device_and_two_workers);
+}
