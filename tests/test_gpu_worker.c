@@ -24,7 +24,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +33,7 @@
 #include "gpu_session.h"
 #include "model_sample.h"
 #include "replay.h"
+#include "run_rows.h"
 #include "suite_file.h"
 #include "test_cases.h"
 #include "test_main.h"
@@ -161,98 +161,14 @@ static void test_model_sample_rows(void **state)
 
 /* ------------------------------------------------------- through kreplay */
 
-typedef struct {
-    json_t *root;
-    int rc;
-} run_t;
-
-/* `ENV kreplay ARGS` with stdout parsed as JSON (stderr to a log). */
-static run_t run_json(const char *env, const char *args)
-{
-    char log[512], cmd[8192];
-    test_tmp_path(log, sizeof log, "gpu_worker.err");
-    snprintf(cmd, sizeof cmd, "KREPLAY_GPU_STANDIN=1 %s '%s' %s 2>'%s'", env, KREPLAY_BINARY, args,
-             log);
-    char *out = NULL;
-    run_t r = {.rc = test_exit_code(test_shell(cmd, &out))};
-    json_error_t je;
-    r.root = json_loads(out ? out : "", 0, &je);
-    if (!r.root) {
-        char *err = test_read_file(log, NULL);
-        fail_msg("%s: no JSON (exit %d): %s", args, r.rc, err ? err : "");
-    }
-    free(out);
-    return r;
-}
-
-static json_t *rows_of(json_t *root)
-{
-    json_t *rows = json_object_get(root, "results");
-    assert_non_null(rows);
-    return rows;
-}
-
-static json_t *find_row(json_t *rows, const char *case_name, const char *kernel, const char *ref)
-{
-    size_t i;
-    json_t *r;
-    json_array_foreach(rows, i, r) {
-        if (!strcmp(json_string_value(json_object_get(r, "case_name")), case_name) &&
-            !strcmp(json_string_value(json_object_get(r, "kernel")), kernel) &&
-            !strcmp(json_string_value(json_object_get(r, "reference")), ref))
-            return r;
-    }
-    return NULL;
-}
-
-static int count_verdict(json_t *rows, const char *verdict)
-{
-    size_t i;
-    json_t *r;
-    int n = 0;
-    json_array_foreach(rows, i, r)
-        n += !strcmp(json_string_value(json_object_get(r, "verdict")), verdict);
-    return n;
-}
-
-/* Every row of `base` is in `run` with the same judgement and numbers (the
- * device, reruns and times of a GPU run aside); returns how many rows
- * `run` has beyond them (all model rows unless extra_ok). */
-static int rows_equal(json_t *base, json_t *run, int extra_ok)
-{
-    static const char *const fields[] = {"verdict", "note", "metrics", "ulp", "out_digest",
-                                         "threshold", "diagnosis", "act_origin"};
-    json_t *brows = rows_of(base), *rrows = rows_of(run), *b;
-    size_t i;
-    json_array_foreach(brows, i, b) {
-        const char *cn = json_string_value(json_object_get(b, "case_name"));
-        const char *kn = json_string_value(json_object_get(b, "kernel"));
-        const char *rf = json_string_value(json_object_get(b, "reference"));
-        json_t *r = find_row(rrows, cn, kn, rf);
-        if (!r)
-            fail_msg("row %s %s %s missing", cn, kn, rf);
-        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
-            if (!json_equal(json_object_get(b, fields[f]), json_object_get(r, fields[f])))
-                fail_msg("row %s %s %s: %s differs", cn, kn, rf, fields[f]);
-    }
-    const int extra = (int)json_array_size(rrows) - (int)json_array_size(brows);
-    json_array_foreach(rrows, i, b) {
-        const char *rf = json_string_value(json_object_get(b, "reference"));
-        if (!extra_ok && !find_row(brows, json_string_value(json_object_get(b, "case_name")),
-                                   json_string_value(json_object_get(b, "kernel")), rf))
-            assert_true(!strncmp(rf, "model:", 6));
-    }
-    return extra;
-}
-
 static void test_replay_rows_equal_cpu(void **state)
 {
     (void)state;
-    run_t cpu = run_json("", "replay --json " SAMPLES);
-    run_t gpu = run_json("", "replay --json --device gpu " SAMPLES);
-    run_t inproc = run_json("", "replay --json --device gpu --no-isolate " SAMPLES);
+    run_json_t cpu = run_json("1", "", "replay --json " SAMPLES);
+    run_json_t gpu = run_json("1", "", "replay --json --device gpu " SAMPLES);
+    run_json_t inproc = run_json("1", "", "replay --json --device gpu --no-isolate " SAMPLES);
     /* Evictions: a budget far below one case's operands. */
-    run_t tight = run_json("KREPLAY_GPU_RESIDENT_MB=1", "replay --json --device gpu " SAMPLES);
+    run_json_t tight = run_json("1", "KREPLAY_GPU_RESIDENT_MB=1", "replay --json --device gpu " SAMPLES);
     assert_int_equal(cpu.rc, 0);
     assert_int_equal(gpu.rc, 0);
     assert_true(rows_equal(cpu.root, gpu.root, 0) > 0);
@@ -279,12 +195,12 @@ static void test_plugins_crash_hang_oob(void **state)
     test_plugin_file(crash, sizeof crash, "gpustandin_crash");
     test_plugin_file(hang, sizeof hang, "gpustandin_hang");
     test_plugin_file(oob, sizeof oob, "gpustandin_oob");
-    const char *kernels = "--kernels 'w4a8.perblock,gpustandin.*' --timeout 2 --device gpu";
+    const char *kernels = "--kernels 'w4a8.perblock,gpustandin.*' --timeout 2 --reruns 1 --device gpu";
     snprintf(args, sizeof args, "replay --json %s --plugin '%s' --plugin '%s' --plugin '%s' --plugin '%s' "
              SAMPLE_A " " SAMPLE_B, kernels, crash, hang, oob, ok);
-    run_t bad = run_json("", args);
+    run_json_t bad = run_json("1", "", args);
     snprintf(args, sizeof args, "replay --json %s --plugin '%s' " SAMPLE_A " " SAMPLE_B, kernels, ok);
-    run_t clean = run_json("", args);
+    run_json_t clean = run_json("1", "", args);
     assert_int_equal(bad.rc, 1);
     assert_int_equal(clean.rc, 0);
     json_t *rows = rows_of(bad.root);
@@ -326,11 +242,11 @@ static void test_gate_device_and_two_workers(void **state)
     snprintf(out_two, sizeof out_two, "%s/two", dir);
     const char *outs[] = {out_cpu, out_one, out_two};
     const char *opts[] = {"", "--device gpu", "--device gpu --gpus 0,0"};
-    run_t runs[3];
+    run_json_t runs[3];
     for (int i = 0; i < 3; i++) {
         snprintf(args, sizeof args, "gate '%s' -o '%s' -q %s >/dev/null; cat '%s/results.json'", suite,
                  outs[i], opts[i], outs[i]);
-        runs[i] = run_json("", args);
+        runs[i] = run_json("1", "", args);
     }
     assert_true(rows_equal(runs[0].root, runs[1].root, 0) > 0);
     assert_int_equal(rows_equal(runs[1].root, runs[2].root, 0), 0);

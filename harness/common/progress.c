@@ -1,6 +1,7 @@
 #include "progress.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,8 +44,21 @@ void progress_format_seconds(double s, char *buf, int cap)
         snprintf(buf, (size_t)cap, "%lld s", t);
 }
 
+void progress_log(const char *what)
+{
+    const char *path = getenv("KREPLAY_PROGRESS_LOG");
+    FILE *fp = path && *path ? fopen(path, "a") : NULL;
+    if (!fp)
+        return;
+    fprintf(fp, "%s %.6f\n", what, mono_seconds());
+    fclose(fp);
+}
+
 void progress_update(progress_t *p, int64_t done)
 {
+    char step[128];
+    snprintf(step, sizeof step, "%s %lld/%lld", p->label, (long long)done, (long long)p->total);
+    progress_log(step);
     if (!p->enabled)
         return;
     p->done = done;

@@ -113,6 +113,20 @@ static const kernel_desc_t *find_kernel(const gpu_serve_ctx_t *c, const char *na
     return k;
 }
 
+/* cuBLAS loaded and its handle made now, while kreplay reads its first
+ * case, not inside the first reference: one 1 x 1 x 32 product (a failure
+ * here shows again, with its message, at the first real reference). */
+static void warm_references(gpu_serve_state_t *s)
+{
+    float *buf = NULL;
+    if (gpu_dev_alloc(&s->dev, (void **)&buf, 66 * sizeof(float)) != KR_GPU_OK)
+        return;
+    if (gpu_dev_fill_u8(&s->dev, buf, 0, 66 * sizeof(float)) == KR_GPU_OK &&
+        gpu_dev_gemm_f32(&s->dev, buf, buf + 32, 1, 1, 32, buf + 64) == KR_GPU_OK)
+        (void)gpu_dev_sync(&s->dev);
+    gpu_dev_free(&s->dev, buf);
+}
+
 static int op_hello(gpu_serve_ctx_t *c, const gw_hello_req_t *q, kr_error_t *err)
 {
     gpu_serve_state_t *s = c->state;
@@ -120,6 +134,8 @@ static int op_hello(gpu_serve_ctx_t *c, const gw_hello_req_t *q, kr_error_t *err
         if (gpu_device_open(&s->dev, q->standin, q->device, err))
             return -1;
         s->opened = 1;
+        if (!q->standin && !strcmp(s->dev.backend, "cuda"))
+            warm_references(s);
         if (!q->standin) {
             /* A Python kernel's interpreter, started by this worker, uses the same GPU. */
             char dev[32];

@@ -13,6 +13,7 @@
 #include "gpu_session_int.h"
 #include "kr_string.h"
 #include "mem_budget.h"
+#include "progress.h"
 #include "shm_arena.h"
 
 /* Address space for the arena: the largest case's operands and its
@@ -23,6 +24,8 @@
 typedef struct {
     gw_blob_t id;
     uint64_t last_use;          /* the request that last named it */
+    uint64_t sent_in;           /* the request that sent its bytes */
+    uint64_t offset;            /* where they are in that request's arena layout */
 } held_t;
 
 typedef struct {
@@ -166,6 +169,7 @@ static int ensure_worker(gpu_session_t *s, kr_error_t *err)
     }
     memcpy(&s->hello, gs_at(s, q.head.reply), sizeof s->hello);
     s->device_ready = 1;
+    progress_log("gpu-worker-ready");
     s->budget = resident_budget(s);
     return 0;
 }
@@ -360,16 +364,24 @@ int gs_operand(gpu_session_t *s, const void *p, size_t bytes, int stable, gw_ope
     for (int64_t i = 0; i < s->n_held; i++)
         if (s->held[i].id.hash == o->id.hash && s->held[i].id.bytes == o->id.bytes) {
             s->held[i].last_use = s->clock;
+            /* Sent by this very request for another operand: the same bytes,
+             * whichever of the two the worker takes first. */
+            if (s->held[i].sent_in == s->clock)
+                o->offset = s->held[i].offset;
             return 0;
         }
     make_room(s, bytes);
     held_t *h = ARRAY_APPEND_ZEROED(s->held, s->n_held, s->cap_held, 16);
     if (!h)
         return kr_fail(err, "GPU session: out of memory");
-    *h = (held_t){.id = o->id, .last_use = s->clock};
+    *h = (held_t){.id = o->id, .last_use = s->clock, .sent_in = s->clock};
     s->held_bytes += bytes;
     s->stats.operand_bytes += (int64_t)bytes;
-    return gs_array(s, p, bytes, &o->offset, err);
+    if (gs_array(s, p, bytes, &o->offset, err))
+        return -1;
+    h = &s->held[s->n_held - 1];
+    h->offset = o->offset;
+    return 0;
 }
 
 int gs_call(gpu_session_t *s, gw_head_t *h, size_t bytes, int launches, isolate_result_t *ir,

@@ -21,17 +21,15 @@
 #error "build with -DKR_GPU_PLUGIN=1..5"
 #endif
 
-#if KR_GPU_PLUGIN == 1
-#define KERNEL_NAME "gpu.w4a8_perblock"
-#elif KR_GPU_PLUGIN == 2
-#define KERNEL_NAME "gpu.segv"
-#elif KR_GPU_PLUGIN == 3
-#define KERNEL_NAME "gpu.hang"
-#elif KR_GPU_PLUGIN == 4
-#define KERNEL_NAME "gpu.oob"
-#else
-#define KERNEL_NAME "gpu.empty"
-#endif
+/* The kernel's name, by behaviour. */
+#define GPU_PLUGIN_NAME_1 "gpu.w4a8_perblock"
+#define GPU_PLUGIN_NAME_2 "gpu.segv"
+#define GPU_PLUGIN_NAME_3 "gpu.hang"
+#define GPU_PLUGIN_NAME_4 "gpu.oob"
+#define GPU_PLUGIN_NAME_5 "gpu.empty"
+#define GPU_PLUGIN_NAME_(b) GPU_PLUGIN_NAME_##b
+#define GPU_PLUGIN_NAME(b) GPU_PLUGIN_NAME_(b)
+#define KERNEL_NAME GPU_PLUGIN_NAME(KR_GPU_PLUGIN)
 
 static KREPLAY_LAUNCH(gpu_launch)
 {
@@ -59,10 +57,10 @@ static KREPLAY_LAUNCH(gpu_launch)
 #endif
 }
 
-KREPLAY_PLUGIN_ONE_KERNEL_FLAGS("gpu", KREPLAY_PLUGIN_GPU, kreplay_last_error,
-                                .name = KERNEL_NAME,
+/* kernels/gpu's kr_gpu_w4a8_perblock: the w4a8.perblock model's order. */
+#define GPU_PLUGIN_ORDER "the w4a8.perblock model's (kernels/cpu/w4a8_perblock.c), bit for bit"
+
+KREPLAY_PLUGIN_ONE_KERNEL_FLAGS("gpu", KREPLAY_PLUGIN_GPU, kreplay_last_error, .name = KERNEL_NAME,
+                                .launch = gpu_launch, KREPLAY_W4A8_PERBLOCK_OPERANDS,
                                 .summary = "kreplay's SIMT w4a8.perblock as a GPU plugin",
-                                .accumulation = "per 32-block: s += x*w over k ascending; acc += "
-                                                "s * 2^(E-127) over blocks; out = bf16(acc * x_scale[m])",
-                                KREPLAY_W4A8_PERBLOCK_OPERANDS, .k_multiple = 32,
-                                .launch = gpu_launch);
+                                .accumulation = GPU_PLUGIN_ORDER);
