@@ -23,7 +23,8 @@
 #   extras, off unless asked: GPU_CHECK_PARTS=1 (test_gpu's parts over every GPU through
 #   ctest resource groups), GPU_CHECK_MATRIX=1 (test_gpu's matrix-unit table),
 #   GPU_CHECK_BENCH=1 (kr_gpu_bench), GPU_CHECK_GRAPH=1 (the capture hook under CUDA graphs)
-# Also: GPU_CHECK_REAL_M="1 64 512 4096", GPU_CHECK_GPUS=LIST (the GPU gate's --gpus).
+# Also: GPU_CHECK_SWEEP_M=1,64,512,4096 (the sweep's M), GPU_CHECK_REAL_M="1 64 512 4096",
+# GPU_CHECK_GPUS=LIST (the GPU gate's --gpus).
 #
 # The machine needs gcc, cmake, nvcc, pkg-config, OpenBLAS and HDF5.  Missing
 # jansson / cmocka / libyaml development files are taken from Debian .deb
@@ -120,10 +121,11 @@ trap 'rm -rf "$sweep_dir"' EXIT
 
 # ---- the eight-case sweep: CPU path, --device gpu, torch peer ----
 if enabled SWEEP; then
-    echo "== sweep: 8 cases, replay --kernels w4a8.perblock --no-recorded (both references)"
+    echo "== sweep: replay --kernels w4a8.perblock --no-recorded (both references), one process"
     cap=$(budget 200)
     ts=$(now)
-    "$kreplay" synth --shape 17408x5120,5120x8704 --m 1,64,512,4096 --out "$sweep_dir/cases" >/dev/null 2>&1
+    "$kreplay" synth --shape 17408x5120,5120x8704 --m "${GPU_CHECK_SWEEP_M:-1,64,512,4096}" \
+        --out "$sweep_dir/cases" >/dev/null 2>&1
     ls "$sweep_dir"/cases/*.h5 | awk -F_M '{split($NF, a, "_"); print a[1], $0}' | sort -k1,1n -s |
         awk '{print $2}' > "$sweep_dir/cases.txt"
     mapfile -t cases < "$sweep_dir/cases.txt"

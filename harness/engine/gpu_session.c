@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "array_grow.h"
-#include "content_hash.h"
+#include "gpu_bulk.h"
 #include "gpu_serve.h"
 #include "gpu_session_int.h"
 #include "kr_string.h"
@@ -309,7 +309,7 @@ int gs_array(gpu_session_t *s, const void *p, size_t bytes, uint64_t *offset, kr
         return 0;
     if (arena_take(s, bytes, offset, err))
         return -1;
-    memcpy(s->arena.base + *offset, p, bytes);
+    gpu_bulk_copy(s->arena.base + *offset, p, bytes);
     return 0;
 }
 
@@ -328,7 +328,7 @@ static uint64_t digest(gpu_session_t *s, const void *p, size_t bytes, int stable
     for (int64_t i = 0; stable && i < s->n_memo; i++)
         if (s->memo[i].p == p && s->memo[i].bytes == bytes)
             return s->memo[i].hash;
-    const uint64_t h = content_hash64(p, bytes, 0);
+    const uint64_t h = gpu_bulk_digest(p, bytes);
     memo_t *m = stable ? ARRAY_APPEND_ZEROED(s->memo, s->n_memo, s->cap_memo, 16) : NULL;
     if (m)
         *m = (memo_t){.p = p, .bytes = bytes, .hash = h};

@@ -5,18 +5,20 @@
 #include <string.h>
 
 #include "formats.h"
+#include "gpu_bulk.h"
 #include "gpu_launch.h"
 #include "gpu_session_int.h"
 #include "isolate_kernel.h"
 #include "kr_string.h"
 #include "plugin_loader.h"
+#include "ref_alloc.h"
 #include "shm_arena.h"
 
 static void *dup_bytes(const void *src, size_t n)
 {
-    void *d = malloc(n ? n : 1);
+    void *d = ref_alloc_array(n ? n : 1);
     if (d && n)
-        memcpy(d, src, n);
+        gpu_bulk_copy(d, src, n);
     return d;
 }
 
@@ -150,7 +152,7 @@ static int ref_call(gpu_session_t *s, gw_ref_req_t *q, void *C, kr_error_t *err)
         return -1;
     if (ir.status != ISOLATE_OK)
         return kr_fail(err, "%s%s", ir.status == ISOLATE_FAILED ? "" : "GPU reference: ", ir.message);
-    memcpy(C, gs_at(s, q->head.reply), bytes);
+    gpu_bulk_copy(C, gs_at(s, q->head.reply), bytes);
     return 0;
 }
 
@@ -193,7 +195,7 @@ static void launch_result(gpu_session_t *s, const gw_head_t *h, const isolate_re
     const gw_launch_reply_t *r = gs_at(s, h->reply);
     *o = r->outcome;
     if (o->ok)
-        memcpy(out, gs_at(s, r->out_offset), out_bytes);
+        gpu_bulk_copy(out, gs_at(s, r->out_offset), out_bytes);
     if (r->retire)
         gs_retire(s);
 }
