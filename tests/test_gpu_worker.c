@@ -4,6 +4,9 @@
  *   - a twin's output through the worker is the CPU model's, bit for bit,
  *     and its references are reference/gemm_ref.h's fp32 and fp64 results
  *     (the independent computation on the same operands);
+ *   - the launch's checks catch the fault kernels (as the stand-in emulates
+ *     them): NONDETERMINISTIC, OOB_WRITE after the output, 32 columns
+ *     unwritten in every launch, and nothing on the honest run;
  *   - a case's operands cross to the worker once: a second kernel, rerun or
  *     reference on the same operands sends no operand byte; a budget of
  *     1 MiB forces evictions and the rows do not change;
@@ -121,6 +124,51 @@ static void test_twin_and_references(void **state)
     gpu_session_close(s);
     kernel_act_free(&act);
     TEST_FREE_ALL(model, cpu, via, cpu64, via64);
+    case_free(&c);
+}
+
+/* The launch's checks on the stand-in's emulated fault kernels: a rerun that
+ * moves one element, one element written past the end, the last 32 columns
+ * left poisoned; and nothing on the honest run. */
+static void test_fault_checks(void **state)
+{
+    (void)state;
+    case_t c;
+    test_synth_default_or_fail(24, 200, 256, 11, &c);
+    const kernel_inputs_t in = inputs_of(&c);
+    const kernel_desc_t *k = kernel_find("w4a8.folded");
+    kernel_act_t act;
+    kr_error_t err = {{0}};
+    assert_int_equal(k->prepare_act(k, &in, &g_kopt, &act, &err), 0);
+    gpu_session_t *s = standin_session(0);
+    static const struct {
+        const char *fault;
+        verdict_t want;
+        int64_t unwritten;
+    } cases[] = {{NULL, VERDICT_PASS, 0}, {"race", VERDICT_NONDETERMINISTIC, 0},
+                 {"oob", VERDICT_OOB_WRITE, 0}, {"unwritten", VERDICT_WRONG, 24 * 32}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gpu_run_options_t go;
+        gpu_run_options_default(&go);
+        go.fault = cases[i].fault;
+        go.reruns = 4;
+        go.timed_runs = 0;
+        gpu_run_result_t gr;
+        isolate_result_t ir;
+        assert_int_equal(gpu_session_twin(s, k, &in, &act, &g_kopt, &go, &gr, &ir, &err), 0);
+        assert_int_equal(ir.status, ISOLATE_OK);
+        assert_int_equal(gr.verdict, cases[i].want);
+        assert_int_equal(gr.unwritten, cases[i].unwritten * 4);
+        if (cases[i].want == VERDICT_NONDETERMINISTIC)
+            assert_int_equal(gr.rerun_diff, 3);     /* one element moved in each of 3 reruns */
+        if (cases[i].want == VERDICT_OOB_WRITE)
+            assert_int_equal(gr.canary_bad_after, gr.canary_bad);
+        if (cases[i].unwritten)
+            assert_int_equal(gr.first_unwritten, 200 - 32);
+        gpu_run_result_free(&gr);
+    }
+    gpu_session_close(s);
+    kernel_act_free(&act);
     case_free(&c);
 }
 
@@ -264,7 +312,7 @@ int main(void)
 {
     setenv("KREPLAY_GPU_STANDIN", "1", 1);
     kernel_options_default(&g_kopt);
-    KR_RUN_TESTS(NULL, NULL, test_twin_and_references, test_model_sample_rows,
+    KR_RUN_TESTS(NULL, NULL, test_twin_and_references, test_fault_checks, test_model_sample_rows,
                  test_replay_rows_equal_cpu, test_plugins_crash_hang_oob,
                  test_gate_device_and_two_workers);
 }
