@@ -18,7 +18,7 @@
  *   - GPU plugins that segfault, hang and write past their output give
  *     CRASHED, TIMEOUT and OOB_WRITE, each ends the worker, and the rows
  *     after them (a correct GPU plugin, the next case) equal a run without
- *     them;
+ *     them; --inject reaches a GPU plugin (MAGNITUDE, the fault named);
  *   - `gate --device gpu` overrides the suite's `device: cpu`, has no more
  *     UNSUPPORTED rows than the CPU gate, and gives the same rows over two
  *     workers on one device (`--gpus 0,0`) as over one. */
@@ -72,18 +72,42 @@ static kernel_inputs_t inputs_of(const case_t *c)
     };
 }
 
+/* A synthetic case, its inputs, and one kernel's activations on them. */
+typedef struct {
+    case_t c;
+    kernel_inputs_t in;
+    kernel_act_t act;
+    const kernel_desc_t *k;
+} prepared_t;
+
+static void prepare(prepared_t *p, int64_t M, int64_t N, int64_t K, uint64_t seed, const char *kernel)
+{
+    test_synth_default_or_fail(M, N, K, seed, &p->c);
+    p->in = inputs_of(&p->c);
+    p->k = kernel_find(kernel);
+    kr_error_t err = {{0}};
+    if (!p->k || p->k->prepare_act(p->k, &p->in, &g_kopt, &p->act, &err))
+        fail_msg("%s: %s", kernel, err.msg);
+}
+
+static void prepared_free(prepared_t *p)
+{
+    kernel_act_free(&p->act);
+    case_free(&p->c);
+}
+
 /* A twin through the worker against run_cpu; operands sent once; the
  * references against gemm_ref on the same operands. */
 static void test_twin_and_references(void **state)
 {
     (void)state;
-    case_t c;
-    test_synth_default_or_fail(40, 96, 512, 7, &c);
-    const kernel_inputs_t in = inputs_of(&c);
-    const kernel_desc_t *k = kernel_find("w4a8.perblock");
-    kernel_act_t act;
+    prepared_t p;
+    prepare(&p, 40, 96, 512, 7, "w4a8.perblock");
+    const case_t c = p.c;
+    const kernel_inputs_t in = p.in;
+    const kernel_act_t act = p.act;
+    const kernel_desc_t *k = p.k;
     kr_error_t err = {{0}};
-    assert_int_equal(k->prepare_act(k, &in, &g_kopt, &act, &err), 0);
     uint16_t *model = malloc((size_t)(c.M * c.N) * 2);
     kernel_run_info_t info = {{0}};
     assert_int_equal(k->run_cpu(k, &in, &act, &g_kopt, model, &info, &err), 0);
@@ -122,9 +146,8 @@ static void test_twin_and_references(void **state)
     /* R_exact's operand was sent with the twin (its fp32 values): only x is new. */
     assert_int_equal(st1.operand_bytes - st2.operand_bytes, c.M * c.K * 4);
     gpu_session_close(s);
-    kernel_act_free(&act);
     TEST_FREE_ALL(model, cpu, via, cpu64, via64);
-    case_free(&c);
+    prepared_free(&p);
 }
 
 /* The launch's checks on the stand-in's emulated fault kernels: a rerun that
@@ -133,13 +156,9 @@ static void test_twin_and_references(void **state)
 static void test_fault_checks(void **state)
 {
     (void)state;
-    case_t c;
-    test_synth_default_or_fail(24, 200, 256, 11, &c);
-    const kernel_inputs_t in = inputs_of(&c);
-    const kernel_desc_t *k = kernel_find("w4a8.folded");
-    kernel_act_t act;
+    prepared_t p;
+    prepare(&p, 24, 200, 256, 11, "w4a8.folded");
     kr_error_t err = {{0}};
-    assert_int_equal(k->prepare_act(k, &in, &g_kopt, &act, &err), 0);
     gpu_session_t *s = standin_session(0);
     static const struct {
         const char *fault;
@@ -155,7 +174,7 @@ static void test_fault_checks(void **state)
         go.timed_runs = 0;
         gpu_run_result_t gr;
         isolate_result_t ir;
-        assert_int_equal(gpu_session_twin(s, k, &in, &act, &g_kopt, &go, &gr, &ir, &err), 0);
+        assert_int_equal(gpu_session_twin(s, p.k, &p.in, &p.act, &g_kopt, &go, &gr, &ir, &err), 0);
         assert_int_equal(ir.status, ISOLATE_OK);
         assert_int_equal(gr.verdict, cases[i].want);
         assert_int_equal(gr.unwritten, cases[i].unwritten * 4);
@@ -168,8 +187,7 @@ static void test_fault_checks(void **state)
         gpu_run_result_free(&gr);
     }
     gpu_session_close(s);
-    kernel_act_free(&act);
-    case_free(&c);
+    prepared_free(&p);
 }
 
 /* The model on sampled rows is the full model's rows there, for a split-K
@@ -214,14 +232,16 @@ static void test_replay_rows_equal_cpu(void **state)
     (void)state;
     run_json_t cpu = run_json("1", "", "replay --json " SAMPLES);
     run_json_t gpu = run_json("1", "", "replay --json --device gpu " SAMPLES);
-    run_json_t inproc = run_json("1", "", "replay --json --device gpu --no-isolate " SAMPLES);
-    /* Evictions: a budget far below one case's operands. */
-    run_json_t tight = run_json("1", "KREPLAY_GPU_RESIDENT_MB=1", "replay --json --device gpu " SAMPLES);
+    /* In process, and with a budget far below one case's operands (evictions),
+     * on two of the samples: their rows are the worker's. */
+    run_json_t inproc = run_json("1", "", "replay --json --device gpu --no-isolate " SAMPLE_A " " SAMPLE_B);
+    run_json_t tight = run_json("1", "KREPLAY_GPU_RESIDENT_MB=1", "replay --json --device gpu "
+                                SAMPLE_A " " SAMPLE_B);
     assert_int_equal(cpu.rc, 0);
     assert_int_equal(gpu.rc, 0);
     assert_true(rows_equal(cpu.root, gpu.root, 0) > 0);
-    assert_int_equal(rows_equal(gpu.root, inproc.root, 0), 0);
-    assert_int_equal(rows_equal(gpu.root, tight.root, 0), 0);
+    assert_true(rows_equal(inproc.root, gpu.root, 1) > 0);
+    assert_int_equal(rows_equal(inproc.root, tight.root, 0), 0);
     assert_true(count_verdict(rows_of(gpu.root), "UNSUPPORTED") <=
                 count_verdict(rows_of(cpu.root), "UNSUPPORTED"));
     json_t *r = find_row(rows_of(gpu.root), "moe_gate_N256_K2048_M8", "w4a8.perblock",
@@ -272,6 +292,15 @@ static void test_plugins_crash_hang_oob(void **state)
     assert_int_equal(count_verdict(rows_of(clean.root), "PASS"), (int)json_array_size(rows_of(clean.root)));
     json_decref(bad.root);
     json_decref(clean.root);
+    /* --inject reaches a GPU plugin too: its output scaled by 4 after it came back. */
+    snprintf(args, sizeof args, "replay --json --kernels 'gpustandin.*' --refs exact --device gpu "
+             "--inject scale-const:4 --plugin '%s' " SAMPLE_B, ok);
+    run_json_t injected = run_json("1", "", args);
+    json_t *r = find_row(rows_of(injected.root), "moe_gate_N256_K2048_M8", "gpustandin.w4a8_ok", "R_exact");
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "verdict")), "MAGNITUDE");
+    assert_non_null(strstr(json_string_value(json_object_get(r, "note")), "injected fault scale-const"));
+    json_decref(injected.root);
 }
 
 static void test_gate_device_and_two_workers(void **state)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_inject.h"
 #include "formats.h"
 #include "gpu_bulk.h"
 #include "gpu_launch.h"
@@ -200,9 +201,50 @@ static void launch_result(gpu_session_t *s, const gw_head_t *h, const isolate_re
         gs_retire(s);
 }
 
+static int gpu_plugin_launches(gpu_session_t *s, const kernel_desc_t *k, const kernel_inputs_t *in,
+                               const kernel_act_t *act, const launch_plan_t *plan, uint16_t *out,
+                               launch_outcome_t *o, kr_error_t *err);
+
+/* --inject on a GPU plugin: its operands changed before they are laid out
+ * and sent, its output after it comes back, as fault_run_kernel does
+ * around a host run. */
 static int gpu_plugin_call(gpu_session_t *s, const kernel_desc_t *k, const kernel_inputs_t *in,
-                           const kernel_act_t *act, const launch_plan_t *plan, uint16_t *out,
-                           launch_outcome_t *o, kr_error_t *err)
+                           const kernel_act_t *act, const kernel_options_t *kopt,
+                           const launch_plan_t *plan, uint16_t *out, launch_outcome_t *o,
+                           kr_error_t *err)
+{
+    if (!plan->fault)
+        return gpu_plugin_launches(s, k, in, act, plan, out, o, err);
+    kernel_options_t defaults;
+    kernel_options_default(&defaults);
+    fault_inputs_t fi;
+    if (fault_inputs_apply(plan->fault, in, kopt ? kopt : &defaults, &fi, err))
+        return -1;
+    kernel_act_t own;
+    const int remake = fi.act_changed != 0;
+    if (remake && k->prepare_act(k, &fi.in, &fi.opt, &own, err)) {
+        fault_inputs_free(&fi);
+        return -1;
+    }
+    int st = gpu_plugin_launches(s, k, &fi.in, remake ? &own : act, plan, out, o, err);
+    if (st == 0 && o->ok && fault_output_apply(plan->fault, in, act, out, err))
+        st = -1;
+    if (st == 0 && o->ok) {
+        char d[160];
+        fault_describe(plan->fault, d, sizeof d);
+        const size_t len = strlen(o->info.note);
+        snprintf(o->info.note + len, sizeof o->info.note - len, "%sinjected fault %s",
+                 len ? "; " : "", d);
+    }
+    if (remake)
+        kernel_act_free(&own);
+    fault_inputs_free(&fi);
+    return st;
+}
+
+static int gpu_plugin_launches(gpu_session_t *s, const kernel_desc_t *k, const kernel_inputs_t *in,
+                               const kernel_act_t *act, const launch_plan_t *plan, uint16_t *out,
+                               launch_outcome_t *o, kr_error_t *err)
 {
     const size_t M = (size_t)in->M, N = (size_t)in->N, K = (size_t)in->K;
     gw_plugin_req_t q = {.head = {.op = GW_OP_PLUGIN}, .runs = plan->runs, .M = in->M, .N = in->N,
@@ -276,6 +318,6 @@ int gpu_session_plugin(gpu_session_t *s, const kernel_desc_t *k, const kernel_in
                        kr_error_t *err)
 {
     if (plugin_kernel_is_gpu(k))
-        return gpu_plugin_call(s, k, in, act, plan, out, o, err);
+        return gpu_plugin_call(s, k, in, act, kopt, plan, out, o, err);
     return host_call(s, k, in, act, kopt, plan, out, o, err);
 }
