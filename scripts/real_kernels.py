@@ -17,8 +17,10 @@ gets ERROR rows whose note says why (the traceback's last line); the others go o
 runs as one kreplay process per batch of cases (--batch, default all of them, smallest first):
 one Python interpreter serves every launch of the process, so torch, the CUDA context and
 Triton's compiled kernels are set up once per group, not once per case; --jobs groups run at a
-time.  A batch that has not started when --budget-s is spent is listed as not run, and a
-batch still running then is stopped (its cases listed as not run).  DIR keeps the cases,
+time.  kreplay's references run on the GPU (--device gpu, where the real kernels get CUDA
+tensors; --device cpu for the CPU's).  A batch that has not started when --budget-s is spent
+is listed as not run, and a batch still running then is stopped (its cases listed as not
+run).  DIR keeps the cases,
 every replay's JSON and stderr, and real_kernels.csv.
 """
 import argparse
@@ -87,11 +89,11 @@ def case_size(kreplay, path):
     return 0
 
 
-def replay(kreplay, out, specs, model, cases, timeout, deadline):
+def replay(kreplay, out, specs, model, cases, timeout, deadline, device):
     """One kreplay process over a batch of cases: {"rows": ...} or {"error": ...}."""
     tag = f"{model}__{os.path.splitext(os.path.basename(cases[0]))[0]}__{len(cases)}"
     args = [kreplay, "replay", "--json", "--kernels", "py.*", "--vs", model, "--reruns", "1",
-            "--timeout", str(timeout)]
+            "--timeout", str(timeout), "--device", device]
     for s in specs:
         args += ["--py", f"{s}@{model}"]
     t0 = time.time()
@@ -250,6 +252,9 @@ def main():
     ap.add_argument("--budget-s", type=float, default=480)
     ap.add_argument("--timeout", type=int, default=300, help="per launch of a real kernel")
     ap.add_argument("--no-variants", action="store_true", help="only each group's main kernel")
+    ap.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                    help="kreplay's references on the GPU (default; the real kernels then get CUDA "
+                         "tensors) or the CPU")
     ap.add_argument("--real", action="append", default=[],
                     help="SPEC[,SPEC...]=MODEL instead of the built-in groups (repeatable)")
     a = ap.parse_args()
@@ -279,7 +284,7 @@ def main():
                 with lock:
                     not_run.extend(f"{model} on {os.path.basename(c)} (budget spent)" for c in batch)
                 continue
-            res = replay(kreplay, out, specs, model, batch, a.timeout, deadline)
+            res = replay(kreplay, out, specs, model, batch, a.timeout, deadline, a.device)
             with lock:
                 if res.get("stopped"):
                     not_run.extend(f"{model} on {os.path.basename(c)} (stopped at the budget)"
