@@ -34,9 +34,9 @@ static int run_all(const kernel_desc_t *k, const kernel_inputs_t *in, const kern
     for (int64_t i = 0; i < s->n; i++)
         s->rows[i] = i;
     kernel_run_info_t info = {{0}};
-    const int st = k->run_cpu(k, in, act, kopt, s->model, &info, err) ? -1 : 0;
+    const int rc = k->run_cpu(k, in, act, kopt, s->model, &info, err);
     memcpy(s->note, info.note, sizeof s->note);
-    return st;
+    return rc == 0 || rc == KERNEL_RUN_UNSUPPORTED ? rc : -1;
 }
 
 int model_sample_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
@@ -53,8 +53,12 @@ int model_sample_run(const kernel_desc_t *k, const kernel_inputs_t *in, const ke
         model_sample_free(s);
         return kr_fail(err, "out of memory for the model check of %s", k->name);
     }
-    if (s->n == M)
-        return run_all(k, in, act, kopt, s, err) ? (model_sample_free(s), -1) : 0;
+    if (s->n == M) {
+        const int rc = run_all(k, in, act, kopt, s, err);
+        if (rc)
+            model_sample_free(s);
+        return rc;
+    }
     for (int64_t i = 0; i < s->n; i++)
         s->rows[i] = s->n == 1 ? 0 : i * (M - 1) / (s->n - 1);
     int failed = 0;
@@ -79,8 +83,8 @@ int model_sample_run(const kernel_desc_t *k, const kernel_inputs_t *in, const ke
     sub.x_scale = x_scale;
     int st = failed ? kr_fail(err, "out of memory for the model check of %s", k->name) : 0;
     kernel_run_info_t info = {{0}};
-    if (st == 0 && k->run_cpu(k, &sub, &a, kopt, s->model, &info, err))
-        st = -1;
+    if (st == 0 && (st = k->run_cpu(k, &sub, &a, kopt, s->model, &info, err)) != 0)
+        st = st == KERNEL_RUN_UNSUPPORTED ? st : -1;
     memcpy(s->note, info.note, sizeof s->note);
     free(x);
     free(x_fp8);

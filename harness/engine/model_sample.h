@@ -26,7 +26,8 @@ typedef struct {
 int64_t model_sample_count(int64_t M, int64_t want);
 
 /* Runs k's model on the sampled rows of (in, act).  Returns 0 (s->n 0 when
- * want is 0), or -1 with err (the model failed, out of memory). */
+ * want is 0), or with err filled: KERNEL_RUN_UNSUPPORTED when the model
+ * declines the case, -1 when it failed or memory ran out. */
 int model_sample_run(const kernel_desc_t *k, const kernel_inputs_t *in, const kernel_act_t *act,
                      const kernel_options_t *kopt, int64_t want, model_sample_t *s, kr_error_t *err);
 

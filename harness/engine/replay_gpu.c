@@ -128,6 +128,26 @@ static int run_twin(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t
     return 1;
 }
 
+/* The model on the sampled rows, first: a model that declines the case (or
+ * fails) gives the CPU run's row and the twin does not run.  1 when the
+ * twin should run. */
+static int sample_model(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t *act,
+                        model_sample_t *ms)
+{
+    kr_error_t kerr = {{0}};
+    const int st = model_sample_run(k, &rc->in, act, &rc->opt->kernel, rc->opt->model_rows, ms, &kerr);
+    if (st == 0)
+        return 1;
+    if (st == KERNEL_RUN_UNSUPPORTED) {
+        replay_note_row(rc, k->name, VERDICT_UNSUPPORTED, kerr.msg);
+    } else {
+        char note[sizeof kerr.msg + 32];
+        snprintf(note, sizeof note, "the CPU model failed: %s", kerr.msg);
+        replay_note_row(rc, k->name, VERDICT_ERROR, note);
+    }
+    return 0;
+}
+
 static int replay_twin(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t *act,
                        gpu_variant_t variant, model_sample_t *ms, kr_error_t *err)
 {
@@ -135,13 +155,6 @@ static int replay_twin(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_ac
     const int ran = run_twin(rc, k, act, variant, &gr, err);
     if (ran <= 0)
         return ran;
-    /* The model on the sampled rows, once for the kernel's variants. */
-    kr_error_t kerr = {{0}};
-    if (!ms->rows && rc->opt->model_rows != 0 &&
-        model_sample_run(k, &rc->in, act, &rc->opt->kernel, rc->opt->model_rows, ms, &kerr)) {
-        gpu_run_result_free(&gr);
-        return kr_fail(err, "%s: the CPU model failed: %s", k->name, kerr.msg);
-    }
     const int64_t first = rc->out->count;
     if (ms->n && model_sample_take(ms, gr.out, rc->c->N)) {
         gpu_run_result_free(&gr);
@@ -167,6 +180,8 @@ int replay_gpu_kernel(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act
 {
     model_sample_t ms;
     memset(&ms, 0, sizeof ms);
+    if (rc->opt->model_rows != 0 && !sample_model(rc, k, act, &ms))
+        return 0;
     int st = replay_twin(rc, k, act, GPU_VARIANT_SIMT, &ms, err);
     if (st == 0 && rc->opt->gpu_matrix && gpu_kernel_runs(k, GPU_VARIANT_MATRIX))
         st = replay_twin(rc, k, act, GPU_VARIANT_MATRIX, &ms, err);
