@@ -18,7 +18,8 @@
 #            (kernels/gpu/bench/torch_peer.py), per case and whole process
 #   LAUNCH   the overhead of one launch of an empty GPU plugin
 #   GATE     gate cases/suites/default.yaml on the CPU path and with --device gpu:
-#            times, UNSUPPORTED rows, verdicts compared row by row
+#            times, UNSUPPORTED rows, verdicts compared row by row; then, time
+#            permitting, --device gpu with two workers on each GPU
 #   REAL     scripts/real_kernels.py over every case and real kernel (GPU_CHECK_REAL_M)
 #   extras, off unless asked: GPU_CHECK_PARTS=1 (test_gpu's parts over every GPU through
 #   ctest resource groups), GPU_CHECK_MATRIX=1 (test_gpu's matrix-unit table),
@@ -189,6 +190,13 @@ if enabled GATE; then
             "$sweep_dir/gate_gpu/results.json" | tee "$logs/gate.txt" | sed 's/^/  /'
     fi
     result[gate]="cpu ${t_gc} s, gpu ${t_gg} s; $(grep '^GATE' "$logs/gate.txt" 2>/dev/null | cut -c6-)"
+    # Two lanes on each GPU: the CPU models of the kernels without a twin run in both.
+    twice=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | awk '{printf "%s%s,%s", (NR > 1 ? "," : ""), $1, $1}')
+    if [[ -n "$twice" && -z "${GPU_CHECK_GPUS:-}" ]] && (( $(budget 150) > 60 )); then
+        read -r rc_g2 t_g2 <<<"$(gate_run "$sweep_dir/gate_gpu2" --device gpu --gpus "$twice")"
+        echo "  wall: --device gpu --gpus $twice ${t_g2} s (exit $rc_g2)"
+        result[gate]+="; --gpus $twice ${t_g2} s"
+    fi
 fi
 
 # ---- the real kernels against the models ----

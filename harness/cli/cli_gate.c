@@ -85,7 +85,7 @@ static const cli_option_t gate_options[] = {
     {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)",
      CLI_BY_CODE},
     {OPT_GATE_DEVICE, "device", 0, "DEVICE", CLI_CHOICE, "cpu|gpu",
-     "run the kernels on the CPU or the GPU, whatever the\nsuite's device: says", CLI_SET_STRING(gate_args_t, o.device)},
+     "cpu or gpu: where the kernels run, overriding the\nsuite's 'device:' key", CLI_SET_STRING(gate_args_t, o.device)},
     {OPT_GATE_GPUS, "gpus", 0, "LIST", CLI_STRING, NULL,
      "spread a GPU run's cases over these GPUs (e.g. 0,1;\ndefault: every visible GPU)",
      CLI_SET_STRING(gate_args_t, o.gpus)},
