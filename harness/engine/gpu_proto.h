@@ -44,6 +44,7 @@ typedef enum {
     GW_OP_REF,                  /* an fp32 reference or the fp64 oracle; C [M, N] */
     GW_OP_PLUGIN,               /* a GPU plugin's kernel; gw_launch_reply_t */
     GW_OP_HOST,                 /* a kernel's run_cpu in the worker (a persistent plugin) */
+    GW_OP_PING,                 /* nothing: starts the worker (gw_head_t alone) */
 } gw_op_t;
 
 typedef struct {

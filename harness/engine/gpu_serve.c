@@ -413,9 +413,9 @@ static int dispatch(gpu_serve_ctx_t *c, const gw_head_t *h, size_t bytes, kr_err
     static const size_t sizes[] = {
         [GW_OP_HELLO] = sizeof(gw_hello_req_t), [GW_OP_TWIN] = sizeof(gw_twin_req_t),
         [GW_OP_REF] = sizeof(gw_ref_req_t),     [GW_OP_PLUGIN] = sizeof(gw_plugin_req_t),
-        [GW_OP_HOST] = sizeof(gw_host_req_t),
+        [GW_OP_HOST] = sizeof(gw_host_req_t),   [GW_OP_PING] = sizeof(gw_head_t),
     };
-    if (h->op < GW_OP_HELLO || h->op > GW_OP_HOST || bytes != sizes[h->op])
+    if (h->op < GW_OP_HELLO || h->op > GW_OP_PING || bytes != sizes[h->op])
         return kr_fail(err, "GPU worker: a malformed request (op %u, %zu bytes)", h->op, bytes);
     switch ((gw_op_t)h->op) {
     case GW_OP_HELLO: return op_hello(c, (const gw_hello_req_t *)h, err);
@@ -423,6 +423,7 @@ static int dispatch(gpu_serve_ctx_t *c, const gw_head_t *h, size_t bytes, kr_err
     case GW_OP_REF: return op_ref(c, (const gw_ref_req_t *)h, err);
     case GW_OP_PLUGIN: return op_plugin(c, (const gw_plugin_req_t *)h, err);
     case GW_OP_HOST: return op_host(c, (const gw_host_req_t *)h, err);
+    case GW_OP_PING: return 0;
     }
     return -1;
 }

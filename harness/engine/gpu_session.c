@@ -137,16 +137,32 @@ static int send_request(gpu_session_t *s, const void *req, size_t bytes, int lau
     return 0;
 }
 
-/* The worker up, and for a GPU session its device open: a worker that is
- * not running (never started, or ended by a crash) is started by the hello
- * and holds nothing yet. */
-static int ensure_worker(gpu_session_t *s, kr_error_t *err)
+/* A worker that is not running (never started, or ended by a crash) is
+ * forked by a ping, on the calling thread: fork copies only that thread, and
+ * the warm-up thread must never fork while the main thread holds a lock
+ * (an allocator's, stdio's) the child would wait on for ever.  The fresh
+ * worker holds nothing. */
+static int start_worker(gpu_session_t *s, kr_error_t *err)
 {
     const int running = s->worker ? isolate_worker_calls_served(s->worker) > 0 : s->stats.workers > 0;
-    if (!running) {
-        mirror_reset(s);
-        s->stats.workers++;
-    }
+    if (running)
+        return 0;
+    mirror_reset(s);
+    s->stats.workers++;
+    if (!s->worker)
+        return 0;
+    gw_head_t ping = {.op = GW_OP_PING};
+    isolate_result_t ir;
+    if (send_request(s, &ping, sizeof ping, 1, &ir, err))
+        return -1;
+    return ir.status == ISOLATE_OK ? 0 : kr_fail(err, "the GPU worker did not start: %s", ir.message);
+}
+
+/* The worker up, and for a GPU session its device open. */
+static int ensure_worker(gpu_session_t *s, kr_error_t *err)
+{
+    if (start_worker(s, err))
+        return -1;
     if (s->o.device < 0 || s->device_ready)
         return 0;
     if (s->device_failed)
@@ -192,6 +208,9 @@ void gpu_session_prewarm(gpu_session_t *s)
 {
     if (!s || s->warming || s->o.in_process || s->o.device < 0)
         return;
+    kr_error_t ignored = {{0}};
+    if (start_worker(s, &ignored))
+        return;   /* the first call says why */
     pthread_mutex_init(&s->warm_lock, NULL);
     pthread_cond_init(&s->warm_cond, NULL);
     s->warming = pthread_create(&s->warm, NULL, warm_main, s) == 0;

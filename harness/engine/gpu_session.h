@@ -48,8 +48,9 @@ typedef struct {
  * cannot be made. */
 int gpu_session_open(gpu_session_t **s, const gpu_session_options_t *o, kr_error_t *err);
 
-/* Starts the worker and opens the device in the background (a thread), so
- * the run's first GPU request does not wait for the runtime's start-up. */
+/* Starts the worker (forked here, on the calling thread) and opens its
+ * device in the background (a thread), so the run's first GPU request does
+ * not wait for the runtime's start-up. */
 void gpu_session_prewarm(gpu_session_t *s);
 
 /* Ends the worker and frees everything.  NULL is fine. */
