@@ -2,8 +2,9 @@
 # One call on a GPU machine, within GPU_CHECK_DEADLINE_S (default 570 s): build with
 # the CUDA backend, run the GPU tests, and print the GPU worker's benchmark table.
 # Every section runs under its own time limit (what is left of the deadline, capped);
-# one that fails or runs out prints what it has and the next goes on; the table and a
-# summary come last, whatever happened.
+# one that fails or runs out prints what it has and the next goes on.  Last, whatever
+# happened: the benchmark table (each measurement beside its target, "met" / "MISSED")
+# and a one-line summary per section.
 #
 #   scripts/gpu_check.sh [BUILD_DIR]        (default build-gpu)
 #
@@ -32,17 +33,29 @@
 # files in .debs/ (apt-get download libjansson-dev libjansson4 libcmocka-dev
 # libcmocka0 libyaml-dev libyaml-0-2), unpacked with dpkg -x into a private
 # prefix: nothing is installed system-wide.
-# Logs go to $OUT when set (an output folder), else BUILD_DIR.
+# Everything printed goes to stdout as it comes and, when $OUT is set (an output
+# folder), to $OUT/gpu_check.txt as well; the logs of the sections are kept in
+# BUILD_DIR/gpu_check_logs and, at the end, packed into $OUT/gpu_check_logs.tar.gz
+# (two files in $OUT, whatever ran).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 build_dir=${1:-build-gpu}
-logs=${OUT:-$build_dir}
+logs=$build_dir/gpu_check_logs
+rm -rf "$logs"
 mkdir -p "$build_dir" "$logs"
+tee_pid=
+if [[ -n "${OUT:-}" ]]; then
+    mkdir -p "$OUT"
+    exec > >(tee "$OUT/gpu_check.txt") 2>&1
+    tee_pid=$!
+fi
 export PATH="$PATH:/usr/local/cuda/bin"
 t0=$(date +%s)
 deadline=$(( t0 + ${GPU_CHECK_DEADLINE_S:-570} ))
 declare -A result   # section -> one line for the summary
+table=()            # the benchmark table's rows, printed last
 kreplay="$build_dir/kreplay"
+sweep_dir=$(mktemp -d)
 
 # Seconds a section may take: what is left of the deadline, at most $1.
 budget() {
@@ -53,9 +66,40 @@ budget() {
 enabled() { local v="GPU_CHECK_$1"; [[ "${!v:-${2:-1}}" == "1" ]]; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b - a}'; }
+# A row of the benchmark table: WHAT MEASURED [TARGET].
+row() { table+=("$(printf '%-44s %-34s %s' "$1" "$2" "${3:-}")"); }
+# The value of KEY in a "NAME key=value ..." line.
+kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2"; }
+# "met" / "MISSED" for A <= B (numbers), "-" when either is missing.
+at_most() { awk -v a="$1" -v b="$2" 'BEGIN{if (a == "" || b == "" || a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/) print "-"; else print (a + 0 <= b + 0 ? "met" : "MISSED")}'; }
+
+# The table and the summary, whatever happened (also after an early exit).
+finish() {
+    echo "== benchmark table (${gpu_name:-no GPU seen}; $(nproc) CPU cores)"
+    printf '%-44s %-34s %s\n' "what" "measured" "target"
+    (( ${#table[@]} )) && printf '%s\n' "${table[@]}"
+    echo "== summary ($(( $(date +%s) - t0 )) s, deadline ${GPU_CHECK_DEADLINE_S:-570} s)"
+    for s in build tests sweep launch gate real parts matrix bench graph; do
+        [[ -n "${result[$s]:-}" ]] && printf '%-8s %s\n' "$s" "${result[$s]}"
+    done
+    rm -rf "$sweep_dir"
+    if [[ -n "${OUT:-}" ]]; then
+        # At most 16 MiB comes back from $OUT: the real-kernel reports go first if too big.
+        tar -czf "$OUT/gpu_check_logs.tar.gz" -C "$build_dir" gpu_check_logs 2>/dev/null
+        if (( $(stat -c %s "$OUT/gpu_check_logs.tar.gz" 2>/dev/null || echo 0) > 15000000 )); then
+            tar -czf "$OUT/gpu_check_logs.tar.gz" -C "$build_dir" --exclude gpu_check_logs/real gpu_check_logs
+        fi
+        exec >&- 2>&-
+        [[ -n "$tee_pid" ]] && wait "$tee_pid" 2>/dev/null
+    fi
+    return 0
+}
+trap finish EXIT
 
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c |
+           awk '{n = $1; $1 = ""; printf "%s%d x%s", (NR > 1 ? ", " : ""), n, $0}')
 nvcc --version 2>&1 | tail -1
 echo "  $(nproc) CPU cores; $(gcc --version | head -1); $(cmake --version | head -1)"
 
@@ -78,6 +122,9 @@ if [[ $missing == 1 ]]; then
     export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
     export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "  unpacked $(ls .debs/*.deb | wc -l) .deb files into $prefix"
+    for m in jansson cmocka yaml-0.1 libzip; do
+        pkg-config --exists "$m" || echo "gpu_check: $m still missing after unpacking .debs/ (the build will fail)" >&2
+    done
 fi
 
 # ---- build ----
@@ -88,7 +135,7 @@ if enabled BUILD; then
     echo "== build (KREPLAY_GPU=CUDA)"
     tb=$(now)
     if timeout "$(budget 330)" bash -c "cmake -S . -B '$build_dir' -DKREPLAY_GPU=CUDA -DCMAKE_BUILD_TYPE=Release \
-            ${KREPLAY_CUDA_ARCH:+-DCMAKE_CUDA_ARCHITECTURES=$KREPLAY_CUDA_ARCH} &&
+            -DCMAKE_CUDA_ARCHITECTURES=${KREPLAY_CUDA_ARCH:-90} &&
             cmake --build '$build_dir' -j$(nproc) --target ${targets[*]}" >"$logs/build.log" 2>&1; then
         result[build]="built in $(elapsed "$tb") s"
     else
@@ -108,23 +155,34 @@ fi
 if enabled TESTS; then
     echo "== GPU tests"
     tt=$(now)
-    ( cd "$build_dir" && timeout "$(budget 200)" ctest -R 'test_gpu_(simt|samples|faults)$|test_gpu_ref|test_gpu_plugin' \
-          -j 5 --timeout 190 --output-on-failure ) >"$logs/test_gpu.log" 2>&1
+    # At most 200 s, and never so long that the benchmark below gets less than 270 s.
+    tcap=$(budget 200); left=$(( deadline - $(date +%s) - 270 ))
+    (( left < tcap )) && tcap=$(( left > 60 ? left : 60 ))
+    ( cd "$build_dir" && timeout "$tcap" ctest -R 'test_gpu_(simt|samples|faults)$|test_gpu_ref|test_gpu_plugin' \
+          -j 5 --timeout "$(( tcap - 10 ))" -V ) >"$logs/test_gpu.log" 2>&1
     rc=$?
     grep -E "Test +#|tests passed|tests failed" "$logs/test_gpu.log" | sed 's/^/  /'
-    sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep -E "DIFFER|MISMATCH|FAIL|ERROR" | head -20 | sed 's/^/  /'
+    sed 's/^[0-9]*: //' "$logs/test_gpu.log" | grep -E "DIFFER|MISMATCH|FAIL|ERROR|skipped" | head -20 | sed 's/^/  /'
     pairs=$(grep -c "bit-identical (max" "$logs/test_gpu.log" || true)
-    result[tests]="exit $rc in $(elapsed "$tt") s; SIMT GEMM kernel/case pairs bit-exact: $pairs (log: $logs/test_gpu.log)"
+    result[tests]="exit $rc in $(elapsed "$tt") s; SIMT GEMM kernel/case pairs bit-exact: $pairs (log: test_gpu.log)"
+    # cmocka's line for one test of test_gpu_plugin: OK, FAILED, or not run.
+    cmocka_result() {
+        if grep -qE "\[ +OK \] $1\$" "$logs/test_gpu.log"; then echo OK
+        elif grep -qE "\[ +FAILED +\] $1\$" "$logs/test_gpu.log"; then echo FAILED
+        elif grep -q "test_gpu_plugin: skipped" "$logs/test_gpu.log"; then echo "skipped (no GPU?)"
+        else echo "not run (log: test_gpu.log)"; fi
+    }
+    row "GPU plugin segv / hang / oob" "$(cmocka_result test_gpu_plugins_misbehaving)" \
+        "CRASHED, TIMEOUT, OOB_WRITE; later rows unchanged"
+    row "GPU plugin W4A8 bit-identical to its model" "$(cmocka_result test_gpu_plugin_bit_identical)"
+    row "GPU run verdicts = CPU run (test_gpu_plugin)" "$(cmocka_result test_gpu_run_verdicts_equal_cpu)" \
+        "every row's verdict equal"
 fi
-
-sweep_dir=$(mktemp -d)
-trap 'rm -rf "$sweep_dir"' EXIT
 
 # ---- the eight-case sweep: CPU path, --device gpu, torch peer ----
 if enabled SWEEP; then
     echo "== sweep: replay --kernels w4a8.perblock --no-recorded (both references), one process"
     cap=$(budget 200)
-    ts=$(now)
     "$kreplay" synth --shape 17408x5120,5120x8704 --m "${GPU_CHECK_SWEEP_M:-1,64,512,4096}" \
         --out "$sweep_dir/cases" >/dev/null 2>&1
     ls "$sweep_dir"/cases/*.h5 | awk -F_M '{split($NF, a, "_"); print a[1], $0}' | sort -k1,1n -s |
@@ -147,8 +205,19 @@ if enabled SWEEP; then
     tail -1 "$sweep_dir/cpu.out" | sed 's/^/  cpu: /'
     tail -1 "$sweep_dir/gpu.out" | sed 's/^/  gpu: /'
     grep -E "MODEL_MISMATCH|ERROR|CRASHED|TIMEOUT" "$sweep_dir/gpu.out" | head -5 | cut -c1-220 | sed 's/^/  gpu: /'
-    tail -3 "$sweep_dir/gpu.err" "$sweep_dir/peer.err" 2>/dev/null | sed 's/^/  /'
-    result[sweep]="exit cpu $rc_cpu gpu $rc_gpu peer $rc_peer; $(grep '^SWEEP' "$logs/sweep.txt" | cut -c7-)"
+    for f in cpu gpu peer; do   # the last lines each wrote to stderr, if any
+        [[ -s "$sweep_dir/$f.err" ]] && tail -n 3 "$sweep_dir/$f.err" | sed "s/^/  $f stderr: /"
+    done
+    sw=$(grep '^SWEEP' "$logs/sweep.txt")
+    result[sweep]="exit cpu $rc_cpu gpu $rc_gpu peer $rc_peer; ${sw#SWEEP }"
+    peer_warm=$(kv peer_warm "$sw")
+    row "sweep: CPU path, process" "$(kv cpu_wall "$sw") s (exit $rc_cpu)"
+    row "sweep: --device gpu, process" "$(kv gpu_wall "$sw") s (exit $rc_gpu)" \
+        "<= 3 s: $(at_most "$(kv gpu_wall "$sw")" 3)"
+    row "sweep: --device gpu, cases after start-up" "$(kv gpu_after_startup "$sw") s" \
+        "<= 2 x peer warm: $(at_most "$(kv gpu_after_startup "$sw")" "$(awk -v w="$peer_warm" 'BEGIN{if (w ~ /^[0-9.]+$/) print 2 * w}')")"
+    row "sweep: torch peer, process / warm pass" "$(kv peer_process "$sw") s / $peer_warm s (exit $rc_peer)"
+    row "sweep: per case and M" "the table under == sweep"
 fi
 
 # ---- one launch of an empty GPU plugin ----
@@ -159,7 +228,7 @@ if enabled LAUNCH; then
     tiny=$(ls "$sweep_dir"/tiny/*.h5 | head -1)
     launches() {   # N: the wall seconds of a run of N launches in one request
         local a; a=$(now)
-        timeout 60 "$kreplay" replay --device gpu --plugin "$lib" --kernels gpu.empty --refs exact --reruns "$1" \
+        timeout "$(budget 60)" "$kreplay" replay --device gpu --plugin "$lib" --kernels gpu.empty --refs exact --reruns "$1" \
             "$tiny" >/dev/null 2>>"$logs/launch.err"
         elapsed "$a"
     }
@@ -167,7 +236,9 @@ if enabled LAUNCH; then
     per=$(awk -v a="$w201" -v b="$w1b" 'BEGIN{printf "%.3f", (a - b) / 200 * 1000}')
     echo "  1 launch: ${w1} s and ${w1b} s (the whole process); 201 launches: ${w201} s"
     echo "  per launch: ${per} ms (target <= 5 ms)"
+    grep -v '^$' "$logs/launch.err" 2>/dev/null | tail -3 | sed 's/^/  stderr: /'
     result[launch]="empty GPU plugin: ${per} ms per launch; a 1-launch process ${w1b} s"
+    row "empty GPU plugin, one launch" "${per} ms (201 vs 1 launch)" "<= 5 ms: $(at_most "$per" 5)"
 fi
 
 # ---- the default suite's gate, CPU path and --device gpu ----
@@ -189,22 +260,28 @@ if enabled GATE; then
         python3 scripts/gpu_check_report.py gate "$sweep_dir/gate_cpu/results.json" \
             "$sweep_dir/gate_gpu/results.json" | tee "$logs/gate.txt" | sed 's/^/  /'
     fi
-    result[gate]="cpu ${t_gc} s, gpu ${t_gg} s; $(grep '^GATE' "$logs/gate.txt" 2>/dev/null | cut -c6-)"
+    ga=$(grep '^GATE' "$logs/gate.txt" 2>/dev/null)
+    result[gate]="cpu ${t_gc} s, gpu ${t_gg} s; ${ga#GATE }"
+    row "gate default.yaml: CPU path" "${t_gc} s (exit $rc_gc), $(kv cpu_unsupported "$ga") UNSUPPORTED"
+    row "gate default.yaml: --device gpu" "${t_gg} s (exit $rc_gg), $(kv gpu_unsupported "$ga") UNSUPPORTED" \
+        "faster than CPU: $(at_most "$t_gg" "$t_gc"); UNSUPPORTED <= CPU's: $(at_most "$(kv gpu_unsupported "$ga")" "$(kv cpu_unsupported "$ga")")"
+    row "gate verdicts, GPU refs vs CPU path" "$(kv verdicts_differ "$ga") of $(kv cpu_rows "$ga") rows differ" \
+        "0: $(at_most "$(kv verdicts_differ "$ga")" 0); rel_fro change $(kv rel_fro_change "$ga")"
     # Two lanes on each GPU: the CPU models of the kernels without a twin run in both.
     twice=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | awk '{printf "%s%s,%s", (NR > 1 ? "," : ""), $1, $1}')
-    if [[ -n "$twice" && -z "${GPU_CHECK_GPUS:-}" ]] && (( $(budget 150) > 60 )); then
+    if [[ -n "$twice" && -z "${GPU_CHECK_GPUS:-}" ]] && (( deadline - $(date +%s) > 220 )); then
         read -r rc_g2 t_g2 <<<"$(gate_run "$sweep_dir/gate_gpu2" --device gpu --gpus "$twice")"
         echo "  wall: --device gpu --gpus $twice ${t_g2} s (exit $rc_g2)"
         result[gate]+="; --gpus $twice ${t_g2} s"
+        row "gate default.yaml: --device gpu --gpus $twice" "${t_g2} s (exit $rc_g2)"
     fi
 fi
 
 # ---- the real kernels against the models ----
 if enabled REAL; then
     echo "== real kernels vs the models (scripts/real_kernels.py)"
-    python3 -c 'import sys, torch, numpy; print("  python", sys.version.split()[0], "torch", torch.__version__,
-        "cuda", torch.version.cuda, "numpy", numpy.__version__)' 2>&1 | tail -1
-    python3 -c 'import triton; print("  triton", triton.__version__)' 2>&1 | tail -1
+    timeout 60 python3 -c 'import sys, torch, numpy, triton; print("  python", sys.version.split()[0], "torch",
+        torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__, "triton", triton.__version__)' 2>&1 | tail -1
     cap=$(budget 200)
     tr=$(now)
     timeout "$cap" python3 scripts/real_kernels.py --kreplay "$kreplay" --out "$logs/real" \
@@ -213,7 +290,10 @@ if enabled REAL; then
     rc=$?
     grep -v '^  \[' "$logs/real_kernels.txt" | tail -45
     grep '^  \[' "$logs/real_kernels.txt" | sed 's/^/ /'
-    result[real]="exit $rc in $(elapsed "$tr") s; $(grep '^real_kernels: [0-9]* rows' "$logs/real_kernels.txt" | tail -1)"
+    t_real=$(elapsed "$tr")
+    result[real]="exit $rc in $t_real s; $(grep '^real_kernels: [0-9]* rows' "$logs/real_kernels.txt" | tail -1)"
+    row "real_kernels.py, all cases x real kernels" "$t_real s (exit $rc)" "< 120 s: $(at_most "$t_real" 120)"
+    row "  its rows" "$(grep '^real_kernels: [0-9]* rows' "$logs/real_kernels.txt" | tail -1 | cut -c15-)"
 fi
 
 # ---- extras ----
@@ -248,8 +328,4 @@ if enabled GRAPH 0; then
     rm -rf "$logs/graph"
 fi
 
-echo "== summary ($(( $(date +%s) - t0 )) s, deadline ${GPU_CHECK_DEADLINE_S:-570} s)"
-for s in build tests sweep launch gate real parts matrix bench graph; do
-    [[ -n "${result[$s]:-}" ]] && printf '%-8s %s\n' "$s" "${result[$s]}"
-done
 [[ "${result[build]:-}" != FAILED* ]]
