@@ -8,7 +8,8 @@
  *     them): NONDETERMINISTIC, OOB_WRITE after the output, 32 columns
  *     unwritten in every launch, and nothing on the honest run;
  *   - a case's operands cross to the worker once: a second kernel, rerun or
- *     reference on the same operands sends no operand byte; a budget of
+ *     reference on the same operands sends no operand byte; the next case
+ *     with the same weight bytes sends its activations only; a budget of
  *     1 MiB forces evictions and the rows do not change;
  *   - the model check on a sample of rows equals the full model's rows
  *     there (w4a8.decode, whose split-K depends on the case's M);
@@ -148,6 +149,66 @@ static void test_twin_and_references(void **state)
     gpu_session_close(s);
     TEST_FREE_ALL(model, cpu, via, cpu64, via64);
     prepared_free(&p);
+}
+
+/* The weight stays on the worker across cases: a second case whose weight has
+ * the first's bytes, in buffers of its own (the content, not the address,
+ * matches), sends its activations and nothing of the weight; its output is
+ * its CPU model's, bit for bit. */
+static void test_weight_stays_across_cases(void **state)
+{
+    (void)state;
+    prepared_t a, b;
+    prepare(&a, 40, 96, 512, 7, "w4a8.perblock");
+    prepare(&b, 24, 96, 512, 8, "w4a8.perblock");
+    const size_t N = 96, K = 512;
+    const size_t ref = a.in.weight_ref_len == a.in.N ? N : 0;
+    uint8_t *packed = malloc(N * K / 2), *scales = malloc(N * K / 32), *wref = malloc(N);
+    memcpy(packed, a.in.weight.packed, N * K / 2);
+    memcpy(scales, a.in.weight.scales, N * K / 32);
+    if (ref)
+        memcpy(wref, a.in.weight_ref, N);
+    b.in.weight.packed = packed;
+    b.in.weight.scales = scales;
+    b.in.weight.layout = a.in.weight.layout;
+    b.in.weight_ref = ref ? wref : a.in.weight_ref;
+    b.in.weight_ref_len = a.in.weight_ref_len;
+    kr_error_t err = {{0}};
+    uint16_t *model = malloc((size_t)(b.in.M * b.in.N) * 2);
+    kernel_run_info_t info = {{0}};
+    assert_int_equal(b.k->run_cpu(b.k, &b.in, &b.act, &g_kopt, model, &info, &err), 0);
+
+    gpu_run_options_t go;
+    gpu_run_options_default(&go);
+    go.timed_runs = 0;
+    gpu_run_result_t gr;
+    isolate_result_t ir;
+    gpu_session_stats_t st0, st1, fresh_st;
+    gpu_session_t *warm = standin_session(0);
+    assert_int_equal(gpu_session_twin(warm, a.k, &a.in, &a.act, &g_kopt, &go, &gr, &ir, &err), 0);
+    gpu_run_result_free(&gr);
+    gpu_session_case_end(warm);
+    gpu_session_stats(warm, &st0);
+    assert_int_equal(gpu_session_twin(warm, b.k, &b.in, &b.act, &g_kopt, &go, &gr, &ir, &err), 0);
+    assert_int_equal(ir.status, ISOLATE_OK);
+    assert_memory_equal(gr.out, model, (size_t)(b.in.M * b.in.N) * 2);
+    gpu_run_result_free(&gr);
+    gpu_session_stats(warm, &st1);
+    assert_int_equal(st1.workers, 1);
+    gpu_session_close(warm);
+    /* The same request in a session that holds nothing: the weight crosses too. */
+    gpu_session_t *fresh = standin_session(0);
+    assert_int_equal(gpu_session_twin(fresh, b.k, &b.in, &b.act, &g_kopt, &go, &gr, &ir, &err), 0);
+    assert_memory_equal(gr.out, model, (size_t)(b.in.M * b.in.N) * 2);
+    gpu_run_result_free(&gr);
+    gpu_session_stats(fresh, &fresh_st);
+    gpu_session_close(fresh);
+    const int64_t sent = st1.operand_bytes - st0.operand_bytes;
+    assert_true(sent > 0);   /* the activations crossed */
+    assert_int_equal(fresh_st.operand_bytes - sent, (int64_t)(N * K / 2 + N * K / 32 + ref));
+    TEST_FREE_ALL(packed, scales, wref, model);
+    prepared_free(&a);
+    prepared_free(&b);
 }
 
 /* The launch's checks on the stand-in's emulated fault kernels: a rerun that
@@ -341,7 +402,8 @@ int main(void)
 {
     setenv("KREPLAY_GPU_STANDIN", "1", 1);
     kernel_options_default(&g_kopt);
-    KR_RUN_TESTS(NULL, NULL, test_twin_and_references, test_fault_checks, test_model_sample_rows,
+    KR_RUN_TESTS(NULL, NULL, test_twin_and_references, test_weight_stays_across_cases, test_fault_checks,
+                 test_model_sample_rows,
                  test_replay_rows_equal_cpu, test_plugins_crash_hang_oob,
                  test_gate_device_and_two_workers);
 }
