@@ -305,7 +305,13 @@ if enabled GATE; then
         read -r rc_g2 t_g2 <<<"$(gate_run "$sweep_dir/gate_gpu2" --device gpu --gpus "$twice")"
         echo "  wall: --device gpu --gpus $twice ${t_g2} s (exit $rc_g2)"
         result[gate]+="; --gpus $twice ${t_g2} s"
-        row "gate default.yaml: --device gpu --gpus $twice" "${t_g2} s (exit $rc_g2)"
+        g2=""
+        if [[ -f "$sweep_dir/gate_gpu/results.json" && -f "$sweep_dir/gate_gpu2/results.json" ]]; then
+            g2=$(python3 scripts/gpu_check_report.py gate "$sweep_dir/gate_gpu/results.json" \
+                 "$sweep_dir/gate_gpu2/results.json" | grep '^GATE')
+        fi
+        row "gate default.yaml: --device gpu --gpus $twice" "${t_g2} s (exit $rc_g2)" \
+            "rows as one worker's: $(kv verdicts_differ "$g2") verdicts differ, $(kv missing "$g2") missing"
     fi
 fi
 
