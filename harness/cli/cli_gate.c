@@ -41,6 +41,7 @@ static int cli_calibrate(int argc, char **argv);
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
     OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT, OPT_FORCE,
+    OPT_GATE_DEVICE, OPT_GATE_GPUS, OPT_GATE_MODEL_ROWS,
 };
 
 /* What the gate's command line asks: the run, what the console shows, and
@@ -93,6 +94,15 @@ static const cli_option_t gate_options[] = {
      CLI_SET_TRUE(gate_args_t, list), CLI_ROWS_SAME},
     {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)",
      CLI_BY_CODE, CLI_ROWS_CHANGED},
+    {OPT_GATE_DEVICE, "device", 0, "DEVICE", CLI_CHOICE, "cpu|gpu",
+     "cpu or gpu: where the kernels run, overriding the\nsuite's 'device:' key", CLI_SET_STRING(gate_args_t, o.device),
+     CLI_ROWS_CHANGED},
+    {OPT_GATE_GPUS, "gpus", 0, "LIST", CLI_STRING, NULL,
+     "spread a GPU run's cases over these GPUs (e.g. 0,1;\ndefault: every visible GPU)",
+     CLI_SET_STRING(gate_args_t, o.gpus), CLI_ROWS_SAME},
+    {OPT_GATE_MODEL_ROWS, "model-rows", 0, "N|all", CLI_STRING, NULL,
+     "rows of each GPU kernel's output compared with its CPU\nmodel (default 32; all: every row; 0: none)",
+     CLI_SET_STRING(gate_args_t, o.model_rows), CLI_ROWS_CHANGED},
     CLI_OPT_INJECT,
     CLI_OPT_ALL_ROWS(CLI_SET_TRUE(gate_args_t, console.all_rows)),
     CLI_OPT_QUIET(CLI_SET_TRUE(gate_args_t, console.quiet)),

@@ -26,6 +26,9 @@ typedef struct {
     const char *only_case;      /* run only the case of this name (a row's case_name), or NULL */
     const char *kernels;        /* kernel globs replacing the suite's, or NULL */
     const char *inject;         /* "[KERNELS=]FAULT": a deliberately faulty kernel, or NULL */
+    const char *device;         /* "cpu" | "gpu": overrides the suite's device, or NULL */
+    const char *gpus;           /* --gpus LIST: the GPUs the cases spread over, or NULL (all) */
+    const char *model_rows;     /* --model-rows N|all, or NULL (the default) */
     long long seed_first, seed_last;   /* > 0: every synthetic item uses these seeds instead */
     int shard_index;            /* 1-based; 0 = unsharded */
     int shard_count;
