@@ -8,6 +8,7 @@
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
 #include "case_mapping.h"
+#include "file_kind.h"
 #include "h5_file.h"
 #include "h5_safety.h"
 #include "ref_alloc.h"
@@ -911,11 +912,12 @@ static int read_case(const char *path, case_t *c, int defer_bf16_x, kr_error_t *
         return kr_fail(err, "(null): file: no path given; expected a case file path");
 
     struct stat st;
-    if (stat(path, &st) != 0)
-        return kr_fail(err, "%s: file: cannot open (%s); expected an existing HDF5 case file",
-                       path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return kr_fail(err, "%s: file: is a directory; expected an HDF5 case file", path);
+    const int fd = file_open_regular(path, "an existing HDF5 case file", err);
+    const int stat_ok = fd >= 0 && fstat(fd, &st) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!stat_ok)
+        return fd < 0 ? -1 : kr_fail(err, "%s: file: fstat failed; expected a case file", path);
 
     h5_quiet_t quiet;
     h5_quiet(&quiet);
