@@ -31,6 +31,7 @@ typedef struct {
     int shard_count;
     int resume;
     int allow_missing;          /* baseline rows absent from the run do not fail it */
+    int baseline_other_suite;   /* compare with a baseline of another suite all the same */
     int threads;
     int progress;               /* a progress line on stderr */
     const char *command;        /* for provenance */
