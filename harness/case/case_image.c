@@ -564,7 +564,13 @@ static int map_source_arrays(const image_header_t *h, const image_entry_t *table
                           "the path the image was made from");
     const case_file_identity_t id = {h->source_dev, h->source_ino, h->source_size,
                                      h->source_mtime_ns, h->source_ctime_ns};
-    if (case_mapping_open_expecting(source_path, &id, &c->mapping, err))
+    /* The part of the file the arrays lie in, not the whole file. */
+    uint64_t used = 0;
+    for (int f = 0; f < F_COUNT; f++)
+        if ((table[f].present == ENTRY_IN_SOURCE || table[f].present == ENTRY_IN_SOURCE_BF16) &&
+            table[f].offset + table[f].bytes > used)
+            used = table[f].offset + table[f].bytes;
+    if (case_mapping_open_expecting(source_path, &id, used, &c->mapping, err))
         return -1;
     for (int f = 0; f < F_COUNT; f++) {
         const image_entry_t *e = &table[f];

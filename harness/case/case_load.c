@@ -18,6 +18,7 @@
 #include "case_io.h"
 #include "file_kind.h"
 #include "isolate_reader.h"
+#include "pt_records.h"
 #include "kr_string.h"
 
 int case_load_is_torch(const char *path)
@@ -175,18 +176,13 @@ static int load_safe_locked(const char *path, case_t *c, const case_load_options
             }
             break;
         }
-        case ISOLATE_FAILED:
-            kr_strlcpy(err->msg, ir.message, sizeof err->msg);
-            st = -1;
+        default: {
+            char note[512] = "";
+            if (ir.status == ISOLATE_TIMEOUT && case_load_is_torch(path))
+                pt_records_timeout_note(path, note, sizeof note);
+            st = isolate_reader_failure(&g_reader, &ir, path, "a readable case file", note, err);
             break;
-        case ISOLATE_CRASHED:
-            st = kr_fail(err, "%s: the HDF5 library crashed reading it (%s): the file is corrupt; "
-                              "expected a readable case file", path, ir.message);
-            break;
-        default:
-            st = kr_fail(err, "%s: reading it did not finish (%s): the file is corrupt or unreadable",
-                         path, ir.message);
-            break;
+        }
         }
     }
     /* Whatever is left of a large image (or of one a failed read left). */

@@ -289,6 +289,10 @@ static int open_ds(rd_t *rd, const char *name, hid_t *ds)
         H5Oclose(obj);
         return fail(rd, name, "is not a dataset (a group or a named type); expected a dataset");
     }
+    if (h5_check_written(obj, name, rd->path, rd->err) != 0) {
+        H5Oclose(obj);
+        return -1;
+    }
     *ds = obj;
     return 1;
 }
@@ -879,7 +883,7 @@ static void map_file(rd_t *rd, case_mapping_t *m)
     if (fd < 0)
         return;
     kr_error_t ignored = {{0}};
-    if (case_mapping_map_fd(fd, rd->path, m, &ignored) == 0) {
+    if (case_mapping_map_fd(fd, rd->path, h5_used_bytes(rd->file), m, &ignored) == 0) {
         /* Replaced since HDF5 opened it: copy every array, from HDF5's file. */
         if (m->id.size != (uint64_t)rd->file_size) {
             case_mapping_unmap(m);
@@ -912,12 +916,8 @@ static int read_case(const char *path, case_t *c, int defer_bf16_x, kr_error_t *
         return kr_fail(err, "(null): file: no path given; expected a case file path");
 
     struct stat st;
-    const int fd = file_open_regular(path, "an existing HDF5 case file", err);
-    const int stat_ok = fd >= 0 && fstat(fd, &st) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (!stat_ok)
-        return fd < 0 ? -1 : kr_fail(err, "%s: file: fstat failed; expected a case file", path);
+    if (file_stat_regular(path, "an existing HDF5 case file", &st, err))
+        return -1;
 
     h5_quiet_t quiet;
     h5_quiet(&quiet);

@@ -78,6 +78,17 @@ int file_check_regular(const char *path, const char *expected, kr_error_t *err)
     return 0;
 }
 
+int file_stat_regular(const char *path, const char *expected, struct stat *st, kr_error_t *err)
+{
+    const int fd = file_open_regular(path, expected, err);
+    if (fd < 0)
+        return -1;
+    const int e = fstat(fd, st) == 0 ? 0 : errno;
+    close(fd);
+    return e ? kr_fail(err, "%s: file: fstat failed (%s); expected %s", path, strerror(e), expected)
+             : 0;
+}
+
 FILE *file_fopen_regular(const char *path, const char *expected, kr_error_t *err)
 {
     const int fd = file_open_regular(path, expected, err);

@@ -13,6 +13,7 @@
 #define KR_FILE_KIND_H
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "kr_error.h"
@@ -30,6 +31,9 @@ int file_open_regular(const char *path, const char *expected, kr_error_t *err);
 /* file_open_regular, then closed: 0 when path is a regular file that can be
  * opened for reading, else -1 with err. */
 int file_check_regular(const char *path, const char *expected, kr_error_t *err);
+
+/* file_open_regular, then fstat into *st and closed: 0, or -1 with err. */
+int file_stat_regular(const char *path, const char *expected, struct stat *st, kr_error_t *err);
 
 /* file_open_regular as a stdio stream ("rb"); NULL with err. */
 FILE *file_fopen_regular(const char *path, const char *expected, kr_error_t *err);

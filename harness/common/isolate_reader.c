@@ -75,6 +75,30 @@ void isolate_reader_shutdown(isolate_reader_t *r)
     }
 }
 
+int isolate_reader_failure(const isolate_reader_t *r, const isolate_result_t *ir, const char *path,
+                           const char *expected, const char *note, kr_error_t *err)
+{
+    const uint64_t limit = isolate_reader_as_limit(r);
+    if (ir->status == ISOLATE_FAILED)
+        return kr_fail(err, "%s", ir->message);
+    if (ir->status == ISOLATE_CRASHED && limit)
+        return kr_fail(err, "%s: reading it failed (%s) under an address-space limit (ulimit -v) of "
+                            "%llu MiB: the limit, or a corrupt file; raise the limit to tell", path,
+                       ir->message, (unsigned long long)(limit >> 20));
+    if (ir->status == ISOLATE_CRASHED)
+        return kr_fail(err, "%s: the HDF5 library crashed reading it (%s): the file is corrupt; "
+                            "expected %s", path, ir->message, expected);
+    return kr_fail(err, "%s: reading it did not finish (%s)%s", path, ir->message,
+                   note && *note ? note
+                                 : ": the file is corrupt or unreadable (KREPLAY_READ_TIMEOUT=S "
+                                   "gives a read more time)");
+}
+
+uint64_t isolate_reader_as_limit(const isolate_reader_t *r)
+{
+    return r->user_as_limit == UINT64_MAX ? 0 : r->user_as_limit;
+}
+
 double isolate_reader_timeout(double timeout_s)
 {
     if (timeout_s > 0)

@@ -61,6 +61,21 @@ double isolate_reader_timeout(double timeout_s);
  * debugger). */
 int isolate_reader_in_process(void);
 
+/* The error for a read that did not end in ISOLATE_OK, into err; returns
+ * -1.  FAILED: the reading process's own message.  CRASHED: "PATH: the
+ * HDF5 library crashed reading it (killed by SIGSEGV ...): the file is
+ * corrupt; expected EXPECTED", or, under an address-space limit (ulimit -v),
+ * that the limit may be the cause.  TIMEOUT: "PATH: reading it did not
+ * finish (...)" and note (NULL or "": that the file is corrupt or
+ * unreadable, and which variable gives more time). */
+int isolate_reader_failure(const isolate_reader_t *r, const isolate_result_t *ir, const char *path,
+                           const char *expected, const char *note, kr_error_t *err);
+
+/* The owner's address-space limit (ulimit -v), in bytes, or 0 when there is
+ * none: a reading process that died under one may have run out of memory
+ * rather than met a corrupt file, and the error says so. */
+uint64_t isolate_reader_as_limit(const isolate_reader_t *r);
+
 /* In the reading process, for one read: sets its soft address-space limit
  * (RLIMIT_AS) to its present size plus extra_bytes, so that a file whose
  * claims would make libhdf5 allocate without bound fails an allocation

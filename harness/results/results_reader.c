@@ -37,18 +37,19 @@ typedef struct {
 #define READ_MEMORY_BASE ((uint64_t)1 << 30)
 #define READ_MEMORY_PER_FILE_BYTE 16
 
-static int write_all(int fd, const void *p, size_t n, off_t at)
+/* n bytes at offset `at` of fd, read into p (or, writing, written from
+ * it): 0, or -1 (errno set). */
+static int transfer(int fd, void *p, size_t n, off_t at, int writing)
 {
-    const char *c = p;
-    while (n > 0) {
-        const ssize_t w = pwrite(fd, c, n, at);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
+    size_t done = 0;
+    while (done < n) {
+        char *c = (char *)p + done;
+        const ssize_t k = writing ? pwrite(fd, c, n - done, at + (off_t)done)
+                                  : pread(fd, c, n - done, at + (off_t)done);
+        if (k > 0)
+            done += (size_t)k;
+        else if (k == 0 || errno != EINTR)
             return -1;
-        c += w;
-        n -= (size_t)w;
-        at += w;
     }
     return 0;
 }
@@ -77,9 +78,9 @@ static int serve_read(void *ctx, const void *request, size_t request_bytes, kr_e
         h->magic = ANSWER_MAGIC;
         h->row_bytes = sizeof(result_t);
         h->n_rows = rows.count;
-        if (ftruncate(r->out_fd, 0) != 0 || write_all(r->out_fd, h, sizeof *h, 0) ||
+        if (ftruncate(r->out_fd, 0) != 0 || transfer(r->out_fd, h, sizeof *h, 0, 1) ||
             (rows.count > 0 &&
-             write_all(r->out_fd, rows.rows, (size_t)rows.count * sizeof(result_t), sizeof *h)))
+             transfer(r->out_fd, rows.rows, (size_t)rows.count * sizeof(result_t), sizeof *h, 1)))
             st = kr_fail(err, "%s: results reader: cannot hand the rows back: %s", path,
                          strerror(errno));
     }
@@ -102,22 +103,6 @@ static void reader_first_use(void)
     (void)atexit(reader_shutdown);
     /* libhdf5 ready before the first fork, so no worker initializes it. */
     (void)H5open();
-}
-
-static int read_exact(int fd, void *p, size_t n, off_t at)
-{
-    char *c = p;
-    while (n > 0) {
-        const ssize_t got = pread(fd, c, n, at);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
-        c += got;
-        n -= (size_t)got;
-        at += got;
-    }
-    return 0;
 }
 
 /* Rows from another process: every string terminated, every verdict one
@@ -153,8 +138,8 @@ static int take_rows(const char *path, const answer_head_t *h, result_list_t *ro
                        (long long)h->n_rows);
     rows->count = rows->cap = h->n_rows;
     int st = 0;
-    if (read_exact(g_reader.out_fd, rows->rows, (size_t)h->n_rows * sizeof(result_t),
-                   (off_t)sizeof *h))
+    if (transfer(g_reader.out_fd, rows->rows, (size_t)h->n_rows * sizeof(result_t),
+                 (off_t)sizeof *h, 0))
         st = kr_fail(err, "%s: the rows came back from the reading process unreadable; "
                           "expected %lld rows", path, (long long)h->n_rows);
     else
@@ -175,7 +160,7 @@ static int take_answer(const char *path, result_list_t *rows, results_meta_t *me
         return kr_fail(err, "%s: out of memory", path);
     int st = -1;
     const uint64_t size = fstat(g_reader.out_fd, &sb) == 0 && sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
-    if (size < sizeof *h || read_exact(g_reader.out_fd, h, sizeof *h, 0) || h->magic != ANSWER_MAGIC ||
+    if (size < sizeof *h || transfer(g_reader.out_fd, h, sizeof *h, 0, 0) || h->magic != ANSWER_MAGIC ||
         h->row_bytes != sizeof(result_t) || h->n_rows < 0 ||
         (uint64_t)h->n_rows > (size - sizeof *h) / sizeof(result_t) ||
         size != sizeof *h + (uint64_t)h->n_rows * sizeof(result_t)) {
@@ -219,24 +204,10 @@ static int read_locked(const char *path, result_list_t *rows, results_meta_t *me
     free(request);
     if (st != 0)
         return -1;
-    switch (ir.status) {
-    case ISOLATE_OK:
+    if (ir.status == ISOLATE_OK)
         st = take_answer(path, rows, meta, case_key, key_cap, count_only, err);
-        break;
-    case ISOLATE_FAILED:
-        kr_strlcpy(err->msg, ir.message, sizeof err->msg);
-        st = -1;
-        break;
-    case ISOLATE_CRASHED:
-        st = kr_fail(err, "%s: the HDF5 library crashed reading it (%s): the file is corrupt; "
-                          "expected a readable results file", path, ir.message);
-        break;
-    default:
-        st = kr_fail(err, "%s: reading it did not finish (%s): the file is corrupt or "
-                          "unreadable; expected a results file ($KREPLAY_READ_TIMEOUT sets the "
-                          "time limit)", path, ir.message);
-        break;
-    }
+    else
+        st = isolate_reader_failure(&g_reader, &ir, path, "a readable results file", NULL, err);
     /* The rows' bytes are not kept between reads. */
     if (ftruncate(g_reader.out_fd, 0) != 0 && st == 0) {
         if (rows)
@@ -249,14 +220,13 @@ static int read_locked(const char *path, result_list_t *rows, results_meta_t *me
 int results_read_isolated(const char *path, result_list_t *rows, results_meta_t *meta,
                           char *case_key, size_t key_cap, int64_t *count_only, kr_error_t *err)
 {
+    /* Without a path or a place for the rows, the direct reader says so. */
+    if (!path || (!rows && !count_only) || isolate_reader_in_process())
+        return results_read_direct(path, rows, meta, case_key, key_cap, count_only, err);
     if (rows)
-        memset(rows, 0, sizeof *rows);
+        *rows = (result_list_t){0};
     if (meta)
         memset(meta, 0, sizeof *meta);
-    if (!path || isolate_reader_in_process())
-        return results_read_direct(path, rows, meta, case_key, key_cap, count_only, err);
-    if (!rows && !count_only)
-        return kr_fail(err, "%s: rows: NULL list; expected a result list to fill", path);
     pthread_once(&reader_once, reader_first_use);
     if (isolate_reader_lock(&g_reader, err))
         return -1;

@@ -105,24 +105,6 @@ int result_list_sort(result_list_t *l)
 
 /* ---------------------------------------------------------------- HDF5 plumbing */
 
-/* The temporary file, created by HDF5 under a fresh name through the
- * directory opened once, exclusively (O_CREAT | O_EXCL: a link planted at the
- * name is never followed; another name is drawn). */
-static hid_t create_exclusive(atomic_target_t *t, hid_t fcpl, hid_t fapl)
-{
-    for (int attempt = 0; attempt < 16; attempt++) {
-        char at[4500];
-        atomic_target_draw_name(t);
-        atomic_target_tmp_path(t, at, sizeof at);
-        errno = 0;
-        const hid_t file = H5Fcreate(at, H5F_ACC_EXCL, fcpl, fapl);
-        if (file >= 0 || errno != EEXIST)
-            return file;
-    }
-    t->tmp_name[0] = '\0';   /* the last name drawn is someone else's file */
-    return -1;
-}
-
 /* ---------------------------------------------------------------- write */
 
 static int write_file(const char *path, const result_t *rows, int64_t n, const results_meta_t *meta,
@@ -151,7 +133,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0)
         goto fail;
 
-    file = create_exclusive(&target, fcpl, fapl);
+    file = h5_create_exclusive(&target, fcpl, fapl);
     if (file < 0) {
         int e = errno;
         kr_fail(err, "%s: file: cannot create the temporary file %s (%s); expected a writable "
@@ -286,13 +268,8 @@ int results_read_direct(const char *path, result_list_t *rows, results_meta_t *m
     if (!rows && !count_only)
         return kr_fail(err, "%s: rows: NULL list; expected a result list to fill", path);
     struct stat sb;
-    const int fd = file_open_regular(path, "an existing results file (schema " RESULTS_SCHEMA_V2
-                                           ")", err);
-    const int stat_ok = fd >= 0 && fstat(fd, &sb) == 0;
-    if (fd >= 0)
-        close(fd);
-    if (!stat_ok)
-        return fd < 0 ? -1 : kr_fail(err, "%s: file: fstat failed; expected a results file", path);
+    if (file_stat_regular(path, "an existing results file (schema " RESULTS_SCHEMA_V2 ")", &sb, err))
+        return -1;
 
     h5_quiet_t q;
     h5_quiet(&q);
