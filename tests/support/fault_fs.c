@@ -143,18 +143,24 @@ static int open_common(const char *name, const char *path, int flags, mode_t mod
     return fd;
 }
 
-/* open and open64 are the same wrapper; the optional mode argument exists only
- * when the flags create a file, so it can be read only in the variadic body. */
+/* The optional mode argument exists only when the flags create a file, so
+ * it can be read only in a variadic body, after its last named parameter. */
+#define FAULT_MODE(flags, last, mode)                                                              \
+    do {                                                                                           \
+        if ((flags) & (O_CREAT | O_TMPFILE)) {                                                     \
+            va_list ap;                                                                            \
+            va_start(ap, last);                                                                    \
+            mode = (mode_t)va_arg(ap, int);                                                        \
+            va_end(ap);                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* open and open64 are the same wrapper. */
 #define FAULT_OPEN_WRAPPER(fn)                                                                     \
     int fn(const char *path, int flags, ...)                                                       \
     {                                                                                              \
         mode_t mode = 0;                                                                           \
-        if (flags & (O_CREAT | O_TMPFILE)) {                                                       \
-            va_list ap;                                                                            \
-            va_start(ap, flags);                                                                   \
-            mode = (mode_t)va_arg(ap, int);                                                        \
-            va_end(ap);                                                                            \
-        }                                                                                          \
+        FAULT_MODE(flags, flags, mode);                                                            \
         return open_common(#fn, path, flags, mode);                                                \
     }
 
@@ -438,12 +444,7 @@ static int openat_common(const char *fn, int dirfd, const char *name, int flags,
     int fn(int dirfd, const char *name, int flags, ...)                                            \
     {                                                                                              \
         mode_t mode = 0;                                                                           \
-        if (flags & (O_CREAT | O_TMPFILE)) {                                                       \
-            va_list ap;                                                                            \
-            va_start(ap, flags);                                                                   \
-            mode = (mode_t)va_arg(ap, int);                                                        \
-            va_end(ap);                                                                            \
-        }                                                                                          \
+        FAULT_MODE(flags, flags, mode);                                                            \
         return openat_common(#fn, dirfd, name, flags, mode);                                       \
     }
 

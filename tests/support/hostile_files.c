@@ -3,13 +3,22 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zip.h>
 
 #include "hostile_files.h"
 #include "kr_string.h"
 #include "test_support.h"
+
+const char *hostile_binary(void)
+{
+    const char *binary = getenv("KREPLAY_HOSTILE_BINARY");
+    return binary && *binary ? binary : KREPLAY_BINARY;
+}
 
 int hostile_run(char **out, const char *fmt, ...)
 {
@@ -18,9 +27,7 @@ int hostile_run(char **out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    const char *binary = getenv("KREPLAY_HOSTILE_BINARY");
-    snprintf(cmd, sizeof cmd, "timeout -k 5 60 '%s' %s", binary && *binary ? binary : KREPLAY_BINARY,
-             args);
+    snprintf(cmd, sizeof cmd, "timeout -k 5 60 '%s' %s", hostile_binary(), args);
     return test_sh(cmd, out);
 }
 
@@ -104,4 +111,46 @@ void hostile_tiny_run(char *dir, size_t cap, const char *name, int run)
     if (rc != 0)
         fail_msg("the clean gate run failed (exit %d): %s", rc, out);
     free(out);
+}
+
+void hostile_write_pt(const char *path, const char *prefix, const void *pkl, size_t pkl_len,
+                      size_t bytes, int level)
+{
+    static const char *const names[] = {"data.pkl", "byteorder", "data/0"};
+    void *zeros = calloc(bytes ? bytes : 1, 1);
+    assert_non_null(zeros);
+    const void *data[] = {pkl, "little", zeros};
+    const size_t len[] = {pkl_len, 6, bytes};
+    unlink(path);
+    int code = 0;
+    zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &code);
+    assert_non_null(za);
+    for (int i = 0; i < 3; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s/%s", prefix, names[i]);
+        zip_source_t *s = zip_source_buffer(za, data[i], len[i], 0);
+        const zip_int64_t idx = zip_file_add(za, name, s, ZIP_FL_ENC_UTF_8);
+        assert_true(idx >= 0);
+        zip_set_file_compression(za, (zip_uint64_t)idx, i < 2 ? ZIP_CM_STORE : ZIP_CM_DEFLATE,
+                                 i < 2 ? 0 : (zip_uint32_t)level);
+    }
+    assert_int_equal(zip_close(za), 0);
+    free(zeros);
+}
+
+void hostile_set_attr(const char *path, const char *name, const char *value)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    const hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    if (H5Aexists(f, name) > 0)
+        assert_int_equal(H5Adelete(f, name), 0);
+    const hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR);
+    H5Tset_size(type, H5T_VARIABLE);
+    const hid_t attr = H5Acreate2(f, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    assert_int_equal(H5Awrite(attr, type, &value), 0);
+    H5Aclose(attr);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Fclose(f);
 }

@@ -21,6 +21,10 @@
  * build fails these tests). */
 int hostile_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The kreplay binary hostile_run runs (this build's, or
+ * $KREPLAY_HOSTILE_BINARY). */
+const char *hostile_binary(void);
+
 /* Runs the shell command (printf-formatted) and fails the test unless it
  * exits 0. */
 void hostile_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -37,6 +41,16 @@ void hostile_meta(results_meta_t *m, const char *suite, const char *when);
 
 /* Writes rows and meta to path (results_store_write); fails the test on error. */
 void hostile_write(const char *path, const result_list_t *rows, const results_meta_t *m);
+
+/* A torch.save zip at path: PREFIX/data.pkl (pkl, stored as it is),
+ * PREFIX/byteorder ("little") and PREFIX/data/0, `bytes` zero bytes
+ * deflated at `level` (calloc'd: unbacked pages cost time, not memory). */
+void hostile_write_pt(const char *path, const char *prefix, const void *pkl, size_t pkl_len,
+                      size_t bytes, int level);
+
+/* The root attribute `name` of the HDF5 file at path replaced by the
+ * variable-length string value. */
+void hostile_set_attr(const char *path, const char *name, const char *value);
 
 /* A fresh directory DIR (into dir) holding tiny.yaml, a suite of 4
  * synthetic cases (64x256, M 1 and 8, seeds 1 and 2) and one kernel
