@@ -11,8 +11,8 @@
  *   gate --resume: one error naming the file, exit 2, never a crash or a hang;
  * - a FIFO as a results file (report, merge), inside --history, named by a
  *   row's case_path (the non-finite map opens it), as a partial, as a case,
- *   as --policy (replay, gate) and as a suite's policy: refused by what it
- *   is, at once, never opened for a blocking read;
+ *   as --plugin, as --policy (replay, gate) and as a suite's policy: refused
+ *   by what it is, at once, never opened for a blocking read;
  * - names with ANSI escapes, BEL, CR and newlines in a results file: in the
  *   gate's MISSING rows (a name that forges a "gate PASSED" line), in
  *   merge's and report's errors, and a newline in an attribute value: none
@@ -171,6 +171,10 @@ static void test_fifos_are_refused(void **state)
     free(out);
     rc = hostile_run(&out, "baseline update '%s' --baseline '%s/fifo-base.h5'", fifo, dir);
     expect_refused(rc, out, "fifo.h5", "is a FIFO");
+    free(out);
+    rc = hostile_run(&out, "replay --plugin '%s' '%s/cases'", fifo, dir);
+    assert_int_equal(rc, 2);   /* an option's error: "kreplay replay: --plugin: ..." */
+    hostile_expect(out, "fifo.h5: is a FIFO (named pipe), not a plugin shared library");
     free(out);
 
     /* --policy, to replay and to gate; a suite's policy: */
