@@ -5,7 +5,9 @@
  * - RUNDIR/.kreplay.lock planted as a symbolic link to another file, and as
  *   a hard link to one, before replay -o, gate -o and merge -o: refused by
  *   name, the other file untouched (a planted link was followed and its
- *   target truncated);
+ *   target truncated); RUNDIR/partial planted as a link to another folder
+ *   before gate -o RUNDIR: refused, that folder's .h5 files neither deleted
+ *   nor joined by partials;
  * - DIR/plots planted as a symbolic link to another folder before report -o
  *   DIR over an earlier report, and DIR/report.html as a link to another
  *   file: nothing in that folder or file is touched (the .png/.svg there
@@ -91,6 +93,26 @@ static void test_planted_lock_links(void **state)
     hostile_expect(out, "links");
     free(out);
     expect_text(victim, precious);
+}
+
+static void test_planted_partial_folder(void **state)
+{
+    (void)state;
+    char run[1024], other[1024], keep[1100], link_path[1100], *out = NULL;
+    snprintf(run, sizeof run, "%s/partial-run", dir);
+    snprintf(other, sizeof other, "%s/someone-elses-h5", dir);
+    hostile_sh("mkdir -p '%s' '%s'", run, other);
+    snprintf(keep, sizeof keep, "%s/keep.h5", other);
+    static const char precious[] = "not a partial\n";
+    assert_int_equal(test_write_text(keep, precious), 0);
+    snprintf(link_path, sizeof link_path, "%s/partial", run);
+    assert_int_equal(symlink(other, link_path), 0);
+    const int rc = hostile_run(&out, "gate '%s/tiny.yaml' -o '%s' -q", dir, run);
+    assert_int_equal(rc, 2);
+    hostile_expect(out, "partial: is a symbolic link; refused");
+    free(out);
+    expect_text(keep, precious);
+    assert_int_equal(test_count_files(other, ".h5"), 1);
 }
 
 /* -------------------------------------------------- the report directory */
@@ -223,5 +245,6 @@ static void test_suite_paths_resolved_by_the_os(void **state)
     result_list_free(&rows);
 }
 
-KR_TEST_MAIN_SETUP(setup, NULL, test_planted_lock_links, test_planted_links_in_a_report_dir,
+KR_TEST_MAIN_SETUP(setup, NULL, test_planted_lock_links, test_planted_partial_folder,
+                   test_planted_links_in_a_report_dir,
                    test_history_name_from_time_utc, test_suite_paths_resolved_by_the_os);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,7 +195,9 @@ static void clear_partials(const char *run_dir)
     /* Unlinked one by one, never through a shell: run_dir is a user's path. */
     char dir[4400];
     snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    DIR *d = opendir(dir);
+    /* A partial/ planted as a link is not ours to empty (its writer refuses it). */
+    struct stat ls;
+    DIR *d = lstat(dir, &ls) == 0 && S_ISLNK(ls.st_mode) ? NULL : opendir(dir);
     if (!d)
         return;
     int failed = 0;

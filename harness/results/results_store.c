@@ -501,6 +501,17 @@ void results_store_partial_path(const char *run_dir, const char *case_key, char 
     snprintf(buf, cap, "%s/partial/%s", run_dir, name);
 }
 
+/* RUNDIR/partial planted as a symbolic link: the run's partials would be
+ * written to (and, by a fresh run, cleared from) wherever it points. */
+static int partial_dir_is_link(const char *dir, kr_error_t *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        return kr_fail(err, "%s: is a symbolic link; refused (remove it: kreplay creates its own "
+                            "partial/ folder)", dir);
+    return 0;
+}
+
 int results_store_append_case(const char *run_dir, const char *case_key, const result_t *rows,
                               int64_t n_rows, const results_meta_t *meta, kr_error_t *err)
 {
@@ -509,7 +520,7 @@ int results_store_append_case(const char *run_dir, const char *case_key, const r
                        run_dir ? run_dir : "(null)");
     char dir[4200], name[128], path[4400];
     snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    if (make_dirs(dir, err) != 0)
+    if (partial_dir_is_link(dir, err) || make_dirs(dir, err) != 0)
         return -1;
     partial_name(case_key, name, sizeof name);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
@@ -537,6 +548,8 @@ int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, 
     *names = NULL;
     *n = 0;
     snprintf(dir, dir_cap, "%s/partial", run_dir);
+    if (partial_dir_is_link(dir, err))
+        return -1;
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == ENOENT)
