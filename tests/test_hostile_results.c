@@ -69,12 +69,14 @@ static void expect_refused(int rc, const char *out, const char *a, const char *b
 static void test_crashing_results_files(void **state)
 {
     (void)state;
+    /* The signal is the library's (SIGSEGV, SIGABRT); under AddressSanitizer
+     * the reading process ends on the sanitizer's report instead. */
     static const struct {
         const char *name, *phrase;
     } fixtures[] = {
-        {"results_segv_vlen_attr.h5", "the HDF5 library crashed reading it (killed by SIGSEGV"},
-        {"results_segv_rows_compound.h5", "the HDF5 library crashed reading it (killed by SIGSEGV"},
-        {"results_abort_free.h5", "the HDF5 library crashed reading it (killed by SIGABRT"},
+        {"results_segv_vlen_attr.h5", "the HDF5 library crashed reading it"},
+        {"results_segv_rows_compound.h5", "the HDF5 library crashed reading it"},
+        {"results_abort_free.h5", "the HDF5 library crashed reading it"},
         {"results_hang.h5", "reading it did not finish"},
     };
     char out_dir[1024], base[1024];
