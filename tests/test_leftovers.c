@@ -8,6 +8,10 @@
  * - a C plugin (libkr_plugin_daemon.so) and a Python kernel that start a
  *   daemon with setsid() (out of the launch's process group and session):
  *   no daemon is left once kreplay has exited;
+ * - a numpy.py planted in the directory kreplay runs in and in the user's
+ *   site-packages ($HOME/.local), beside a Python kernel that imports numpy
+ *   (named by an absolute path, and by a dotted name found in the working
+ *   directory): the kernel gets the installed numpy, never a planted one;
  * - a case of 18 KiB of arrays padded to 8 GiB (a sparse file), replayed
  *   under an address-space limit of 4 GiB (ulimit -v): judged by its arrays,
  *   it replays; and a case read under a limit too small for it: the error
@@ -187,6 +191,68 @@ static void test_daemons_end_with_the_launch(void **state)
     assert_true(expect_no_daemon_left(pidfile) >= 1);
 }
 
+/* ------------------------------------------------- a planted numpy.py */
+
+/* A module that says it was imported, in place of numpy. */
+static void plant_numpy(const char *in_dir)
+{
+    hostile_sh("mkdir -p '%s' && printf 'raise ImportError(\"PLANTED numpy.py imported\")\\n' "
+               "> '%s/numpy.py'", in_dir, in_dir);
+}
+
+/* A kernel whose ERROR row names the numpy it imported. */
+static void write_numpy_kernel(const char *path)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "import numpy\n"
+                "def which(x_fp8, weight, weight_scale, weight_ref, x_scale, M, N, K):\n"
+                "    raise RuntimeError('numpy from ' + numpy.__file__)\n");
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* kreplay replay --py SPEC run in cwd with HOME=home: the kernel's error must
+ * name the installed numpy (under /usr), and no planted one was imported. */
+static void expect_installed_numpy(const char *cwd, const char *home, const char *spec)
+{
+    char cmd[8192], *out = NULL;
+    snprintf(cmd, sizeof cmd, "cd '%s' && HOME='%s' KREPLAY_PYTHON=/usr/bin/python3 timeout 120 '%s' "
+                              "replay --json --py '%s' --kernels 'py.*' --refs exact '%s' 2>&1",
+             cwd, home, hostile_binary(), spec, case_path);
+    const int rc = test_sh(cmd, &out);
+    if (rc != 1 || strstr(out, "PLANTED") || !strstr(out, "numpy from /usr/"))
+        fail_msg("%s: exit %d (want 1: the kernel's ERROR row naming numpy under /usr): %s", cmd, rc,
+                 out);
+    free(out);
+}
+
+static void test_planted_numpy_never_imported(void **state)
+{
+    (void)state;
+    if (test_python_missing("numpy")) {
+        skip();
+    }
+    char cwd[1024], home[1024], kdir[1024], site[1400], kernel[1200], *ver = NULL;
+    snprintf(cwd, sizeof cwd, "%s/numpy-cwd", dir);
+    snprintf(home, sizeof home, "%s/numpy-home", dir);
+    snprintf(kdir, sizeof kdir, "%s/numpy-kernels", dir);
+    assert_int_equal(test_sh("/usr/bin/python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2], "
+                             "end=\"\")'", &ver), 0);
+    snprintf(site, sizeof site, "%s/.local/lib/python%s/site-packages", home, ver);
+    free(ver);
+    plant_numpy(cwd);
+    plant_numpy(site);
+    hostile_sh("mkdir -p '%s'", kdir);
+    snprintf(kernel, sizeof kernel, "%s/which_numpy.py", kdir);
+    write_numpy_kernel(kernel);
+    char spec[1400];
+    snprintf(spec, sizeof spec, "%s:which", kernel);
+    expect_installed_numpy(cwd, home, spec);        /* a kernel named by an absolute path */
+    snprintf(kernel, sizeof kernel, "%s/which_numpy_here.py", cwd);
+    write_numpy_kernel(kernel);
+    expect_installed_numpy(cwd, home, "which_numpy_here:which");   /* found in the working dir */
+}
+
 /* ------------------------------------------------ address-space limits */
 
 
@@ -317,5 +383,5 @@ static void test_attribute_newline_in_a_case(void **state)
 }
 
 KR_TEST_MAIN_SETUP(setup, NULL, test_ignored_coretype_is_said, test_daemons_end_with_the_launch,
-                   test_sparse_case_under_ulimit, test_slow_pt_names_the_size_limit,
+                   test_planted_numpy_never_imported, test_sparse_case_under_ulimit, test_slow_pt_names_the_size_limit,
                    test_unwritten_dataset_refused, test_attribute_newline_in_a_case);

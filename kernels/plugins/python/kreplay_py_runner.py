@@ -2,10 +2,13 @@
 
 Started by libkr_plugin_python.so (py_kernel_plugin.c) for every launch, as
 
-    python3 kreplay_py_runner.py MODULE:FUNCTION
+    python3 -I kreplay_py_runner.py MODULE:FUNCTION
 
-with descriptor 3 a socket that carries the request and the answer; stdout is the
-plugin's stderr, so a kernel's prints never mix with kreplay's tables or JSON.
+in isolated mode: neither the working directory nor the user's site-packages is on sys.path
+and no PYTHON* variable steers the interpreter, so a numpy.py lying where kreplay runs is
+never imported for numpy (_seal_path says what is put back, and where).  Descriptor 3 is
+a socket that carries the request and the answer; stdout is the plugin's stderr, so a
+kernel's prints never mix with kreplay's tables or JSON.
 
 Protocol (little-endian).  The plugin sends b"KRPY", u32 version (2), i64 M, N, K.  The
 runner loads the callable, reads its signature and sends frames of i32 status, u64 length,
@@ -192,11 +195,28 @@ def _last_line(exc):
     return line
 
 
+def _seal_path(spec):
+    """sys.path of an isolated interpreter, plus what a kernel's spec needs to be found.
+
+    PYTHONPATH is the user's explicit choice: its entries go where Python puts them, before
+    the standard library.  The directory a kernel is looked up in -- the working directory
+    for a dotted MODULE, the file's own directory for a path -- goes last, so a module there
+    never shadows an installed one (a numpy.py beside the kernel is not numpy)."""
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[0:0] = [os.path.abspath(p) for p in extra if os.path.abspath(p) not in sys.path]
+    mod_name = spec.rpartition(":")[0]
+    if mod_name.endswith(".py") or os.sep in mod_name:
+        home = os.path.dirname(os.path.abspath(mod_name))
+    else:
+        home = os.getcwd()
+    if home not in sys.path:
+        sys.path.append(home)
+
+
 def main():
     sys.stdout = sys.stderr
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     spec = sys.argv[1] if len(sys.argv) > 1 else ""
+    _seal_path(spec)
     try:
         head = _read_exact(8 + 24)
         if head[:4] != MAGIC or struct.unpack("<I", head[4:8])[0] != VERSION:

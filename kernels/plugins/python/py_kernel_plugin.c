@@ -3,7 +3,7 @@
  * `kreplay replay --py MODULE:FUNCTION` puts the specs in KREPLAY_PY_KERNELS
  * (comma-separated) and loads this library like any --plugin; each spec is
  * one kernel, named "py.<module's last part>.<function>".  A launch starts
- *     $KREPLAY_PYTHON (default python3) kreplay_py_runner.py SPEC
+ *     $KREPLAY_PYTHON (default python3) -I kreplay_py_runner.py SPEC
  * (the runner lies next to this library), sends it the operands over a
  * socket on its descriptor 3 and reads back the output (protocol: the
  * runner's docstring).  So the Python kernel runs wherever kreplay runs a C
@@ -113,7 +113,9 @@ static pid_t start_runner(int idx, int child_end)
         _exit(126);
     if (dup2(child_end, CHILD_FD) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
         _exit(126);
-    char *const argv[] = {(char *)python, py_runner, py_specs[idx], NULL};
+    /* -I: nothing from the working directory or the user's site shadows the
+     * modules a kernel imports (the runner puts back what a spec needs). */
+    char *const argv[] = {(char *)python, "-I", py_runner, py_specs[idx], NULL};
     execvp(python, argv);
     _exit(127);
 }
