@@ -247,8 +247,12 @@ int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
     struct stat st;
     if (stat(path, &st) != 0)
         return kr_fail(err, "%s: cannot open plugin: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return kr_fail(err, "%s: is a directory, not a plugin shared library", path);
+    /* Not even opened otherwise: a FIFO would block the loader. */
+    if (!S_ISREG(st.st_mode))
+        return kr_fail(err, "%s: is %s, not a plugin shared library", path,
+                       S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                                              : "not a regular file");
 
     struct kr_plugin *p = calloc(1, sizeof *p);
     if (!p)

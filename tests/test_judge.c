@@ -246,7 +246,7 @@ static void test_replay_uses_the_policy(void **state)
     o.include_recorded = 0;
     result_list_t rows = {0};
     replay_or_fail(&c, &o, &rows);
-    const result_t *r = find_row(&rows, "w4a8.folded", "R_exact");
+    const result_t *r = replay_find_row(&rows, "w4a8.folded", "R_exact");
     assert_true(r->threshold == rule->rel_fro);
     assert_true(r->threshold < kernel_find("w4a8.folded")->rel_tol_exact);
     assert_int_equal(r->verdict, VERDICT_PASS);
@@ -257,7 +257,7 @@ static void test_replay_uses_the_policy(void **state)
      * the descriptor's 0.01.  It fails, and is diagnosed like any failure. */
     assert_int_equal(fault_parse("scale-const:0.992", &o.fault, &err), 0);
     replay_or_fail(&c, &o, &rows);
-    r = find_row(&rows, "w4a8.folded", "R_exact");
+    r = replay_find_row(&rows, "w4a8.folded", "R_exact");
     assert_true(r->metrics.rel_fro > rule->rel_fro && r->metrics.rel_fro < 0.01);
     /* The fit explains the error by one constant factor: MAGNITUDE, decided
      * by the fit rather than by |out|/|ref| leaving [0.5, 2]. */
@@ -281,21 +281,21 @@ static void test_poison_does_not_hide_a_bug(void **state)
     result_list_t rows = {0};
     replay_beside_correct(&c, "test.rows_unwritten", OUT_LAST_ROWS_UNWRITTEN, 0, NULL, 0, &rows);
 
-    const result_t *bad = find_row(&rows, "test.rows_unwritten", "R_exact");
+    const result_t *bad = replay_find_row(&rows, "test.rows_unwritten", "R_exact");
     assert_true(verdict_is_failure(bad->verdict));
     assert_non_null(strstr(bad->note, "x holds 2176 non-finite at rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN)"));
     assert_non_null(strstr(bad->note, "the kernel's activations (recorded x_fp8/x_scale) are finite there"));
 
     const char *refs[3] = {"R_exact", "R_source", "R_sanitized"};
     for (int i = 0; i < 3; i++) {
-        const result_t *r = find_row(&rows, "test.correct", refs[i]);
+        const result_t *r = replay_find_row(&rows, "test.correct", refs[i]);
         assert_false(verdict_is_failure(r->verdict));
         assert_string_equal(r->diagnosis, "");
         assert_null(strstr(r->note, "are wrong"));
         assert_null(strstr(r->note, "reciprocal"));
     }
-    assert_int_equal(find_row(&rows, "test.correct", "R_exact")->verdict, VERDICT_PASS);
-    const result_t *san = find_row(&rows, "test.correct", "R_sanitized");
+    assert_int_equal(replay_find_row(&rows, "test.correct", "R_exact")->verdict, VERDICT_PASS);
+    const result_t *san = replay_find_row(&rows, "test.correct", "R_sanitized");
     assert_int_equal(san->verdict, VERDICT_POISONED_INPUT);
     assert_non_null(strstr(san->note, "no row with finite inputs left to judge: 17 of 17 rows judged apart"));
     assert_non_null(strstr(san->note, "(x: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN))"));
@@ -304,7 +304,7 @@ static void test_poison_does_not_hide_a_bug(void **state)
     /* The traced quantizer hands the kernel NaN rows: those are judged apart,
      * and named as 'traced', never as vllm. */
     replay_with(&c, &(replay_with_t){"w4a8.folded", NULL, 0, 0, NULL, 1}, &rows);
-    const result_t *ex = find_row(&rows, "w4a8.folded", "R_exact");
+    const result_t *ex = replay_find_row(&rows, "w4a8.folded", "R_exact");
     assert_int_equal(ex->verdict, VERDICT_POISONED_INPUT);
     assert_non_null(strstr(ex->note, "the kernel's activations: x quantized per token (traced), which left them non-finite"));
     assert_null(strstr(ex->note, "vllm"));
@@ -323,12 +323,12 @@ static void test_poison_does_not_hide_a_bug(void **state)
     /* traced: NaN operands on rows 0-4 for R_exact too */
     replay_beside_correct(&c, "test.rows_unwritten", OUT_LAST_ROWS_UNWRITTEN, 0, NULL, 1, &rows);
     for (int i = 0; i < 3; i++) {
-        bad = find_row(&rows, "test.rows_unwritten", refs[i]);
+        bad = replay_find_row(&rows, "test.rows_unwritten", refs[i]);
         assert_true(verdict_is_failure(bad->verdict));
         assert_non_null(strstr(bad->note, "on the rows with finite inputs: rel_fro"));
         assert_non_null(strstr(bad->note, "5 of 17 rows judged apart"));
         assert_non_null(strstr(bad->note, "rows 0-4 x columns 256-383 (5 x 128 = 640 NaN)"));
-        const result_t *good = find_row(&rows, "test.correct", refs[i]);
+        const result_t *good = replay_find_row(&rows, "test.correct", refs[i]);
         assert_int_equal(good->verdict, VERDICT_POISONED_INPUT);
         assert_non_null(strstr(good->note, "the rows with finite inputs pass"));
         assert_string_equal(good->diagnosis, "");
@@ -348,18 +348,18 @@ static void test_truncation_is_biased(void **state)
     result_list_t rows = {0};
     replay_beside_correct(&c, "test.truncate", OUT_TRUNCATE, 0, "w4a8.perblock", 0, &rows);
 
-    const result_t *t = find_row(&rows, "test.truncate", "R_exact");
+    const result_t *t = replay_find_row(&rows, "test.truncate", "R_exact");
     assert_true(t->metrics.rel_fro < t->threshold); /* the norm alone passes it */
     assert_int_equal(t->verdict, VERDICT_WRONG);
     assert_non_null(strstr(t->note, "biased rounding"));
     assert_non_null(strstr(t->note, "fit truncation rounding"));
     assert_true(t->ulp.toward_zero > 10 * t->ulp.away_zero);
-    assert_int_equal(find_row(&rows, "test.truncate", "model:w4a8.perblock")->verdict, VERDICT_WRONG);
+    assert_int_equal(replay_find_row(&rows, "test.truncate", "model:w4a8.perblock")->verdict, VERDICT_WRONG);
 
-    const result_t *g = find_row(&rows, "test.correct", "R_exact");
+    const result_t *g = replay_find_row(&rows, "test.correct", "R_exact");
     assert_int_equal(g->verdict, VERDICT_PASS);
     assert_int_equal(ulp_round_fit(&g->ulp), ROUND_NEAREST_EVEN);
-    assert_int_equal(find_row(&rows, "test.correct", "model:w4a8.perblock")->verdict, VERDICT_PASS);
+    assert_int_equal(replay_find_row(&rows, "test.correct", "model:w4a8.perblock")->verdict, VERDICT_PASS);
     result_list_free(&rows);
     case_free(&c);
 }
@@ -377,7 +377,7 @@ static void test_immaterial_lean_passes(void **state)
     const kernel_desc_t kd = broken_kernel("test.correct", OUT_RNE);
     result_list_t rows = {0};
     replay_with(&c, &(replay_with_t){"test.*", &kd, 1, 0, NULL, 0}, &rows);
-    result_t row = *find_row(&rows, "test.correct", "R_exact");
+    result_t row = *replay_find_row(&rows, "test.correct", "R_exact");
     assert_int_equal(row.verdict, VERDICT_PASS);
     policy_rule_t rule;
     judge_rule_for(NULL, &kd, &row, 0.01, &rule);
@@ -436,7 +436,7 @@ static void test_reduced_running_sum_fails(void **state)
         test_synth_default_or_fail(16, 128, table[t].K, 21, &c);
         result_list_t rows = {0};
         replay_beside_correct(&c, "test.reduced", table[t].mode, REF_EXACT, NULL, 0, &rows);
-        const result_t *b = find_row(&rows, "test.reduced", "R_exact");
+        const result_t *b = replay_find_row(&rows, "test.reduced", "R_exact");
         print_message("K=%lld: rel_fro %.4g (threshold %.4g), fit %s %.3g vs fp32 %.3g on %lld; %s\n",
                       (long long)table[t].K, b->metrics.rel_fro, b->threshold, b->acc_fit.model,
                       b->acc_fit.resid_best, b->acc_fit.resid_fp32, (long long)b->acc_fit.sampled,
@@ -448,7 +448,7 @@ static void test_reduced_running_sum_fails(void **state)
             assert_true(b->metrics.rel_fro <= b->threshold); /* the norm alone passes it */
             assert_non_null(strstr(b->note, table[t].line));
         }
-        const result_t *g = find_row(&rows, "test.correct", "R_exact");
+        const result_t *g = replay_find_row(&rows, "test.correct", "R_exact");
         assert_int_equal(g->verdict, VERDICT_PASS);
         assert_true(g->acc_fit.sampled > 0);
         assert_true(g->acc_fit.resid_fp32 < g->acc_fit.resid_best);
@@ -467,7 +467,7 @@ static void check_each_element_fit(int64_t N, int mode, const char *model)
     test_synth_default_or_fail(16, N, 512, 23, &c);
     result_list_t rows = {0};
     replay_beside_correct(&c, "test.each", mode, REF_EXACT, NULL, 0, &rows);
-    const acc_fit_t *fit = &find_row(&rows, "test.each", "R_exact")->acc_fit;
+    const acc_fit_t *fit = &replay_find_row(&rows, "test.each", "R_exact")->acc_fit;
     print_message("N=%lld: fit %s residual %.3g vs fp32 %.3g on %lld\n", (long long)N, fit->model,
                   fit->resid_best, fit->resid_fp32, (long long)fit->sampled);
     assert_string_equal(fit->model, model);
@@ -498,14 +498,14 @@ static void test_poison_masked_fails(void **state)
     read_or_fail(NANHEAD, &c);
     result_list_t rows = {0};
     replay_beside_correct(&c, "test.nan_to_zero", OUT_NAN_TO_ZERO, REF_EXACT, NULL, 1, &rows);
-    const result_t *z = find_row(&rows, "test.nan_to_zero", "R_exact");
+    const result_t *z = replay_find_row(&rows, "test.nan_to_zero", "R_exact");
     assert_int_equal(z->verdict, VERDICT_WRONG);
     assert_non_null(strstr(z->note, "poison masked"));
     if (!strstr(z->diagnosis, "rows 0-16 (x: rows 0-16 x columns 1024-1151 (17 x 128 = 2176 NaN)): "
                               "the operands give NaN (x quantized per token (traced): non-finite "
                               "x_scale), the kernel wrote finite values there (all zero"))
         fail_msg("diagnosis: %s", z->diagnosis);
-    const result_t *g = find_row(&rows, "test.correct", "R_exact");
+    const result_t *g = replay_find_row(&rows, "test.correct", "R_exact");
     assert_int_equal(g->verdict, VERDICT_POISONED_INPUT);
     assert_non_null(strstr(g->note, "no row with finite inputs left to judge"));
     assert_non_null(strstr(g->note, "x quantized per token (traced)"));
@@ -523,7 +523,7 @@ static void test_vs_nan_disagreement_fails(void **state)
     const kernel_desc_t kd = broken_kernel("test.nan_tile", OUT_NAN_TILE);
     result_list_t rows = {0};
     replay_with(&c, &(replay_with_t){"test.*", &kd, 1, 0, "w4a8.perblock", 0}, &rows);
-    const result_t *v = find_row(&rows, "test.nan_tile", "model:w4a8.perblock");
+    const result_t *v = replay_find_row(&rows, "test.nan_tile", "model:w4a8.perblock");
     assert_true(verdict_is_failure(v->verdict));
     assert_non_null(strstr(v->note, "non-finite on one side: 272)"));
     /* The other way round (the model NaN, the kernel finite) fails too. */
@@ -560,10 +560,10 @@ static void test_zero_reference(void **state)
     const kernel_desc_t kd = broken_kernel("test.constant", OUT_CONSTANT);
     result_list_t rows = {0};
     replay_with(&c, &(replay_with_t){"w4a8.folded,test.*", &kd, 1, 0, NULL, 0}, &rows);
-    const result_t *z = find_row(&rows, "w4a8.folded", "R_exact");
+    const result_t *z = replay_find_row(&rows, "w4a8.folded", "R_exact");
     assert_int_equal(z->verdict, VERDICT_PASS);
     assert_non_null(strstr(z->note, "the reference is exactly zero and so is the output"));
-    const result_t *k = find_row(&rows, "test.constant", "R_source");
+    const result_t *k = replay_find_row(&rows, "test.constant", "R_source");
     assert_int_equal(k->verdict, VERDICT_WRONG);
     /* 1.0 everywhere: ||out||_F = sqrt(8 * 256) exactly. */
     assert_true(fabs(k->metrics.abs_fro - sqrt(8.0 * 256.0)) < 1e-12);

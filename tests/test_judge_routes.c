@@ -60,14 +60,14 @@ static void test_recorded_route(void **state)
     o.refs = REF_EXACT;
     result_list_t rows = {0};
     replay_or_fail(&c, &o, &rows);
-    const result_t *r = find_row(&rows, "recorded.out", "R_exact");
+    const result_t *r = replay_find_row(&rows, "recorded.out", "R_exact");
     assert_int_equal(r->verdict, VERDICT_PASS);
     assert_non_null(strstr(r->note, "the output fits W4A4"));
     result_list_free(&rows);
 
     c.route = strdup("w4a4");
     replay_or_fail(&c, &o, &rows);
-    r = find_row(&rows, "recorded.out", "R_exact");
+    r = replay_find_row(&rows, "recorded.out", "R_exact");
     assert_int_equal(r->verdict, VERDICT_PASS);
     assert_non_null(strstr(r->note, "judged as the W4A4 route (the case's route attribute)"));
     result_list_free(&rows);
@@ -76,7 +76,7 @@ static void test_recorded_route(void **state)
     free(c.route);
     c.route = strdup("w4a8");
     replay_or_fail(&c, &o, &rows);
-    assert_true(verdict_is_failure(find_row(&rows, "recorded.out", "R_exact")->verdict));
+    assert_true(verdict_is_failure(replay_find_row(&rows, "recorded.out", "R_exact")->verdict));
     result_list_free(&rows);
     case_free(&c);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,8 @@
 #include "gate_lanes.h"
 #include "gate_selection.h"
 #include "kr_string.h"
+#include "partials_validate.h"
+#include "path_name.h"
 #include "judge.h"
 #include "kernel_selection.h"
 #include "policy.h"
@@ -537,6 +540,27 @@ static int gate_run_cases(gate_state_t *g, const results_meta_t *meta, result_li
     return status;
 }
 
+/* Is key a case of the plan that this run selects?  (partials_validate) */
+static int gate_key_planned(const void *ctx, const char *key)
+{
+    const gate_state_t *g = ctx;
+    for (int64_t i = 0; i < g->n_plan; i++)
+        if (!strcmp(g->plan[i].key, key))
+            return gate_plan_selected(g, i);
+    return 0;
+}
+
+/* --resume: the partials' rows are what this run would have written. */
+static int gate_check_partials(const gate_state_t *g, const result_list_t *rows, kr_error_t *err)
+{
+    const partials_plan_t plan = {
+        .run_dir = g->o->run_dir, .kernel_patterns = g->ropt.kernel_patterns,
+        .extra_kernels = g->ropt.extra_kernels, .n_extra_kernels = g->ropt.n_extra_kernels,
+        .planned = gate_key_planned, .planned_ctx = g,
+    };
+    return partials_validate(&plan, rows, g->done, g->n_done, err);
+}
+
 /* The run's rows against --baseline: the counts and the missing and new
  * rows go into the summary. */
 static int gate_compare_baseline(const gate_state_t *g, result_list_t *rows, gate_summary_t *sum,
@@ -544,8 +568,11 @@ static int gate_compare_baseline(const gate_state_t *g, result_list_t *rows, gat
 {
     const gate_options_t *o = g->o;
     result_list_t base = {0};
-    if (results_store_read(o->baseline_path, &base, NULL, err) ||
-        baseline_check_identity(&base, o->baseline_path, err)) {
+    results_meta_t base_meta;
+    if (results_store_read(o->baseline_path, &base, &base_meta, err) ||
+        baseline_check_identity(&base, o->baseline_path, err) ||
+        baseline_check_usable(&base, &base_meta, o->baseline_path, g->s.name,
+                              o->baseline_other_suite, err)) {
         result_list_free(&base);
         return -1;
     }
@@ -585,7 +612,10 @@ static int gate_write_outputs(const gate_state_t *g, const result_list_t *rows, 
         char hist[4400];
         if (make_dirs(o->history_dir, err))
             return -1;
-        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, meta->time_utc, meta->git_commit);
+        char when[64], commit[96];
+        path_component(meta->time_utc, when, sizeof when);
+        path_component(meta->git_commit, commit, sizeof commit);
+        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, when, commit);
         if (copy_file_atomic(path, hist, err))
             return -1;
     }
@@ -615,7 +645,8 @@ static int gate_steps(gate_state_t *g, results_meta_t *meta, result_list_t *rows
     gate_fill_meta(g, meta);
     if (o->resume && gate_resume(g, meta, rows, sum, err))
         return -1;
-    if (gate_replay_options(g, err) || gate_run_cases(g, meta, rows, sum, err))
+    if (gate_replay_options(g, err) || (o->resume && gate_check_partials(g, rows, err)) ||
+        gate_run_cases(g, meta, rows, sum, err))
         return -1;
     result_list_sort(rows);
     if (o->baseline_path && !g->baseline_missing && gate_compare_baseline(g, rows, sum, err))

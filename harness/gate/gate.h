@@ -36,6 +36,7 @@ typedef struct {
     int force;                  /* RUNDIR may hold another run (run_dir_check.h): replaced */
     const char *options_fingerprint; /* the row-changing options, canonical (cli_run_options.h); NULL: none */
     int allow_missing;          /* baseline rows absent from the run do not fail it */
+    int baseline_other_suite;   /* compare with a baseline of another suite all the same */
     int threads;
     int progress;               /* a progress line on stderr */
     const char *command;        /* for provenance */

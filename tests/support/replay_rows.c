@@ -8,7 +8,7 @@
 
 #include "replay_rows.h"
 
-const result_t *find_row(const result_list_t *rows, const char *kernel, const char *reference)
+const result_t *replay_find_row(const result_list_t *rows, const char *kernel, const char *reference)
 {
     for (int64_t i = 0; i < rows->count; i++)
         if (!strcmp(rows->rows[i].kernel, kernel) && !strcmp(rows->rows[i].reference, reference))

@@ -10,10 +10,12 @@ memory file carrying the operands and the output; stdout is the plugin's stderr,
 kernel's prints never mix with kreplay's tables or JSON.  The interpreter stays for the
 run: modules, torch and Triton stay imported, compiled kernels stay cached.
 
-Isolated mode (-I): neither the working directory, nor PYTHONPATH, nor the user's site
-directory is on sys.path, so a numpy.py beside the user can never stand in for numpy.  A
-kernel module is still found where the user named it: the kernel file's own directory, the
-working directory and PYTHONPATH are searched after the interpreter's own packages.
+Isolated mode (-I): neither the working directory nor the user's site directory is on
+sys.path and no PYTHON* variable steers the interpreter, so a numpy.py lying where kreplay
+runs can never stand in for numpy (_seal_path says what is put back, and where).  PYTHONPATH
+is the user's explicit choice: its entries go first, where Python puts them.  A kernel
+module is still found where the user named it: the kernel file's own directory and the
+working directory are searched after the interpreter's own packages.
 
 Protocol (little-endian).  A launch: b"KRPY", u32 version (3), i64 M, N, K, u32 n, then the
 n bytes of MODULE:FUNCTION.  The runner loads the callable (once per spec), reads its
@@ -122,6 +124,18 @@ def _search_path(extra):
     for p in extra:
         if p and p not in sys.path:
             sys.path.append(p)
+
+
+def _seal_path():
+    """sys.path of an isolated interpreter, plus what a kernel spec may need to be found.
+
+    PYTHONPATH's entries go where Python puts them, before the standard library; the
+    working directory (where a dotted MODULE is looked up) goes last, so a module there
+    never shadows an installed one.  A kernel file's own directory is added, last, when
+    the file is loaded (_load)."""
+    extra = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[0:0] = [p for p in extra if p not in sys.path]
+    _search_path([os.getcwd()])
 
 
 def _load(spec):
@@ -285,7 +299,7 @@ def _serve_one(head, fns, shared, cache):
 
 def main():
     sys.stdout = sys.stderr
-    _search_path([os.getcwd()] + os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    _seal_path()
     fns, shared = {}, Shared()
     cache = DeviceCache(os.environ.get("KREPLAY_PY_DEVICE") or None)
     while True:

@@ -139,8 +139,8 @@ static pid_t fork_runner(int child_end, int shm)
     if (sock_high < 0 || shm_high < 0 || dup2(sock_high, CHILD_FD) < 0 ||
         dup2(shm_high, SHARED_FD) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
         _exit(126);
-    /* -I: no working directory, PYTHONPATH or user site on sys.path before
-     * the interpreter's own packages (the runner adds them after). */
+    /* -I: nothing from the working directory or the user's site shadows the
+     * modules a kernel imports (the runner puts back what a spec needs). */
     char *const argv[] = {(char *)python, "-I", py_runner, NULL};
     execvp(python, argv);
     _exit(127);
