@@ -281,9 +281,12 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     metrics_compute_apart(out_f32, out_f32 ? NULL : out_bits, ref, rc->c->M, rc->c->N, apart, &r->metrics,
                           &sums);
     ulp_stats_bf16_vs_f32_apart(out_bits, ref, rc->c->M, rc->c->N, apart, &r->ulp);
-    /* How the kernel accumulates, from the operands R_exact was built from (judged). */
-    if (!strcmp(reference, "R_exact") &&
-        acc_fit_measure(&rc->in, act, out_bits, out_f32, apart, &r->acc_fit, err)) {
+    /* How the kernel accumulates, from the operands R_exact was built from
+     * (judged); a kernel without R_exact (bf16) on its R_source row. */
+    const kernel_desc_t *kd = desc_of(rc->opt, r);
+    const weight_kind_t wk = kd ? kd->weight_kind : WEIGHT_KIND_MXFP4;
+    if ((!strcmp(reference, "R_exact") || (!strcmp(reference, "R_source") && wk == WEIGHT_KIND_BF16)) &&
+        acc_fit_measure(&rc->in, act, wk, out_bits, out_f32, apart, &r->acc_fit, err)) {
         free(apart);
         return -1;
     }
@@ -295,15 +298,16 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         float *decoded = out_f32 ? NULL : bf16_to_f32(out_bits, MN);
         if (!out_f32 && !decoded)
             return kr_fail(err, "out of memory for the diagnosis");
-        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel,
+        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel, .fit = &r->acc_fit, .failed = 1,
                           .out = out_f32 ? out_f32 : decoded,
                           .ref = ref, .ref_name = reference, .threshold = r->threshold,
                           .kopt = &rc->opt->kernel,
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
-        if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN) {
+        if (diagnose(&d, &dr, &derr) == 0 && dr.hypothesis != DIAG_CLEAN && dr.line[0]) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
+            r->diagnosis_checked = dr.checked;
             r->verdict = diag_refine_verdict(&dr, r->verdict);
         }
         free(decoded);

@@ -43,6 +43,12 @@ typedef struct {
     char runner_up[24];
     double resid_fp32, resid_best, resid_runner_up;
     int64_t sampled;           /* outputs compared; 0 = not measured */
+    /* The fp32 summation bound (diagnosis/fp32_bound.h): outputs checked
+     * against what any fp32 summation order of the kernel's operands gives,
+     * how many lie outside, and the first of those (row, column, output,
+     * and the interval [lo, hi] it should be in). */
+    int64_t bound_checked, bound_outside, bound_row, bound_col;
+    double bound_out, bound_lo, bound_hi;
 } acc_fit_t;
 
 typedef struct {
@@ -64,7 +70,9 @@ typedef struct {
     double seconds;           /* wall time of the kernel model */
     double ref_f32_vs_f64;    /* --oracle: rel_fro of the fp32 reference against the fp64
                                  oracle on the same operands; NaN when not computed */
-    char diagnosis[384];      /* for WRONG / MAGNITUDE: the hypothesis the output matches */
+    char diagnosis[384];      /* for a failing row: the explanation the output matches, or what
+                                 is known for certain */
+    int64_t diagnosis_checked; /* 1: the diagnosis is a checked claim (diagnose.h) */
     acc_fit_t acc_fit;        /* R_exact rows: how the kernel accumulates (judged) */
     char device[48];          /* "cpu", or the GPU that ran the kernel */
     int reruns;               /* GPU: runs compared bitwise (0 on the CPU) */

@@ -74,6 +74,7 @@ const result_field_t result_fields[] = {
     F_F64(seconds),
     M_F64(ref_f32_vs_f64),
     F_STR(diagnosis),
+    RF_LINE(diagnosis_checked, int64_t, RF_I64, 1, NULL, 1, 0),
     F_STR(device),
     F_INT(reruns),
     F_I64(rerun_diff),
@@ -103,6 +104,13 @@ const result_field_t result_fields[] = {
     RF_LINE(acc_fit.resid_best, double, RF_F64, 1, NULL, 1, 1),
     RF_LINE(acc_fit.resid_runner_up, double, RF_F64, 1, NULL, 1, 1),
     RF_LINE(acc_fit.sampled, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_checked, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_outside, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_row, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_col, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_out, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_lo, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_hi, double, RF_F64, 1, NULL, 1, 1),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 

@@ -558,38 +558,38 @@ static const char *const operand_whats[G_OPERAND_COUNT] = {
     "activation codes", "activation scales", "weight codes", "weight scales", "output",
     "accumulation"};
 
-void g_prim_name(const g_prim_t *p, char *buf, int cap)
+/* "slot:row" (what = 0) or "what it reads: the row's meaning" (what = 1). */
+static void describe(const g_prim_t *p, int what, char *buf, int cap)
 {
-    if (p->alias) {
-        snprintf(buf, (size_t)cap, "%s", p->alias);
-        return;
-    }
+    const char *head = "", *text = "";
     switch (p->kind) {
     case G_KIND_INDEX:
-        snprintf(buf, (size_t)cap, "%s:%s", g_slots[p->slot].name, g_index_rows[p->row].name);
+        head = what ? g_slots[p->slot].what : g_slots[p->slot].name;
+        text = what ? g_index_rows[p->row].meaning : g_index_rows[p->row].name;
         break;
     case G_KIND_VALUE:
-        snprintf(buf, (size_t)cap, "%s:%s", operand_names[p->op], g_value_rows[p->row].name);
+        head = what ? operand_whats[p->op] : operand_names[p->op];
+        text = what ? g_value_rows[p->row].meaning : g_value_rows[p->row].name;
         break;
     case G_KIND_STRUCT:
-        snprintf(buf, (size_t)cap, "acc:%s", g_struct_rows[p->row].name);
+        head = what ? "" : "acc";
+        text = what ? g_struct_rows[p->row].meaning : g_struct_rows[p->row].name;
         break;
     }
+    snprintf(buf, (size_t)cap, "%s%s%s", head, head[0] ? (what ? ": " : ":") : "", text);
+}
+
+void g_prim_name(const g_prim_t *p, char *buf, int cap)
+{
+    if (p->alias)
+        snprintf(buf, (size_t)cap, "%s", p->alias);
+    else
+        describe(p, 0, buf, cap);
 }
 
 void g_prim_meaning(const g_prim_t *p, char *buf, int cap)
 {
-    switch (p->kind) {
-    case G_KIND_INDEX:
-        snprintf(buf, (size_t)cap, "%s: %s", g_slots[p->slot].what, g_index_rows[p->row].meaning);
-        break;
-    case G_KIND_VALUE:
-        snprintf(buf, (size_t)cap, "%s: %s", operand_whats[p->op], g_value_rows[p->row].meaning);
-        break;
-    case G_KIND_STRUCT:
-        snprintf(buf, (size_t)cap, "%s", g_struct_rows[p->row].meaning);
-        break;
-    }
+    describe(p, 1, buf, cap);
 }
 
 /* ---- compositions ---- */

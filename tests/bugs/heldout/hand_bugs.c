@@ -149,12 +149,11 @@ static int hand_launch(const void *x_fp8, const void *weight, const void *weight
                        const void *weight_ref, const float *x_scale, void *out, int64_t M,
                        int64_t N, int64_t K, void *stream)
 {
+    if (weight_ref || stream || K % 32 || K / 32 > 4096)
+        return kreplay_fail("a CPU per-block kernel: no weight_ref or stream, K a multiple of 32 "
+                            "up to 131072", 3);
     const uint8_t *x = x_fp8, *w = weight, *es = weight_scale;
     uint16_t *o = out;
-    (void)weight_ref;
-    (void)stream;
-    if (K % 32 || K / 32 > 4096)
-        return kreplay_fail("K must be a multiple of 32, at most 131072", 3);
     const int64_t nb = K / 32;
     float *xrows = malloc((size_t)(M * K) * sizeof(float)), *wrow = malloc((size_t)K * sizeof(float)),
           *brow = malloc((size_t)nb * sizeof(float));
