@@ -1423,8 +1423,12 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         case_id_job_finish(&id_job, id);
     if (rc)
         return -1;
-    for (int64_t i = first; i < out->count; i++)
+    for (int64_t i = first; i < out->count; i++) {
         memcpy(out->rows[i].case_id, id, sizeof id);
+        /* every failing row says something: one with no output to diagnose too */
+        if (!out->rows[i].diagnosis[0] && !diag_wanted(out->rows[i].verdict))
+            diag_no_output_line(out->rows[i].verdict, out->rows[i].diagnosis, sizeof out->rows[i].diagnosis);
+    }
     return 0;
 }
 

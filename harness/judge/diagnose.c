@@ -681,6 +681,25 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
     return 0;
 }
 
+void diag_no_output_line(verdict_t v, char *buf, int cap)
+{
+    const char *what = NULL;
+    switch (v) {
+    case VERDICT_CRASHED: what = "no output to test a hypothesis on: the kernel crashed (the note says how)"; break;
+    case VERDICT_TIMEOUT: what = "no output to test a hypothesis on: the kernel did not finish in time"; break;
+    case VERDICT_OOB_WRITE:
+        what = "the kernel wrote outside its output (the note says where)";
+        break;
+    case VERDICT_NONDETERMINISTIC:
+        what = "reruns on the same operands differ (the note says where): the output is not a function of "
+               "the operands";
+        break;
+    case VERDICT_ERROR: what = "no output to test a hypothesis on: the kernel failed (the note says why)"; break;
+    default: break;
+    }
+    snprintf(buf, (size_t)cap, "%s", what && verdict_is_failure(v) ? what : "");
+}
+
 verdict_t diag_verdict_hint(const diag_result_t *r)
 {
     if (!r->matched)

@@ -126,6 +126,12 @@ int diag_wanted(verdict_t v);
  * failure, or a GEMM failing). */
 int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err);
 
+/* The line of a row whose verdict has no output to diagnose (CRASHED,
+ * TIMEOUT, OOB_WRITE, NONDETERMINISTIC, ERROR, ...): what that verdict
+ * establishes, the note having the particulars; "" for a verdict that is
+ * not a failure. */
+void diag_no_output_line(verdict_t v, char *buf, int cap);
+
 /* r's verdict_hint (see there). */
 verdict_t diag_verdict_hint(const diag_result_t *r);
 

@@ -24,7 +24,7 @@ typedef struct {
     int bits;                   /* the output holds bf16 values */
     const int64_t *rows, *cols;
     int64_t sn;
-    double gamma;               /* gamma_{K+2} */
+    double gamma;               /* gamma~_{K+2}(lambda) */
     /* per sampled output: 1 outside, 0 inside, -1 not checked */
     signed char *outside;
     double *lo, *hi;
@@ -161,8 +161,9 @@ int fp32_bound_measure(const kernel_inputs_t *in, const kernel_act_t *act, weigh
             if (isfinite(act->dequant[i]) && bf16_decode(bf16_encode(act->dequant[i])) != act->dequant[i])
                 return 0;
     const int64_t M = in->M, N = in->N;
+    /* gamma~_n(lambda) = exp(lambda sqrt(n) u + n u^2 / (1 - u)) - 1 (fp32_bound.h) */
     const double u = 0x1p-24, n = (double)in->K + 2;
-    j.gamma = n * u / (1 - n * u);
+    j.gamma = expm1(FP32_BOUND_LAMBDA * sqrt(n) * u + n * u * u / (1 - u));
     int64_t *rows = malloc((size_t)M * sizeof(int64_t)), *cols = malloc((size_t)N * sizeof(int64_t));
     const size_t pts = (size_t)FP32_BOUND_ROWS * FP32_BOUND_COLS;
     j.outside = malloc(pts);

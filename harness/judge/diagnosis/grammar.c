@@ -162,6 +162,25 @@ static void ix2_wperm(int64_t *n, int64_t *k, int64_t N, int64_t K, int inverse)
     *k = 2 * j2 + nib;
 }
 
+/* An operand read with its row pitch halved (a = 0: row r starts at
+ * element r * cols / 2) or doubled (a = 1: at r * cols * 2, wrapping). */
+static void ix2_pitch(int64_t *r, int64_t *c, int64_t rows, int64_t cols, int a)
+{
+    const int64_t i = a ? (*r * 2 * cols + *c) % (rows * cols) : *r * (cols / 2) + *c;
+    *r = i / cols;
+    *c = i % cols;
+}
+
+/* An XOR swizzle within 32-element groups: column c read at
+ * c ^ ((r mod 2^bits) << shift), a = bits * 8 + shift (a tile stored one way
+ * and read the other). */
+static void ix2_swizzle(int64_t *r, int64_t *c, int64_t rows, int64_t cols, int a)
+{
+    (void)rows;
+    const int64_t j = (*c & ~(int64_t)31) | ((*c & 31) ^ ((*r & ((1 << (a / 8)) - 1)) << (a % 8)));
+    *c = j < cols ? j : *c;
+}
+
 /* Every full t x t output tile written transposed. */
 static void ix2_tile_transpose(int64_t *m, int64_t *n, int64_t M, int64_t N, int t)
 {
@@ -191,6 +210,7 @@ static void ix2_from_column(int64_t *m, int64_t *n, int64_t M, int64_t N, int a)
 #define ROT(j, d, g, ds) {"rot" g ds, "rotated within aligned groups of " g " (reads i" ds ")", ix_group_rotate, NULL, j, d, GRP(j), AX_1D, 0, 0}
 #define TR(j, a, r, c) {"tr" r "x" c, "each aligned group of " r "x" c " read transposed", ix_group_transpose, NULL, j, a, GRP(j), AX_1D, 0, 0}
 #define MAP2(nm, meaning, fn, a, len, op, routes) {nm, meaning, NULL, fn, a, 0, len, AX_2D, G_O(op), routes}
+#define SWZ(bits, shift, m, sh) {"swz" m "<<" sh, "swizzled: element k of row r read at k xor ((r & " m ") << " sh ") within 32", NULL, ix2_swizzle, bits * 8 + shift, 0, 2, AX_2D, G_O(G_XC) | G_O(G_WC), 0}
 
 const g_index_row_t g_index_rows[] = {
     {"next", "reads index i+1 (the last keeps its own)", ix_shift, NULL, 1, 1, 2, AX_1D, 0, 0},
@@ -248,6 +268,13 @@ const g_index_row_t g_index_rows[] = {
          G_OUT, 0),
     MAP2("by-column", "indexed by the output column (n % M), not the row", ix2_from_column, 0, 1,
          G_XS, G_R(G_ROUTE_W4A8)),
+    {"pitch/2", "rows read with half the row pitch (row r from element r * K / 2)", NULL, ix2_pitch, 0,
+     0, 2, AX_2D, G_O(G_XC) | G_O(G_WC), 0},
+    {"pitch*2", "rows read with twice the row pitch (row r from element 2 r K, wrapping)", NULL,
+     ix2_pitch, 1, 0, 2, AX_2D, G_O(G_XC) | G_O(G_WC), 0},
+    SWZ(1, 0, "1", "0"), SWZ(1, 1, "1", "1"), SWZ(1, 2, "1", "2"), SWZ(1, 3, "1", "3"), SWZ(1, 4, "1", "4"),
+    SWZ(2, 0, "3", "0"), SWZ(2, 1, "3", "1"), SWZ(2, 2, "3", "2"), SWZ(2, 3, "3", "3"),
+    SWZ(3, 0, "7", "0"), SWZ(3, 1, "7", "1"), SWZ(3, 2, "7", "2"),
 };
 
 const int g_index_row_count = (int)(sizeof g_index_rows / sizeof g_index_rows[0]);
@@ -286,10 +313,10 @@ const int g_value_row_count = (int)(sizeof g_value_rows / sizeof g_value_rows[0]
 /* ---- structure ---- */
 
 #define W8 G_R(G_ROUTE_W4A8)
-#define SUM(nm, f, every, xs, what) {nm, "running sum rounded to " what, GS_ROUND_SUM, f, every, xs, 0, 0, 0, 0, xs ? W8 : G_R_ALL}
+#define SUM(nm, f, every, xs, what) {nm, "running sum rounded to " what, GS_ROUND_SUM, f, every, xs, 0, 0, 0, 0, xs ? W8 : G_R_ALL, 0, 0}
 #define XS_IN ", x_scale applied to each product"
-#define SPLIT(nm, f, parts, what) {nm, "split-K in " #parts " parts, each partial stored as " what " before the reduction", GS_SPLIT_STORE, f, 0, 0, parts, 0, 0, 0, G_R_ALL}
-#define KW(nm, what, unit, parts, last, weight) {nm, what, GS_K_WEIGHT, G_FMT_BF16, 0, 0, parts, unit, last, weight, G_R_ALL}
+#define SPLIT(nm, f, parts, what) {nm, "split-K in " #parts " parts, each partial stored as " what " before the reduction", GS_SPLIT_STORE, f, 0, 0, parts, 0, 0, 0, G_R_ALL, 0, 0}
+#define KW(nm, what, unit, parts, last, weight) {nm, what, GS_K_WEIGHT, G_FMT_BF16, 0, 0, parts, unit, last, weight, G_R_ALL, 0, 0}
 const g_struct_row_t g_struct_rows[] = {
     SUM("bf16-elem", G_FMT_BF16, 1, 0, "bf16 after every element"),
     SUM("bf16-k16", G_FMT_BF16, 16, 0, "bf16 every 16-K block"),
@@ -310,11 +337,11 @@ const g_struct_row_t g_struct_rows[] = {
     SUM("fp16-k32-xs", G_FMT_FP16, 32, 1, "fp16 every 32-K block" XS_IN),
     SUM("fp16-k128-xs", G_FMT_FP16, 128, 1, "fp16 every 128-K block" XS_IN),
     {"prod-bf16", "each product rounded to bf16 before it is added", GS_ROUND_PRODUCT, G_FMT_BF16,
-     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16)},
+     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16), 0, 0},
     {"prod-fp16", "each product rounded to fp16 before it is added", GS_ROUND_PRODUCT, G_FMT_FP16,
-     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16)},
+     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16), 0, 0},
     {"prod-bf16-xs", "each product, x_scale applied, rounded to bf16 before it is added",
-     GS_ROUND_PRODUCT, G_FMT_BF16, 0, 1, 0, 0, 0, 0, W8},
+     GS_ROUND_PRODUCT, G_FMT_BF16, 0, 1, 0, 0, 0, 0, W8, 0, 0},
     SPLIT("bf16-split2", G_FMT_BF16, 2, "bf16"),
     SPLIT("bf16-split4", G_FMT_BF16, 4, "bf16"),
     SPLIT("bf16-split8", G_FMT_BF16, 8, "bf16"),
@@ -345,6 +372,14 @@ const g_struct_row_t g_struct_rows[] = {
     KW("split8-first-dropped", "split-K in 8: the first part's partial lost", 0, 8, 0, 0),
     KW("split8-last-twice", "split-K in 8: the last part's partial added twice", 0, 8, 1, 2),
     KW("split8-first-twice", "split-K in 8: the first part's partial added twice", 0, 8, 0, 2),
+    {"k-first-quarter-only", "the K loop covers only the first quarter of K", GS_K_WEIGHT, G_FMT_BF16, 0,
+     0, 4, 0, 1, 0, G_R_ALL, 3, 0},
+    {"k-first-eighth-only", "the K loop covers only the first eighth of K", GS_K_WEIGHT, G_FMT_BF16, 0, 0,
+     8, 0, 1, 0, G_R_ALL, 7, 0},
+    {"k-odd-dropped", "the odd K elements skipped (a loop stepping by 2)", GS_K_WEIGHT, G_FMT_BF16, 0, 0, 0,
+     1, 0, 0, G_R_ALL, 0, 1},
+    {"k-even-dropped", "the even K elements skipped (a loop stepping by 2 from 1)", GS_K_WEIGHT,
+     G_FMT_BF16, 0, 0, 0, 1, 0, 0, G_R_ALL, 0, 2},
 };
 const int g_struct_row_count = (int)(sizeof g_struct_rows / sizeof g_struct_rows[0]);
 
@@ -353,6 +388,7 @@ const int g_struct_row_count = (int)(sizeof g_struct_rows / sizeof g_struct_rows
 const g_slot_t g_slots[] = {
     {G_XC, G_AX_M, G_R_ALL, "x-rows", "activation rows"},
     {G_XC, G_AX_K, G_R_ALL, "x-k", "activation codes along K"},
+    {G_XC, G_AX_2D, G_R_ALL, "x", "the activations"},
     {G_XS, G_AX_M, G_R_MX, "xs-rows", "activation scales, row index"},
     {G_XS, G_AX_B, G_R(G_ROUTE_W4A4), "xs-blocks", "activation block scales along K"},
     {G_XS, G_AX_2D, G_R(G_ROUTE_W4A8), "xs", "x_scale"},
@@ -462,12 +498,14 @@ static int index_row_applies(const g_shape_t *s, const g_slot_t *slot, const g_i
     if (slot->axis == G_AX_2D) {
         if (r->fn2 == NULL)
             return 0;
-        if (slot->op == G_WC && !s->wperm_ok)
+        if (slot->op == G_WC && !s->wperm_ok && r->fn2 == ix2_wperm)
             return 0;
         if (slot->op == G_OUT)
             return s->M >= r->a && s->N >= r->a;
         if (slot->op == G_XS)
             return s->M >= 2 && s->N >= 2;
+        if (slot->op == G_XC)
+            return s->M >= 2 && s->K >= 64;
         return s->N >= 2 && s->K >= 64;
     }
     const int64_t len = g_axis_len(s, slot->axis);
@@ -605,7 +643,8 @@ int g_compatible(const g_prim_t *a, const g_prim_t *b)
         return 1;
     switch (a->kind) {
     case G_KIND_INDEX:
-        return a->slot != b->slot || a->row != b->row;
+        /* one 2-D map an operand (they reinterpret the whole layout) */
+        return a->slot != b->slot || (a->row != b->row && a->axis != G_AX_2D);
     case G_KIND_VALUE:
         /* Two readings of one operand's values compose, unless both decode
          * or both round (one replaces the other). */

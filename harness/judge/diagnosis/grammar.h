@@ -134,6 +134,8 @@ typedef struct {
     int last;               /* GS_K_WEIGHT: the last range (1) or the first (0) */
     int weight;             /* GS_K_WEIGHT: 0 or 2 */
     unsigned routes;
+    int span;               /* GS_K_WEIGHT with unit 0: the range is this many parts (0: one) */
+    int parity;             /* GS_K_WEIGHT: 1 the odd elements, 2 the even ones (unit 1), not a range */
 } g_struct_row_t;
 
 /* ---- the slots and the primitives of a case ---- */

@@ -194,6 +194,18 @@ static float e8m0_value(uint32_t mask, uint8_t b, e8m0_mode_t mode)
 
 /* ---- operands ---- */
 
+/* An activation code's value on the route (W4A8 fp8, W4A4 e2m1). */
+static float code_value(const g_ops_t *g, uint32_t mask, uint8_t c)
+{
+    return g->shape.route == G_ROUTE_W4A8 ? fp8_value(g, mask, c) : e2m1_value(mask, c);
+}
+
+void g_ops_ready(g_ops_t *g)
+{
+    for (int c = 0; c < 256; c++)
+        g->xlut[c] = g->shape.route == G_ROUTE_BF16 ? 0.0f : code_value(g, 0, (uint8_t)c);
+}
+
 void g_x_row(const g_ops_t *g, const g_plan_t *p, int64_t m, const int32_t *kidx, float *a, float *xb)
 {
     const int64_t M = g->M, K = g->K, nb = g->nb;
@@ -203,21 +215,23 @@ void g_x_row(const g_ops_t *g, const g_plan_t *p, int64_t m, const int32_t *kidx
         const int64_t m1 = g_plan_index(p, G_XC, G_AX_M, m, M);
         const float min_normal = route == G_ROUTE_W4A8 ? (g->fp8_fnuz ? 0x1p-7f : 0x1p-6f)
                                  : route == G_ROUTE_W4A4 ? 1.0f : 0x1p-126f;
-        const int k_maps = p->n_maps[G_XC][G_AX_K] > 0;
+        const int k_maps = p->n_maps[G_XC][G_AX_K] > 0, two_d = p->n_maps[G_XC][G_AX_2D] > 0;
         /* The codes' values, once for all 256 (or 16) codes. */
-        float lut[256];
-        if (route != G_ROUTE_BF16)
-            for (int c = 0; c < 256; c++) {
-                const float v = route == G_ROUTE_W4A8 ? fp8_value(g, mask, (uint8_t)c)
-                                                      : e2m1_value(mask, (uint8_t)c);
-                lut[c] = mask ? transform(mask, v, min_normal) : v;
-            }
+        float own[256];
+        const float *lut = g->xlut;
+        if (route != G_ROUTE_BF16 && mask) {
+            for (int c = 0; c < 256; c++)
+                own[c] = transform(mask, code_value(g, mask, (uint8_t)c), min_normal);
+            lut = own;
+        }
         for (int64_t k = 0; k < K; k++) {
-            const int64_t k1 = kidx ? kidx[k] : k_maps ? g_plan_index(p, G_XC, G_AX_K, k, K) : k;
+            int64_t mm = m1, k1 = kidx ? kidx[k] : k_maps ? g_plan_index(p, G_XC, G_AX_K, k, K) : k;
+            if (two_d)
+                plan_index2(p, G_XC, &mm, &k1, M, K);
             if (route != G_ROUTE_BF16) {
-                a[k] = lut[g->xcodes[m1 * K + k1]];
+                a[k] = lut[g->xcodes[mm * K + k1]];
             } else {
-                const float v = g->xvals[m1 * K + k1];
+                const float v = g->xvals[mm * K + k1];
                 a[k] = mask ? transform(mask, bf16_bits_value(mask, bf16_encode(v)), min_normal) : v;
             }
         }
@@ -282,7 +296,12 @@ void g_k_weights(const g_ops_t *g, const g_plan_t *p, float *c)
         c[k] = 1.0f;
     for (int i = 0; i < p->n_kw; i++) {
         const g_struct_row_t *r = p->kw[i];
-        const int64_t len = r->unit ? r->unit : K / r->parts;
+        if (r->parity) {
+            for (int64_t k = r->parity == 1 ? 1 : 0; k < K; k += 2)
+                c[k] *= (float)r->weight;
+            continue;
+        }
+        const int64_t len = r->unit ? r->unit : K / r->parts * (r->span ? r->span : 1);
         const int64_t k0 = r->last ? K - len : 0;
         for (int64_t k = k0; k < k0 + len; k++)
             c[k] *= (float)r->weight;

@@ -36,7 +36,11 @@ typedef struct {
     const uint16_t *wbf16;      /* bf16 [N, K] */
     const g_prim_t *prims;      /* the enumeration */
     int n_prims;
+    float xlut[256];            /* the activation codes' values as read as specified (g_ops_ready) */
 } g_ops_t;
+
+/* Fills g->xlut once the operands are set. */
+void g_ops_ready(g_ops_t *g);
 
 /* A hypothesis made ready to evaluate. */
 #define G_PLAN_MAPS 2

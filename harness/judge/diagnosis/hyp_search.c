@@ -84,13 +84,15 @@ static int ops_init(g_search_t *s)
         return -1;
     g->n_prims = g_enumerate(&g->shape, s->prims, G_MAX_PRIMS);
     g->prims = s->prims;
+    g_ops_ready(g);
     return 1;
 }
 
 /* ---- samples ---- */
 
-/* How wrong each judged row and column is: its squared error over its
- * reference's energy, plus one for each element non-finite on one side. */
+/* How wrong each judged row and column is: the share of its elements
+ * non-finite on one side only, times 1e6 (nonfinite_kind), plus its squared
+ * error over its reference's energy. */
 static int badness(g_search_t *s)
 {
     const dctx_t *x = s->x;
@@ -98,19 +100,25 @@ static int badness(g_search_t *s)
     s->row_bad = calloc((size_t)M, sizeof(double));
     s->col_bad = calloc((size_t)N, sizeof(double));
     double *rden = calloc((size_t)M, sizeof(double)), *cden = calloc((size_t)N, sizeof(double));
-    if (!s->row_bad || !s->col_bad || !rden || !cden) {
-        free(rden), free(cden);
-        return -1;
-    }
-    for (int64_t m = 0; m < M; m++) {
+    int64_t *rnf = calloc((size_t)M, sizeof(int64_t)), *cnf = calloc((size_t)N, sizeof(int64_t));
+    unsigned char *wild = calloc((size_t)M, 1);
+    const int ok = s->row_bad && s->col_bad && rden && cden && rnf && cnf && wild;
+    for (int64_t m = 0; m < M && ok; m++) {
         if (x->poisoned_rows && x->poisoned_rows[m])
             continue;
+        /* A row whose reference reaches fp32's top (operands scaled by
+         * 2^127: an MXFP4 quantizer's NaN blocks) is ruled by a few huge
+         * terms and tells readings apart poorly: not picked as most wrong. */
+        for (int64_t n = 0; n < N && !wild[m]; n++)
+            wild[m] = !(fabsf(x->d->ref[m * N + n]) < 0x1p100f) && !isnan(x->d->ref[m * N + n]);
         for (int64_t n = 0; n < N; n++) {
             const float o = x->d->out[m * N + n], r = x->d->ref[m * N + n];
-            if (isfinite(o) != isfinite(r)) {
-                s->row_bad[m] += 1e6;
-                s->col_bad[n] += 1e6;
-            } else if (isfinite(o)) {
+            /* near fp32's top counts as non-finite, as in the screen */
+            const int fo = isfinite(o) && fabsf(o) < 0x1p126f, fr = isfinite(r) && fabsf(r) < 0x1p126f;
+            if (fo != fr) {
+                rnf[m]++;
+                cnf[n]++;
+            } else if (fo) {
                 const double e = ((double)o - r) * ((double)o - r);
                 s->row_bad[m] += e;
                 s->col_bad[n] += e;
@@ -119,12 +127,13 @@ static int badness(g_search_t *s)
             }
         }
     }
-    for (int64_t m = 0; m < M; m++)
-        s->row_bad[m] = x->poisoned_rows && x->poisoned_rows[m] ? -1 : s->row_bad[m] / (rden[m] + 1e-300);
-    for (int64_t n = 0; n < N; n++)
-        s->col_bad[n] /= cden[n] + 1e-300;
-    free(rden), free(cden);
-    return 0;
+    for (int64_t m = 0; m < M && ok; m++)
+        s->row_bad[m] = x->poisoned_rows && x->poisoned_rows[m] ? -1
+                        : wild[m] ? 0 : 1e6 * (double)rnf[m] / (double)N + fmin(s->row_bad[m] / (rden[m] + 1e-300), 1e5);
+    for (int64_t n = 0; n < N && ok; n++)
+        s->col_bad[n] = 1e6 * (double)cnf[n] / (double)M + fmin(s->col_bad[n] / (cden[n] + 1e-300), 1e5);
+    free(rden), free(cden), free(rnf), free(cnf), free(wild);
+    return ok ? 0 : -1;
 }
 
 static int taken(const int64_t *idx, int64_t n, int64_t v)
@@ -135,29 +144,42 @@ static int taken(const int64_t *idx, int64_t n, int64_t v)
     return 0;
 }
 
-/* Up to `worst` of the most wrong indices (bad[i] < 0: never), preferring
- * indices whose low bits differ from those already taken, then up to
- * `spread` more spread evenly; returns how many. */
+static int nonfinite_kind(double bad)
+{
+    return bad >= 0.5e6;    /* badness(): mostly non-finite mismatches */
+}
+
+/* The most wrong index left for pick's pass (-1: none).  Pass 0 takes the
+ * most wrong, then the most wrong of the other kind (wrong by finite values
+ * vs by a non-finite mismatch), so a sample of the most wrong has finite
+ * outputs to discriminate on; pass 1 indices of other alignments (low bits);
+ * pass 2 any. */
+static int64_t next_pick(const double *bad, int64_t len, const int64_t *idx, int64_t n, int pass)
+{
+    int64_t best = -1;
+    for (int64_t i = 0; i < len; i++) {
+        if (bad[i] < 0 || taken(idx, n, i))
+            continue;
+        if (pass == 0 && n == 1 && nonfinite_kind(bad[i]) == nonfinite_kind(bad[idx[0]]))
+            continue;
+        int fresh = 1;
+        for (int64_t j = 0; j < n && pass == 1; j++)
+            fresh &= (idx[j] & 7) != (i & 7);
+        if (fresh && (best < 0 || bad[i] > bad[best]))
+            best = i;
+    }
+    return best;
+}
+
+/* Up to `worst` of the most wrong indices (bad[i] < 0: never; next_pick),
+ * then up to `spread` more spread evenly over the rest; returns how many. */
 static int64_t pick(const double *bad, int64_t len, const unsigned char *skip, int64_t worst, int64_t spread,
                     int64_t *idx)
 {
     int64_t n = 0;
-    for (int pass = 0; pass < 2 && n < worst; pass++)
-        for (int64_t t = n; t < worst; t++) {
-            int64_t best = -1;
-            for (int64_t i = 0; i < len; i++) {
-                if (bad[i] < 0 || taken(idx, n, i))
-                    continue;
-                int fresh = 1;
-                for (int64_t j = 0; j < n && pass == 0; j++)
-                    fresh &= (idx[j] & 7) != (i & 7);
-                if (fresh && (best < 0 || bad[i] > bad[best]))
-                    best = i;
-            }
-            if (best < 0)
-                break;
-            idx[n++] = best;
-        }
+    for (int pass = 0; pass < 3 && n < worst; pass++)
+        for (int64_t got; n < worst && (pass > 0 || n < 2) && (got = next_pick(bad, len, idx, n, pass)) >= 0;)
+            idx[n++] = got;
     /* the spread ones evenly over the indices not taken, both ends included */
     int64_t *even = malloc((size_t)len * sizeof(int64_t));
     unsigned char *mask = malloc((size_t)len);
@@ -166,8 +188,9 @@ static int64_t pick(const double *bad, int64_t len, const unsigned char *skip, i
             mask[i] = (skip && skip[i]) || bad[i] < 0;
         for (int64_t i = 0; i < n; i++)
             mask[idx[i]] = 1;
-        const int64_t got = diag_sample(len, spread, mask, even);
-        for (int64_t i = 0; i < got; i++)
+        /* one spread index is the middle one, not the first */
+        const int64_t got = diag_sample(len, spread == 1 ? 3 : spread, mask, even);
+        for (int64_t i = spread == 1 && got == 3 ? 1 : 0; i < got && i < (spread == 1 ? 2 : got); i++)
             idx[n++] = even[i];
     }
     free(even);
@@ -364,6 +387,23 @@ static int reproduces(const dctx_t *x, const g_ops_t *g, const g_score_t *w, con
 
 /* ---- the report ---- */
 
+/* A primitive's meaning; a K range with the case's own indices. */
+static void prim_meaning(const g_ops_t *g, const g_prim_t *p, char *buf, int cap)
+{
+    g_prim_meaning(p, buf, cap);
+    if (p->kind != G_KIND_STRUCT || g_struct_rows[p->row].kind != GS_K_WEIGHT || g_struct_rows[p->row].parity)
+        return;
+    const g_struct_row_t *r = &g_struct_rows[p->row];
+    const int64_t K = g->K, len = r->unit ? r->unit : K / r->parts * (r->span ? r->span : 1);
+    const int64_t k0 = r->last ? K - len : 0;
+    const size_t used = strlen(buf);
+    if (len == 1)
+        snprintf(buf + used, (size_t)cap - used, ": k %lld %s", (long long)k0, r->weight ? "counted twice" : "missing");
+    else
+        snprintf(buf + used, (size_t)cap - used, ": k %lld-%lld %s", (long long)k0, (long long)(k0 + len - 1),
+                 r->weight ? "counted twice" : "missing");
+}
+
 /* "'a' + 'b'" (meanings 0) or "a's meaning; b's meaning" (meanings 1). */
 static void hyp_text(const g_ops_t *g, const g_hyp_t *h, int meanings, char *buf, int cap)
 {
@@ -372,7 +412,7 @@ static void hyp_text(const g_ops_t *g, const g_hyp_t *h, int meanings, char *buf
     for (int i = 0; i < h->n && len < cap; i++) {
         char one[192];
         if (meanings)
-            g_prim_meaning(&g->prims[h->p[i]], one, sizeof one);
+            prim_meaning(g, &g->prims[h->p[i]], one, sizeof one);
         else
             g_prim_name(&g->prims[h->p[i]], one, sizeof one);
         len += snprintf(buf + len, (size_t)(cap - len), meanings ? "%s%s" : "%s'%s'",
@@ -497,7 +537,7 @@ int diag_try_grammar(dctx_t *x)
     }
     diag_tried(x, "grammar");
     int result = -1;
-    if (badness(&s) || sample_make(&s, 2, 0, 2, 0, &r.s0) || sample_make(&s, 2, 2, 4, 4, &r.sf) ||
+    if (badness(&s) || sample_make(&s, 2, 1, 2, 0, &r.s0) || sample_make(&s, 2, 2, 4, 4, &r.sf) ||
         sample_make(&s, 4, 4, 16, 16, &r.s1) || sample_make(&s, 8, 8, 32, 32, &r.s2))
         goto done;
     s.alt = malloc((size_t)(r.s2.count + r.s1.count + 1) * sizeof(float));
@@ -516,6 +556,16 @@ int diag_try_grammar(dctx_t *x)
         goto done;
     x->grammar_prims = s.ops.n_prims;
     x->grammar_tried = scr.screened;
+    if (getenv("KREPLAY_DIAG_DEBUG")) {
+        fprintf(stderr, "screen: base rel %g nf %lld, %d kept; rows %lld %lld cols %lld %lld\n", scr.base_rel,
+                (long long)scr.base_nf, scr.n_cands, (long long)r.s0.rows[0], (long long)r.s0.rows[r.s0.nr - 1],
+                (long long)r.s0.cols[0], (long long)r.s0.cols[r.s0.nc - 1]);
+        for (int i = 0; i < scr.n_cands && i < 8; i++) {
+            char nm[200];
+            hyp_text(&s.ops, &scr.cands[i].h, 0, nm, sizeof nm);
+            fprintf(stderr, "  %s %g\n", nm, scr.cands[i].rel);
+        }
+    }
     g_score_t base;
     int nk = 0, nr = 0;
     if (stage_small(&s, &r.sf, &scr, &base, r.kept, &nk))
