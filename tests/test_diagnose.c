@@ -604,7 +604,24 @@ static void test_parity_rows_with_near_miss(void **state)
         for (int64_t n = 0; n < p.N; n++)
             s.out[m * p.N + n] = -s.out[m * p.N + n];
     s.out[3 * p.N + 7] = -s.out[3 * p.N + 7];
-    diagnosis_is(&s, DIAG_ROWS, "the odd rows are wrong");
+    const diag_result_t r = diagnosis_is(&s, DIAG_ROWS, "the odd rows are wrong (negated: out = -R_exact there");
+    /* a place and what reproduces it there, no guessed cause */
+    assert_true(r.checked);
+    assert_null(strstr(r.line, "unwritten"));
+    assert_null(strstr(r.line, "masked"));
+    assert_null(strstr(r.line, "inputs"));
+    scenario_free(&s);
+
+    /* rows 4-7 wrong by an arbitrary amount: the place, unchecked, and nothing else */
+    const setup_t q = perblock_scenario(&s, 12, 0);
+    test_rng_t rng = {7};
+    for (int64_t m = 4; m < 8; m++)
+        for (int64_t n = 0; n < q.N; n++)
+            s.out[m * q.N + n] *= (float)(1.0 + 0.5 * test_rng_normal(&rng));
+    diag_result_t any;
+    scenario_diagnose(&s, NULL, &any);
+    if (!strstr(any.line, "rows 4-7") || any.checked || strstr(any.line, "unwritten") || strstr(any.line, "tile "))
+        fail_msg("%s", any.line);
     scenario_free(&s);
 }
 

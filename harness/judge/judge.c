@@ -41,8 +41,8 @@ int judge_poison_locate(const float *x, int64_t M, int64_t K, judge_poison_t *p,
 }
 
 /* An external kernel (a plugin, a Python kernel) is judged as the registry
- * model of its family is: that model's policy rule, every line of it
- * (worst_row_rel included), when the policy has one. */
+ * model of its family is: that model's policy rule (worst_row_rel, the
+ * bias limits, the non-finite rule) when the policy has one. */
 static const policy_rule_t *family_rule(const policy_t *p, const kernel_desc_t *k, const result_t *row)
 {
     if (!k || !k->rules_of || kernel_find(row->kernel))
@@ -66,6 +66,11 @@ void judge_rule_for(const policy_t *p, const kernel_desc_t *k, const result_t *r
     const policy_rule_t *fam = family_rule(p, k, row);
     if (fam) {
         *rule = *fam;
+        /* identical_min and max_ulp measure the model's own summation order
+         * against R_exact's; another correct order may differ more in the
+         * last bit (the fp32 bound checks any order instead). */
+        rule->identical_min = NAN;
+        rule->max_ulp = -1;
         kr_strlcpy(rule->kernel, row->kernel, sizeof rule->kernel);
         char origin[sizeof rule->origin + 96];
         snprintf(origin, sizeof origin, "%.63s's rule, its family's model: %s", k->rules_of->name, fam->origin);
