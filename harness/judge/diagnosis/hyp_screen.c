@@ -293,12 +293,12 @@ static void combine(const scr_t *sc, const double *P, const float *xb, const flo
 }
 
 /* Residual of alt against the target over the determined positions; 0 when
- * fewer than half are determined. */
+ * fewer than half are determined or none is finite on both sides. */
 static int score(const scr_t *sc, const float *alt, const float *t, const unsigned char *d,
                  double *rel, int64_t *nf)
 {
     double num = 0, den = 0;
-    int det = 0;
+    int det = 0, finite = 0;
     *nf = 0;
     for (int i = 0; i < sc->rc; i++) {
         if (!d[i])
@@ -311,11 +311,13 @@ static int score(const scr_t *sc, const float *alt, const float *t, const unsign
         if (fa != ft) {
             (*nf)++;
         } else if (fa) {
+            finite++;
             num += ((double)t[i] - alt[i]) * ((double)t[i] - alt[i]);
             den += (double)alt[i] * alt[i];
         }
     }
-    if (det * 2 < sc->rc)
+    /* NaN agreeing with NaN tells no reading from another: some finite pair */
+    if (det * 2 < sc->rc || finite == 0)
         return 0;
     *rel = den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
     return 1;

@@ -22,6 +22,7 @@
 #define G_SCREEN_KEEP 0.05      /* the screen keeps a composition within this residual */
 #define G_SCREEN_CAP 48
 #define G_RANK_CAP 16
+#define G_CONFIRM 4             /* compositions confirmed on the large sample */
 
 typedef struct {
     g_hyp_t h;
@@ -489,8 +490,26 @@ static int report(g_search_t *s, g_run_t *r, int nr)
     dctx_t *x = s->x;
     const g_hyp_t none = {0, {0, 0}};
     g_score_t best, base, runner = {0};
-    if (score_on(s, &r->s2, &r->ranked[0].h, NULL, &best) || score_on(s, &r->s2, &none, NULL, &base))
+    if (score_on(s, &r->s2, &none, NULL, &base))
         return -1;
+    /* the first few of the ranking confirmed on the larger sample, the best
+     * there kept: a map the middle sample could not tell from another (two
+     * row maps that differ on rows it has none of) is told apart here */
+    int bi = 0;
+    for (int i = 0; i < nr && i < G_CONFIRM; i++) {
+        g_score_t v;
+        if (score_on(s, &r->s2, &r->ranked[i].h, NULL, &v))
+            return -1;
+        if (i == 0 || before(&v, &best)) {
+            best = v;
+            bi = i;
+        }
+    }
+    if (bi != 0) {      /* the runner-up below is looked for from the top again */
+        const g_score_t t = r->ranked[0];
+        r->ranked[0] = r->ranked[bi];
+        r->ranked[bi] = t;
+    }
     char names[200], meaning[400], ev[160];
     hyp_text(&s->ops, &best.h, 0, names, sizeof names);
     if (getenv("KREPLAY_DIAG_DEBUG"))
