@@ -47,18 +47,7 @@ typedef struct {
 static void setup(setup_t *s, int64_t M, int64_t N, int64_t K, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
-    test_synth_default_or_fail(M, N, K, seed, &s->c);
-    kr_error_t err = {{0}};
-    const uint8_t *w = case_weight_checkpoint(&s->c, &s->w_owned, &err);
-    assert_non_null(w);
-    s->in = (kernel_inputs_t){.M = M, .N = N, .K = K, .x = s->c.x, .x_fp8 = s->c.x_fp8,
-                              .x_scale = s->c.x_scale, .x_fp8_format = s->c.x_fp8_format,
-                              .weight = {.packed = w, .scales = s->c.weight_scale, .layout = s->c.scale_layout,
-                                         .e8m0_mode = E8M0_SPEC, .N = N, .K = K}};
-    const kernel_desc_t *k = kernel_find("w4a8.perblock");
-    kernel_options_t o;
-    kernel_options_default(&o);
-    assert_int_equal(k->prepare_act(k, &s->in, &o, &s->act, &err), 0);
+    test_w4a8_case_or_fail(M, N, K, seed, &s->c, &s->w_owned, &s->in, &s->act);
     s->M = M, s->N = N, s->K = K;
 }
 
@@ -190,6 +179,15 @@ static verdict_t judged(const setup_t *s, order_t order, acc_fit_t *fit, char *n
     return v;
 }
 
+/* judged(), and what it found printed under NAME. */
+static verdict_t judged_shown(setup_t *s, order_t o, const char *name, acc_fit_t *fit, char *note, size_t cap)
+{
+    const verdict_t v = judged(s, o, fit, note, cap);
+    print_message("  %-17s %s: %lld of %lld sampled outputs outside; %s\n", name, verdict_name(v),
+                  (long long)fit->bound_outside, (long long)fit->bound_checked, note);
+    return v;
+}
+
 static void test_other_fp32_orders_stay_inside(void **state)
 {
     (void)state;
@@ -199,9 +197,7 @@ static void test_other_fp32_orders_stay_inside(void **state)
     for (order_t o = ORDER_F64; o <= ORDER_SPLIT_REV; o++) {
         acc_fit_t fit;
         char note[512];
-        const verdict_t v = judged(&s, o, &fit, note, sizeof note);
-        print_message("  %-15s %s: %lld of %lld sampled outputs outside; %s\n", names[o], verdict_name(v),
-                      (long long)fit.bound_outside, (long long)fit.bound_checked, note);
+        const verdict_t v = judged_shown(&s, o, names[o], &fit, note, sizeof note);
         assert_int_equal(fit.bound_checked, 24 * FP32_BOUND_COLS);
         assert_int_equal(fit.bound_outside, 0);
         assert_int_equal(v, VERDICT_PASS);
@@ -212,15 +208,13 @@ static void test_other_fp32_orders_stay_inside(void **state)
 static void test_lost_precision_fails(void **state)
 {
     (void)state;
+    static const char *const names[] = {"fp16 running sum", "products in bf16", "x_scale in bf16"};
+    acc_fit_t fit;
+    char note[512];
     setup_t s;
     setup(&s, 24, 128, 2048, 12);
-    static const char *const names[] = {"fp16 running sum", "products in bf16", "x_scale in bf16"};
     for (order_t o = LOSSY_FP16_K32; o <= LOSSY_XS_BF16; o++) {
-        acc_fit_t fit;
-        char note[512];
-        const verdict_t v = judged(&s, o, &fit, note, sizeof note);
-        print_message("  %-17s %s: %lld of %lld outside; %s\n", names[o - LOSSY_FP16_K32], verdict_name(v),
-                      (long long)fit.bound_outside, (long long)fit.bound_checked, note);
+        const verdict_t v = judged_shown(&s, o, names[o - LOSSY_FP16_K32], &fit, note, sizeof note);
         assert_true(fp32_bound_exceeded(&fit));
         assert_int_equal(v, VERDICT_WRONG);
         /* the fp16 running sum is also one of the accumulation models, which

@@ -97,18 +97,7 @@ typedef struct {
 static void setup(setup_t *s, int64_t M, int64_t N, int64_t K, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
-    test_synth_default_or_fail(M, N, K, seed, &s->c);
-    kr_error_t err = {{0}};
-    const uint8_t *w = case_weight_checkpoint(&s->c, &s->w_owned, &err);
-    assert_non_null(w);
-    s->in = (kernel_inputs_t){.M = M, .N = N, .K = K, .x = s->c.x, .x_fp8 = s->c.x_fp8,
-                              .x_scale = s->c.x_scale, .x_fp8_format = s->c.x_fp8_format,
-                              .weight = {.packed = w, .scales = s->c.weight_scale, .layout = s->c.scale_layout,
-                                         .e8m0_mode = E8M0_SPEC, .N = N, .K = K}};
-    const kernel_desc_t *k = kernel_find("w4a8.perblock");
-    kernel_options_t o;
-    kernel_options_default(&o);
-    assert_int_equal(k->prepare_act(k, &s->in, &o, &s->act, &err), 0);
+    test_w4a8_case_or_fail(M, N, K, seed, &s->c, &s->w_owned, &s->in, &s->act);
     s->M = M, s->N = N, s->K = K;
     s->prims = malloc(MAX_PRIMS * sizeof *s->prims);
     assert_non_null(s->prims);

@@ -80,11 +80,18 @@ static void test_external_kernel_takes_its_family_rule(void **state)
     policy_free(&p);
 }
 
+/* w4a8.perblock's derived rule against R_exact at K = 1024. */
+static policy_rule_t w4a8_rule_k1024(void)
+{
+    policy_rule_t rule;
+    assert_int_equal(policy_derived_rule(kernel_find("w4a8.perblock"), "R_exact", 1024, &rule), 0);
+    return rule;
+}
+
 static void test_magnitude_needs_a_factor(void **state)
 {
     (void)state;
-    policy_rule_t rule;
-    assert_int_equal(policy_derived_rule(kernel_find("w4a8.perblock"), "R_exact", 1024, &rule), 0);
+    policy_rule_t rule = w4a8_rule_k1024();
     char note[512];
     /* |out|/|ref| = 3 but the output is not 3 ref: WRONG */
     result_t r = row_of("w4a8.perblock", "mid", 2.4, 2.6);
@@ -99,9 +106,8 @@ static void test_magnitude_needs_a_factor(void **state)
 static void test_lost_precision_fails_alone(void **state)
 {
     (void)state;
-    policy_rule_t rule;
-    assert_int_equal(policy_derived_rule(kernel_find("w4a8.perblock"), "R_exact", 1024, &rule), 0);
     char note[512];
+    policy_rule_t rule = w4a8_rule_k1024();
     result_t r = row_of("w4a8.perblock", "mid", 0.0019, 0.0024);
     r.acc_fit.bound_checked = 2048;
     r.acc_fit.bound_outside = 300;
