@@ -305,7 +305,13 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
-        if (diagnose(&d, &dr, &derr) == 0 && dr.hypothesis != DIAG_CLEAN && dr.line[0]) {
+        const double t0 = now_seconds();
+        const clock_t c0 = clock();
+        const int drc = diagnose(&d, &dr, &derr);
+        if (getenv("KREPLAY_DIAG_DEBUG"))   /* what a diagnosis costs, measured */
+            fprintf(stderr, "diagnosis: %.3f s wall, %.3f s CPU\n", now_seconds() - t0,
+                    (double)(clock() - c0) / CLOCKS_PER_SEC);
+        if (drc == 0 && dr.hypothesis != DIAG_CLEAN && dr.line[0]) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
             r->diagnosis_checked = dr.checked;
             r->verdict = diag_refine_verdict(&dr, r->verdict);
