@@ -235,7 +235,10 @@ static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_erro
     d->config = 0;
     d->prepare_act = plugin_prepare_act;
     d->run_cpu = plugin_run;
-    d->rules_of = kernel_find(e->weight_ref == KREPLAY_WREF_ROW_MAX ? "w4a8.folded" : "w4a8.perblock");
+    /* the family's model it is judged as: the folded production path for a
+     * row-max weight reference, the per-block model otherwise */
+    d->rules_of = kernel_for_role(e->weight_ref == KREPLAY_WREF_ROW_MAX ? COMPARE_ROLE_W4A8_PRODUCTION
+                                                                       : COMPARE_ROLE_W4A8_MODEL);
     pk->index = i;
     return adopt_operands_of(p, pk, err);
 }
