@@ -140,6 +140,7 @@ static int adopt_operands_of(const struct kr_plugin *p, plugin_kernel_t *pk, kr_
                             "the registry (`kreplay list kernels`)", p->path, pk->name, of);
     pk->operands_of = K;
     kernel_desc_t *d = &pk->desc;
+    d->rules_of = K;
     d->weight_kind = K->weight_kind;
     d->act = K->act;
     d->weight = K->weight;
@@ -235,6 +236,10 @@ static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_erro
     d->config = 0;
     d->prepare_act = plugin_prepare_act;
     d->run_cpu = plugin_run;
+    /* the family's model it is judged as: the folded production path for a
+     * row-max weight reference, the per-block model otherwise */
+    d->rules_of = kernel_for_role(e->weight_ref == KREPLAY_WREF_ROW_MAX ? COMPARE_ROLE_W4A8_PRODUCTION
+                                                                       : COMPARE_ROLE_W4A8_MODEL);
     pk->index = i;
     return adopt_operands_of(p, pk, err);
 }

@@ -233,9 +233,12 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     metrics_compute_apart(out_f32, out_f32 ? NULL : out_bits, ref, rc->c->M, rc->c->N, apart, &r->metrics,
                           &sums);
     ulp_stats_bf16_vs_f32_apart(out_bits, ref, rc->c->M, rc->c->N, apart, &r->ulp);
-    /* How the kernel accumulates, from the operands R_exact was built from (judged). */
-    if (!strcmp(reference, "R_exact") &&
-        acc_fit_measure(&rc->in, act, out_bits, out_f32, apart, &r->acc_fit, err)) {
+    /* How the kernel accumulates, from the operands R_exact was built from
+     * (judged); a kernel without R_exact (bf16) on its R_source row. */
+    const kernel_desc_t *kd = desc_of(rc->opt, r);
+    const weight_kind_t wk = kd ? kd->weight_kind : WEIGHT_KIND_MXFP4;
+    if ((!strcmp(reference, "R_exact") || (!strcmp(reference, "R_source") && wk == WEIGHT_KIND_BF16)) &&
+        acc_fit_measure(&rc->in, act, wk, out_bits, out_f32, apart, &r->acc_fit, err)) {
         free(apart);
         return -1;
     }
@@ -247,17 +250,24 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         float *decoded = out_f32 ? NULL : replay_bf16_to_f32(out_bits, MN);
         if (!out_f32 && !decoded)
             return kr_fail(err, "out of memory for the diagnosis");
-        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel,
+        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel, .fit = &r->acc_fit, .failed = 1,
                           .out = out_f32 ? out_f32 : decoded,
                           .ref = ref, .ref_name = reference, .threshold = r->threshold,
                           .kopt = &rc->opt->kernel,
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
-        if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN) {
+        const double t0 = now_seconds();
+        const clock_t c0 = clock();
+        const int drc = diagnose(&d, &dr, &derr);
+        if (getenv("KREPLAY_DIAG_DEBUG"))   /* what a diagnosis costs, measured */
+            fprintf(stderr, "diagnosis: %.3f s wall, %.3f s CPU\n", now_seconds() - t0,
+                    (double)(clock() - c0) / CLOCKS_PER_SEC);
+        if (drc == 0 && dr.hypothesis != DIAG_CLEAN && dr.line[0]) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
             kr_strlcpy(r->diagnosis_family, diag_family(&dr), sizeof r->diagnosis_family);
             kr_strlcpy(r->diag_party, party_name(diag_party_of(&d, &dr)), sizeof r->diag_party);
+            r->diagnosis_checked = dr.checked;
             r->verdict = diag_refine_verdict(&dr, r->verdict);
         }
         free(decoded);
@@ -1225,8 +1235,12 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         case_id_job_finish(&id_job, id);
     if (rc)
         return -1;
-    for (int64_t i = first; i < out->count; i++)
+    for (int64_t i = first; i < out->count; i++) {
         memcpy(out->rows[i].case_id, id, sizeof id);
+        /* every failing row says something: one with no output to diagnose too */
+        if (!out->rows[i].diagnosis[0] && !diag_wanted(out->rows[i].verdict))
+            diag_no_output_line(out->rows[i].verdict, out->rows[i].diagnosis, sizeof out->rows[i].diagnosis);
+    }
     return 0;
 }
 
