@@ -70,16 +70,25 @@
  * returns and checks the runtime's status before reading `out`.  The plugin
  * must be linked against the same runtime as kreplay and must not allocate
  * inside launch if it is ever to be captured in a graph (the production rule).
+ * A GPU plugin's launches run in kreplay's GPU worker: one process per GPU
+ * for the whole run, holding one context and stream, with the case's
+ * operands resident on the device (uploaded once per case).  Under the
+ * stand-in (KREPLAY_GPU_STANDIN=1, no GPU runtime) the "device" pointers are
+ * host pointers and stream is NULL.
  *
- * Isolation.  kreplay calls launch in a forked child process with a
- * timeout (`--timeout`; unless `--no-isolate`); a crash, abort or hang then
- * becomes a CRASHED or TIMEOUT row and the run goes on.  The child leads its
- * own process group, killed when the launch ends, and its stdout is its
- * stderr.  launch runs `--reruns` times on the same inputs (default 3), the
- * outputs compared bit for bit.  A plugin therefore must not rely on state
- * set by an earlier launch.  Its constructors run first in a throw-away
- * child (a crash or an exit there refuses the plugin, naming it), then at
- * dlopen in kreplay's own process: they must not touch a GPU.
+ * Isolation.  kreplay calls launch in a separate process with a timeout
+ * (`--timeout`; unless `--no-isolate`): a forked child per launch for a CPU
+ * plugin, the GPU worker for a GPU plugin, one worker for the run for a
+ * persistent plugin.  A crash, abort or hang then becomes a CRASHED or
+ * TIMEOUT row, that process is ended (a fresh worker takes the next launch)
+ * and the run goes on.  The process leads its own process group, killed
+ * when it ends, and its stdout is its stderr.  launch runs `--reruns` times
+ * on the same inputs (default 3), the outputs compared bit for bit.  A
+ * plugin therefore must not rely on state set by an earlier launch (a
+ * persistent one may keep caches that do not change its results).  Its
+ * constructors run first in a throw-away child (a crash or an exit there
+ * refuses the plugin, naming it), then at dlopen in kreplay's own process:
+ * they must not touch a GPU.
  *
  * Bits.  kreplay compares the output against fp32 references and, bit by bit,
  * against its models; build the plugin with -ffp-contract=off unless the
@@ -109,6 +118,10 @@ extern "C" {
 
 /* kreplay_plugin_t.flags */
 #define KREPLAY_PLUGIN_GPU 1u           /* pointers are device pointers; stream is a runtime stream */
+#define KREPLAY_PLUGIN_PERSISTENT 2u    /* launched in one long-lived worker process per run, which
+                                           keeps the plugin's state (a warm interpreter, a compiled
+                                           kernel) between launches; a crash or a hang still ends
+                                           only that process and its row */
 
 /* kreplay_kernel_t.act_format */
 #define KREPLAY_ACT_FP8_E4M3FN_TOKEN 0u /* e4m3fn codes [M, K] + fp32 scale per row */

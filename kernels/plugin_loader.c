@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 
 #include "act_prepare.h"
-#include "kr_gpu.h"
 #include "kr_string.h"
 #include "mxfp4_weight.h"
 #include "plugin_operands.h"
@@ -27,11 +26,6 @@
 #define PLUGIN_GUARD_MIN_BYTES 4096
 #define PLUGIN_GUARD_ROWS 128
 #define PLUGIN_GUARD_COLS 128
-#define PLUGIN_GUARD_BYTE 0xA5
-/* The bf16 pattern `out` is filled with before a launch: a NaN no kernel
- * writes (NaN outputs are 0x7FC0 / 0xFFC0), so an element left holding it
- * was not written. */
-#define PLUGIN_POISON 0x7FC1u
 
 typedef struct plugin_kernel {
     kernel_desc_t desc;         /* first: a kernel_desc_t * of a plugin kernel is one of these */
@@ -54,6 +48,7 @@ struct kr_plugin {
     const kreplay_plugin_t *sym;
     const kreplay_plugin_operands_t *ops;   /* KREPLAY_OPERANDS_SYMBOL, or NULL */
     int gpu;
+    int persistent;             /* KREPLAY_PLUGIN_PERSISTENT */
     int count;
     plugin_kernel_t *kernels;
 };
@@ -92,6 +87,11 @@ int kernel_is_plugin(const kernel_desc_t *k)
 int plugin_kernel_is_gpu(const kernel_desc_t *k)
 {
     return kernel_is_plugin(k) && ((const plugin_kernel_t *)k)->owner->gpu;
+}
+
+int plugin_kernel_is_persistent(const kernel_desc_t *k)
+{
+    return kernel_is_plugin(k) && ((const plugin_kernel_t *)k)->owner->persistent;
 }
 
 const kreplay_kernel_t *plugin_kernel_entry(const kernel_desc_t *k)
@@ -140,6 +140,7 @@ static int adopt_operands_of(const struct kr_plugin *p, plugin_kernel_t *pk, kr_
                             "the registry (`kreplay list kernels`)", p->path, pk->name, of);
     pk->operands_of = K;
     kernel_desc_t *d = &pk->desc;
+    d->rules_of = K;
     d->weight_kind = K->weight_kind;
     d->act = K->act;
     d->weight = K->weight;
@@ -235,6 +236,10 @@ static int build_kernel(struct kr_plugin *p, int i, plugin_kernel_t *pk, kr_erro
     d->config = 0;
     d->prepare_act = plugin_prepare_act;
     d->run_cpu = plugin_run;
+    /* the family's model it is judged as: the folded production path for a
+     * row-max weight reference, the per-block model otherwise */
+    d->rules_of = kernel_for_role(e->weight_ref == KREPLAY_WREF_ROW_MAX ? COMPARE_ROLE_W4A8_PRODUCTION
+                                                                       : COMPARE_ROLE_W4A8_MODEL);
     pk->index = i;
     return adopt_operands_of(p, pk, err);
 }
@@ -247,8 +252,12 @@ int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
     struct stat st;
     if (stat(path, &st) != 0)
         return kr_fail(err, "%s: cannot open plugin: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return kr_fail(err, "%s: is a directory, not a plugin shared library", path);
+    /* Not even opened otherwise: a FIFO would block the loader. */
+    if (!S_ISREG(st.st_mode))
+        return kr_fail(err, "%s: is %s, not a plugin shared library", path,
+                       S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                                              : "not a regular file");
 
     struct kr_plugin *p = calloc(1, sizeof *p);
     if (!p)
@@ -300,9 +309,10 @@ int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
                 path, p->sym->struct_size, KREPLAY_PLUGIN_ABI_VERSION, sizeof(kreplay_plugin_t));
         goto fail;
     }
-    if (p->sym->flags & ~(uint32_t)KREPLAY_PLUGIN_GPU) {
+    const uint32_t known = KREPLAY_PLUGIN_GPU | KREPLAY_PLUGIN_PERSISTENT;
+    if (p->sym->flags & ~known) {
         kr_fail(err, "%s: unknown plugin flags 0x%x (ABI %u knows 0x%x)", path,
-                p->sym->flags, KREPLAY_PLUGIN_ABI_VERSION, KREPLAY_PLUGIN_GPU);
+                p->sym->flags, KREPLAY_PLUGIN_ABI_VERSION, known);
         goto fail;
     }
     if (p->sym->kernel_count < 1 || p->sym->kernel_count > 256 || !p->sym->kernels) {
@@ -311,6 +321,7 @@ int plugin_load(const char *path, kr_plugin_t **out, kr_error_t *err)
         goto fail;
     }
     p->gpu = (p->sym->flags & KREPLAY_PLUGIN_GPU) != 0;
+    p->persistent = (p->sym->flags & KREPLAY_PLUGIN_PERSISTENT) != 0;
     dlerror();
     p->ops = dlsym(p->handle, KREPLAY_OPERANDS_SYMBOL);
     dlerror();
@@ -400,24 +411,17 @@ static int plugin_prepare_act(const kernel_desc_t *k, const kernel_inputs_t *in,
     return 0;
 }
 
-/* The operands laid out as the kernel declared, on the host. */
-typedef struct {
-    const uint8_t *weight;
-    const uint8_t *scales;
-    const uint8_t *ref;         /* NULL for KREPLAY_WREF_NONE */
-    uint8_t *owned[3];
-} host_operands_t;
-
-static void host_operands_free(host_operands_t *h)
+void plugin_layout_free(plugin_layout_t *h)
 {
     for (int i = 0; i < 3; i++)
         free(h->owned[i]);
     memset(h, 0, sizeof *h);
 }
 
-static int host_operands(const plugin_kernel_t *pk, const kernel_inputs_t *in, host_operands_t *h,
-                         kr_error_t *err)
+int plugin_layout(const kernel_desc_t *k, const kernel_inputs_t *in, plugin_layout_t *h,
+                  kr_error_t *err)
 {
+    const plugin_kernel_t *pk = (const plugin_kernel_t *)k;
     memset(h, 0, sizeof *h);
     const int64_t N = in->N, K = in->K;
     const mxfp4_weight_t *w = &in->weight;
@@ -427,7 +431,7 @@ static int host_operands(const plugin_kernel_t *pk, const kernel_inputs_t *in, h
         if (!h->owned[0])
             return kr_fail(err, "out of memory permuting the weight");
         if (wperm_permute(w->packed, N, K, h->owned[0])) {
-            host_operands_free(h);
+            plugin_layout_free(h);
             return kr_fail(err, "fragment order needs N %% 16 == 0 and K %% 16 == 0");
         }
         h->weight = h->owned[0];
@@ -438,7 +442,7 @@ static int host_operands(const plugin_kernel_t *pk, const kernel_inputs_t *in, h
     if (w->layout != want) {
         h->owned[1] = malloc((size_t)N * (size_t)(K / 32));
         if (!h->owned[1]) {
-            host_operands_free(h);
+            plugin_layout_free(h);
             return kr_fail(err, "out of memory transposing the weight scales");
         }
         mxfp4_scales_transpose(w->scales, w->layout, N, K, h->owned[1]);
@@ -450,7 +454,7 @@ static int host_operands(const plugin_kernel_t *pk, const kernel_inputs_t *in, h
         } else {
             h->owned[2] = malloc((size_t)N);
             if (!h->owned[2]) {
-                host_operands_free(h);
+                plugin_layout_free(h);
                 return kr_fail(err, "out of memory for weight_ref");
             }
             for (int64_t n = 0; n < N; n++) {
@@ -468,24 +472,17 @@ static int host_operands(const plugin_kernel_t *pk, const kernel_inputs_t *in, h
     return 0;
 }
 
-static const char *plugin_error_text(const plugin_kernel_t *pk)
+const char *plugin_kernel_last_error(const kernel_desc_t *k)
 {
+    const plugin_kernel_t *pk = (const plugin_kernel_t *)k;
     const char *(*last)(void) = pk->owner->sym->last_error;
     const char *s = last ? last() : NULL;
     return s && *s ? s : "no message (the plugin has no last_error, or it is empty)";
 }
 
-/* Elements still holding the poison: the note says how many and where. */
-static void note_unwritten(const uint16_t *out, int64_t M, int64_t N, kernel_run_info_t *info)
+void plugin_note_unwritten(int64_t count, int64_t first, int64_t M, int64_t N,
+                           kernel_run_info_t *info)
 {
-    int64_t count = 0, first = -1;
-    for (int64_t i = 0; i < M * N; i++) {
-        if (out[i] == PLUGIN_POISON) {
-            if (first < 0)
-                first = i;
-            count++;
-        }
-    }
     if (count)
         snprintf(info->note, sizeof info->note,
                  "%lld of %lld output elements unwritten (poison 0x7FC1 left), first at [%lld, %lld]",
@@ -493,8 +490,21 @@ static void note_unwritten(const uint16_t *out, int64_t M, int64_t N, kernel_run
                  (long long)(first % N));
 }
 
-/* The guard on each side of an [M, N] bf16 output (a multiple of 64). */
-static size_t guard_bytes(int64_t N)
+/* Elements still holding the poison: the note says how many and where. */
+static void note_unwritten(const uint16_t *out, int64_t M, int64_t N, kernel_run_info_t *info)
+{
+    int64_t count = 0, first = -1;
+    for (int64_t i = 0; i < M * N; i++) {
+        if (out[i] == PLUGIN_POISON_BF16) {
+            if (first < 0)
+                first = i;
+            count++;
+        }
+    }
+    plugin_note_unwritten(count, first, M, N, info);
+}
+
+size_t plugin_guard_bytes(int64_t N)
 {
     size_t g = ((size_t)PLUGIN_GUARD_ROWS * (size_t)N + PLUGIN_GUARD_COLS) * sizeof(uint16_t);
     if (g < PLUGIN_GUARD_MIN_BYTES)
@@ -502,54 +512,57 @@ static size_t guard_bytes(int64_t N)
     return (g + 63) / 64 * 64;
 }
 
-/* Checks both guards of buf = [guard | out | guard].  0 when intact;
- * otherwise -1 with err saying how many canary bytes changed on each side,
- * where the writes start and what element of the [M, N] grid that is. */
-static int check_guards(const char *what, const char *name, const uint8_t *buf, size_t guard,
+int plugin_guard_report(const char *what, const char *name, const plugin_guard_scan_t *g,
                         int64_t M, int64_t N, kr_error_t *err)
 {
-    const size_t out_bytes = (size_t)M * (size_t)N * sizeof(uint16_t);
-    const uint8_t *after = buf + guard + out_bytes;
-    int64_t n_before = 0, n_after = 0, near_before = -1, first_after = -1, last_after = -1;
-    for (size_t i = 0; i < guard; i++) {
-        if (buf[i] != PLUGIN_GUARD_BYTE) {
-            n_before++;
-            near_before = (int64_t)(guard - i);
-        }
-        if (after[i] != PLUGIN_GUARD_BYTE) {
-            if (first_after < 0)
-                first_after = (int64_t)i;
-            last_after = (int64_t)i;
-            n_after++;
-        }
-    }
-    if (!n_before && !n_after)
+    if (!g->n_before && !g->n_after)
         return 0;
     char a[224] = "none after its end", b[96] = "none before its start";
-    if (n_after) {
-        const int64_t e = M * N + first_after / 2;
+    if (g->n_after) {
+        const int64_t e = M * N + g->first_after / 2;
         snprintf(a, sizeof a,
                  "%lld after its end, bytes +%lld to +%lld past it (the first is element [%lld, "
                  "%lld] of an [M, N] grid run on)",
-                 (long long)n_after, (long long)first_after, (long long)last_after,
+                 (long long)g->n_after, (long long)g->first_after, (long long)g->last_after,
                  (long long)(e / N), (long long)(e % N));
     }
-    if (n_before)
+    if (g->n_before)
         snprintf(b, sizeof b, "%lld before its start, the nearest %lld bytes before it",
-                 (long long)n_before, (long long)near_before);
+                 (long long)g->n_before, (long long)(g->guard - (size_t)g->last_before));
     kr_fail(err, "%s %s: out-of-bounds write: %lld of the %zu canary bytes around out changed: %s; %s",
-            what, name, (long long)(n_before + n_after), 2 * guard, a, b);
+            what, name, (long long)(g->n_before + g->n_after), 2 * g->guard, a, b);
     return PLUGIN_RUN_OUT_OF_BOUNDS;
+}
+
+/* Checks both guards of buf = [guard | out | guard] (plugin_guard_report). */
+static int check_guards(const char *what, const char *name, const uint8_t *buf, size_t guard,
+                        int64_t M, int64_t N, kr_error_t *err)
+{
+    const uint8_t *after = buf + guard + (size_t)M * (size_t)N * sizeof(uint16_t);
+    plugin_guard_scan_t g = {.guard = guard, .last_before = -1, .first_after = -1, .last_after = -1};
+    for (size_t i = 0; i < guard; i++) {
+        if (buf[i] != PLUGIN_GUARD_BYTE) {
+            g.n_before++;
+            g.last_before = (int64_t)i;
+        }
+        if (after[i] != PLUGIN_GUARD_BYTE) {
+            if (g.first_after < 0)
+                g.first_after = (int64_t)i;
+            g.last_after = (int64_t)i;
+            g.n_after++;
+        }
+    }
+    return plugin_guard_report(what, name, &g, M, N, err);
 }
 
 /* named: launch_named on that source, else the ABI's launch. */
 static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const kernel_act_t *act,
-                    const host_operands_t *h, const kreplay_operand_source_t *named,
+                    const plugin_layout_t *h, const kreplay_operand_source_t *named,
                     uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
 {
     const int64_t M = in->M, N = in->N;
     const size_t out_bytes = (size_t)M * (size_t)N * sizeof(uint16_t);
-    const size_t guard = guard_bytes(N), buf_bytes = out_bytes + 2 * guard;
+    const size_t guard = plugin_guard_bytes(N), buf_bytes = out_bytes + 2 * guard;
     /* Mapped, not malloc'd: a stray write lands on the canaries whatever
      * the allocator (or a sanitizer's) keeps around its blocks. */
     void *map = mmap(NULL, buf_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -560,7 +573,7 @@ static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const 
     memset(buf + guard + out_bytes, PLUGIN_GUARD_BYTE, guard);
     uint16_t *o = (uint16_t *)(void *)(buf + guard);
     for (int64_t i = 0; i < M * N; i++)
-        o[i] = PLUGIN_POISON;
+        o[i] = PLUGIN_POISON_BF16;
     const int rc = named ? pk->owner->ops->launch_named(pk->index, named, plugin_operands_get, o,
                                                         M, N, in->K, NULL)
                          : pk->entry->launch(act->codes, h->weight, h->scales, h->ref,
@@ -568,7 +581,7 @@ static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const 
     int result = -1;
     if (rc != 0) {
         kr_fail(err, "plugin kernel %s: launch returned %d: %s", pk->name, rc,
-                plugin_error_text(pk));
+                plugin_kernel_last_error(&pk->desc));
     } else if ((result = check_guards("plugin kernel", pk->name, buf, guard, M, N, err)) == 0) {
         memcpy(out, o, out_bytes);
         note_unwritten(out, M, N, info);
@@ -577,96 +590,14 @@ static int run_host(const plugin_kernel_t *pk, const kernel_inputs_t *in, const 
     return result;
 }
 
-static int gpu_fail(kr_error_t *err, const plugin_kernel_t *pk, const char *what, int status)
-{
-    const char *msg = kr_gpu_last_error();
-    return kr_fail(err, "GPU plugin kernel %s: %s: %s%s%s", pk->name, what,
-                   kr_gpu_status_name(status), msg && *msg ? ": " : "", msg ? msg : "");
-}
-
-static int run_device(const plugin_kernel_t *pk, const kernel_inputs_t *in,
-                      const kernel_act_t *act, const host_operands_t *h, uint16_t *out,
-                      kernel_run_info_t *info, kr_error_t *err)
-{
-    const int64_t M = in->M, N = in->N, K = in->K;
-    const size_t sz_x = (size_t)M * (size_t)K, sz_w = (size_t)N * (size_t)(K / 2),
-                 sz_s = (size_t)N * (size_t)(K / 32), sz_xs = (size_t)M * sizeof(float),
-                 sz_out = (size_t)M * (size_t)N * sizeof(uint16_t);
-    const size_t guard = guard_bytes(N), sz_buf = sz_out + 2 * guard;
-    void *d_x = NULL, *d_w = NULL, *d_s = NULL, *d_ref = NULL, *d_xs = NULL, *d_buf = NULL;
-    kr_gpu_stream_t stream = NULL;
-    uint8_t *host = NULL;
-    int st, result = -1;
-#define GPU_TRY(call, what)                        \
-    do {                                           \
-        if ((st = (call)) != KR_GPU_OK) {          \
-            gpu_fail(err, pk, what, st);           \
-            goto done;                             \
-        }                                          \
-    } while (0)
-    GPU_TRY(kr_gpu_malloc(&d_x, sz_x), "allocating x_fp8");
-    GPU_TRY(kr_gpu_malloc(&d_w, sz_w), "allocating weight");
-    GPU_TRY(kr_gpu_malloc(&d_s, sz_s), "allocating weight_scale");
-    if (h->ref)
-        GPU_TRY(kr_gpu_malloc(&d_ref, (size_t)N), "allocating weight_ref");
-    GPU_TRY(kr_gpu_malloc(&d_xs, sz_xs), "allocating x_scale");
-    GPU_TRY(kr_gpu_malloc(&d_buf, sz_buf), "allocating out");
-    GPU_TRY(kr_gpu_memcpy_h2d(d_x, act->codes, sz_x), "uploading x_fp8");
-    GPU_TRY(kr_gpu_memcpy_h2d(d_w, h->weight, sz_w), "uploading weight");
-    GPU_TRY(kr_gpu_memcpy_h2d(d_s, h->scales, sz_s), "uploading weight_scale");
-    if (h->ref)
-        GPU_TRY(kr_gpu_memcpy_h2d(d_ref, h->ref, (size_t)N), "uploading weight_ref");
-    GPU_TRY(kr_gpu_memcpy_h2d(d_xs, act->token_scale, sz_xs), "uploading x_scale");
-    GPU_TRY(kr_gpu_stream_create(&stream), "creating a stream");
-    uint8_t *d_out = (uint8_t *)d_buf + guard;
-    GPU_TRY(kr_gpu_memset(d_buf, PLUGIN_GUARD_BYTE, guard, stream), "guard fill");
-    GPU_TRY(kr_gpu_memset(d_out + sz_out, PLUGIN_GUARD_BYTE, guard, stream), "guard fill");
-    GPU_TRY(kr_gpu_fill_u16((uint16_t *)(void *)d_out, PLUGIN_POISON, (size_t)M * (size_t)N,
-                            stream),
-            "poisoning out");
-    GPU_TRY(kr_gpu_stream_synchronize(stream), "synchronizing before the launch");
-    const int rc = pk->entry->launch(d_x, d_w, d_s, d_ref, d_xs, d_out, M, N, K, stream);
-    if (rc != 0) {
-        kr_fail(err, "GPU plugin kernel %s: launch returned %d: %s", pk->name, rc,
-                plugin_error_text(pk));
-        goto done;
-    }
-    GPU_TRY(kr_gpu_stream_synchronize(stream), "running the kernel");
-    host = malloc(sz_buf);
-    if (!host) {
-        kr_fail(err, "out of memory for the plugin's output");
-        goto done;
-    }
-    GPU_TRY(kr_gpu_memcpy_d2h(host, d_buf, sz_buf), "downloading out");
-    if ((st = check_guards("GPU plugin kernel", pk->name, host, guard, M, N, err)) != 0) {
-        result = st;
-        goto done;
-    }
-    memcpy(out, host + guard, sz_out);
-    note_unwritten(out, M, N, info);
-    result = 0;
-done:
-#undef GPU_TRY
-    if (stream)
-        kr_gpu_stream_destroy(stream);
-    kr_gpu_free(d_x);
-    kr_gpu_free(d_w);
-    kr_gpu_free(d_s);
-    kr_gpu_free(d_ref);
-    kr_gpu_free(d_xs);
-    kr_gpu_free(d_buf);
-    free(host);
-    return result;
-}
-
 /* A plugin with named operands: the weight laid out as declared when the
  * case has one, everything else computed on the kernel's request. */
 static int run_named(const plugin_kernel_t *pk, const kernel_inputs_t *in, const kernel_act_t *act,
                      uint16_t *out, kernel_run_info_t *info, kr_error_t *err)
 {
-    host_operands_t h;
+    plugin_layout_t h;
     memset(&h, 0, sizeof h);
-    if (in->weight.packed && in->weight.scales && host_operands(pk, in, &h, err))
+    if (in->weight.packed && in->weight.scales && plugin_layout(&pk->desc, in, &h, err))
         return -1;
     const plugin_weight_view_t view = {h.weight, h.scales, h.ref};
     kreplay_operand_source_t src;
@@ -674,7 +605,7 @@ static int run_named(const plugin_kernel_t *pk, const kernel_inputs_t *in, const
     plugin_operands_init(&src, &cache, in, act, &view);
     const int rc = run_host(pk, in, act, &h, &src, out, info, err);
     plugin_operands_free(&src);
-    host_operands_free(&h);
+    plugin_layout_free(&h);
     return rc;
 }
 
@@ -688,12 +619,15 @@ static int plugin_run(const kernel_desc_t *k, const kernel_inputs_t *in, const k
         return run_named(pk, in, act, out, info, err);
     if (act->kind != ACT_FP8_PER_TOKEN || act->fp8_format != FP8_E4M3FN)
         return kr_fail(err, "plugin kernel %s takes e4m3fn per-token activations", pk->name);
-    host_operands_t h;
-    if (host_operands(pk, in, &h, err))
+    plugin_layout_t h;
+    if (plugin_layout(&pk->desc, in, &h, err))
         return -1;
-    const int rc = pk->owner->gpu ? run_device(pk, in, act, &h, out, info, err)
+    /* A GPU plugin's kernels take device operands: the GPU worker launches
+     * them (harness/engine/gpu_session.h), never this host path. */
+    const int rc = pk->owner->gpu ? kr_fail(err, "GPU plugin kernel %s: its launches go through "
+                                                 "the GPU worker, not a host run", pk->name)
                                   : run_host(pk, in, act, &h, NULL, out, info, err);
-    host_operands_free(&h);
+    plugin_layout_free(&h);
     if (rc == 0 && in->weight.e8m0_mode == E8M0_ZERO_IS_ZERO) {
         const size_t len = strlen(info->note);
         snprintf(info->note + len, sizeof info->note - len, "%sthe plugin decodes e8m0 itself "

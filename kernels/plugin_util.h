@@ -122,12 +122,16 @@ static inline const char *kreplay_last_error(void)
  * `plugin_name`, its last_error function (or NULL), then the fields of its
  * kreplay_kernel_t as designated initialisers. */
 #define KREPLAY_PLUGIN_ONE_KERNEL(plugin_name, last_error_fn, ...)                           \
+    KREPLAY_PLUGIN_ONE_KERNEL_FLAGS(plugin_name, 0, last_error_fn, __VA_ARGS__)
+
+/* The same with the plugin's flags (KREPLAY_PLUGIN_GPU for a GPU library). */
+#define KREPLAY_PLUGIN_ONE_KERNEL_FLAGS(plugin_name, plugin_flags, last_error_fn, ...)       \
     static const kreplay_kernel_t kreplay_plugin_kernels_[] = {{__VA_ARGS__}};              \
     KREPLAY_PLUGIN_EXPORT const kreplay_plugin_t kreplay_plugin = {                         \
         .abi_version = KREPLAY_PLUGIN_ABI_VERSION,                                          \
         .struct_size = sizeof(kreplay_plugin_t),                                            \
         .name = (plugin_name),                                                              \
-        .flags = 0,                                                                         \
+        .flags = (plugin_flags),                                                            \
         .kernel_count = 1,                                                                  \
         .kernels = kreplay_plugin_kernels_,                                                 \
         .last_error = (last_error_fn),                                                      \

@@ -197,6 +197,9 @@ typedef struct kernel_desc {
     kernel_gpu_entry_t gpu_entry;   /* its GPU twin, or KERNEL_GPU_NONE */
     int gpu_matrix;             /* 1: the twin also runs on the matrix units (--gpu-variant) */
     compare_role_t compare_role;
+    /* An external kernel (a plugin, a Python kernel): the registry model of
+     * its family, whose rules it is judged by (judge.h); NULL in the registry. */
+    const struct kernel_desc *rules_of;
 
     /* Builds the activations the kernel consumes. */
     int (*prepare_act)(const struct kernel_desc *k, const kernel_inputs_t *in,

@@ -105,7 +105,11 @@ void blas_info_get(blas_info_t *b)
     b->cpu_isa = cpu_isa();
     kr_strlcpy(b->best_core, blas_core_for_isa(b->cpu_isa), sizeof b->best_core);
     const char *env = getenv("OPENBLAS_CORETYPE");
-    b->core_from_env = env && *env;
+    kr_str_printable(env ? env : "", b->env_core, sizeof b->env_core);
+    /* OpenBLAS matches the variable against its core names regardless of
+     * case, and quietly keeps its own choice for a name it does not take. */
+    b->core_from_env = env && *env && !strcasecmp(env, b->core);
+    b->core_env_ignored = env && *env && !b->core_from_env;
     b->restart_marked = getenv(BLAS_RESTART_MARK) != NULL;
     b->core_from_restart = b->core_from_env && b->restart_marked;
 }
@@ -146,10 +150,14 @@ void blas_info_fix_core(char **argv, int quiet)
 
 void blas_info_format(const blas_info_t *b, char *buf, int cap)
 {
+    char how[160] = "";
+    if (b->core_env_ignored)
+        snprintf(how, sizeof how, "; OPENBLAS_CORETYPE=%s ignored by OpenBLAS, which chose %s",
+                 b->env_core, b->core);
+    else if (b->core_from_restart || b->core_from_env)
+        snprintf(how, sizeof how, "; %s OPENBLAS_CORETYPE",
+                 b->core_from_restart ? "set by kreplay through" : "chosen by");
     snprintf(buf, (size_t)cap, "%s core (%s; CPU has %s%s), %d thread%s, %s", b->core,
-             blas_isa_name(b->core_isa), blas_isa_name(b->cpu_isa),
-             b->core_from_restart ? "; set by kreplay through OPENBLAS_CORETYPE"
-             : b->core_from_env ? "; chosen by OPENBLAS_CORETYPE" : "",
-             b->threads,
+             blas_isa_name(b->core_isa), blas_isa_name(b->cpu_isa), how, b->threads,
              b->threads == 1 ? "" : "s", b->config);
 }

@@ -28,7 +28,11 @@ typedef struct {
     blas_isa_t core_isa;   /* what the core's kernels use (UNKNOWN: a name not in the table) */
     blas_isa_t cpu_isa;    /* what this CPU offers */
     char best_core[32];    /* the OPENBLAS_CORETYPE value for cpu_isa, "" when none is known */
-    int core_from_env;     /* OPENBLAS_CORETYPE is set (by the user, or by the restart) */
+    int core_from_env;     /* OPENBLAS_CORETYPE named the running core (set by the user, or
+                              by the restart, and taken by OpenBLAS) */
+    int core_env_ignored;  /* OPENBLAS_CORETYPE is set but OpenBLAS runs another core (a name
+                              it does not know, or a core it cannot run here) */
+    char env_core[32];     /* OPENBLAS_CORETYPE's value, control characters as '?' */
     int core_from_restart; /* kreplay restarted itself to set it (blas_info_fix_core) */
     int restart_marked;    /* this process is that restart (BLAS_RESTART_MARK is set) */
 } blas_info_t;

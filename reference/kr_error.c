@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "kr_string.h"
+
 int kr_fail(kr_error_t *err, const char *fmt, ...)
 {
     if (err) {
@@ -9,6 +11,9 @@ int kr_fail(kr_error_t *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* Names come from files: a newline, CR or escape sequence in one
+         * must neither split the line nor reach a terminal raw. */
+        kr_str_printable(err->msg, err->msg, sizeof err->msg);
     }
     return -1;
 }

@@ -2,7 +2,10 @@
  *
  * A failing function fills a kr_error_t with one human-readable line (file,
  * dataset, what was expected) and returns nonzero.  The CLI prints that line
- * and exits 2.  Nothing here allocates, so it is safe on every error path. */
+ * and exits 2.  Nothing here allocates, so it is safe on every error path.
+ * The line is always one printable line: control characters and bytes
+ * that are not UTF-8 in it (from a name a file held) become '?'
+ * (kr_str_printable). */
 #ifndef KR_ERROR_H
 #define KR_ERROR_H
 

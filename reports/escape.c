@@ -1,36 +1,13 @@
 #include "escape.h"
 
+#include "kr_string.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 int esc_utf8_len(const unsigned char *p)
 {
-    unsigned c = p[0];
-    int n;
-    unsigned min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    unsigned cp = c & (0x7F >> n);
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
+    return kr_utf8_len(p);
 }
 
 /* The code point of a valid sequence of n bytes at p. */
@@ -206,33 +183,7 @@ void esc_xml(FILE *fp, const char *s, int attr)
 
 void esc_terminal(const char *s, char *out, size_t cap)
 {
-    if (cap == 0)
-        return;
-    size_t o = 0;
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        if (is_control(*p)) {
-            if (o + 1 >= cap)
-                break;
-            out[o++] = '?';
-            p++;
-            continue;
-        }
-        int n = esc_utf8_len(p);
-        if (n == 0) {
-            if (o + 1 >= cap)
-                break;
-            out[o++] = '?';
-            p++;
-            continue;
-        }
-        if (o + (size_t)n >= cap)
-            break;
-        memcpy(out + o, p, (size_t)n);
-        o += (size_t)n;
-        p += n;
-    }
-    out[o] = '\0';
+    kr_str_printable(s, out, cap);
 }
 
 void esc_put(FILE *fp, esc_fn_t esc, const char *pre, const char *s, const char *post)

@@ -22,8 +22,10 @@
  *             turn into spaces); the characters XML 1.0 forbids (C0 controls
  *             other than those three, U+FFFE, U+FFFF, surrogates) and bytes
  *             that are not UTF-8 become '?'.
- *   terminal  esc_terminal: control characters (escape sequences included)
- *             become '?', into a buffer, so fixed-width columns still work.
+ *   terminal  esc_terminal: control characters (escape sequences included,
+ *             C1 controls too) and bytes that are not UTF-8 become '?', into
+ *             a buffer, so fixed-width columns still work (kr_string.h's
+ *             kr_str_printable, which every error message also goes through).
  * A NULL string writes nothing (an empty field). */
 #ifndef KR_ESCAPE_H
 #define KR_ESCAPE_H

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "out_stage.h"
 #include "case_io.h"
+#include "case_load.h"
 #include "case_name.h"
 #include "escape.h"
 #include "gnuplot.h"
@@ -20,6 +22,7 @@
 #include "progress.h"
 #include "ref_parallel.h"
 #include "report.h"
+#include "report_history.h"
 #include "report_html.h"
 #include "verdict.h"
 
@@ -31,6 +34,9 @@ static const report_options_t REPORT_DEFAULTS = {
     .plots = 1,
     .progress = 1,
 };
+
+const char *const REPORT_DIR_NAMES[6] = {"report.html", "report_full.md", "plots",
+                                         "results.json", "results.csv", "report.md"};
 
 void report_options_init(report_options_t *o)
 {
@@ -47,25 +53,6 @@ static void warn(const report_options_t *o, const char *fmt, const char *a, cons
 }
 
 /* ------------------------------------------------------------------ history */
-
-typedef struct {
-    result_list_t rows;
-    results_meta_t meta;
-    char path[512];
-} hist_run_t;
-
-static int hist_cmp(const void *a, const void *b)
-{
-    const hist_run_t *x = a, *y = b;
-    int c = strcmp(x->meta.time_utc, y->meta.time_utc);
-    return c ? c : strcmp(x->path, y->path);
-}
-
-static int same_run(const results_meta_t *a, const results_meta_t *b, int64_t rows_a, int64_t rows_b)
-{
-    return a && b && a->time_utc[0] && !strcmp(a->time_utc, b->time_utc) && !strcmp(a->git_commit, b->git_commit) &&
-           !strcmp(a->suite_hash, b->suite_hash) && rows_a == rows_b;
-}
 
 /* What a run is called: its directory (RUNDIR/results.h5), else its file's
  * stem -- unless that is only the time stamp a history file is named by. */
@@ -169,7 +156,7 @@ static int map_case(const char *path, const result_list_t *rows, plot_list_t *pl
     out->map.plot = -1;
     case_t c;
     kr_error_t e = {{0}};
-    if (case_read(path, &c, &e)) {
+    if (case_load_safe(path, &c, NULL, 0, &e)) {   /* a path from a file: read in isolation */
         warn(o, "no non-finite map: %s%s", e.msg, "");
         return 1;
     }
@@ -217,106 +204,6 @@ static int write_bytes(const char *path, const char *data, size_t len, kr_error_
     return atomic_file_commit(&f, err);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
-/* Removes DIR/plots/ *.svg and *.png that this report did not write. */
-static void remove_stale_plots(const char *plots_dir, const plot_list_t *pl, const int *written)
-{
-    DIR *d = opendir(plots_dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        const char *n = e->d_name;
-        if (!ends_with(n, ".svg") && !ends_with(n, ".png"))
-            continue;
-        int keep = 0;
-        for (int i = 0; i < pl->count && !keep; i++) {
-            size_t len = strlen(pl->items[i].name);
-            keep = written[i] && !strncmp(n, pl->items[i].name, len) && (!strcmp(n + len, ".svg") || !strcmp(n + len, ".png"));
-        }
-        if (!keep) {
-            char path[4600];
-            snprintf(path, sizeof path, "%s/%s", plots_dir, n);
-            unlink(path);
-        }
-    }
-    closedir(d);
-}
-
-/* ---------------------------------------------------------------- history */
-
-static int str_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void report_free_paths(char **paths, int n)
-{
-    for (int i = 0; i < n && paths; i++)
-        free(paths[i]);
-    free(paths);
-}
-
-int report_history_paths(const char *dir_or_file, char ***paths, kr_error_t *err)
-{
-    *paths = NULL;
-    struct stat st;
-    if (stat(dir_or_file, &st) != 0)
-        return kr_fail(err, "%s: history: no such file or directory", dir_or_file);
-    int n = 0, cap = 16;
-    char **v = malloc((size_t)cap * sizeof *v);
-    if (!v)
-        return kr_fail(err, "out of memory");
-    if (!S_ISDIR(st.st_mode)) {
-        v[0] = strdup(dir_or_file);
-        if (!v[0]) {
-            free(v);
-            return kr_fail(err, "out of memory");
-        }
-        *paths = v;
-        return 1;
-    }
-    DIR *d = opendir(dir_or_file);
-    if (!d) {
-        free(v);
-        return kr_fail(err, "%s: history: cannot read the directory", dir_or_file);
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len <= 3 || strcmp(e->d_name + len - 3, ".h5") || strstr(e->d_name, ".tmp."))
-            continue;
-        if (n == cap) {
-            cap *= 2;
-            char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv)
-                break;
-            v = nv;
-        }
-        size_t need = strlen(dir_or_file) + len + 2;
-        v[n] = malloc(need);
-        if (!v[n])
-            break;
-        snprintf(v[n], need, "%s/%s", dir_or_file, e->d_name);
-        n++;
-    }
-    int broke = e != NULL;
-    closedir(d);
-    if (broke) {
-        report_free_paths(v, n);
-        return kr_fail(err, "out of memory");
-    }
-    if (n > 1)
-        qsort(v, (size_t)n, sizeof *v, str_cmp);
-    *paths = v;
-    return n;
-}
-
 /* ------------------------------------------------------------------- main */
 
 /* One report's working state, shared by the steps of report_generate. */
@@ -324,7 +211,7 @@ typedef struct {
     const report_options_t *o;
     const result_list_t *rows;
     hist_run_t *hist;                   /* earlier runs, oldest first */
-    int n_hist, keep_from;
+    int n_hist;
     hist_run_t base;
     int have_base;
     char base_of[64];                   /* the history run the baseline is a copy of ("" none) */
@@ -362,18 +249,16 @@ static int write_tables(const char *out_dir, const result_list_t *rows, const re
 static void drop_baseline_copies(report_build_t *b)
 {
     const results_meta_t *bm = &b->base.meta;
-    if (same_run(b->o->meta, bm, b->rows->count, b->base.rows.count)) {
+    if (report_same_run(b->o->meta, bm, b->rows->count, b->base.rows.count)) {
         result_list_free(&b->base.rows);
         b->have_base = 0;
         return;
     }
     int k = 0;
     for (int i = 0; i < b->n_hist; i++) {
-        if (same_run(bm, &b->hist[i].meta, b->base.rows.count, b->hist[i].rows.count)) {
+        if (report_same_run(bm, &b->hist[i].meta, b->base.rows.count, b->hist[i].rows.count)) {
             run_name(b->hist[i].path, &b->hist[i].meta, b->base_of, sizeof b->base_of);
             result_list_free(&b->hist[i].rows);
-            if (i < b->keep_from)
-                b->keep_from--;
             continue;
         }
         b->hist[k++] = b->hist[i];
@@ -386,31 +271,9 @@ static void drop_baseline_copies(report_build_t *b)
 static int load_history(report_build_t *b, const char **history_paths, int n_history, kr_error_t *err)
 {
     const report_options_t *o = b->o;
-    b->hist = calloc((size_t)(n_history + 1), sizeof *b->hist);
-    if (!b->hist)
-        return kr_fail(err, "report: out of memory");
-    for (int i = 0; i < n_history; i++) {
-        kr_error_t e = {{0}};
-        hist_run_t *h = &b->hist[b->n_hist];
-        if (results_store_read(history_paths[i], &h->rows, &h->meta, &e)) {
-            warn(o, "history run skipped: %s%s", e.msg, "");
-            continue;
-        }
-        /* This very run, or one already listed (a run directory and its copy
-         * in a history directory): counted once. */
-        int twice = same_run(o->meta, &h->meta, b->rows->count, h->rows.count);
-        for (int j = 0; j < b->n_hist && !twice; j++)
-            twice = same_run(&b->hist[j].meta, &h->meta, b->hist[j].rows.count, h->rows.count);
-        if (twice) {
-            result_list_free(&h->rows);
-            continue;
-        }
-        kr_strlcpy(h->path, history_paths[i], sizeof h->path);
-        b->n_hist++;
-    }
-    if (b->n_hist > 1)
-        qsort(b->hist, (size_t)b->n_hist, sizeof *b->hist, hist_cmp);
-    b->keep_from = o->history_last > 0 && b->n_hist > o->history_last ? b->n_hist - o->history_last : 0;
+    if (report_history_load(history_paths, n_history, o->history_last, o->meta, b->rows->count,
+                            o->quiet, &b->hist, &b->n_hist, err))
+        return -1;
     if (o->baseline_path) {
         kr_error_t e = {{0}};
         if (results_store_read(o->baseline_path, &b->base.rows, &b->base.meta, &e))
@@ -438,7 +301,7 @@ static void trend_run(plot_run_t *pr, report_run_t *tr, const hist_run_t *h)
 /* The runs of the trend: the baseline, the kept history, this run. */
 static int fill_runs(report_build_t *b, kr_error_t *err)
 {
-    b->n_runs = b->have_base + (b->n_hist - b->keep_from) + 1;
+    b->n_runs = b->have_base + b->n_hist + 1;
     b->pruns = calloc((size_t)b->n_runs, sizeof *b->pruns);
     b->truns = calloc((size_t)b->n_runs, sizeof *b->truns);
     b->maps = calloc(MAX_NFMAPS, sizeof *b->maps);
@@ -458,7 +321,7 @@ static int fill_runs(report_build_t *b, kr_error_t *err)
      * reported beside it -- come after it). */
     const char *now = b->o->meta ? b->o->meta->time_utc : "";
     int here = -1;
-    for (int i = b->keep_from; i <= b->n_hist; i++, k++) {
+    for (int i = 0; i <= b->n_hist; i++, k++) {
         if (here < 0 && (i == b->n_hist || (now[0] && strcmp(b->hist[i].meta.time_utc, now) > 0))) {
             here = k;
             b->pruns[k].rows = b->rows;
@@ -662,8 +525,8 @@ static int write_documents(report_build_t *b, const char *out_dir, kr_error_t *e
     return rc;
 }
 
-/* Draws the plots and writes the documents; the plots directory keeps only
- * this report's plots. */
+/* Draws the plots and writes the documents (into the staging directory: its
+ * plots/ holds this report's plots alone). */
 static int draw_and_write(report_build_t *b, const char *out_dir, kr_error_t *err)
 {
     size_t n = (size_t)(b->pl.count ? b->pl.count : 1);
@@ -674,11 +537,11 @@ static int draw_and_write(report_build_t *b, const char *out_dir, kr_error_t *er
     if (!b->refs || !b->svgs || !b->written || !b->pngs)
         return kr_fail(err, "report: out of memory");
     char plots_dir[4200];
-    snprintf(plots_dir, sizeof plots_dir, "%s/plots", out_dir);
+    if ((size_t)snprintf(plots_dir, sizeof plots_dir, "%s/plots", out_dir) >= sizeof plots_dir)
+        return kr_fail(err, "%s: path too long; expected under 4096 bytes", out_dir);
     b->outcome.gnuplot_found = gnuplot_available();
     if (draw_plots(b, plots_dir, err))
         return -1;
-    remove_stale_plots(plots_dir, &b->pl, b->written);
     return write_documents(b, out_dir, err);
 }
 
@@ -696,9 +559,7 @@ static void report_build_free(report_build_t *b)
     plot_list_free(&b->pl);
     free(b->pruns);
     free(b->truns);
-    for (int i = 0; i < b->n_hist; i++)
-        result_list_free(&b->hist[i].rows);
-    free(b->hist);
+    report_history_free(b->hist, b->n_hist);
     if (b->have_base)
         result_list_free(&b->base.rows);
 }
@@ -711,17 +572,21 @@ int report_generate(const char *out_dir, const result_list_t *rows, const char *
     const report_options_t *o = opt_in ? opt_in : &defaults;
     if (!out_dir || !out_dir[0])
         return kr_fail(err, "report: no output directory");
-    if (make_dirs(out_dir, err))
-        return -1;
-    if (o->write_tables && write_tables(out_dir, rows, o, err))
+    /* Written into a fresh staging directory, moved into place whole. */
+    out_stage_t st;
+    if (out_stage_begin(&st, out_dir, err))
         return -1;
     report_build_t b;
     memset(&b, 0, sizeof b);
     b.o = o;
     b.rows = rows;
-    if (load_history(&b, history_paths, n_history, err))
-        return -1;
-    int rc = fill_runs(&b, err) || build_plots(&b, err) || draw_and_write(&b, out_dir, err) ? -1 : 0;
+    int rc = (o->write_tables && write_tables(st.path, rows, o, err)) ||
+                     load_history(&b, history_paths, n_history, err) || fill_runs(&b, err) ||
+                     build_plots(&b, err) || draw_and_write(&b, st.path, err) ||
+                     out_stage_commit(&st, REPORT_DIR_NAMES, o->write_tables ? 6 : 3, err)
+                 ? -1 : 0;
+    if (rc)
+        out_stage_abort(&st);
     if (o->outcome)
         *o->outcome = b.outcome;
     report_build_free(&b);

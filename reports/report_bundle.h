@@ -5,8 +5,10 @@
  *   DIR/plots/NAME.svg    every plot (plots.h), and NAME.png for the Markdown
  *   DIR/results.json, results.csv, report.md   with write_tables (report_write_dir)
  *
- * Every file is written atomically (harness/common/atomic_file.h); plots that a
- * previous report left in DIR/plots and this one did not draw are removed.
+ * The files are written into a fresh staging directory and moved into DIR
+ * together (harness/common/out_stage.h): an interrupted report leaves the
+ * earlier report whole, never a mix of two; DIR/plots holds this report's
+ * plots alone, and whatever a planted link in DIR points to is never touched.
  * Without gnuplot on PATH the report has no plots: one warning on stderr,
  * the page says why, and report_generate still succeeds. */
 #ifndef KR_REPORT_BUNDLE_H
@@ -42,6 +44,11 @@ typedef struct {
 } report_options_t;
 
 void report_options_init(report_options_t *o);
+
+/* The names a report directory's set is made of: report.html,
+ * report_full.md, plots (always), then results.json, results.csv,
+ * report.md (with write_tables). */
+extern const char *const REPORT_DIR_NAMES[6];
 
 /* Writes the report directory for rows (any order; shown in the order given).
  * history_paths: results files of earlier runs (any order: sorted by their

@@ -23,7 +23,7 @@ apt-get install -y -qq hipcc libamdhip64-dev >/dev/null
 scripts/setup.sh --tests
 mkdir -p "$build"
 if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKREPLAY_WERROR=ON -DKREPLAY_GPU=HIP &&
-       cmake --build "$build" -j"$(nproc)" --target kreplay test_gpu test_gpu_ref test_gpu_backend_info; } >"$build/build.log" 2>&1; then
+       cmake --build "$build" -j"$(nproc)" --target kreplay test_gpu test_gpu_ref test_gpu_plugin test_gpu_backend_info; } >"$build/build.log" 2>&1; then
     cat "$build/build.log" >&2
     echo "ci_hip_build: the HIP build failed (log: $build/build.log)" >&2
     exit 1

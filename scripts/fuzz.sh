@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --tests
 seconds=${FUZZ_SECONDS:-60}
-targets=(${FUZZ_TARGETS:-pt case suite})
+targets=(${FUZZ_TARGETS:-pt case suite results})
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 
 cc=${FUZZ_CC:-}

@@ -13,9 +13,15 @@ takes exactly the operands MODEL's model takes) is replayed with `--vs MODEL` on
 and one table gives, per real kernel and case: the fraction of outputs bit-identical to the
 model, the ULP histogram against the model (0, 1, 2, >2 ULP, non-finite on one side only),
 and the verdicts against R_exact and R_source.  A kernel that fails to import, compile or run
-gets ERROR rows whose note says why (the traceback's last line); the others go on.  Cases are
-run smallest first, --jobs replays at a time; whatever has not started when --budget-s is spent
-is listed as not run.  DIR keeps the cases, every replay's JSON and stderr, and real_kernels.csv.
+gets ERROR rows whose note says why (the traceback's last line); the others go on.  Each group
+runs as one kreplay process per batch of cases (--batch, default all of them, smallest first):
+one Python interpreter serves every launch of the process, so torch, the CUDA context and
+Triton's compiled kernels are set up once per group, not once per case; --jobs groups run at a
+time.  kreplay's references run on the GPU (--device gpu, where the real kernels get CUDA
+tensors; --device cpu for the CPU's).  A batch that has not started when --budget-s is spent
+is listed as not run, and a batch still running then is stopped (its cases listed as not
+run).  DIR keeps the cases,
+every replay's JSON and stderr, and real_kernels.csv.
 """
 import argparse
 import concurrent.futures
@@ -83,28 +89,46 @@ def case_size(kreplay, path):
     return 0
 
 
-def replay(kreplay, out, specs, model, case, timeout):
-    tag = f"{model}__{os.path.splitext(os.path.basename(case))[0]}"
+def replay(kreplay, out, specs, model, cases, timeout, deadline, device):
+    """One kreplay process over a batch of cases: {"rows": ...} or {"error": ...}."""
+    tag = f"{model}__{os.path.splitext(os.path.basename(cases[0]))[0]}__{len(cases)}"
     args = [kreplay, "replay", "--json", "--kernels", "py.*", "--vs", model, "--reruns", "1",
-            "--timeout", str(timeout)]
+            "--timeout", str(timeout), "--device", device]
     for s in specs:
         args += ["--py", f"{s}@{model}"]
     t0 = time.time()
-    r = sh(args + [case])
-    wall = time.time() - t0
-    with open(os.path.join(out, "runs", tag + ".json"), "w") as f:
-        f.write(r.stdout)
-    with open(os.path.join(out, "runs", tag + ".err"), "w") as f:
-        f.write(r.stderr)
     try:
-        rows = json.loads(r.stdout)["results"]
+        r = sh(args + list(cases), timeout=max(1.0, deadline - t0))
+        stdout, stderr, rc = r.stdout, r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        stdout, stderr, rc = "", (e.stderr or b"").decode("utf-8", "replace") if isinstance(
+            e.stderr, bytes) else (e.stderr or ""), -9
+        stderr += "\nreal_kernels: stopped: the budget was spent"
+    wall = time.time() - t0
+    err_file = os.path.join(out, "runs", tag + ".err")
+    with open(os.path.join(out, "runs", tag + ".json"), "w") as f:
+        f.write(stdout)
+    with open(err_file, "w") as f:
+        f.write(stderr)
+    try:
+        rows = json.loads(stdout)["results"]
     except (ValueError, KeyError):
-        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        rows = None
-        return {"error": f"kreplay exit {r.returncode}: {last[:300]}", "wall": wall,
-                "err_file": os.path.join(out, "runs", tag + ".err")}
-    return {"rows": rows, "wall": wall, "rc": r.returncode,
-            "err_file": os.path.join(out, "runs", tag + ".err")}
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"kreplay exit {rc}: {last[:300]}", "wall": wall, "err_file": err_file,
+                "stopped": rc == -9}
+    return {"rows": rows, "wall": wall, "rc": rc, "err_file": err_file}
+
+
+def by_case(rows, cases):
+    """The batch's rows split by case file (a row names its case by path)."""
+    split = {c: [] for c in cases}
+    for r in rows:
+        path = r.get("case_path", "")
+        for c in cases:
+            if os.path.abspath(path) == os.path.abspath(c):
+                split[c].append(r)
+                break
+    return split
 
 
 def summarize(rows, model):
@@ -222,10 +246,15 @@ def main():
                     "are large at M=4096)")
     ap.add_argument("--m", default="1,64,512,4096")
     ap.add_argument("--sets", default="default,production")
-    ap.add_argument("--jobs", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=3, help="groups replayed at a time")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="cases per kreplay process (0: every case in one)")
     ap.add_argument("--budget-s", type=float, default=480)
     ap.add_argument("--timeout", type=int, default=300, help="per launch of a real kernel")
     ap.add_argument("--no-variants", action="store_true", help="only each group's main kernel")
+    ap.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                    help="kreplay's references on the GPU (default; the real kernels then get CUDA "
+                         "tensors) or the CPU")
     ap.add_argument("--real", action="append", default=[],
                     help="SPEC[,SPEC...]=MODEL instead of the built-in groups (repeatable)")
     a = ap.parse_args()
@@ -244,22 +273,33 @@ def main():
           flush=True)
     deadline = t0 + a.budget_s
     results, not_run, lock = [], [], threading.Lock()
+    paths = [c for _, c in cases]
+    size = a.batch if a.batch > 0 else max(1, len(paths))
+    batches = [paths[i:i + size] for i in range(0, len(paths), size)]
+    set_of = {c: cs for cs, c in cases}
 
-    def job(case_set, case, specs, model):
-        if time.time() > deadline:
+    def group(specs, model):
+        for batch in batches:
+            if time.time() > deadline:
+                with lock:
+                    not_run.extend(f"{model} on {os.path.basename(c)} (budget spent)" for c in batch)
+                continue
+            res = replay(kreplay, out, specs, model, batch, a.timeout, deadline, a.device)
             with lock:
-                not_run.append(f"{model} on {os.path.basename(case)} (budget spent)")
-            return
-        res = replay(kreplay, out, specs, model, case, a.timeout)
-        with lock:
-            results.append((case_set, case, specs, model, res))
-            done = len(results)
-        print(f"  [{done}] {model:<16} {os.path.basename(case):<44} {res['wall']:6.1f} s"
-              + (f"  {res['error']}" if "error" in res else ""), flush=True)
+                if res.get("stopped"):
+                    not_run.extend(f"{model} on {os.path.basename(c)} (stopped at the budget)"
+                                   for c in batch)
+                elif "error" in res:
+                    results.extend((set_of[c], c, specs, model, res) for c in batch)
+                else:
+                    split = by_case(res["rows"], batch)
+                    results.extend((set_of[c], c, specs, model, dict(res, rows=split[c]))
+                                   for c in batch)
+            print(f"  [{model:<16}] {len(batch)} case(s) in {res['wall']:6.1f} s"
+                  + (f"  {res['error']}" if "error" in res else ""), flush=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-        futs = [pool.submit(job, cs, c, specs, model) for cs, c in cases for specs, model in groups]
-        for f in futs:
+        for f in [pool.submit(group, specs, model) for specs, model in groups]:
             f.result()
     rows, skipped = [], 0
     order = {c: i for i, (_, c) in enumerate(cases)}

@@ -46,8 +46,10 @@ static const entry_t corpus[] = {
      "x quantized per token (traced), which left them non-finite"},
     /* operand decoding */
     {"nibble_swap", "main", "", "WRONG", "misread 'nibble-order'", NULL},
-    {"nibble_swap", "nan", "", "WRONG", "NaN input, judged apart; on the finite rows: operand "
-                                        "misread 'nibble-order'", NULL},
+    /* x has NaN on rows 0-16, the recorded fp8 codes (the kernel's operands)
+     * are finite there: every row is judged, and the misread named on all */
+    {"nibble_swap", "nan", "", "WRONG", "operand misread 'nibble-order'",
+     "the kernel's activations (recorded x_fp8/x_scale) are finite there, so every row is judged"},
     {"nibble_swap", "large", "", "WRONG", "misread 'nibble-order'", NULL},
     {"e2m1_unsigned", "main", "", "WRONG", "misread 'e2m1-sign'", NULL},
     {"fp8_e5m2", "main", "", "NONFINITE_OUT", "misread 'fp8-e5m2'", NULL},

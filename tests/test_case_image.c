@@ -6,9 +6,8 @@
  * written and the image as it is read; and the reader refuses damaged
  * images -- truncated, every header and table field corrupted, random
  * bytes flipped -- with one line, never a crash or an allocation the image
- * cannot back.  And case_load_safe, which reads in another process, gives
- * what an in-process read gives, and names the right file when one crashes
- * libhdf5 among good ones. */
+ * cannot back.  case_load_safe, which reads in another process:
+ * test_case_image_safe_read.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "case_image.h"
+#include "case_images.h"
 #include "case_io.h"
 #include "case_load.h"
 #include "test_cases.h"
@@ -90,65 +90,6 @@ static void full_case(case_t *c, int64_t M, int64_t N, int64_t K, uint64_t seed)
     c->ref_recorded = rand_floats(&r, (size_t)(M * N));
 }
 
-static void assert_array_equal(const void *a, const void *b, size_t bytes, const char *name)
-{
-    if (!a || !b) {
-        if (a != b)
-            fail_msg("%s: present on one side only", name);
-        return;
-    }
-    if (memcmp(a, b, bytes) != 0)
-        fail_msg("%s: %zu bytes differ after the round trip", name, bytes);
-}
-
-static void assert_string_same(const char *a, const char *b, const char *name)
-{
-    if (!a || !b) {
-        if (a != b)
-            fail_msg("%s: present on one side only", name);
-        return;
-    }
-    if (strcmp(a, b) != 0)
-        fail_msg("%s: \"%s\" came back as \"%s\"", name, a, b);
-}
-
-/* Field by field, in case.h's order. */
-static void assert_cases_equal(const case_t *a, const case_t *b)
-{
-    assert_string_same(a->path, b->path, "path");
-    assert_int_equal(a->M, b->M);
-    assert_int_equal(a->N, b->N);
-    assert_int_equal(a->K, b->K);
-    const size_t MK = (size_t)(a->M * a->K), MN = (size_t)(a->M * a->N),
-                 NK = (size_t)(a->N * a->K);
-    assert_array_equal(a->x, b->x, MK * sizeof(float), "x");
-    assert_int_equal(a->x_storage, b->x_storage);
-    assert_array_equal(a->x_fp8, b->x_fp8, MK, "x_fp8");
-    assert_int_equal(a->x_fp8_format, b->x_fp8_format);
-    assert_array_equal(a->x_scale, b->x_scale, (size_t)a->M * sizeof(float), "x_scale");
-    assert_array_equal(a->weight, b->weight, NK / 2, "weight");
-    assert_int_equal(a->weight_order, b->weight_order);
-    assert_array_equal(a->weight_scale, b->weight_scale, NK / 32, "weight_scale");
-    assert_int_equal(a->scale_layout, b->scale_layout);
-    assert_int_equal(a->weight_ref_len, b->weight_ref_len);
-    assert_array_equal(a->weight_ref, b->weight_ref, (size_t)a->weight_ref_len, "weight_ref");
-    assert_array_equal(a->out, b->out, MN * 2, "out");
-    assert_array_equal(a->out_rerun, b->out_rerun, MN * 2, "out_rerun");
-    assert_array_equal(a->aiter, b->aiter, MN * 2, "aiter");
-    assert_string_same(a->kernel_path, b->kernel_path, "kernel_path");
-    assert_string_same(a->layer, b->layer, "layer");
-    assert_string_same(a->model, b->model, "model");
-    assert_string_same(a->capture_time, b->capture_time, "capture_time");
-    assert_string_same(a->env_flags, b->env_flags, "env_flags");
-    assert_string_same(a->route, b->route, "route");
-    assert_string_same(a->tp_rank, b->tp_rank, "tp_rank");
-    assert_string_same(a->versions, b->versions, "versions");
-    assert_string_same(a->gpu_arch, b->gpu_arch, "gpu_arch");
-    assert_string_same(a->extension_path, b->extension_path, "extension_path");
-    assert_string_same(a->capture_time_source, b->capture_time_source, "capture_time_source");
-    assert_array_equal(a->weight_bf16, b->weight_bf16, NK * 2, "weight_bf16");
-    assert_array_equal(a->ref_recorded, b->ref_recorded, MN * sizeof(float), "ref_recorded");
-}
 
 /* Every field the tests know, set to zero. */
 static void zero_known_fields(case_t *c)
@@ -217,8 +158,8 @@ static void assert_no_unknown_fields(const case_t *orig, const case_t *back)
     __builtin_clear_padding(&b);
     if (memcmp(&a, &b, sizeof a) != 0)
         fail_msg("case_t has a field that case_image does not carry (or that these tests do "
-                 "not know): add it to harness/case/case_image.c and to full_case, "
-                 "assert_cases_equal and zero_known_fields here");
+                 "not know): add it to harness/case/case_image.c, to full_case and "
+                 "zero_known_fields here and to assert_cases_equal (support/case_images.c)");
 #else
     (void)orig, (void)back;
     /* Without the compiler's help to tell padding from fields, case_t's
@@ -227,40 +168,6 @@ static void assert_no_unknown_fields(const case_t *orig, const case_t *back)
         fail_msg("case_t is %zu bytes, not the 248 these tests know: a field was added; carry "
                  "it in harness/case/case_image.c and round-trip it here", sizeof(case_t));
 #endif
-}
-
-static int image_fd(void)
-{
-    kr_error_t err = {{0}};
-    int fd = case_image_open_anonymous(&err);
-    if (fd < 0)
-        fail_msg("%s", err.msg);
-    return fd;
-}
-
-static off_t file_size(int fd)
-{
-    struct stat sb;
-    assert_int_equal(fstat(fd, &sb), 0);
-    return sb.st_size;
-}
-
-/* The image's bytes, read back into memory (for corrupting). */
-static uint8_t *image_bytes(int fd, size_t *n)
-{
-    *n = (size_t)file_size(fd);
-    uint8_t *p = malloc(*n);
-    assert_non_null(p);
-    assert_int_equal(pread(fd, p, *n, 0), (ssize_t)*n);
-    return p;
-}
-
-static int fd_with(const uint8_t *bytes, size_t n)
-{
-    int fd = image_fd();
-    if (n)
-        assert_int_equal(pwrite(fd, bytes, n, 0), (ssize_t)n);
-    return fd;
 }
 
 /* Reads an image that must be refused: -1, one line naming `what` and
@@ -282,33 +189,6 @@ static void expect_refused(const uint8_t *bytes, size_t n, const char *phrase)
     assert_null(strchr(err.msg, '\n'));
     if (phrase && !strstr(err.msg, phrase))
         fail_msg("message \"%s\" does not say \"%s\"", err.msg, phrase);
-}
-
-/* The layout's offsets (case_image.c): a 144-byte header of 18 64-bit
- * words, then 23 table entries of 4 words (field, present, offset, bytes). */
-enum {
-    H_MAGIC = 0, H_VERSION = 8, H_HEADER_BYTES = 16, H_IMAGE_BYTES = 24, H_FIELD_COUNT = 32,
-    H_M = 40, H_N = 48, H_K = 56, H_WEIGHT_REF_LEN = 64, H_X_STORAGE = 72, H_X_FP8_FORMAT = 80,
-    H_WEIGHT_ORDER = 88, H_SCALE_LAYOUT = 96, H_SOURCE_DEV = 104, H_SOURCE_INO = 112,
-    H_SOURCE_SIZE = 120, H_SOURCE_MTIME = 128, H_SOURCE_CTIME = 136, H_END = 144,
-    FIELD_COUNT = 23,
-};
-
-static size_t entry_at(int field, int word)
-{
-    return (size_t)H_END + (size_t)field * 32 + (size_t)word * 8;
-}
-
-static uint64_t get_u64(const uint8_t *b, size_t off)
-{
-    uint64_t v;
-    memcpy(&v, b + off, sizeof v);
-    return v;
-}
-
-static void set_u64(uint8_t *b, size_t off, uint64_t v)
-{
-    memcpy(b + off, &v, sizeof v);
 }
 
 /* GOOD (n bytes) with the 64-bit word at OFF set to V must be refused, naming PHRASE. */
@@ -677,195 +557,8 @@ static void test_anonymous_file(void **state)
     close(fd);
 }
 
-/* ------------------------------------------------ the safe read (case_load.h) */
-
-/* The reading process hands back exactly what an in-process read gives,
- * for HDF5 cases and a torch dump (whose ref_recorded and weight_ref only
- * the image carries back unchanged). */
-static void test_safe_read_matches_in_process(void **state)
-{
-    (void)state;
-    static const char *files[] = {
-        KREPLAY_SOURCE_DIR "/cases/samples/gdn_in_proj_ba_N48_K5120_M17.h5",
-        KREPLAY_SOURCE_DIR "/cases/samples/gdn_out_proj_slice_N512_K3072_M17_nanhead.h5",
-        KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5",
-        KREPLAY_SOURCE_DIR "/cases/samples/prefill_N256_K2048_M300_kn_wperm.h5",
-        KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump.pt",
-        KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump_noncontig.pt",
-    };
-    for (int round = 0; round < 2; round++) {     /* a fresh worker, then a warm one */
-        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-            case_t direct, safe;
-            kr_error_t err = {{0}};
-            if (case_load(files[i], &direct, NULL, &err))
-                fail_msg("%s", err.msg);
-            if (case_load_safe(files[i], &safe, NULL, 10.0, &err))
-                fail_msg("%s", err.msg);
-            assert_cases_equal(&direct, &safe);
-            case_free(&direct);
-            case_free(&safe);
-        }
-    }
-    /* The .pt options travel to the reading process too. */
-    case_load_options_t o = {.weight_order_set = 1, .weight_order = WEIGHT_ORDER_FRAGMENT};
-    case_t c;
-    kr_error_t err = {{0}};
-    if (case_load_safe(KREPLAY_SOURCE_DIR "/tests/fixtures/pt/dump.pt", &c, &o, 10.0, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(c.weight_order, WEIGHT_ORDER_FRAGMENT);
-    case_free(&c);
-}
-
-/* A file that crashes libhdf5 between good ones: one line naming it, and
- * the reads after it are unaffected.  So is a file that is merely invalid. */
-static void test_safe_read_blames_the_right_file(void **state)
-{
-    (void)state;
-    const char *good = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5";
-    const char *segv = KREPLAY_SOURCE_DIR "/tests/fixtures/corrupt_h5/segv_global_heap.h5";
-    char junk[512];
-    test_tmp_path(junk, sizeof junk, "not-a-case.h5");
-    assert_int_equal(test_write_text(junk, "not an HDF5 file\n"), 0);
-    for (int i = 0; i < 2; i++) {
-        case_t c;
-        kr_error_t err = {{0}};
-        if (case_load_safe(good, &c, NULL, 10.0, &err))
-            fail_msg("%s", err.msg);
-        case_free(&c);
-        assert_int_equal(case_load_safe(segv, &c, NULL, 10.0, &err), -1);
-        assert_non_null(strstr(err.msg, segv));
-        /* libhdf5 crashes on it, unless the reader's checks refuse it first (which one
-         * comes first depends on which attributes the reader looks up before the data) */
-        assert_true(strstr(err.msg, "crashed") || strstr(err.msg, "corrupt"));
-        assert_null(strchr(err.msg, '\n'));
-        assert_null(c.x);
-        if (case_load_safe(good, &c, NULL, 10.0, &err))
-            fail_msg("after the crash: %s", err.msg);
-        case_free(&c);
-        assert_int_equal(case_load_safe(junk, &c, NULL, 10.0, &err), -1);
-        assert_non_null(strstr(err.msg, junk));
-        assert_null(strstr(err.msg, "crashed"));
-    }
-    unlink(junk);
-}
-
-/* An image whose arrays are in the case file is read only from that same
- * file unchanged: not after it was replaced by another file (renamed over
- * it), cut short, or given another modification time (what a write in place
- * leaves, at the file system's timestamp granularity); nor without the
- * file's path. */
-static void test_changed_source_file_is_refused(void **state)
-{
-    (void)state;
-    const char *sample = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5";
-    size_t n;
-    char *bytes = test_read_file(sample, &n);
-    assert_non_null(bytes);
-    char path[512], other[512];
-    test_tmp_path(path, sizeof path, "image-source");
-    test_tmp_path(other, sizeof other, "image-source-new");
-    enum { REPLACED, TRUNCATED, TOUCHED, NO_PATH, UNCHANGED, HOW_COUNT };
-    for (int how = 0; how < HOW_COUNT; how++) {
-        FILE *fp = fopen(path, "wb");
-        assert_non_null(fp);
-        assert_int_equal(fwrite(bytes, 1, n, fp), n);
-        fclose(fp);
-        case_t c, back;
-        kr_error_t err = {{0}};
-        if (case_load(path, &c, NULL, &err))
-            fail_msg("%s", err.msg);
-        assert_false(case_owns(&c, c.weight));
-        int fd = image_fd();
-        assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
-        case_free(&c);
-        if (how == REPLACED) {
-            fp = fopen(other, "wb");
-            assert_non_null(fp);
-            assert_int_equal(fwrite(bytes, 1, n, fp), n);
-            fclose(fp);
-            assert_int_equal(rename(other, path), 0);
-        } else if (how == TRUNCATED) {
-            assert_int_equal(truncate(path, (off_t)(n / 2)), 0);
-        } else if (how == TOUCHED) {
-            struct timespec t[2] = {{0, UTIME_OMIT}, {12345, 0}};
-            assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
-        }
-        const int st = case_image_read(fd, &back, CASE_IMAGE_KEEP_SOURCE, path,
-                                       how == NO_PATH ? NULL : path, &err);
-        close(fd);
-        if (how == UNCHANGED) {
-            if (st != 0)
-                fail_msg("%s", err.msg);
-            case_free(&back);
-            continue;
-        }
-        if (st != -1)
-            fail_msg("case %d: an image of a changed file was read", how);
-        const char *phrase = how == NO_PATH ? "no file named to map" : "changed while it was being read";
-        if (!strstr(err.msg, phrase))
-            fail_msg("case %d: \"%s\" does not say \"%s\"", how, err.msg, phrase);
-    }
-    unlink(path);
-    free(bytes);
-}
-
-/* The arrays' places in the case file come from the reading process and are
- * checked like the rest: a range past the file's end, or misaligned for its
- * elements, is refused before anything is mapped. */
-static void test_source_ranges_are_checked(void **state)
-{
-    (void)state;
-    const char *path = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5";
-    case_t c;
-    kr_error_t err = {{0}};
-    if (case_read_for_image(path, &c, &err))
-        fail_msg("%s", err.msg);
-    int fd = image_fd();
-    assert_int_equal(case_image_write(fd, &c, CASE_IMAGE_KEEP_SOURCE, &err), 0);
-    case_free(&c);
-    size_t n;
-    uint8_t *good = image_bytes(fd, &n);
-    close(fd);
-    enum { F_WEIGHT = 4, PRESENT = 1, OFFSET = 2 };
-    assert_int_equal(get_u64(good, entry_at(F_WEIGHT, PRESENT)), 2);
-    const uint64_t size = get_u64(good, H_SOURCE_SIZE);
-    const struct { uint64_t offset; const char *phrase; } bad[] = {
-        {size - 8, "weight: 262144 bytes at offset"},
-        {UINT64_MAX - 7, "of the case file"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        uint8_t *b = malloc(n);
-        assert_non_null(b);
-        memcpy(b, good, n);
-        set_u64(b, entry_at(F_WEIGHT, OFFSET), bad[i].offset);
-        int bfd = fd_with(b, n);
-        case_t back;
-        assert_int_equal(case_image_read(bfd, &back, CASE_IMAGE_KEEP_SOURCE, path, path, &err), -1);
-        close(bfd);
-        if (!strstr(err.msg, bad[i].phrase))
-            fail_msg("\"%s\" does not say \"%s\"", err.msg, bad[i].phrase);
-        free(b);
-    }
-    /* x_scale (float32) at an odd offset: misaligned for its elements. */
-    enum { F_X_SCALE = 3 };
-    uint8_t *b = malloc(n);
-    assert_non_null(b);
-    memcpy(b, good, n);
-    assert_int_equal(get_u64(b, entry_at(F_X_SCALE, PRESENT)), 2);
-    set_u64(b, entry_at(F_X_SCALE, OFFSET), get_u64(b, entry_at(F_X_SCALE, OFFSET)) + 2);
-    int bfd = fd_with(b, n);
-    case_t back;
-    assert_int_equal(case_image_read(bfd, &back, CASE_IMAGE_KEEP_SOURCE, path, path, &err), -1);
-    close(bfd);
-    assert_non_null(strstr(err.msg, "aligned to its 4-byte elements"));
-    free(b);
-    free(good);
-}
-
 KR_TEST_MAIN(
     test_every_field_round_trips, test_minimal_case_round_trips, test_sample_file_round_trips,
     test_consuming_frees_both_sides, test_writer_refuses_an_invalid_case,
     test_damaged_headers_are_refused, test_damaged_tables_are_refused,
-    test_truncated_images_are_refused, test_random_damage_never_crashes, test_anonymous_file,
-    test_safe_read_matches_in_process, test_safe_read_blames_the_right_file,
-    test_changed_source_file_is_refused, test_source_ranges_are_checked);
+    test_truncated_images_are_refused, test_random_damage_never_crashes, test_anonymous_file);

@@ -48,6 +48,7 @@ typedef struct {
     scale_layout_t layout;
     weight_order_t order;
     int source;                 /* compare against R_source instead of R_exact */
+    int traced;                 /* quantize x the 'traced' way (NaN poisons the row's operands) */
 } setup_t;
 
 static void setup_defaults(setup_t *s, const char *kernel)
@@ -112,6 +113,10 @@ static void scenario_build(scenario_t *s, const setup_t *p)
     };
     kernel_options_default(&s->kopt);
     s->kopt.threads = 1;
+    if (p->traced) {
+        s->kopt.fp8_variant = FP8_TOKEN_TRACED;
+        s->kopt.act_source = ACT_SOURCE_QUANTIZE;
+    }
     s->k = kernel_find(p->kernel);
     assert_non_null(s->k);
     assert_int_equal(s->k->prepare_act(s->k, &s->in, &s->kopt, &s->act, &err), 0);
@@ -309,23 +314,20 @@ static const proof_t proofs[] = {
     {"w4a8.perblock", 0, 0, 3, 32, 64, SCALE_LAYOUT_NK, 0, "sanitize", DIAG_SANITIZED,
      "matches R_exact on sanitized x: the kernel zeroed non-finite inputs"},
     /* f: another quantizer; fp8 variants differ by a code on ties, except on
-     * NaN input, where 'traced' makes the whole row NaN: the rows hypothesis
-     * names both */
+     * NaN input, where 'traced' makes the whole row NaN: the operands the
+     * reference was built from (the recorded codes) are finite there, so the
+     * NaN rows are the kernel's own quantizer's, not poisoned input */
     {"w4a4.aiter", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "quant-variant:ocp", DIAG_QUANT_VARIANT,
      "activations were quantized with 'ocp', not 'aiter-even'"},
     {"w4a4.aiter", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "quant-variant:ceil", DIAG_QUANT_VARIANT,
      "activations were quantized with 'ceil', not 'aiter-even'"},
     {"w4a8.perblock", 0, 0, 3, 32, 64, SCALE_LAYOUT_NK, 0, "quant-variant:traced",
-     DIAG_ROWS_POISONED, "consistent with 'traced' quantization (NaN-propagating amax), not the "
-                         "recorded x_fp8/x_scale"},
-    {"w4a8.perblock", 0, 0, 3, 32, 64, SCALE_LAYOUT_NK, 0, "quant-variant:traced",
-     DIAG_ROWS_POISONED, "NaN rows 0-2 of the output are exactly the rows with NaN input"},
-    /* g: poisoned rows; the 17 x 128 GDN head makes every row NaN */
-    {"w4a8.perblock", 17, 0, 17, 128, 128, SCALE_LAYOUT_NK, 0, "rows-nan", DIAG_ROWS_POISONED,
-     "NaN rows 0-16 of the output are exactly the rows with NaN input: poisoned input, "
-     "propagated by per-token fp8 (one NaN makes the row's scale NaN)"},
-    {"w4a8.perblock", 0, 0, 3, 128, 128, SCALE_LAYOUT_NK, 0, "rows-nan", DIAG_ROWS_POISONED,
-     "NaN rows 0-2 of the output"},
+     DIAG_QUANT_VARIANT, "activations were quantized with 'traced', not the recorded x_fp8/x_scale"},
+    /* g: NaN rows where x has NaN but the operands the reference was built
+     * from ('vllm': NaN -> +448) are finite: not poisoned input; 'traced'
+     * quantization reproduces the output */
+    {"w4a8.perblock", 0, 0, 3, 128, 128, SCALE_LAYOUT_NK, 0, "rows-nan", DIAG_QUANT_VARIANT,
+     "activations were quantized with 'traced'"},
     /* rows 0..r-1 poisoned with finite input: not the input's fault, a block of rows */
     {"w4a8.perblock", 0, 0, 0, 0, 0, SCALE_LAYOUT_NK, 0, "rows-nan:2", DIAG_ROWS,
      "rows 0-1 are wrong (all NaN"},
@@ -460,13 +462,53 @@ static void test_unrelated_corruption_matches_nothing(void **state)
         fail();
     }
     assert_int_equal(r.hypothesis, DIAG_NONE);
-    assert_non_null(strstr(r.line, "no hypothesis matches"));
-    assert_non_null(strstr(r.line, "wperm-undone"));
-    assert_non_null(strstr(r.line, "scale-layout"));
+    assert_false(r.checked);
+    /* what is known for certain, no guessed cause */
+    assert_non_null(strstr(r.line, "no hypothesis reproduces the output ("));
+    assert_non_null(strstr(r.line, "grammar primitives"));
+    assert_non_null(strstr(r.line, "; where: every row x every column"));
+    assert_non_null(strstr(r.line, "; how much: rel "));
     /* wperm x2 + scale-layout; sanitize needs non-finite x; the fp8 variants whose codes differ
      * from the recorded (vllm) ones: vllm itself is skipped without a GEMM, and on this data
      * traced or pure may give the very same codes. */
     assert_true(r.gemms >= 2 + 1 && r.gemms <= 2 + 1 + 3);
+    scenario_free(&s);
+}
+
+/* Input is blamed only where the kernel's own operands are non-finite.  The
+ * 17 x 128 NaN head makes every row of x NaN; the 'vllm' quantizer maps it
+ * to finite codes (+448), so a kernel that writes NaN everywhere made the
+ * NaN itself: no "poisoned input", and no hypothesis reproduces it (NaN
+ * agreeing with NaN proves no reading).  With the 'traced' quantizer the
+ * operands are NaN on those rows, and a kernel that propagates it is not to
+ * blame, and is said not to be. */
+static void test_nan_head_blames_input_only_when_operands_are(void **state)
+{
+    (void)state;
+    setup_t p = setup_for("w4a8.perblock");
+    p.M = 17;
+    setup_nan(&p, 17, 128, 128);
+    scenario_t s;
+    scenario_start(&s, &p, "rows-nan:17");
+    for (int64_t i = 0; i < p.M * p.N; i++)
+        assert_true(isnan(s.out[i]));
+    for (int64_t i = 0; i < p.M * p.K; i++)
+        assert_true(isfinite(s.act.dequant[i]));
+    diag_result_t r;
+    scenario_diagnose(&s, NULL, &r);
+    if (strstr(r.line, "poisoned input") || r.matched || r.checked)
+        fail_msg("%s", r.line);
+    assert_non_null(strstr(r.line, "no hypothesis reproduces the output"));
+    assert_non_null(strstr(r.line, "1088 non-finite where R_exact is finite"));
+    scenario_free(&s);
+
+    p.traced = 1;
+    p.M = 24;
+    scenario_start(&s, &p, "none");
+    scenario_diagnose(&s, NULL, &r);
+    expect(&r, DIAG_ROWS_POISONED, "not the kernel: rows 0-16 (x: rows 0-16 x columns 128-255 (17 x 128 = "
+                                   "2176 NaN)) have NaN input, and the output and R_exact are non-finite on "
+                                   "exactly those rows");
     scenario_free(&s);
 }
 
@@ -485,10 +527,13 @@ static void test_gemm_budget(void **state)
     diag_result_t r;
     kr_error_t err = {{0}};
     assert_int_equal(diagnose(&d, &r, &err), 0);
-    assert_false(r.matched);
+    /* The quantizer ('vllm') maps the NaN to finite codes, so the rows are
+     * judged: they are the place found, and no more is claimed. */
     assert_int_equal(r.gemms, 2);
+    assert_int_equal(r.hypothesis, DIAG_ROWS);
+    assert_false(r.checked);
+    assert_non_null(strstr(r.line, "rows 0-2 are wrong"));
     assert_non_null(strstr(r.line, "GEMM budget of 2 spent"));
-    assert_non_null(strstr(r.line, "the finite rows match R_exact"));
     d.max_gemms = 4;
     assert_int_equal(diagnose(&d, &r, &err), 0);
     expect(&r, DIAG_SANITIZED, "matches R_exact on sanitized x");
@@ -559,12 +604,30 @@ static void test_parity_rows_with_near_miss(void **state)
         for (int64_t n = 0; n < p.N; n++)
             s.out[m * p.N + n] = -s.out[m * p.N + n];
     s.out[3 * p.N + 7] = -s.out[3 * p.N + 7];
-    diagnosis_is(&s, DIAG_ROWS, "the odd rows are wrong");
+    const diag_result_t r = diagnosis_is(&s, DIAG_ROWS, "the odd rows are wrong (negated: out = -R_exact there");
+    /* a place and what reproduces it there, no guessed cause */
+    assert_true(r.checked);
+    assert_null(strstr(r.line, "unwritten"));
+    assert_null(strstr(r.line, "masked"));
+    assert_null(strstr(r.line, "inputs"));
+    scenario_free(&s);
+
+    /* rows 4-7 wrong by an arbitrary amount: the place, unchecked, and nothing else */
+    const setup_t q = perblock_scenario(&s, 12, 0);
+    test_rng_t rng = {7};
+    for (int64_t m = 4; m < 8; m++)
+        for (int64_t n = 0; n < q.N; n++)
+            s.out[m * q.N + n] *= (float)(1.0 + 0.5 * test_rng_normal(&rng));
+    diag_result_t any;
+    scenario_diagnose(&s, NULL, &any);
+    if (!strstr(any.line, "rows 4-7") || any.checked || strstr(any.line, "unwritten") || strstr(any.line, "tile "))
+        fail_msg("%s", any.line);
     scenario_free(&s);
 }
 
-/* The misread table, by hand: the e2m1 sign ignored, computed here from the
- * codes in fp64 (not by the engine's evaluator). */
+/* A grammar primitive (the misread table's 'e2m1-sign'), by hand: the e2m1
+ * sign ignored, computed here from the codes in fp64 (not by the engine's
+ * evaluator). */
 static void test_misread_sign_by_hand(void **state)
 {
     (void)state;
@@ -582,8 +645,12 @@ static void test_misread_sign_by_hand(void **state)
             }
             s.out[m * N + n] = bf16_decode(bf16_encode((float)acc));
         }
-    const diag_result_t r = diagnosis_is(&s, DIAG_MISREAD, "operand misread 'e2m1-sign'");
+    const diag_result_t r = diagnosis_is(&s, DIAG_GRAMMAR, "operand misread 'e2m1-sign'");
     assert_int_equal(diag_refine_verdict(&r, VERDICT_MAGNITUDE), VERDICT_WRONG);
+    /* summed in fp64, not in the per-block order: the line says how it was
+     * checked (bit for bit where the roundings agree, else within the threshold) */
+    assert_true(r.checked);
+    assert_non_null(strstr(r.line, "(checked: "));
     scenario_free(&s);
 }
 
@@ -594,6 +661,7 @@ static void test_finite_part_of_poisoned_case(void **state)
     (void)state;
     setup_t p = setup_nan_case(4, 32, 64, 0);
     p.M = 12;
+    p.traced = 1;       /* the kernel's own operands are NaN on rows 0-3: those are judged apart */
     scenario_t s;
     scenario_start(&s, &p, "none");
     for (int64_t m = 4; m < p.M; m++)
@@ -650,4 +718,5 @@ KR_TEST_MAIN(
     test_sanitize, test_unsanitized, test_reference_rows_poisoned,
     test_unrelated_corruption_matches_nothing, test_gemm_budget, test_fault_parse,
     test_pow2_through_rounding_noise, test_k_block_missing, test_parity_rows_with_near_miss,
-    test_misread_sign_by_hand, test_finite_part_of_poisoned_case);
+    test_misread_sign_by_hand, test_finite_part_of_poisoned_case,
+    test_nan_head_blames_input_only_when_operands_are);

@@ -32,15 +32,8 @@
 
 #define SLICES 2
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED_BUILD 1
-#endif
-#endif
 /* The low 4 bits of the patterns checked. */
-#ifdef SANITIZED_BUILD
+#if TEST_UNDER_ASAN
 static const uint32_t low_bits[] = {0, 1, 15};
 #else
 static const uint32_t low_bits[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

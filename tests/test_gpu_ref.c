@@ -1,7 +1,9 @@
 /* ctest-labels: gpu */
-/* The GPU references (harness/engine/gpu_ref.h) against an fp64 oracle computed
- * here on the CPU, on every bundled sample: cuBLAS SGEMM in pedantic mode
- * and the CPU's OpenBLAS sgemm must both lie within the fp32 bound
+/* The GPU worker's references (harness/engine/gpu_session.h: the weight
+ * dequantized on the device, cuBLAS on the resident operands) against an
+ * fp64 oracle computed here on the CPU, on every bundled sample: cuBLAS
+ * SGEMM in pedantic mode and the CPU's OpenBLAS sgemm must both lie within
+ * the fp32 bound
  *   |C - C_exact| <= gamma_K(2^-24) * (|A| @ |W|^T)   (Higham 3.5)
  * elementwise (plus the fp64 oracle's own, far smaller, gamma_K(2^-53)), and
  * be non-finite exactly where the oracle is.  The GPU DGEMM oracle must lie
@@ -21,8 +23,7 @@
 
 #include "case_io.h"
 #include "gemm_ref.h"
-#include "gpu_isolated.h"
-#include "gpu_ref.h"
+#include "gpu_session.h"
 #include "replay.h"
 #include "test_main.h"
 #include "test_support.h"
@@ -42,6 +43,7 @@ static double weight_at(const case_t *c, const uint8_t *packed, int64_t n, int64
 }
 
 static int g_samples;
+static gpu_session_t *g_gpu;
 
 static void check_sample(const char *path)
 {
@@ -78,11 +80,11 @@ static void check_sample(const char *path)
     mxfp4_weight_t w = {.packed = packed, .scales = c.weight_scale, .layout = c.scale_layout,
                         .e8m0_mode = E8M0_SPEC, .N = N, .K = K};
     assert_int_equal(gemm_ref_f32(c.x, M, &w, 0, cpu, &err), 0);
-    if (gpu_ref_mxfp4_f32(c.x, M, &w, gpu, 120, &err) != 0) {
+    if (gpu_session_ref_mxfp4(g_gpu, c.x, M, &w, 0, 0, gpu, &err) != 0) {
         print_error("%s: %s\n", path, err.msg);
         fail();
     }
-    assert_int_equal(gpu_ref_mxfp4_f64(c.x, M, &w, gpu64, 120, &err), 0);
+    assert_int_equal(gpu_session_ref_mxfp4(g_gpu, c.x, M, &w, 1, 0, gpu64, &err), 0);
     const double g32 = (double)K * 0x1p-24 / (1 - (double)K * 0x1p-24);
     const double g64 = 2.0 * (double)K * 0x1p-53; /* the oracle's and DGEMM's own */
     double worst_cpu = 0, worst_gpu = 0;
@@ -136,12 +138,25 @@ static void test_samples(void **state)
     assert_true(g_samples >= 5);
 }
 
+static int close_session(void **state)
+{
+    (void)state;
+    gpu_session_close(g_gpu);
+    return 0;
+}
+
 int main(void)
 {
-    char why[256];
-    if (!gpu_ref_built() || !gpu_available_isolated(why, sizeof why)) {
-        printf("test_gpu_ref: skipped: %s\n", gpu_ref_built() ? why : "no CUDA backend built");
+    char name[128], why[KR_ERROR_MSG_MAX];
+    kr_error_t err = {{0}};
+    const gpu_session_options_t so = {.device = 0, .timeout_s = 300};
+    if (gpu_session_open(&g_gpu, &so, &err) ||
+        !gpu_session_device(g_gpu, name, sizeof name, why, sizeof why) ||
+        !gpu_session_refs_supported(g_gpu)) {
+        printf("test_gpu_ref: skipped: %s\n", err.msg[0] ? err.msg : why[0] ? why : "no cuBLAS");
+        gpu_session_close(g_gpu);
         return 77;
     }
-    KR_RUN_TESTS(NULL, NULL, test_samples);
+    printf("test_gpu_ref: the GPU worker on %s\n", name);
+    KR_RUN_TESTS(NULL, close_session, test_samples);
 }

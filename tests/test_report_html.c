@@ -365,7 +365,7 @@ static void test_cli_report(void **state)
     snprintf(args, sizeof args, "report '%s' -o '%s' --history '%s' --history '%s' --case '%s' --no-case-lookup", res,
              out, k.hist[0], k.hist[1], NANHEAD);
     int rc = test_run_kreplay(args, &output);
-    if (rc != 0)
+    if (rc != 1)   /* 2 of its 18 rows fail: exit 1, as the gate would */
         fail_msg("kreplay %s -> %d: %s", args, rc, output);
     assert_non_null(strstr(output, "18 rows from 1 file"));
     assert_non_null(strstr(output, "1 non-finite map"));

@@ -315,9 +315,10 @@ static void test_field_table_covers_result_t(void **state)
     assert_int_equal(bins->count, ULP_BIN_COUNT);
     assert_int_equal(bins->offset, offsetof(result_t, ulp.bins));
     assert_int_equal(result_field_find("note")->size, sizeof(((result_t *)0)->note));
-    /* 48 + the judgement's 13 + the accumulation fit's 6 + the diagnosis family, the diagnosis'
-     * party, the poison's block and the baseline's finding (metric, baseline, run) */
-    assert_int_equal(result_field_count, 73);
+    /* 48 + the judgement's 13 + the accumulation fit's 6 and its fp32 bound's 7 + the diagnosis
+     * family, whether it is checked, the diagnosis' party, the poison's block and the baseline's
+     * finding (metric, baseline, run) */
+    assert_int_equal(result_field_count, 81);
 }
 
 static void test_field_table_csv_json(void **state)

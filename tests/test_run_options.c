@@ -52,6 +52,8 @@ static void test_gate_rows_classified_by_hand(void **state)
         {"only-case", CLI_ROWS_CHANGED}, {"kernels", CLI_ROWS_CHANGED},  {"list-shapes", CLI_ROWS_SAME},
         {"seeds", CLI_ROWS_CHANGED},     {"inject", CLI_ROWS_CHANGED},   {"all-rows", CLI_ROWS_SAME},
         {"quiet", CLI_ROWS_SAME},        {"threads", CLI_ROWS_SAME},     {"help", CLI_ROWS_SAME},
+        {"device", CLI_ROWS_CHANGED},    {"gpus", CLI_ROWS_SAME},        {"model-rows", CLI_ROWS_CHANGED},
+        {"baseline-other-suite", CLI_ROWS_SAME},
     };
     const cli_command_t *gate = &cli_gate_command;
     assert_int_equal(gate->n_options + 1, (int)(sizeof want / sizeof want[0]));

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 
 #include "case_image.h"
+#include "anon_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -563,7 +564,13 @@ static int map_source_arrays(const image_header_t *h, const image_entry_t *table
                           "the path the image was made from");
     const case_file_identity_t id = {h->source_dev, h->source_ino, h->source_size,
                                      h->source_mtime_ns, h->source_ctime_ns};
-    if (case_mapping_open_expecting(source_path, &id, &c->mapping, err))
+    /* The part of the file the arrays lie in, not the whole file. */
+    uint64_t used = 0;
+    for (int f = 0; f < F_COUNT; f++)
+        if ((table[f].present == ENTRY_IN_SOURCE || table[f].present == ENTRY_IN_SOURCE_BF16) &&
+            table[f].offset + table[f].bytes > used)
+            used = table[f].offset + table[f].bytes;
+    if (case_mapping_open_expecting(source_path, &id, used, &c->mapping, err))
         return -1;
     for (int f = 0; f < F_COUNT; f++) {
         const image_entry_t *e = &table[f];
@@ -658,20 +665,5 @@ int case_image_read(int fd, case_t *c, case_image_mode_t mode, const char *what,
 
 int case_image_open_anonymous(kr_error_t *err)
 {
-#if defined(__linux__) && defined(MFD_CLOEXEC)
-    int fd = memfd_create("kreplay-case-image", MFD_CLOEXEC);
-    if (fd >= 0)
-        return fd;
-    /* ENOSYS (an old kernel) or a sandbox that forbids it: a file will do. */
-#endif
-    const char *dir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/kreplay-case-image-XXXXXX", dir && *dir ? dir : "/tmp");
-    int tfd = mkstemp(path);
-    if (tfd < 0)
-        return kr_fail(err, "case image: cannot create a temporary file %s: %s", path,
-                       strerror(errno));
-    unlink(path);   /* gone from the directory; lives as long as the descriptor */
-    (void)fcntl(tfd, F_SETFD, FD_CLOEXEC);
-    return tfd;
+    return anon_file_open("kreplay-case-image", err);
 }

@@ -16,14 +16,17 @@
 
 #include "case_image.h"
 #include "case_io.h"
-#include "isolate.h"
+#include "file_kind.h"
+#include "isolate_reader.h"
+#include "pt_records.h"
 #include "kr_string.h"
 
 int case_load_is_torch(const char *path)
 {
     if (!path)
         return 0;
-    FILE *fp = fopen(path, "rb");
+    /* Never an open that blocks (a FIFO): the readers say what it is. */
+    FILE *fp = file_fopen_regular(path, "a case file", NULL);
     if (!fp)
         return 0;
     unsigned char sig[4] = {0};
@@ -80,16 +83,13 @@ typedef struct {
  * emptied, so the case and its image never both exist in full. */
 #define IMAGE_KEEP_BYTES ((off_t)8 << 20)
 
-typedef struct {
-    int image_fd;
-} reader_ctx_t;
-
 /* In the worker: reads the case (libhdf5 or libzip on an untrusted file)
  * and writes it as an image, freeing each array once written so the case
- * and its image exist in full only one array deep. */
+ * and its image exist in full only one array deep.  ctx: the reader, whose
+ * out_fd is the image file. */
 static int serve_load(void *ctx, const void *request, size_t request_bytes, kr_error_t *err)
 {
-    const reader_ctx_t *rc = ctx;
+    const int image_fd = ((const isolate_reader_t *)ctx)->out_fd;
     load_request_head_t head;
     const char *path = (const char *)request + sizeof head;
     if (request_bytes <= sizeof head || memchr(path, '\0', request_bytes - sizeof head) == NULL)
@@ -98,31 +98,23 @@ static int serve_load(void *ctx, const void *request, size_t request_bytes, kr_e
     case_t c;
     if (case_load_for_image(path, &c, head.has_options ? &head.options : NULL, err))
         return -1;
-    const int st = case_image_write(rc->image_fd, &c, CASE_IMAGE_CONSUME_SOURCE, err);
+    const int st = case_image_write(image_fd, &c, CASE_IMAGE_CONSUME_SOURCE, err);
 #ifdef __GLIBC__
     struct stat sb;
-    if (st == 0 && fstat(rc->image_fd, &sb) == 0 && (size_t)sb.st_size >= WORKER_TRIM_BYTES)
+    if (st == 0 && fstat(image_fd, &sb) == 0 && (size_t)sb.st_size >= WORKER_TRIM_BYTES)
         malloc_trim(0);
 #endif
     return st;
 }
 
-static struct {
-    pthread_mutex_t lock;
-    pid_t owner;                /* the process these belong to (a fork starts afresh) */
-    isolate_worker_t *worker;
-    reader_ctx_t ctx;
-} g_reader = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, {-1}};
+static isolate_reader_t g_reader = ISOLATE_READER_INIT(serve_load, "kreplay-case-reader");
 
 /* At exit the worker is ended and reaped rather than left to die with us:
  * so its resource use is counted with ours (time -v's peak RSS, say) and
  * no process outlives the run even briefly. */
 static void reader_shutdown(void)
 {
-    if (g_reader.owner == getpid() && g_reader.worker) {
-        isolate_worker_free(g_reader.worker);
-        g_reader.worker = NULL;
-    }
+    isolate_reader_shutdown(&g_reader);
 }
 
 static pthread_once_t reader_shutdown_once = PTHREAD_ONCE_INIT;
@@ -130,61 +122,14 @@ static pthread_once_t reader_shutdown_once = PTHREAD_ONCE_INIT;
 static void reader_register_shutdown(void)
 {
     (void)atexit(reader_shutdown);
-}
-
-/* The worker and its image file, created on first use. */
-static int reader_ready(kr_error_t *err)
-{
-    pthread_once(&reader_shutdown_once, reader_register_shutdown);
-    if (g_reader.owner != getpid()) {
-        /* Inherited from the process that forked this one: its worker
-         * answers it, not us.  The descriptor is ours to close. */
-        if (g_reader.ctx.image_fd >= 0)
-            close(g_reader.ctx.image_fd);
-        g_reader.worker = NULL;
-        g_reader.ctx.image_fd = -1;
-        g_reader.owner = getpid();
-    }
-    if (g_reader.ctx.image_fd < 0) {
-        g_reader.ctx.image_fd = case_image_open_anonymous(err);
-        if (g_reader.ctx.image_fd < 0)
-            return -1;
-    }
-    if (!g_reader.worker) {
-        /* Initialize libhdf5 here, where no file is touched, so the worker
-         * starts with it ready (and so would a replacement). */
-        (void)H5open();
-        g_reader.worker = isolate_worker_new(serve_load, &g_reader.ctx, &g_reader.ctx.image_fd, 1);
-        if (!g_reader.worker)
-            return kr_fail(err, "case reader: out of memory");
-    }
-    return 0;
-}
-
-/* One read by the worker.  A crash or hang of a worker that had read other
- * cases before may be their doing (state a corrupt file left behind), so
- * the file is read again by a fresh worker before it is blamed. */
-static int reader_call(const void *request, size_t request_bytes, double timeout_s,
-                       isolate_result_t *ir, kr_error_t *err)
-{
-    for (int attempt = 0;; attempt++) {
-        const int served_before = isolate_worker_calls_served(g_reader.worker);
-        if (isolate_worker_call(g_reader.worker, request, request_bytes, timeout_s, ir, err))
-            return -1;
-        if (ir->status == ISOLATE_OK)
-            return 0;
-        /* Whatever a failed read left in the worker goes with it. */
-        isolate_worker_retire(g_reader.worker);
-        if (ir->status == ISOLATE_FAILED || served_before == 0 || attempt > 0)
-            return 0;
-    }
+    /* Initialize libhdf5 here, where no file is touched, so every worker
+     * starts with it ready. */
+    (void)H5open();
 }
 
 static int load_safe_locked(const char *path, case_t *c, const case_load_options_t *o,
                             double timeout_s, kr_error_t *err)
 {
-    if (reader_ready(err))
-        return -1;
     const size_t path_bytes = strlen(path) + 1;
     if (path_bytes > ISOLATE_WORKER_REQUEST_MAX - sizeof(load_request_head_t))
         return kr_fail(err, "%.200s...: case file: a path of %zu bytes; expected a shorter path",
@@ -202,7 +147,7 @@ static int load_safe_locked(const char *path, case_t *c, const case_load_options
 
     isolate_result_t ir;
     int keep_image = 0;
-    int st = reader_call(request, sizeof head + path_bytes, timeout_s, &ir, err);
+    int st = isolate_reader_call(&g_reader, request, sizeof head + path_bytes, timeout_s, &ir, err);
     free(request);
     if (st == 0) {
         switch (ir.status) {
@@ -212,13 +157,13 @@ static int load_safe_locked(const char *path, case_t *c, const case_load_options
              * validated. */
             kr_error_t rerr = {{0}};
             struct stat sb;
-            keep_image = fstat(g_reader.ctx.image_fd, &sb) == 0 && sb.st_size <= IMAGE_KEEP_BYTES;
-            st = case_image_read(g_reader.ctx.image_fd, c,
+            keep_image = fstat(g_reader.out_fd, &sb) == 0 && sb.st_size <= IMAGE_KEEP_BYTES;
+            st = case_image_read(g_reader.out_fd, c,
                                  keep_image ? CASE_IMAGE_KEEP_SOURCE : CASE_IMAGE_CONSUME_SOURCE,
                                  path, path, &rerr);
             if (st) {
                 /* Not a worker to trust with the next file either. */
-                isolate_worker_retire(g_reader.worker);
+                isolate_reader_retire(&g_reader);
                 kr_fail(err, "%s: the case came back from the reading process damaged: %s", path,
                         rerr.msg);
             } else {
@@ -231,22 +176,17 @@ static int load_safe_locked(const char *path, case_t *c, const case_load_options
             }
             break;
         }
-        case ISOLATE_FAILED:
-            kr_strlcpy(err->msg, ir.message, sizeof err->msg);
-            st = -1;
+        default: {
+            char note[512] = "";
+            if (ir.status == ISOLATE_TIMEOUT && case_load_is_torch(path))
+                pt_records_timeout_note(path, note, sizeof note);
+            st = isolate_reader_failure(&g_reader, &ir, path, "a readable case file", note, err);
             break;
-        case ISOLATE_CRASHED:
-            st = kr_fail(err, "%s: the HDF5 library crashed reading it (%s): the file is corrupt; "
-                              "expected a readable case file", path, ir.message);
-            break;
-        default:
-            st = kr_fail(err, "%s: reading it did not finish (%s): the file is corrupt or unreadable",
-                         path, ir.message);
-            break;
+        }
         }
     }
     /* Whatever is left of a large image (or of one a failed read left). */
-    if ((!keep_image || st != 0) && ftruncate(g_reader.ctx.image_fd, 0) != 0 && st == 0) {
+    if ((!keep_image || st != 0) && ftruncate(g_reader.out_fd, 0) != 0 && st == 0) {
         case_free(c);
         st = kr_fail(err, "%s: emptying the case image: %s", path, strerror(errno));
     }
@@ -258,17 +198,20 @@ int case_load_safe(const char *path, case_t *c, const case_load_options_t *o, do
 {
     if (c)
         memset(c, 0, sizeof *c);
-    const char *in_process = getenv("KREPLAY_READ_IN_PROCESS");
-    if (in_process && !strcmp(in_process, "1"))
+    if (isolate_reader_in_process())
         return case_load(path, c, o, err);
     /* No path, no file: case_read says so without touching libhdf5. */
     if (!path)
         return case_load(path, c, o, err);
-    const char *env_timeout = getenv("KREPLAY_READ_TIMEOUT");
-    if (timeout_s <= 0)
-        timeout_s = env_timeout && atof(env_timeout) > 0 ? atof(env_timeout) : 120.0;
-    pthread_mutex_lock(&g_reader.lock);
+    /* What is not a regular file (a FIFO would block the reader until its
+     * time limit) is refused here, by name and kind. */
+    if (file_check_regular(path, "an existing HDF5 case file or torch.save .pt", err))
+        return -1;
+    timeout_s = isolate_reader_timeout(timeout_s);
+    pthread_once(&reader_shutdown_once, reader_register_shutdown);
+    if (isolate_reader_lock(&g_reader, err))
+        return -1;
     int st = load_safe_locked(path, c, o, timeout_s, err);
-    pthread_mutex_unlock(&g_reader.lock);
+    isolate_reader_unlock(&g_reader);
     return st;
 }

@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,24 +33,35 @@ int case_file_identity_of(int fd, case_file_identity_t *id)
     return 0;
 }
 
-int case_mapping_map_fd(int fd, const char *path, case_mapping_t *m, kr_error_t *err)
+int case_mapping_map_fd(int fd, const char *path, uint64_t bytes, case_mapping_t *m,
+                        kr_error_t *err)
 {
     memset(m, 0, sizeof *m);
     if (case_file_identity_of(fd, &m->id) != 0)
         return kr_fail(err, "%s: file: fstat failed (%s)", path, strerror(errno));
-    if (m->id.size == 0 || m->id.size > (uint64_t)SIZE_MAX)
+    if (bytes == 0 || bytes > m->id.size)
+        bytes = m->id.size;
+    if (bytes == 0 || bytes > (uint64_t)SIZE_MAX)
         return kr_fail(err, "%s: file: %llu bytes cannot be mapped", path,
-                       (unsigned long long)m->id.size);
-    void *p = mmap(NULL, (size_t)m->id.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED)
-        return kr_fail(err, "%s: file: mmap failed (%s)", path, strerror(errno));
+                       (unsigned long long)bytes);
+    void *p = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+        const int e = errno;
+        struct rlimit rl;
+        char limit[96] = "";
+        if (e == ENOMEM && getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+            snprintf(limit, sizeof limit, "; under an address-space limit (ulimit -v) of %llu MiB",
+                     (unsigned long long)(rl.rlim_cur >> 20));
+        return kr_fail(err, "%s: file: mapping %llu bytes of its arrays failed (%s%s)", path,
+                       (unsigned long long)bytes, strerror(e), limit);
+    }
     m->base = p;
-    m->bytes = (size_t)m->id.size;
+    m->bytes = (size_t)bytes;
     return 0;
 }
 
 int case_mapping_open_expecting(const char *path, const case_file_identity_t *expect,
-                                case_mapping_t *m, kr_error_t *err)
+                                uint64_t bytes, case_mapping_t *m, kr_error_t *err)
 {
     memset(m, 0, sizeof *m);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -64,7 +77,7 @@ int case_mapping_open_expecting(const char *path, const case_file_identity_t *ex
                      "bytes, or replaced or rewritten); expected it unchanged until read",
                      path, (unsigned long long)expect->size, (unsigned long long)now.size);
     } else {
-        st = case_mapping_map_fd(fd, path, m, err);
+        st = case_mapping_map_fd(fd, path, bytes, m, err);
     }
     close(fd); /* the mapping keeps the file */
     return st;
@@ -72,7 +85,7 @@ int case_mapping_open_expecting(const char *path, const case_file_identity_t *ex
 
 int case_mapping_holds(const case_mapping_t *m, const void *p, size_t bytes)
 {
-    if (!m->base || !p)
+    if (!m || !m->base || !p)
         return 0;
     const uintptr_t a = (uintptr_t)p, b = (uintptr_t)m->base;
     return a >= b && a - b <= m->bytes && bytes <= m->bytes - (a - b);

@@ -34,25 +34,29 @@ typedef struct {
 
 typedef struct {
     void *base;                 /* NULL: nothing mapped */
-    size_t bytes;               /* the file's size when mapped */
+    size_t bytes;               /* the bytes mapped (from the file's start) */
     case_file_identity_t id;
 } case_mapping_t;
 
-/* Maps the whole of fd (opened for reading) privately and records its
- * identity.  Nothing is read yet.  Returns 0, or -1 with err set (an empty
- * file is not mapped: -1). */
-int case_mapping_map_fd(int fd, const char *path, case_mapping_t *m, kr_error_t *err);
+/* Maps the first `bytes` of fd (opened for reading; 0 or more than the file:
+ * the whole file) privately and records its identity.  Nothing is read yet.
+ * A case is judged by its arrays, not by its size: a file padded to 8 GiB
+ * around 18 KiB of data maps the part its arrays lie in, so an address-space
+ * limit (ulimit -v) below the file's size does not stop it.  Returns 0, or
+ * -1 with err set (an empty file is not mapped: -1). */
+int case_mapping_map_fd(int fd, const char *path, uint64_t bytes, case_mapping_t *m,
+                        kr_error_t *err);
 
-/* Opens path and maps it, refusing when its identity is not `expect` (the
- * file was replaced or written since it was validated).  Returns 0, or -1
- * with err set. */
+/* Opens path and maps its first `bytes` (0: all of it), refusing when its
+ * identity is not `expect` (the file was replaced or written since it was
+ * validated).  Returns 0, or -1 with err set. */
 int case_mapping_open_expecting(const char *path, const case_file_identity_t *expect,
-                                case_mapping_t *m, kr_error_t *err);
+                                uint64_t bytes, case_mapping_t *m, kr_error_t *err);
 
 /* Identity of an open file. */
 int case_file_identity_of(int fd, case_file_identity_t *id);
 
-/* 1 when [p, p + bytes) lies inside the mapping. */
+/* 1 when [p, p + bytes) lies inside the mapping (0 for no mapping, m NULL). */
 int case_mapping_holds(const case_mapping_t *m, const void *p, size_t bytes);
 
 /* Maps the page-cache pages of [off, off + bytes) now, in one call, rather

@@ -8,6 +8,7 @@
  * byte order (a big-endian file reads the same as a little-endian one). */
 #include "case_io.h"
 #include "case_mapping.h"
+#include "file_kind.h"
 #include "h5_file.h"
 #include "h5_safety.h"
 #include "ref_alloc.h"
@@ -287,6 +288,10 @@ static int open_ds(rd_t *rd, const char *name, hid_t *ds)
     if (H5Iget_type(obj) != H5I_DATASET) {
         H5Oclose(obj);
         return fail(rd, name, "is not a dataset (a group or a named type); expected a dataset");
+    }
+    if (h5_check_written(obj, name, rd->path, rd->err) != 0) {
+        H5Oclose(obj);
+        return -1;
     }
     *ds = obj;
     return 1;
@@ -878,7 +883,7 @@ static void map_file(rd_t *rd, case_mapping_t *m)
     if (fd < 0)
         return;
     kr_error_t ignored = {{0}};
-    if (case_mapping_map_fd(fd, rd->path, m, &ignored) == 0) {
+    if (case_mapping_map_fd(fd, rd->path, h5_used_bytes(rd->file), m, &ignored) == 0) {
         /* Replaced since HDF5 opened it: copy every array, from HDF5's file. */
         if (m->id.size != (uint64_t)rd->file_size) {
             case_mapping_unmap(m);
@@ -911,11 +916,8 @@ static int read_case(const char *path, case_t *c, int defer_bf16_x, kr_error_t *
         return kr_fail(err, "(null): file: no path given; expected a case file path");
 
     struct stat st;
-    if (stat(path, &st) != 0)
-        return kr_fail(err, "%s: file: cannot open (%s); expected an existing HDF5 case file",
-                       path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return kr_fail(err, "%s: file: is a directory; expected an HDF5 case file", path);
+    if (file_stat_regular(path, "an existing HDF5 case file", &st, err))
+        return -1;
 
     h5_quiet_t quiet;
     h5_quiet(&quiet);

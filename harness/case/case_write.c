@@ -1,6 +1,8 @@
 /* case_write: case_t -> schema-v1 case file (cases/SCHEMA.md).
  *
- * The file is written to "<path>.tmp.<pid>" next to the target and renamed
+ * The file is written to a fresh "<path>.tmp.<pid>.<random>" next to the
+ * target, created exclusively in the directory opened once (atomic_file.h:
+ * never through a planted link), and renamed
  * into place, so a reader (or a crash) never sees half a case and a failed
  * write leaves any existing file untouched.  Object timestamps are off and
  * the format bounds are the oldest that hold these objects, so the same case
@@ -144,18 +146,6 @@ static int write_all(wr_t *w, const case_t *c)
     return 0;
 }
 
-/* Flushes the finished temporary file to disk before the rename, so a crash
- * right after cannot leave a complete-looking name with missing data. */
-static int sync_file(const char *p)
-{
-    int fd = open(p, O_RDONLY);
-    if (fd < 0)
-        return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
 int case_write(const char *path, const case_t *c, kr_error_t *err)
 {
     if (!path)
@@ -163,12 +153,9 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
     if (case_validate(c, path, err) != 0)
         return -1;
 
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp)
-        return kr_fail(err, "%s: file: out of memory; expected to fit in memory", path);
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-
+    atomic_target_t target;
+    if (atomic_target_open(&target, path, err))
+        return -1;
     h5_quiet_t quiet;
     h5_quiet(&quiet);
 
@@ -186,11 +173,11 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
                      "library", path);
         goto done;
     }
-    w.file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    w.file = h5_create_exclusive(&target, fcpl, fapl);
     if (w.file < 0) {
         int e = errno;
         kr_fail(err, "%s: file: cannot create the temporary file %s (%s); expected a writable "
-                     "directory", path, tmp, e ? strerror(e) : "HDF5 error");
+                     "directory", path, target.tmp, e ? strerror(e) : "HDF5 error");
         goto done;
     }
     if (write_all(&w, c) != 0)
@@ -199,28 +186,20 @@ int case_write(const char *path, const case_t *c, kr_error_t *err)
     w.file = -1;
     if (cl < 0) {
         kr_fail(err, "%s: file: closing the temporary file %s failed (disk full?); expected a "
-                     "complete file", path, tmp);
+                     "complete file", path, target.tmp);
         goto done;
     }
-    if (sync_file(tmp) != 0) {
-        kr_fail(err, "%s: file: cannot sync %s (%s); expected a durable file", path, tmp,
-                strerror(errno));
+    /* fsync, then the rename: a crash right after cannot leave a
+     * complete-looking name with missing data. */
+    if (atomic_target_commit(&target, err) != 0)
         goto done;
-    }
-    if (rename(tmp, path) != 0) {
-        kr_fail(err, "%s: file: cannot rename %s into place (%s); expected a replaceable path",
-                path, tmp, strerror(errno));
-        goto done;
-    }
     rc = 0;
 done:
     if (w.file >= 0)
         H5Fclose(w.file);
     /* Unconditional: HDF5 may have created the file before failing. */
-    if (rc != 0)
-        unlink(tmp);
+    atomic_target_abort(&target);
     H5_CLOSE_ALL(w.dcpl, fapl, fcpl);
     h5_restore(&quiet);
-    free(tmp);
     return rc;
 }

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "kr_string.h"
+#include "out_stage.h"
+#include "path_name.h"
 #include "cli.h"
 #include "cli_commands.h"
 #include "cli_inject.h"
@@ -41,6 +44,8 @@ static int cli_calibrate(int argc, char **argv);
 enum {
     OPT_BASE = 256, OPT_JUNIT, OPT_POLICY, OPT_HISTORY, OPT_SHARD, OPT_RESUME, OPT_ONLY, OPT_LIST,
     OPT_SEEDS, OPT_ALLOW_MISSING, OPT_ONLY_CASE, OPT_GATE_KERNELS, OPT_ONLY_BAND, OPT_BASE_INIT, OPT_FORCE,
+    OPT_GATE_DEVICE, OPT_GATE_GPUS, OPT_GATE_MODEL_ROWS,
+    OPT_BASE_OTHER_SUITE,
 };
 
 /* What the gate's command line asks: the run, what the console shows, and
@@ -61,6 +66,9 @@ static const cli_option_t gate_options[] = {
     {OPT_BASE_INIT, "baseline-init", 0, NULL, CLI_FLAG, NULL,
      "when the --baseline FILE does not exist, create it from\nthis run (making its directories) instead of refusing",
      CLI_SET_TRUE(gate_args_t, o.baseline_init), CLI_ROWS_SAME},
+    {OPT_BASE_OTHER_SUITE, "baseline-other-suite", 0, NULL, CLI_FLAG, NULL,
+     "compare with a --baseline of another suite all the same\n(refused otherwise: every row would be MISSING or NEW)",
+     CLI_SET_TRUE(gate_args_t, o.baseline_other_suite), CLI_ROWS_SAME},
     {OPT_ALLOW_MISSING, "allow-missing", 0, NULL, CLI_FLAG, NULL,
      "baseline rows absent from this run do not fail the\ngate (implied by --shard)",
      CLI_SET_TRUE(gate_args_t, console.allow_missing), CLI_ROWS_SAME},
@@ -93,6 +101,15 @@ static const cli_option_t gate_options[] = {
      CLI_SET_TRUE(gate_args_t, list), CLI_ROWS_SAME},
     {OPT_SEEDS, "seeds", 0, "FIRST-LAST", CLI_STRING, NULL, "every synthetic item uses these seeds (at most 64)",
      CLI_BY_CODE, CLI_ROWS_CHANGED},
+    {OPT_GATE_DEVICE, "device", 0, "DEVICE", CLI_CHOICE, "cpu|gpu",
+     "cpu or gpu: where the kernels run, overriding the\nsuite's 'device:' key", CLI_SET_STRING(gate_args_t, o.device),
+     CLI_ROWS_CHANGED},
+    {OPT_GATE_GPUS, "gpus", 0, "LIST", CLI_STRING, NULL,
+     "spread a GPU run's cases over these GPUs (e.g. 0,1;\ndefault: every visible GPU)",
+     CLI_SET_STRING(gate_args_t, o.gpus), CLI_ROWS_SAME},
+    {OPT_GATE_MODEL_ROWS, "model-rows", 0, "N|all", CLI_STRING, NULL,
+     "rows of each GPU kernel's output compared with its CPU\nmodel (default 32; all: every row; 0: none)",
+     CLI_SET_STRING(gate_args_t, o.model_rows), CLI_ROWS_CHANGED},
     CLI_OPT_INJECT,
     CLI_OPT_ALL_ROWS(CLI_SET_TRUE(gate_args_t, console.all_rows)),
     CLI_OPT_QUIET(CLI_SET_TRUE(gate_args_t, console.quiet)),
@@ -113,10 +130,11 @@ const cli_command_t cli_gate_command = {
     .run = cli_gate,
 };
 
-enum { OPT_MERGE_JUNIT = 256, OPT_MERGE_BASELINE };
+enum { OPT_MERGE_JUNIT = 256, OPT_MERGE_BASELINE, OPT_MERGE_OTHER_SUITE };
 
 typedef struct {
     const char *out_dir, *junit, *baseline;
+    int other_suite;
 } merge_args_t;
 
 static const cli_option_t merge_options[] = {
@@ -127,6 +145,9 @@ static const cli_option_t merge_options[] = {
     {OPT_MERGE_BASELINE, "baseline", 0, "FILE", CLI_FILE, NULL,
      "gate the merged run against this baseline, as 'kreplay gate' does",
      CLI_SET_STRING(merge_args_t, baseline), CLI_ROWS_SAME},
+    {OPT_MERGE_OTHER_SUITE, "baseline-other-suite", 0, NULL, CLI_FLAG, NULL,
+     "compare with a --baseline of another suite all the same", CLI_SET_TRUE(merge_args_t, other_suite),
+     CLI_ROWS_SAME},
 };
 
 const cli_command_t cli_merge_command = {
@@ -140,10 +161,11 @@ const cli_command_t cli_merge_command = {
     .run = cli_merge,
 };
 
-enum { OPT_BASELINE_FILE = 1, OPT_BASELINE_HISTORY };
+enum { OPT_BASELINE_FILE = 1, OPT_BASELINE_HISTORY, OPT_BASELINE_OTHER_SUITE };
 
 typedef struct {
     const char *dest, *history;
+    int other_suite;
 } baseline_args_t;
 
 static const cli_option_t baseline_options[] = {
@@ -151,6 +173,8 @@ static const cli_option_t baseline_options[] = {
      "the baseline to write (its directory is created)", CLI_SET_STRING(baseline_args_t, dest), CLI_ROWS_SAME},
     {OPT_BASELINE_HISTORY, "history", 0, "DIR", CLI_DIR, NULL, "also keep a copy in DIR, named by time and commit",
      CLI_SET_STRING(baseline_args_t, history), CLI_ROWS_SAME},
+    {OPT_BASELINE_OTHER_SUITE, "baseline-other-suite", 0, NULL, CLI_FLAG, NULL,
+     "replace a baseline of another suite all the same", CLI_SET_TRUE(baseline_args_t, other_suite), CLI_ROWS_SAME},
 };
 
 const cli_command_t cli_baseline_command = {
@@ -410,11 +434,16 @@ static int cli_gate(int argc, char **argv)
 
 /* The merged rows against a baseline, as gate does it: regressed rows are
  * marked, the report printed; returns the regressed count, or -1 with err. */
-static int64_t merge_against_baseline(result_list_t *rows, const char *baseline, kr_error_t *err)
+static int64_t merge_against_baseline(result_list_t *rows, const results_meta_t *meta, const char *baseline,
+                                      int other_suite, kr_error_t *err)
 {
     result_list_t base = {0};
-    if (results_store_read(baseline, &base, NULL, err))
+    results_meta_t base_meta;
+    if (results_store_read(baseline, &base, &base_meta, err) ||
+        baseline_check_usable(&base, &base_meta, baseline, meta->suite_name, other_suite, err)) {
+        result_list_free(&base);
         return -1;
+    }
     baseline_report_t rep;
     int64_t regressed = 0;
     if (baseline_compare(rows, &base, NULL, &rep) != 0) {
@@ -428,6 +457,25 @@ static int64_t merge_against_baseline(result_list_t *rows, const char *baseline,
     return regressed;
 }
 
+/* The merged run, written into the stage st: results.h5, its reports and
+ * the JUnit file.  rows and meta are the merged run's. */
+static int merge_into_stage(out_stage_t *st, const merge_args_t *a, const char **shards, int n_shards,
+                            result_list_t *rows, results_meta_t *meta, int64_t *regressed, kr_error_t *err)
+{
+    char path[4400], staged_junit[4400];
+    snprintf(path, sizeof path, "%s/results.h5", st->path);
+    memset(rows, 0, sizeof *rows);
+    if ((a->junit && out_stage_external(st, a->junit, staged_junit, sizeof staged_junit, err)) ||
+        results_store_merge(shards, n_shards, path, err) || results_store_read(path, rows, meta, err))
+        return -1;
+    if (a->baseline && ((*regressed = merge_against_baseline(rows, meta, a->baseline, a->other_suite, err)) < 0 ||
+                        results_store_write(path, rows, meta, err)))
+        return -1;
+    return write_run_reports(st->path, rows, meta, a->baseline, NULL, NULL, 0, err) ||
+                   (a->junit && write_junit_file(staged_junit, rows, meta, 0.0, err))
+               ? -1 : 0;
+}
+
 /* kreplay merge -o OUTDIR [--junit FILE] [--baseline FILE] SHARD.h5... */
 static int cli_merge(int argc, char **argv)
 {
@@ -435,7 +483,7 @@ static int cli_merge(int argc, char **argv)
     int rc = cli_parse(&cli_merge_command, argc, argv, &a, NULL);
     if (rc != CLI_GO_ON)
         return rc;
-    const char *out_dir = a.out_dir, *junit = a.junit, *baseline = a.baseline;
+    const char *out_dir = a.out_dir, *baseline = a.baseline;
     if (!out_dir || optind >= argc) {
         fprintf(stderr, "kreplay merge: need -o OUTDIR and at least one results file\n");
         return EXIT_USAGE;
@@ -450,21 +498,18 @@ static int cli_merge(int argc, char **argv)
     run_lock_t lock;
     if (lock_run_dir(out_dir, &lock))
         return EXIT_USAGE;
-    char path[4400];
-    snprintf(path, sizeof path, "%s/results.h5", out_dir);
-    if (results_store_merge((const char **)(argv + optind), argc - optind, path, &err)) {
-        cli_error(&err);
-        run_lock_release(&lock);
-        return EXIT_USAGE;
-    }
-    result_list_t rows;
+    /* Every file of the merged run is staged and moved into place at once:
+     * an interrupted merge leaves the earlier run's set whole. */
+    static const char *const owned[] = {"results.h5", "report.html", "report_full.md", "plots",
+                                        "results.json", "results.csv", "report.md"};
+    out_stage_t st;
+    result_list_t rows = {0};
     results_meta_t meta;
     int64_t regressed = 0;
-    if (results_store_read(path, &rows, &meta, &err) ||
-        (baseline && ((regressed = merge_against_baseline(&rows, baseline, &err)) < 0 ||
-                      results_store_write(path, &rows, &meta, &err))) ||
-        write_run_reports(out_dir, &rows, &meta, baseline, NULL, NULL, 0, &err) ||
-        (junit && write_junit_file(junit, &rows, &meta, 0.0, &err))) {
+    if (out_stage_begin(&st, out_dir, &err) ||
+        merge_into_stage(&st, &a, (const char **)(argv + optind), argc - optind, &rows, &meta, &regressed, &err) ||
+        out_stage_commit(&st, owned, (int)(sizeof owned / sizeof owned[0]), &err)) {
+        out_stage_abort(&st);
         cli_error(&err);
         result_list_free(&rows);
         run_lock_release(&lock);
@@ -474,12 +519,27 @@ static int cli_merge(int argc, char **argv)
     int64_t failing = 0;
     for (int64_t i = 0; i < rows.count; i++)
         failing += verdict_is_failure(rows.rows[i].verdict);
-    printf("merged %d files: %lld rows, %lld failing -> %s\n", argc - optind, (long long)rows.count,
-           (long long)failing, path);
+    printf("merged %d files: %lld rows, %lld failing -> %s/results.h5\n", argc - optind, (long long)rows.count,
+           (long long)failing, out_dir);
     if (baseline)
         printf("merge: %lld regressed against %s\n", (long long)regressed, baseline);
     result_list_free(&rows);
     return failing || regressed ? EXIT_VERDICT_FAILED : 0;
+}
+
+/* An existing baseline of another suite is not replaced unless asked: a
+ * slip of a path would lose another suite's baseline. */
+static int check_replaced_baseline(const char *dest, const results_meta_t *meta, int other_suite, kr_error_t *err)
+{
+    results_meta_t was;
+    kr_error_t ignored = {{0}};
+    if (other_suite || access(dest, F_OK) != 0 || results_store_read_meta(dest, &was, NULL, &ignored))
+        return 0;   /* an unreadable one is replaced: that is how it is repaired */
+    if (was.suite_name[0] && meta->suite_name[0] && strcmp(was.suite_name, meta->suite_name) != 0)
+        return kr_fail(err, "%s: baseline: of suite '%s', the run is of suite '%s'; expected a baseline of "
+                            "the same suite (--baseline-other-suite replaces it anyway)",
+                       dest, was.suite_name, meta->suite_name);
+    return 0;
 }
 
 /* kreplay baseline update RESULTS.h5|RUNDIR --baseline FILE [--history DIR] */
@@ -510,21 +570,30 @@ static int cli_baseline(int argc, char **argv)
     results_meta_t meta;
     kr_error_t err = {{0}};
     /* The baseline's directory is made, so the first promotion works. */
-    if (results_store_read(path, &rows, &meta, &err) || make_parent_dirs(dest, &err) ||
+    if (results_store_read(path, &rows, &meta, &err) || baseline_check_usable(&rows, &meta, path, NULL, 1, &err) ||
+        check_replaced_baseline(dest, &meta, a.other_suite, &err) || make_parent_dirs(dest, &err) ||
         results_store_write(dest, &rows, &meta, &err)) {
+        result_list_free(&rows);
         return cli_error(&err);
     }
     if (history) {
-        char hist[4400];
-        snprintf(hist, sizeof hist, "%s/%s_%s.h5", history, meta.time_utc, meta.git_commit);
+        /* Named from the file's provenance, which is anyone's text: one
+         * path component of safe characters (path_name.h). */
+        char hist[4400], when[64], commit[96];
+        path_component(meta.time_utc, when, sizeof when);
+        path_component(meta.git_commit, commit, sizeof commit);
+        snprintf(hist, sizeof hist, "%s/%s_%s.h5", history, when, commit);
         if (make_dirs(history, &err) || results_store_write(hist, &rows, &meta, &err)) {
             cli_error(&err);
             result_list_free(&rows);
             return EXIT_USAGE;
         }
     }
-    printf("baseline %s <- %s (%lld rows, suite %s, commit %s)\n", dest, path, (long long)rows.count,
-           meta.suite_name, meta.git_commit);
+    char suite[128], commit[64];
+    kr_str_printable(meta.suite_name, suite, sizeof suite);
+    kr_str_printable(meta.git_commit, commit, sizeof commit);
+    printf("baseline %s <- %s (%lld rows, suite %s, commit %s)\n", dest, path, (long long)rows.count, suite,
+           commit);
     result_list_free(&rows);
     return 0;
 }

@@ -11,11 +11,22 @@
 #include "cli_run_summary.h"
 #include "cli_shell_words.h"
 #include "registry.h"
+#include "kr_string.h"
 #include "report.h"
 #include "term_layout.h"
 
 /* Rows listed by name under NEW / MISSING before "... and N more". */
 #define LISTED_MAX 20
+
+/* A name, note or diagnosis from a row (anyone's text: a partial, a
+ * baseline) made inert for the terminal (kr_string.h). */
+#define TERM(s) term_text((s), (char[1024]){0}, 1024)
+
+static const char *term_text(const char *s, char *buf, size_t cap)
+{
+    kr_str_printable(s, buf, cap);
+    return buf;
+}
 
 static int needs_attention(const result_t *r)
 {
@@ -50,9 +61,9 @@ static void rerun_command(FILE *fp, const gate_options_t *o, const result_t *r)
         snprintf(dir, sizeof dir, "%s/rerun", abs);
     cli_shell_word(fp, dir);
     fputs(" --only-case ", fp);
-    cli_shell_word(fp, r->case_name);
+    cli_shell_word(fp, TERM(r->case_name));
     fputs(" --kernels ", fp);
-    cli_shell_word(fp, r->kernel);
+    cli_shell_word(fp, TERM(r->kernel));
     if (o->policy_path) {
         fputs(" --policy ", fp);
         cli_path_word(fp, o->policy_path);
@@ -83,13 +94,13 @@ static void reduce_command(FILE *fp, const gate_options_t *o, const result_t *r)
     cli_binary_word(fp);
     fputs(" reduce ", fp);
     if (strncmp(r->case_path, "synth:", 6) == 0)
-        cli_shell_word(fp, r->case_path);
+        cli_shell_word(fp, TERM(r->case_path));
     else
         cli_path_word(fp, r->case_path);
     fputs(" --kernels ", fp);
-    cli_shell_word(fp, r->kernel);
+    cli_shell_word(fp, TERM(r->kernel));
     fputs(" --ref ", fp);
-    cli_shell_word(fp, strcmp(r->reference, "-") ? r->reference : "R_exact");
+    cli_shell_word(fp, TERM(strcmp(r->reference, "-") ? r->reference : "R_exact"));
     fputs(" --suite ", fp);
     cli_path_word(fp, o->suite_path);
     if (o->policy_path) {
@@ -122,15 +133,15 @@ static void print_row(FILE *fp, const gate_options_t *o, const result_t *r, int 
 {
     fprintf(fp, "%s%-10s%s %s  %s / %s  M=%lld N=%lld K=%lld  rel_fro %.4g (threshold %.4g)",
             cli_colour_of(r->verdict, colour), verdict_name(r->verdict), cli_colour_reset(colour),
-            r->case_name, r->kernel, r->reference, (long long)r->M, (long long)r->N, (long long)r->K,
-            r->metrics.rel_fro, r->threshold);
+            TERM(r->case_name), TERM(r->kernel), TERM(r->reference), (long long)r->M, (long long)r->N,
+            (long long)r->K, r->metrics.rel_fro, r->threshold);
     if (r->ulp.count > 0)
         fprintf(fp, "  identical %lld/%lld", (long long)r->ulp.identical, (long long)r->ulp.count);
     fputc('\n', fp);
     if (r->note[0])
-        fprintf(fp, "    %s\n", r->note);
+        fprintf(fp, "    %s\n", TERM(r->note));
     if (r->diagnosis[0])
-        fprintf(fp, "    diagnosis: %s\n", r->diagnosis);
+        fprintf(fp, "    diagnosis: %s\n", TERM(r->diagnosis));
     rerun_command(fp, o, r);
     reduce_command(fp, o, r);
 }
@@ -141,8 +152,8 @@ static void list_names(FILE *fp, const char *what, const result_t *const *rows, 
         return;
     fprintf(fp, "\n%s (%lld):\n", what, (long long)n);
     for (int64_t i = 0; i < n && i < LISTED_MAX; i++)
-        fprintf(fp, "  %s [%s] %s / %s\n", rows[i]->case_name, rows[i]->case_id, rows[i]->kernel,
-                rows[i]->reference);
+        fprintf(fp, "  %s [%s] %s / %s\n", TERM(rows[i]->case_name), TERM(rows[i]->case_id),
+                TERM(rows[i]->kernel), TERM(rows[i]->reference));
     if (n > LISTED_MAX)
         fprintf(fp, "  ... and %lld more (the report lists every row)\n", (long long)(n - LISTED_MAX));
 }

@@ -6,6 +6,7 @@
 #include "blas_info.h"
 #include "case_mapping.h"
 #include "cli_commands.h"
+#include "cli_output.h"
 #include "gpu_backend_info.h"
 
 const cli_command_t *const cli_commands[] = {
@@ -145,5 +146,5 @@ int kreplay_main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    return cmd->run(argc - 1, argv + 1);
+    return cli_close_output(cmd->run(argc - 1, argv + 1));
 }

@@ -8,7 +8,7 @@
 #include "run_lock.h"
 #include "case_io.h"
 #include "case_load.h"
-#include "gpu_isolated.h"
+#include "gpu_setup.h"
 #include "judge.h"
 #include "cli.h"
 #include "cli_commands.h"
@@ -31,7 +31,8 @@ static int cli_replay(int argc, char **argv);
 enum {
     OPT_KERNELS = 1, OPT_REFS, OPT_ACT, OPT_E8M0, OPT_NOREC, OPT_OUT, OPT_SAVE, OPT_ORACLE, OPT_VS,
     OPT_NODIAG, OPT_DEVICE, OPT_RERUNS, OPT_MATRIX, OPT_PLUGIN, OPT_TIMEOUT, OPT_ISOLATE,
-    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY, OPT_FAILED, OPT_FORCE,
+    OPT_NOISOLATE, OPT_BLOCK, OPT_SPLITS, OPT_POLICY, OPT_PY, OPT_FAILED, OPT_FORCE, OPT_GPUS,
+    OPT_MODEL_ROWS,
 };
 
 /* What the command line asks of one replay, and the kernels it loaded. */
@@ -48,6 +49,7 @@ typedef struct {
     int n_extra;
     const char *py_specs[PY_KERNELS_MAX];
     int n_py;
+    gpu_list_t gpus;
 } replay_cli_t;
 
 static const cli_option_t replay_options[] = {
@@ -90,6 +92,12 @@ static const cli_option_t replay_options[] = {
      "by bit (NONDETERMINISTIC), guarded by canaries (OOB_WRITE),\n"
      "poisoned before each launch, timed, and compared with its\n"
      "CPU model (reference model:<kernel>, MODEL_MISMATCH)", CLI_BY_CODE, CLI_ROWS_CHANGED},
+    {OPT_GPUS, "gpus", 0, "LIST", CLI_STRING, NULL,
+     "the GPU a GPU run uses: the first of LIST (e.g. 1;\ndefault 0; 'gate' spreads its cases over all)", CLI_BY_CODE,
+     CLI_ROWS_SAME},
+    {OPT_MODEL_ROWS, "model-rows", 0, "N|all", CLI_STRING, NULL,
+     "rows of each GPU kernel's output compared with its CPU\n"
+     "model (default 32, spread over M; all: every row; 0: none)", CLI_BY_CODE, CLI_ROWS_CHANGED},
     {OPT_RERUNS, "reruns", 0, "N", CLI_POS_INT, NULL,
      "runs of every kernel on the same inputs, compared bitwise\n"
      "(NONDETERMINISTIC); default 3 for GPU and plugin kernels,\n"
@@ -169,16 +177,15 @@ static int apply_plugin_option(replay_cli_t *st, const char *path)
     return CLI_GO_ON;
 }
 
-/* --device gpu: asked in a child, since a parent that touched the GPU
- * runtime could not fork isolated GPU runs. */
-static int apply_device_option(replay_cli_t *st, const char *device)
+/* --gpus and --model-rows (gpu_setup.h); --device gpu is checked once the
+ * GPU worker has opened its device (gpu_setup_ready). */
+static int apply_gpu_option(replay_cli_t *st, const cli_value_t *v)
 {
-    if (!strcmp(device, "gpu")) {
-        char why[256];
-        if (!gpu_available_isolated(why, sizeof why))
-            return cli_option_error(st->cmd, "device", "gpu: %s", why);
-        st->opt.device_gpu = 1;
-    }
+    kr_error_t e = {{0}};
+    if (v->id == OPT_GPUS && gpu_list_parse(v->arg, &st->gpus, &e))
+        return cli_option_error(st->cmd, "gpus", "%s", e.msg);
+    if (v->id == OPT_MODEL_ROWS && gpu_model_rows_parse(v->arg, &st->opt.model_rows, &e))
+        return cli_option_error(st->cmd, "model-rows", "%s", e.msg);
     return CLI_GO_ON;
 }
 
@@ -220,7 +227,11 @@ static int apply_option(void *args, const cli_value_t *v)
         opt->vs_kernel = optarg;
         break;
     case OPT_DEVICE:
-        return apply_device_option(st, optarg);
+        opt->device_gpu = !strcmp(optarg, "gpu");
+        break;
+    case OPT_GPUS:
+    case OPT_MODEL_ROWS:
+        return apply_gpu_option(st, v);
     case OPT_RERUNS:
         opt->gpu_reruns = opt->model_reruns = (int)v->i;
         break;
@@ -249,9 +260,22 @@ typedef struct {
     int n_failed;
     int input_errors;
     int replay_errors;      /* a case that stopped part-way: its outputs may be missing */
+    int device_error;       /* the GPU the run needs cannot be used: nothing ran */
 } replay_run_t;
 
-static void replay_cases(char **cases, int n_cases, replay_options_t *opt, replay_run_t *run)
+/* The run's GPU, once its worker has started (in the background, while the
+ * first case was read): 0, or the exit code after saying why it is unusable. */
+static int device_ready(const cli_command_t *cmd, replay_options_t *opt, replay_run_t *run)
+{
+    kr_error_t err = {{0}};
+    if (gpu_setup_ready(opt, &err) == 0)
+        return 0;
+    run->device_error = 1;
+    return cli_option_error(cmd, "device", "gpu: %s", err.msg);
+}
+
+static void replay_cases(const cli_command_t *cmd, char **cases, int n_cases, replay_options_t *opt,
+                         replay_run_t *run)
 {
     kr_error_t err = {{0}};
     run->failed = calloc((size_t)n_cases + 1, sizeof *run->failed);
@@ -262,6 +286,11 @@ static void replay_cases(char **cases, int n_cases, replay_options_t *opt, repla
         progress_update(&prog, i);
         case_t cs;
         int loaded = case_load_safe(cases[i], &cs, NULL, 0, &err) == 0;
+        if (i == 0 && device_ready(cmd, opt, run)) {
+            if (loaded)
+                case_free(&cs);
+            break;
+        }
         int replayed = loaded && replay_case(&cs, opt, &run->rows, &err) == 0;
         if (!replayed) {
             cli_error(&err);
@@ -366,6 +395,9 @@ static int parse_command_line(replay_cli_t *st, int argc, char **argv, int *firs
     if (cli_check_named_kernels(st->cmd, &st->opt, st->plugins, st->n_plugins,
                                 st->n_py ? st->plugins[st->n_plugins - 1] : NULL, st->py_specs))
         return EXIT_USAGE;
+    kr_error_t gerr = {{0}};
+    if (gpu_setup_open(&st->opt, st->gpus.n ? st->gpus.index[0] : 0, &gerr))
+        return cli_option_error(st->cmd, "device", "%s", gerr.msg);
     return CLI_GO_ON;
 }
 
@@ -422,6 +454,7 @@ static int cli_replay(int argc, char **argv)
                                        &policy))
         rc = EXIT_USAGE;
     if (rc != CLI_GO_ON) {
+        gpu_setup_close(&st.opt);
         for (int i = 0; i < st.n_plugins; i++)   /* loaded before the refusal */
             plugin_unload(st.plugins[i]);
         return rc;
@@ -439,8 +472,9 @@ static int cli_replay(int argc, char **argv)
     st.opt.skip_identities = !st.json && !st.out_dir;
     replay_run_t run;
     memset(&run, 0, sizeof run);
-    replay_cases(cases, n_cases, &st.opt, &run);
-    int status = report_run(&st, &run, argc, argv);
+    replay_cases(st.cmd, cases, n_cases, &st.opt, &run);
+    gpu_setup_close(&st.opt);
+    int status = run.device_error ? EXIT_USAGE : report_run(&st, &run, argc, argv);
     kr_error_t err = {{0}};
     if (st.save_path && output_store_commit(save_tmp, st.save_path, run.replay_errors > 0, &err)) {
         status = cli_error(&err);
@@ -459,7 +493,7 @@ static int cli_replay(int argc, char **argv)
     policy_free(&policy);
     for (int i = 0; i < st.n_plugins; i++)
         plugin_unload(st.plugins[i]);
-    if (status || run.input_errors || empty)
+    if (status || run.input_errors || run.device_error || empty)
         return EXIT_USAGE;
     return failing ? EXIT_VERDICT_FAILED : 0;
 }

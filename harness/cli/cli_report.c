@@ -6,8 +6,10 @@
 
 #include "cli.h"
 #include "cli_commands.h"
+#include "kr_string.h"
 #include "report_bundle.h"
 #include "results_store.h"
+#include "results_validate.h"
 
 static int cli_report(int argc, char **argv);
 
@@ -98,7 +100,8 @@ const cli_command_t cli_report_command = {
         "plots/*.png), DIR/plots/, and results.json, results.csv, report.md.  Files whose\n"
         "rows do not overlap (the shards of one run) are reported as one run; files of\n"
         "several runs (the same rows twice) report the newest run, with the others as its\n"
-        "history.  Plots need gnuplot on PATH; without it the report is written without plots.",
+        "history.  Plots need gnuplot on PATH; without it the report is written without plots.\n"
+        "Exits as the gate would on the same rows: 1 when any row fails.",
     .operands = "file",
     CLI_ROWS(report_options),
     .run = cli_report,
@@ -187,7 +190,8 @@ static int cli_report(int argc, char **argv)
             snprintf(path, sizeof path, "%s", argv[i]);
         result_list_t part;
         results_meta_t m;
-        if (results_store_read(path, &part, &m, &err)) {
+        if (results_store_read(path, &part, &m, &err) || results_check_unique(&part, path, &err)) {
+            result_list_free(&part);
             status = cli_error(&err);
             break;
         }
@@ -224,11 +228,9 @@ static int cli_report(int argc, char **argv)
         /* Files from one run (the same time) may only be its shards. */
         int same_run = any_time_twice(&times);
         if (overlap >= 0 && same_run) {
-            fprintf(stderr,
-                    "kreplay: error: the row (%s, %s, %s) is in two of the files: overlapping shards or the "
-                    "same run twice\n",
+            kr_fail(&err, "the row (%s, %s, %s) is in two of the files: overlapping shards or the same run twice",
                     rows.rows[overlap].case_path, rows.rows[overlap].kernel, rows.rows[overlap].reference);
-            status = EXIT_USAGE;
+            status = cli_error(&err);
         } else if (overlap >= 0) {
             /* The same rows in several files: several runs (one results.h5 per run),
              * not shards.  The newest is the report's run, the others its trend. */
@@ -240,11 +242,13 @@ static int cli_report(int argc, char **argv)
             for (int k = 0; status == 0 && k < files.n; k++)
                 if (k != newest && paths_add(&history, files.v[k]))
                     status = EXIT_USAGE;
+            char shown[sizeof newest_time];
+            kr_str_printable(newest_time, shown, sizeof shown);
             if (status == 0)
                 printf("report: %d runs' results (the same rows in each): reporting the newest%s, %s (%s), "
                        "with the other %d as its history\n",
                        n_files, drills && !newest_drill ? " without an injected fault" : "", files.v[newest],
-                       newest_time, n_files - 1);
+                       shown, n_files - 1);
         } else {
             snprintf(meta.shard, sizeof meta.shard, "merged %d files", n_files);
         }
@@ -261,6 +265,10 @@ static int cli_report(int argc, char **argv)
             status = cli_error(&err);
         } else {
             print_outcome(out_dir, rows.count, n_files, &outcome);
+            /* As the gate would exit on these rows: 1 when any fails. */
+            for (int64_t i = 0; i < rows.count && status == 0; i++)
+                if (verdict_is_failure(rows.rows[i].verdict))
+                    status = EXIT_VERDICT_FAILED;
         }
     }
     result_list_free(&rows);

@@ -1,5 +1,7 @@
 #include "h5_file.h"
 
+#include <errno.h>
+
 void h5_quiet(h5_quiet_t *q)
 {
     H5Eget_auto2(H5E_DEFAULT, &q->func, &q->data);
@@ -68,4 +70,38 @@ void h5_close_ids(const hid_t *ids, int n)
         default: break;
         }
     }
+}
+
+uint64_t h5_used_bytes(hid_t file)
+{
+#if H5_VERSION_GE(1, 10, 2)
+    haddr_t eoa = HADDR_UNDEF;
+    if (H5Fget_eoa(file, &eoa) < 0 || eoa == HADDR_UNDEF)
+        return 0;
+    /* Addresses count from the end of a user block, if the file has one. */
+    hsize_t userblock = 0;
+    const hid_t fcpl = H5Fget_create_plist(file);
+    const herr_t got = fcpl < 0 ? -1 : H5Pget_userblock(fcpl, &userblock);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    return got < 0 ? 0 : (uint64_t)eoa + (uint64_t)userblock;
+#else
+    (void)file;
+#endif
+    return 0;
+}
+
+hid_t h5_create_exclusive(atomic_target_t *t, hid_t fcpl, hid_t fapl)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        char at[4500];
+        atomic_target_draw_name(t);
+        atomic_target_tmp_path(t, at, sizeof at);
+        errno = 0;
+        const hid_t file = H5Fcreate(at, H5F_ACC_EXCL, fcpl, fapl);
+        if (file >= 0 || errno != EEXIST)
+            return file;
+    }
+    t->tmp_name[0] = '\0';   /* the last name drawn is someone else's file */
+    return -1;
 }

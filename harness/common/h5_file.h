@@ -4,7 +4,9 @@
 #define KR_H5_FILE_H
 
 #include <hdf5.h>
+#include <stdint.h>
 
+#include "atomic_file.h"
 #include "kr_error.h"
 
 /* HDF5's default error handler, saved and switched off: every failure is
@@ -41,5 +43,18 @@ void h5_close_ids(const hid_t *ids, int n);
 #define H5_CLOSE_ALL(...)                                                                   \
     h5_close_ids((const hid_t[]){__VA_ARGS__},                                              \
                  (int)(sizeof((const hid_t[]){__VA_ARGS__}) / sizeof(hid_t)))
+
+/* An HDF5 file created for an atomic write (atomic_file.h): under a fresh
+ * temporary name in t's directory (opened once), exclusively (O_CREAT |
+ * O_EXCL: a link planted at the name is never followed; another name is
+ * drawn).  The file, or -1 (errno set; t->tmp_name empty when nothing of
+ * ours is there). */
+hid_t h5_create_exclusive(atomic_target_t *t, hid_t fcpl, hid_t fapl);
+
+/* The bytes of an open file that HDF5 has allocated (its end of allocated
+ * space: everything the file's objects use lies below it), or 0 when
+ * unknown.  A file padded past it (a sparse 8 GiB file around 18 KiB) is
+ * judged by what lies below it. */
+uint64_t h5_used_bytes(hid_t file);
 
 #endif

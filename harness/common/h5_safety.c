@@ -229,3 +229,26 @@ done:
     H5Gclose(w.root);
     return rc;
 }
+
+int h5_check_written(hid_t ds, const char *name, const char *path, kr_error_t *err)
+{
+    const hid_t space = H5Dget_space(ds);
+    const hssize_t n = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+    if (space >= 0)
+        H5Sclose(space);
+    if (n <= 0)
+        return 0;   /* an empty dataset has nothing to write; the reader checks shapes */
+    H5D_space_status_t status;
+    if (H5Dget_space_status(ds, &status) < 0)
+        return kr_fail(err, "%s: dataset /%s: cannot tell whether its data was written (corrupt "
+                            "file?); expected written data", path, name);
+    if (status == H5D_SPACE_STATUS_NOT_ALLOCATED)
+        return kr_fail(err, "%s: dataset /%s: no storage allocated for its %lld elements (never "
+                            "written: it would read as its fill value); refused, expected written "
+                            "data", path, name, (long long)n);
+    if (status == H5D_SPACE_STATUS_PART_ALLOCATED)
+        return kr_fail(err, "%s: dataset /%s: only some of its chunks were ever written (the rest "
+                            "would read as its fill value); refused, expected written data",
+                       path, name);
+    return 0;
+}

@@ -35,4 +35,11 @@ int h5_safety_check(hid_t file, const char *path, kr_error_t *err);
  * err set otherwise. */
 int h5_safety_check_object(hid_t loc, const char *name, const char *path, kr_error_t *err);
 
+/* 0 when the open dataset ds has its data written (or holds no element);
+ * -1 with err ("<path>: dataset /NAME: no storage allocated (never written:
+ * it would read as its fill value); refused") when none of it, or only
+ * some of its chunks, were ever written: a dataset created and not filled
+ * reads back as zeros, which a replay would take for real operands. */
+int h5_check_written(hid_t ds, const char *name, const char *path, kr_error_t *err);
+
 #endif

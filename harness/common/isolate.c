@@ -23,6 +23,7 @@
 
 #include "child_guard.h"
 #include "kr_string.h"
+#include "subreaper.h"
 
 /* The head of the shared mapping; the output follows at ISOLATE_HEADER_BYTES. */
 typedef struct {
@@ -86,6 +87,8 @@ static void child_setup(pid_t parent)
      * to stderr. */
     dup2(STDERR_FILENO, STDOUT_FILENO);
     child_guard(parent);
+    /* What it starts and abandons (a setsid daemon too) stays its own. */
+    subreaper_become();
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
     sigset_t unblock;
     sigemptyset(&unblock);
@@ -108,6 +111,7 @@ static pid_t fork_flushed(const int fds[2], kr_error_t *err)
 {
     fflush(stdout);
     fflush(stderr);
+    subreaper_become();   /* a crashed child's orphans come back here */
     const pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -132,6 +136,7 @@ static void child_main(isolate_fn fn, void *ctx, void *shared, size_t out_bytes,
     __atomic_store_n(&h->done, 1, __ATOMIC_RELEASE);
     fflush(stdout);
     fflush(stderr);
+    subreaper_end_children();
     _exit(0);
 }
 
@@ -182,8 +187,10 @@ static pid_t wait_retry(pid_t pid, int *status, int flags)
  * unreaped, so the group's id cannot have been reused. */
 static void end_group(pid_t pid)
 {
-    if (pid > 0)
+    if (pid > 0) {
+        subreaper_kill_descendants(pid);   /* those that left the group (setsid) */
         killpg(pid, SIGKILL);
+    }
 }
 
 /* Has the child ended?  1 (left unreaped, *status not yet known), 0 not
@@ -283,6 +290,8 @@ static int run_child(isolate_fn fn, void *ctx, size_t out_bytes, double timeout_
     }
     res->seconds = now_seconds() - t0;
     close(fds[0]);
+    if (!lost)
+        subreaper_reap_group(pid);
 
     const isolate_header_t *h = shared;
     const int done = __atomic_load_n(&h->done, __ATOMIC_ACQUIRE);
@@ -469,8 +478,10 @@ static void worker_main(const isolate_worker_t *w, int sock, pid_t parent)
         ssize_t n = recv(sock, request, sizeof request, MSG_TRUNC);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            subreaper_end_children();
             _exit(0);           /* the parent hung up (or is gone): done */
+        }
         worker_reply_t reply;
         memset(&reply, 0, sizeof reply);
         if ((size_t)n > sizeof request) {
@@ -486,8 +497,10 @@ static void worker_main(const isolate_worker_t *w, int sock, pid_t parent)
         }
         fflush(stdout);
         fflush(stderr);
-        if (send(sock, &reply, sizeof reply, MSG_NOSIGNAL) != (ssize_t)sizeof reply)
+        if (send(sock, &reply, sizeof reply, MSG_NOSIGNAL) != (ssize_t)sizeof reply) {
+            subreaper_end_children();
             _exit(0);
+        }
     }
 }
 
@@ -518,6 +531,8 @@ static int worker_start(isolate_worker_t *w, kr_error_t *err)
  * reaped by the caller). */
 static void worker_forget(isolate_worker_t *w)
 {
+    if (w->pid > 0)
+        subreaper_reap_group(w->pid);
     if (w->sock >= 0)
         close(w->sock);
     w->sock = -1;

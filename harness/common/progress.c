@@ -65,6 +65,16 @@ void progress_format_seconds(double s, char *buf, int cap)
         snprintf(buf, (size_t)cap, "%lld s", t);
 }
 
+void progress_log(const char *what)
+{
+    const char *path = getenv("KREPLAY_PROGRESS_LOG");
+    FILE *fp = path && *path ? fopen(path, "a") : NULL;
+    if (!fp)
+        return;
+    fprintf(fp, "%s %.6f\n", what, mono_seconds());
+    fclose(fp);
+}
+
 /* "[label] 3/10 (30%), 8 s elapsed, ETA 19 s: detail" into line; its length. */
 static int format_line(const progress_t *p, int64_t done, int last, double elapsed, char *line, int cap)
 {
@@ -110,6 +120,9 @@ static void log_update(progress_t *p, int64_t done, int last, double now)
 
 void progress_update(progress_t *p, int64_t done)
 {
+    char step[128];
+    snprintf(step, sizeof step, "%s %lld/%lld", p->label, (long long)done, (long long)p->total);
+    progress_log(step);
     if (!p->enabled && p->log_every <= 0)
         return;
     p->done = done;

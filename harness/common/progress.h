@@ -10,7 +10,10 @@
  *   progress_start(&p, "kreplay gate", n_cases);
  *   for (...) { ...; progress_update(&p, ++done); }
  *   progress_finish(&p);     // ends the line (only if one was drawn)
- */
+ *
+ * With KREPLAY_PROGRESS_LOG=FILE every update (drawn or not) also appends
+ * "LABEL DONE/TOTAL SECONDS" to FILE, SECONDS on the monotonic clock: a
+ * benchmark reads each item's time from it (scripts/gpu_check.sh). */
 #ifndef KR_PROGRESS_H
 #define KR_PROGRESS_H
 
@@ -45,6 +48,9 @@ void progress_update(progress_t *p, int64_t done);
 void progress_step(progress_t *p, const char *detail);
 /* Ends the line with a newline if one was drawn. */
 void progress_finish(progress_t *p);
+
+/* Appends "WHAT SECONDS" (the monotonic clock) to $KREPLAY_PROGRESS_LOG, if set. */
+void progress_log(const char *what);
 
 /* "1 h 02 min", "3 min 05 s", "42 s" into buf. */
 void progress_format_seconds(double s, char *buf, int cap);

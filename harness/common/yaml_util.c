@@ -1,4 +1,5 @@
 #include "yaml_util.h"
+#include "file_kind.h"
 
 #include "kr_string.h"
 
@@ -171,14 +172,10 @@ int kr_yaml_load_bytes(const char *name, const char *bytes, size_t len, const ch
 int kr_yaml_load(const char *path, const char *expect, kr_yaml_t *y, kr_error_t *err)
 {
     memset(y, 0, sizeof *y);
-    FILE *fp = fopen(path, "rb");
+    /* Never an open that blocks: a FIFO is refused by what it is. */
+    FILE *fp = file_fopen_regular(path, "a readable YAML file", err);
     if (!fp)
-        return path_fail(path, 0, err, "cannot open: %s; expected a readable YAML file", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return path_fail(path, 0, err, "not a regular file; expected a YAML file");
-    }
+        return -1;
     char *buf = malloc((size_t)KR_YAML_MAX_BYTES + 1);
     if (!buf) {
         fclose(fp);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "array_grow.h"
+#include "gpu_session.h"
 #include "isolate_kernel.h"
 #include "kr_string.h"
 #include "plugin_loader.h"
@@ -116,8 +117,8 @@ static void mark_differences(const uint16_t *a, const uint16_t *b, int64_t n, un
             mask[i] = 1;
 }
 
-static void summarize_mask(const unsigned char *mask, int64_t n, int64_t N, int64_t row_offset,
-                           launch_reruns_t *r)
+void launch_reruns_summarize(const unsigned char *mask, int64_t n, int64_t N, int64_t row_offset,
+                             launch_reruns_t *r)
 {
     r->differ = 0;
     r->n_pos = 0;
@@ -178,6 +179,8 @@ int launch_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kerne
 {
     if (!k->run_cpu)
         return kr_fail(err, "kernel %s has no run function", k->name);
+    if (plan->session)
+        return gpu_session_plugin(plan->session, k, in, act, kopt, plan, out, res, err);
     const int64_t MN = in->M * in->N;
     const size_t out_bytes = (size_t)MN * sizeof(uint16_t);
     const int runs = plan->runs > 1 ? plan->runs : 1;
@@ -216,7 +219,7 @@ int launch_kernel(const kernel_desc_t *k, const kernel_inputs_t *in, const kerne
         mark_differences(out, again, MN, mask);
     }
     if (mask)
-        summarize_mask(mask, MN, in->N, plan->row_offset, &res->reruns);
+        launch_reruns_summarize(mask, MN, in->N, plan->row_offset, &res->reruns);
 done:
     free(region);
     free(again);
@@ -251,7 +254,7 @@ int launch_quantizer_reruns(const kernel_desc_t *k, const kernel_inputs_t *in,
                 mask[i] = 1;
         kernel_act_free(&again);
     }
-    summarize_mask(mask, MK, first->K, row_offset, r);
+    launch_reruns_summarize(mask, MK, first->K, row_offset, r);
     free(mask);
     return 0;
 }
@@ -267,6 +270,7 @@ void launch_plan_for(const kernel_desc_t *k, const replay_options_t *opt, int64_
         .timeout_s = opt->timeout_s,
         .runs = external ? opt->gpu_reruns : opt->model_reruns,
         .row_offset = row_offset,
+        .session = plugin_kernel_is_gpu(k) || plugin_kernel_is_persistent(k) ? opt->gpu : NULL,
     };
     if (plan->runs < 1)
         plan->runs = 1;

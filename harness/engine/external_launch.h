@@ -53,12 +53,17 @@ typedef struct {
     launch_reruns_t reruns;
 } launch_outcome_t;
 
+struct gpu_session;
+
 typedef struct {
     const fault_t *fault;       /* --inject for this kernel, or NULL */
     int isolate;                /* run in a child process */
     double timeout_s;           /* per isolated run (<= 0: none) */
     int runs;                   /* >= 1 */
     int64_t row_offset;         /* the inputs' first row in the case (positions are case rows) */
+    /* A GPU plugin's or a persistent plugin's launches go to the run's
+     * worker (gpu_session.h), which isolates them itself; NULL: here. */
+    struct gpu_session *session;
 } launch_plan_t;
 
 /* Is k an external kernel (a plugin's, CPU or GPU): launched once on the
@@ -81,10 +86,16 @@ int launch_quantizer_reruns(const kernel_desc_t *k, const kernel_inputs_t *in,
                             const kernel_options_t *kopt, const kernel_act_t *first, int runs,
                             int64_t row_offset, launch_reruns_t *r, kr_error_t *err);
 
+/* r's differ count and first positions from a mask of the [n / N, N]
+ * elements that differed in some rerun (rows counted from row_offset). */
+void launch_reruns_summarize(const unsigned char *mask, int64_t n, int64_t N, int64_t row_offset,
+                             launch_reruns_t *r);
+
 /* The plan replay options give k: isolated for a plugin (unless
  * --no-isolate) or under --isolate; the --inject fault when k matches its
  * kernels; opt->gpu_reruns runs for an external kernel, opt->model_reruns
- * for kreplay's own models. */
+ * for kreplay's own models; the run's worker for a GPU or persistent
+ * plugin's. */
 void launch_plan_for(const kernel_desc_t *k, const replay_options_t *opt, int64_t row_offset,
                      launch_plan_t *plan);
 

@@ -10,9 +10,12 @@
  *     so an element no thread wrote is seen -> WRONG ("unwritten");
  *   - `reruns` launches on the same inputs compared bit for bit
  *     (NaN == NaN) -> NONDETERMINISTIC on any difference;
- *   - then `timed_runs` warm launches timed with events: median and min,
- *     TFLOP/s (2MNK) and GB/s (weights + activations + output, read or
- *     written once).
+ *   - every launch timed with events, and `timed_runs` more launches: the
+ *     median and min of the warm ones (all but the first, when there are
+ *     several), TFLOP/s (2MNK) and GB/s (weights + activations + output,
+ *     read or written once).
+ * The checks run where the data is (gpu_launch.h): only launch 1's output
+ * is downloaded.
  * Split-K scratch and block counters are allocated before the first launch,
  * never inside one.  Every runtime status is checked; a failure gives
  * verdict ERROR with the runtime's message.
@@ -86,6 +89,15 @@ int gpu_available(char *why, size_t cap);
 int gpu_kernel_runs(const kernel_desc_t *k, gpu_variant_t variant);
 /* The same for a registry name. */
 int gpu_kernel_supported(const char *name, gpu_variant_t variant);
+
+/* res before a run: k's label ("+mma" / "+wmma" / "+fault:<name>" appended),
+ * nothing measured yet, verdict PASS. */
+void gpu_run_result_init(gpu_run_result_t *res, const kernel_desc_t *k, int64_t M, int64_t N,
+                         int64_t K, const gpu_run_options_t *opt, int standin);
+
+/* 1 (res UNSUPPORTED, its note why) when k has no twin for opt's variant, or
+ * opt's fault runs on another kernel's operands; else 0. */
+int gpu_run_declined(const kernel_desc_t *k, const gpu_run_options_t *opt, gpu_run_result_t *res);
 
 /* Runs k on the GPU.  `act` is what k->prepare_act built (the operands the
  * kernel consumes).  Returns 0 with res filled (its verdict says what was

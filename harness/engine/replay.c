@@ -14,16 +14,16 @@
 #include "diag_party.h"
 #include "diagnosis/acc_fit.h"
 #include "external_launch.h"
-#include "gpu_isolated.h"
 #include "gpu_run.h"
+#include "gpu_session.h"
 #include "formats.h"
 #include "blas_threads.h"
 #include "gemm_ref.h"
-#include "gpu_ref.h"
 #include "input_health.h"
 #include "isolate_kernel.h"
 #include "mem_budget.h"
 #include "plugin_loader.h"
+#include "replay_ctx.h"
 #include "ref_alloc.h"
 #include "metrics.h"
 #include "row_blocks.h"
@@ -42,6 +42,7 @@ void replay_options_default(replay_options_t *o)
     o->diagnose = 1;
     o->gpu_reruns = 3;
     o->model_reruns = 1;
+    o->model_rows = REPLAY_MODEL_ROWS_DEFAULT;
     o->timeout_s = 300.0;
 }
 
@@ -72,59 +73,8 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct {
-    int built;                  /* ensure_source_refs ran (the refs may still be NULL) */
-    float *r_source;            /* [M, N] or NULL */
-    const float *x;             /* its activations (x, or x rounded to bf16 for bf16 kernels) */
-    float *x_owned;
-    float *x_sanitized;         /* nan_to_num(x) when x holds non-finite values, else NULL */
-    float *r_sanitized;         /* R_source on x_sanitized: what the served model would see
-                                   with RADIANCE_MXFP4_SANITIZE=1 */
-} source_refs_t;
 
-/* Everything one case's rows share. */
-typedef struct {
-    const case_t *c;
-    const replay_options_t *opt;
-    kernel_inputs_t in;
-    input_health_t health;
-    nonfinite_t source_nf;      /* non-finite elements of the source activations */
-    /* The source references, one set per weight a case can hold (an MXFP4
-     * weight, a bf16 weight), each with the activations it multiplied. */
-    source_refs_t src[2];       /* indexed by weight_kind_t */
-    uint16_t *vs_out;           /* --vs: the other model's output bits [M, N], or NULL */
-    const kernel_desc_t *vs;
-    result_list_t *out;
-    /* Row-block replay of a large case (NULL: the case is replayed whole).
-     * c is then the block's rows and full_M the case's. */
-    row_blocks_t *blocks;
-    int64_t full_M;
-    /* How each kernel of the case was launched: whole-case outputs of the
-     * external kernels of a row-block replay, and every kernel's reruns. */
-    launch_table_t *launches;
-    /* The fp32 reference on the case's MXFP4 weight: keeps the dequantized
-     * weight (or its chunk buffer) across every reference of the case. */
-    gemm_ref_ctx_t *ref_ctx;
-    /* The digest of the output being compared (compare_with_references
-     * sets it for the duration of its call: one hash per output, not per row). */
-    const uint16_t *digest_bits;
-    char digest[17];
-    const policy_t *policy;     /* the judgement's thresholds; NULL = derived rules */
-    const judge_poison_t *poison; /* where the case's non-finite inputs are */
-    int *route_fit;             /* the recorded output's fitted route, shared by a case's
-                                   row blocks: -1 not fitted yet, 0 W4A8, 1 W4A4 */
-    struct {
-        float *A;               /* the operands of the last R_exact: an act's dequant */
-        int A_owned;            /* 0: A is still its act's (release_act hands it over) */
-        float *R;               /* that R_exact [M, N] */
-        int64_t n;              /* elements of A */
-    } exact_cache;
-    /* The kernel being replayed is the last that can use a reference: once
-     * its R_exact row is done, that R_exact's buffer may become R_source's. */
-    int last_reference_user;
-} replay_ctx_t;
-
-static void row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
+void replay_row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
 {
     const case_t *c = rc->c;
     kr_strlcpy(r->case_path, c->path ? c->path : "", sizeof r->case_path);
@@ -163,9 +113,9 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
         kr_fail(err, "out of memory for the fp64 oracle");
         return NAN;
     }
-    const int f64_failed = rc->opt->device_gpu && gpu_ref_built()
-                               ? gpu_ref_mxfp4_f64(A, M, &rc->in.weight, ref64,
-                                                   rc->opt->timeout_s, err)
+    const int f64_failed = replay_gpu_refs_here(rc)
+                               ? gpu_session_ref_mxfp4(rc->opt->gpu, A, M, &rc->in.weight, 1, 0,
+                                                       ref64, err)
                                : gemm_ref_f64(A, M, &rc->in.weight, 0, ref64, err);
     if (f64_failed) {
         free(ref64);
@@ -183,7 +133,7 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
     return den > 0 ? sqrt(num / den) : NAN;
 }
 
-static float *bf16_to_f32(const uint16_t *bits, int64_t n)
+float *replay_bf16_to_f32(const uint16_t *bits, int64_t n)
 {
     float *f = ref_alloc_array((size_t)n * sizeof(float));
     if (f)
@@ -192,7 +142,6 @@ static float *bf16_to_f32(const uint16_t *bits, int64_t n)
     return f;
 }
 
-static void append_note(replay_ctx_t *rc, result_t *r, const char *text, int rows_scoped);
 
 /* The descriptor of a row's kernel: the registry's, or a plugin's; a
  * recorded output is judged as the route it was fitted to (its activations
@@ -263,7 +212,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     result_t *r = result_list_add(rc->out);
     if (!r)
         return kr_fail(err, "out of memory for results");
-    row_header(rc, r, kernel, reference);
+    replay_row_header(rc, r, kernel, reference);
     if (out_bits == rc->digest_bits)
         kr_strlcpy(r->out_digest, rc->digest, sizeof r->out_digest);
     else if (!rc->opt->skip_identities)
@@ -284,9 +233,12 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     metrics_compute_apart(out_f32, out_f32 ? NULL : out_bits, ref, rc->c->M, rc->c->N, apart, &r->metrics,
                           &sums);
     ulp_stats_bf16_vs_f32_apart(out_bits, ref, rc->c->M, rc->c->N, apart, &r->ulp);
-    /* How the kernel accumulates, from the operands R_exact was built from (judged). */
-    if (!strcmp(reference, "R_exact") &&
-        acc_fit_measure(&rc->in, act, out_bits, out_f32, apart, &r->acc_fit, err)) {
+    /* How the kernel accumulates, from the operands R_exact was built from
+     * (judged); a kernel without R_exact (bf16) on its R_source row. */
+    const kernel_desc_t *kd = desc_of(rc->opt, r);
+    const weight_kind_t wk = kd ? kd->weight_kind : WEIGHT_KIND_MXFP4;
+    if ((!strcmp(reference, "R_exact") || (!strcmp(reference, "R_source") && wk == WEIGHT_KIND_BF16)) &&
+        acc_fit_measure(&rc->in, act, wk, out_bits, out_f32, apart, &r->acc_fit, err)) {
         free(apart);
         return -1;
     }
@@ -295,20 +247,27 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     judge_in_replay(rc->opt, rc->policy, rc->poison, r, threshold);
     /* Only a failing row is diagnosed: no line blames a kernel whose rows pass. */
     if (rc->opt->diagnose && diag_wanted(r->verdict) && verdict_is_failure(r->verdict)) {
-        float *decoded = out_f32 ? NULL : bf16_to_f32(out_bits, MN);
+        float *decoded = out_f32 ? NULL : replay_bf16_to_f32(out_bits, MN);
         if (!out_f32 && !decoded)
             return kr_fail(err, "out of memory for the diagnosis");
-        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel,
+        diag_input_t d = {.c = rc->c, .in = &rc->in, .act = act, .kernel = kernel, .fit = &r->acc_fit, .failed = 1,
                           .out = out_f32 ? out_f32 : decoded,
                           .ref = ref, .ref_name = reference, .threshold = r->threshold,
                           .kopt = &rc->opt->kernel,
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
-        if (diagnose(&d, &dr, &derr) == 0 && dr.matched && dr.hypothesis != DIAG_CLEAN) {
+        const double t0 = now_seconds();
+        const clock_t c0 = clock();
+        const int drc = diagnose(&d, &dr, &derr);
+        if (getenv("KREPLAY_DIAG_DEBUG"))   /* what a diagnosis costs, measured */
+            fprintf(stderr, "diagnosis: %.3f s wall, %.3f s CPU\n", now_seconds() - t0,
+                    (double)(clock() - c0) / CLOCKS_PER_SEC);
+        if (drc == 0 && dr.hypothesis != DIAG_CLEAN && dr.line[0]) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
             kr_strlcpy(r->diagnosis_family, diag_family(&dr), sizeof r->diagnosis_family);
             kr_strlcpy(r->diag_party, party_name(diag_party_of(&d, &dr)), sizeof r->diag_party);
+            r->diagnosis_checked = dr.checked;
             r->verdict = diag_refine_verdict(&dr, r->verdict);
         }
         free(decoded);
@@ -326,7 +285,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
                  "x holds %lld non-finite%s%s; the kernel's activations (%s) are finite there, so every row is judged",
                  (long long)nonfinite_total(&rc->source_nf), rc->poison && rc->poison->where[0] ? " at " : "",
                  rc->poison && rc->poison->where[0] ? rc->poison->where + 3 : "", act->origin);
-        append_note(rc, r, text, 0);
+        replay_append_note(rc, r, text, 0);
     }
     return 0;
 }
@@ -347,19 +306,19 @@ static void append_text(char *note, size_t cap, const char *text)
 /* Adds "; <text>" to a row's note after its verdict (what the model reports
  * about its run).  rows_scoped: the text counts things in the rows replayed,
  * which in a row-block replay are one block's. */
-static void append_note(replay_ctx_t *rc, result_t *r, const char *text, int rows_scoped)
+void replay_append_note(replay_ctx_t *rc, result_t *r, const char *text, int rows_scoped)
 {
     append_text(r->note, sizeof r->note, text);
     if (rc->blocks)
         row_blocks_extra_note(rc->blocks, r, text, rows_scoped);
 }
 
-static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const char *note)
+void replay_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const char *note)
 {
     result_t *r = result_list_add(rc->out);
     if (!r)
         return;
-    row_header(rc, r, kernel, "-");
+    replay_row_header(rc, r, kernel, "-");
     r->verdict = v;
     kr_strlcpy(r->note, note, sizeof r->note);
     kr_error_t ignored = {{0}};
@@ -376,8 +335,9 @@ static void add_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, cons
  * use). */
 static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t *err)
 {
-    if (rc->opt->device_gpu && gpu_ref_built())
-        return gpu_ref_mxfp4_f32(A, rc->c->M, &rc->in.weight, C, rc->opt->timeout_s, err);
+    if (replay_gpu_refs_here(rc))
+        return gpu_session_ref_mxfp4(rc->opt->gpu, A, rc->c->M, &rc->in.weight, 0,
+                                     rc->opt->ref_panel_rows, C, err);
     if (!rc->ref_ctx) {
         if (gemm_ref_ctx_init(&rc->ref_ctx, &rc->in.weight,
                               rc->blocks ? REPLAY_REF_CHUNK_BYTES : 0, err))
@@ -426,7 +386,7 @@ static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, k
 
 /* Frees an act, its dequant going to the R_exact cache when the cache
  * holds it. */
-static void release_act(replay_ctx_t *rc, kernel_act_t *act)
+void replay_release_act(replay_ctx_t *rc, kernel_act_t *act)
 {
     if (act->dequant && act->dequant == rc->exact_cache.A && !rc->exact_cache.A_owned) {
         rc->exact_cache.A_owned = 1;
@@ -446,7 +406,7 @@ static void exact_cache_free(replay_ctx_t *rc)
 static int ensure_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err);
 
 /* Rows for one output against the references the options ask for. */
-static int compare_with_references(replay_ctx_t *rc, const char *kernel, const kernel_act_t *act,
+int replay_compare_refs(replay_ctx_t *rc, const char *kernel, const kernel_act_t *act,
                                    weight_kind_t wk, const uint16_t *out_bits, double tol_exact,
                                    double tol_source, unsigned refs, double seconds,
                                    kr_error_t *err)
@@ -539,18 +499,18 @@ static void describe_quantizer_counts(const int64_t counts[QC_COUNT], char *buf,
 }
 
 /* A quantizer kernel: its dequantized operand against x. */
-static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
+int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 {
     const case_t *c = rc->c;
     if (!c->x) {
-        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no source activations x");
+        replay_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no source activations x");
         return 0;
     }
     kernel_act_t act;
     kr_error_t kerr = {{0}};
     double t0 = now_seconds();
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
-        add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
+        replay_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
         return 0;
     }
     double seconds = now_seconds() - t0;
@@ -559,7 +519,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
         if (launch_quantizer_reruns(k, &rc->in, &rc->opt->kernel, &act, rc->opt->model_reruns,
                                     rc->blocks ? rc->blocks->block_offset : 0, &rr, err) ||
             launch_table_merge_reruns(rc->launches, k, &rr, err)) {
-            release_act(rc, &act);
+            replay_release_act(rc, &act);
             return -1;
         }
     }
@@ -569,10 +529,10 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     if (!r || !a || !b) {
         free(a);
         free(b);
-        release_act(rc, &act);
+        replay_release_act(rc, &act);
         return kr_fail(err, "out of memory");
     }
-    row_header(rc, r, k->name, "x");
+    replay_row_header(rc, r, k->name, "x");
     kr_strlcpy(r->act_origin, act.origin, sizeof r->act_origin);
     /* Rows and columns here are the activation matrix [M, K]. */
     metrics_sums_t sums;
@@ -581,7 +541,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     if (mask_failed) {
         free(a);
         free(b);
-        release_act(rc, &act);
+        replay_release_act(rc, &act);
         return kr_fail(err, "out of memory for the poisoned-row mask");
     }
     metrics_compute_apart(act.dequant, NULL, c->x, c->M, c->K, apart, &r->metrics, &sums);
@@ -599,7 +559,7 @@ static int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t
     char how[384];
     count_quantizer_run(rc, k, &act, counts);
     describe_quantizer_counts(counts, how, sizeof how);
-    release_act(rc, &act);
+    replay_release_act(rc, &act);
     append_text(r->note, sizeof r->note, how);
     /* The row compares the activation matrix: its columns are K. */
     int st = fold_row(rc, r, ROW_KIND_QUANT, &sums, c->K, 0, NULL, err);
@@ -639,7 +599,7 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
 {
     const int64_t MN = rc->c->M * rc->c->N;
     result_t *r = result_list_add(rc->out);
-    float *a = bf16_to_f32(out, MN), *b = bf16_to_f32(rc->vs_out, MN);
+    float *a = replay_bf16_to_f32(out, MN), *b = replay_bf16_to_f32(rc->vs_out, MN);
     if (!r || !a || !b) {
         free(a);
         free(b);
@@ -647,7 +607,7 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
     }
     char ref[32];
     snprintf(ref, sizeof ref, "model:%.24s", rc->vs->name);
-    row_header(rc, r, k->name, ref);
+    replay_row_header(rc, r, k->name, ref);
     metrics_sums_t sums;
     metrics_compute_sums(a, b, rc->c->M, rc->c->N, &r->metrics, &sums);
     ulp_stats_bf16(out, rc->vs_out, MN, &r->ulp);
@@ -680,159 +640,7 @@ static void prepare_vs_model(replay_ctx_t *rc)
         free(rc->vs_out);
         rc->vs_out = NULL;
     }
-    release_act(rc, &act);
-}
-
-/* What the GPU runner measured, on a row it produced: device, reruns,
- * canary and timing. */
-static void gpu_stamp_measures(result_t *r, const gpu_run_result_t *gr)
-{
-    kr_strlcpy(r->device, gr->device, sizeof r->device);
-    r->reruns = gr->reruns;
-    r->rerun_diff = gr->rerun_diff;
-    r->canary_ok = gr->canary_bad == 0;
-    r->time_ms = gr->ms_median;
-    r->tflops = gr->tflops;
-    r->gbps = gr->gbps;
-}
-
-/* The GPU's output against the kernel's own CPU model: a bit-faithful kernel
- * must match it exactly (MODEL_MISMATCH otherwise).  A matrix-unit variant
- * is measured, not judged: its difference is a finding. */
-static void add_model_row(replay_ctx_t *rc, const char *kernel, const kernel_desc_t *k,
-                          const gpu_run_result_t *gr, const uint16_t *model, int judged)
-{
-    const int64_t MN = rc->c->M * rc->c->N;
-    result_t *r = result_list_add(rc->out);
-    float *a = bf16_to_f32(gr->out, MN), *b = bf16_to_f32(model, MN);
-    if (!r || !a || !b) {
-        free(a);
-        free(b);
-        return;
-    }
-    char ref[32];
-    snprintf(ref, sizeof ref, "model:%.24s", k->name);
-    row_header(rc, r, kernel, ref);
-    metrics_compute(a, b, rc->c->M, rc->c->N, &r->metrics);
-    ulp_stats_bf16(gr->out, model, MN, &r->ulp);
-    if (!rc->opt->skip_identities)
-        bf16_digest(gr->out, MN, r->out_digest);
-    free(a);
-    free(b);
-    gpu_stamp_measures(r, gr);
-    const int64_t differ = r->ulp.count - r->ulp.identical;
-    if (differ == 0) {
-        r->verdict = VERDICT_PASS;
-        snprintf(r->note, sizeof r->note, "bit-identical to the CPU model");
-    } else {
-        r->verdict = judged ? VERDICT_MODEL_MISMATCH : VERDICT_PASS;
-        snprintf(r->note, sizeof r->note,
-                 "%s%lld of %lld elements differ from the CPU model (max %llu ULP; 1 ULP: %lld, 2: %lld)",
-                 judged ? "" : "matrix units, measured: ", (long long)differ, (long long)r->ulp.count,
-                 (unsigned long long)r->ulp.max_ulp, (long long)r->ulp.bins[ULP_BIN_1],
-                 (long long)r->ulp.bins[ULP_BIN_2]);
-    }
-    if (gr->verdict != VERDICT_PASS) {
-        r->verdict = gr->verdict;
-        kr_strlcpy(r->note, gr->note, sizeof r->note);
-    }
-}
-
-/* Marks the rows a GPU run produced with what the runner saw. */
-static void stamp_gpu_rows(replay_ctx_t *rc, int64_t first, const gpu_run_result_t *gr)
-{
-    for (int64_t i = first; i < rc->out->count; i++) {
-        result_t *r = &rc->out->rows[i];
-        gpu_stamp_measures(r, gr);
-        if (gr->verdict != VERDICT_PASS && !verdict_is_failure(r->verdict)) {
-            r->verdict = gr->verdict;
-            kr_strlcpy(r->note, gr->note, sizeof r->note);
-        }
-    }
-}
-
-static int replay_kernel_gpu(replay_ctx_t *rc, const kernel_desc_t *k, const kernel_act_t *act,
-                             gpu_variant_t variant, kr_error_t *err)
-{
-    const case_t *c = rc->c;
-    if (!gpu_kernel_runs(k, variant)) {
-        if (variant == GPU_VARIANT_SIMT)
-            add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "no GPU kernel for it");
-        return 0;
-    }
-    gpu_run_options_t go;
-    gpu_run_options_default(&go);
-    go.reruns = rc->opt->gpu_reruns;
-    go.variant = variant;
-    gpu_run_result_t gr;
-    kr_error_t ge = {{0}};
-    if (!rc->opt->no_isolate) {
-        /* A GPU kernel runs in a child: a crash or hang is a row, not the end. */
-        isolate_result_t ir;
-        if (gpu_run_kernel_isolated(k, &rc->in, act, &rc->opt->kernel, &go, rc->opt->timeout_s, &gr,
-                                    &ir, &ge))
-            return kr_fail(err, "%s: %s", k->name, ge.msg);
-        if (ir.status == ISOLATE_CRASHED || ir.status == ISOLATE_TIMEOUT) {
-            add_note_row(rc, k->name, isolate_verdict(&ir), ir.message);
-            return 0;
-        }
-        if (ir.status == ISOLATE_FAILED) {
-            add_note_row(rc, gr.kernel[0] ? gr.kernel : k->name,
-                         gr.verdict != VERDICT_PASS ? gr.verdict : VERDICT_ERROR,
-                         gr.note[0] ? gr.note : ir.message);
-            gpu_run_result_free(&gr);
-            return 0;
-        }
-    } else if (gpu_run_kernel(k, &rc->in, act, &rc->opt->kernel, &go, &gr, &ge)) {
-        add_note_row(rc, gr.kernel[0] ? gr.kernel : k->name, gr.verdict, gr.note[0] ? gr.note : ge.msg);
-        gpu_run_result_free(&gr);
-        return 0;
-    }
-    int status = 0;
-    if (k->op == KERNEL_OP_QUANT) {
-        /* The quantizer's codes and scales against the CPU model's, byte for byte. */
-        const int64_t MK = c->M * c->K;
-        result_t *r = result_list_add(rc->out);
-        if (!r) {
-            gpu_run_result_free(&gr);
-            return kr_fail(err, "out of memory");
-        }
-        row_header(rc, r, gr.kernel, "model:codes");
-        int64_t same = 0;
-        for (int64_t i = 0; i < MK; i++)
-            same += gr.q_codes[i] == act->codes[i];
-        int64_t scales_same = 0, n_scales = act->kind == ACT_FP8_PER_TOKEN ? c->M : c->M * (c->K / 32);
-        for (int64_t i = 0; i < n_scales; i++)
-            scales_same += act->kind == ACT_FP8_PER_TOKEN
-                               ? memcmp(&gr.q_token_scale[i], &act->token_scale[i], sizeof(float)) == 0 ||
-                                     (isnan(gr.q_token_scale[i]) && isnan(act->token_scale[i]))
-                               : gr.q_block_scale[i] == act->block_scale[i];
-        r->ulp.count = MK;
-        r->ulp.identical = same;
-        r->ulp.identical_frac = (double)same / (double)MK;
-        r->verdict = (same == MK && scales_same == n_scales) ? VERDICT_PASS : VERDICT_MODEL_MISMATCH;
-        snprintf(r->note, sizeof r->note, "codes %lld/%lld and scales %lld/%lld identical to the CPU model",
-                 (long long)same, (long long)MK, (long long)scales_same, (long long)n_scales);
-        stamp_gpu_rows(rc, rc->out->count - 1, &gr);
-        gpu_run_result_free(&gr);
-        return 0;
-    }
-    uint16_t *model = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
-    kernel_run_info_t info = {{0}};
-    kr_error_t kerr = {{0}};
-    if (!model || k->run_cpu(k, &rc->in, act, &rc->opt->kernel, model, &info, &kerr)) {
-        free(model);
-        gpu_run_result_free(&gr);
-        return kr_fail(err, "%s: the CPU model failed: %s", k->name, kerr.msg);
-    }
-    int64_t first = rc->out->count;
-    add_model_row(rc, gr.kernel, k, &gr, model, variant == GPU_VARIANT_SIMT);
-    status = compare_with_references(rc, gr.kernel, act, k->weight_kind, gr.out, k->rel_tol_exact,
-                                     k->rel_tol_source, k->refs & rc->opt->refs, 0.0, err);
-    stamp_gpu_rows(rc, first, &gr);
-    free(model);
-    gpu_run_result_free(&gr);
-    return status;
+    replay_release_act(rc, &act);
 }
 
 /* Run 1's output of k on this block's rows: sliced from the whole-case
@@ -867,49 +675,51 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     char why[256];
     /* Whether a kernel serves a shape depends on the case's M, not a block's. */
     if (kernel_unsupported_reason(k, rc->full_M, c->N, c->K, why, sizeof why)) {
-        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, why);
+        replay_note_row(rc, k->name, VERDICT_UNSUPPORTED, why);
         return 0;
     }
-    if (k->op == KERNEL_OP_QUANT && !rc->opt->device_gpu)
-        return replay_quantizer(rc, k, err);
+    if (k->op == KERNEL_OP_QUANT) {
+        /* A GPU run checks the quantizer as the CPU run does, and its twin too. */
+        const int st = replay_quantizer(rc, k, err);
+        return st || !rc->opt->device_gpu ? st : replay_gpu_quantizer(rc, k, err);
+    }
     if (k->weight_kind == WEIGHT_KIND_MXFP4 && !rc->in.weight.packed) {
-        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no MXFP4 weight");
+        replay_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no MXFP4 weight");
         return 0;
     }
     if (k->weight_kind == WEIGHT_KIND_BF16 && !rc->in.weight_bf16) {
-        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no bf16 weight (weight_bf16)");
+        replay_note_row(rc, k->name, VERDICT_UNSUPPORTED, "the case has no bf16 weight (weight_bf16)");
         return 0;
     }
     kernel_act_t act;
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
-        add_note_row(rc, k->name, VERDICT_UNSUPPORTED, kerr.msg);
+        replay_note_row(rc, k->name, VERDICT_UNSUPPORTED, kerr.msg);
         return 0;
     }
-    if (rc->opt->device_gpu) {
-        int st = replay_kernel_gpu(rc, k, &act, GPU_VARIANT_SIMT, err);
-        if (st == 0 && rc->opt->gpu_matrix)
-            st = replay_kernel_gpu(rc, k, &act, GPU_VARIANT_MATRIX, err);
-        release_act(rc, &act);
+    /* A kernel without a GPU twin runs its CPU model in a GPU run too. */
+    if (rc->opt->device_gpu && gpu_kernel_runs(k, GPU_VARIANT_SIMT)) {
+        const int st = replay_gpu_kernel(rc, k, &act, err);
+        replay_release_act(rc, &act);
         return st;
     }
     uint16_t *out = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     if (!out) {
-        release_act(rc, &act);
+        replay_release_act(rc, &act);
         return kr_fail(err, "out of memory for the output of %s", k->name);
     }
     launch_outcome_t lo;
     if (launch_cpu_or_slice(rc, k, &act, out, &lo, err)) {
         free(out);
-        release_act(rc, &act);
+        replay_release_act(rc, &act);
         return -1;
     }
     if (!lo.ok && lo.verdict != VERDICT_ERROR) {
         /* CRASHED, TIMEOUT or OOB_WRITE: one row, and on. */
-        add_note_row(rc, k->name, lo.verdict, lo.message);
+        replay_note_row(rc, k->name, lo.verdict, lo.message);
         rc->out->rows[rc->out->count - 1].seconds = lo.seconds;
         free(out);
-        release_act(rc, &act);
+        replay_release_act(rc, &act);
         return 0;
     }
     const int failed = !lo.ok;
@@ -918,13 +728,13 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
     const double seconds = lo.seconds;
     int status = 0;
     if (failed) {
-        add_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
+        replay_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
     } else {
         int64_t first_row = rc->out->count;
-        status = compare_with_references(rc, k->name, &act, k->weight_kind, out, k->rel_tol_exact,
+        status = replay_compare_refs(rc, k->name, &act, k->weight_kind, out, k->rel_tol_exact,
                                          k->rel_tol_source, k->refs & rc->opt->refs, seconds, err);
         for (int64_t i = first_row; info.note[0] && i < rc->out->count; i++)
-            append_note(rc, &rc->out->rows[i], info.note, 0);
+            replay_append_note(rc, &rc->out->rows[i], info.note, 0);
         if (status == 0 && rc->vs_out && rc->vs != k)
             status = add_vs_row(rc, k, out, err);
         if (status == 0 && rc->opt->save_outputs_path) {
@@ -935,7 +745,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         }
     }
     free(out);
-    release_act(rc, &act);
+    replay_release_act(rc, &act);
     return status;
 }
 
@@ -986,14 +796,14 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
     for (int i = 0; i < 2; i++) {
         const float *r = reference_exact(rc, acts[i], err);
         if (!r) {
-            release_act(rc, &a4);
+            replay_release_act(rc, &a4);
             return -1;
         }
         metrics_t m;
         metrics_compute_bf16(out, r, rc->c->M, rc->c->N, &m, NULL);
         rel[i] = m.rel_fro;
     }
-    release_act(rc, &a4);
+    replay_release_act(rc, &a4);
     /* W4A8 unless W4A4 fits clearly better (NaN never fits). */
     const int w4a4_fits = rel[1] < 0.5 * rel[0] || (isnan(rel[0]) && !isnan(rel[1]));
     /* No numbers: in a row-block replay the note is the first block's, and
@@ -1033,13 +843,13 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                                     route_note, sizeof route_note, err);
             if (st < 0) {
                 if (have_act)
-                    release_act(rc, &act);
+                    replay_release_act(rc, &act);
                 return -1;
             }
             if (st == 1) {
                 /* W4A4: the output is judged against aiter's MXFP4 activations. */
                 if (have_act)
-                    release_act(rc, &act);
+                    replay_release_act(rc, &act);
                 kopt.act_source = ACT_SOURCE_QUANTIZE;
                 have_act = act_prepare_mxfp4(w4a4, &rc->in, &kopt, &act, &kerr) == 0;
             }
@@ -1052,27 +862,27 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
             if (!outs[i])
                 continue;
             const int64_t first = rc->out->count;
-            status = compare_with_references(rc, names[i], have_act ? &act : NULL,
+            status = replay_compare_refs(rc, names[i], have_act ? &act : NULL,
                                              mxfp4 ? WEIGHT_KIND_MXFP4 : WEIGHT_KIND_BF16, outs[i],
                                              kd->rel_tol_exact, kd->rel_tol_source, rc->opt->refs,
                                              0.0, err);
             for (int64_t j = first; status == 0 && route_note[0] && j < rc->out->count; j++)
-                append_note(rc, &rc->out->rows[j], route_note, 0);
+                replay_append_note(rc, &rc->out->rows[j], route_note, 0);
         }
         if (have_act)
-            release_act(rc, &act);
+            replay_release_act(rc, &act);
     }
     if (status == 0 && c->out && c->out_rerun) {
         /* The rerun race check: the same kernel on the same inputs must give the same bits. */
         const int64_t MN = c->M * c->N;
         result_t *r = result_list_add(rc->out);
-        float *a = bf16_to_f32(c->out, MN), *b = bf16_to_f32(c->out_rerun, MN);
+        float *a = replay_bf16_to_f32(c->out, MN), *b = replay_bf16_to_f32(c->out_rerun, MN);
         if (!r || !a || !b) {
             free(a);
             free(b);
             return kr_fail(err, "out of memory");
         }
-        row_header(rc, r, "recorded.out", "out_rerun");
+        replay_row_header(rc, r, "recorded.out", "out_rerun");
         metrics_sums_t sums;
         metrics_compute_sums(a, b, c->M, c->N, &r->metrics, &sums);
         ulp_stats_bf16(c->out, c->out_rerun, MN, &r->ulp);
@@ -1106,7 +916,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                                           r_exact, NULL, act.dequant, &operand_nf, 1e-3, 0.0, err);
             }
             free(bits);
-            release_act(rc, &act);
+            replay_release_act(rc, &act);
         }
     }
     if (status == 0 && c->aiter && rc->in.weight.packed) {
@@ -1114,12 +924,12 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         kr_error_t kerr = {{0}};
         kopt.act_source = ACT_SOURCE_QUANTIZE;
         int have_act = act_prepare_mxfp4(w4a4, &rc->in, &kopt, &act, &kerr) == 0;
-        status = compare_with_references(rc, "recorded.aiter", have_act ? &act : NULL,
+        status = replay_compare_refs(rc, "recorded.aiter", have_act ? &act : NULL,
                                          WEIGHT_KIND_MXFP4, c->aiter,
                                          w4a4->rel_tol_exact, w4a4->rel_tol_source, rc->opt->refs,
                                          0.0, err);
         if (have_act)
-            release_act(rc, &act);
+            replay_release_act(rc, &act);
     }
     return status;
 }
@@ -1133,8 +943,9 @@ static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const
     const case_t *c = rc->c;
     if (wk == WEIGHT_KIND_MXFP4)
         return reference_gemm(rc, A, C, err);
-    if (rc->opt->device_gpu && gpu_ref_built())
-        return gpu_ref_dense_f32(A, c->M, wf, c->N, c->K, C, rc->opt->timeout_s, err);
+    if (replay_gpu_refs_here(rc))
+        return gpu_session_ref_bf16(rc->opt->gpu, A, c->M, c->weight_bf16, c->N, c->K,
+                                    rc->opt->ref_panel_rows, C, err);
     gemm_dense_f32_panels(A, wf, c->M, c->N, c->K, rc->opt->ref_panel_rows, C);
     blas_threads_park();
     return 0;
@@ -1312,6 +1123,7 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, const polic
     free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
     free(rc.vs_out);
     exact_cache_free(&rc);
+    gpu_session_case_end(opt->gpu);
     if (shared_ref)
         *shared_ref = rc.ref_ctx; /* made here on first use, kept for the next block */
     else
@@ -1423,8 +1235,12 @@ int replay_case(const case_t *c, const replay_options_t *opt, result_list_t *out
         case_id_job_finish(&id_job, id);
     if (rc)
         return -1;
-    for (int64_t i = first; i < out->count; i++)
+    for (int64_t i = first; i < out->count; i++) {
         memcpy(out->rows[i].case_id, id, sizeof id);
+        /* every failing row says something: one with no output to diagnose too */
+        if (!out->rows[i].diagnosis[0] && !diag_wanted(out->rows[i].verdict))
+            diag_no_output_line(out->rows[i].verdict, out->rows[i].diagnosis, sizeof out->rows[i].diagnosis);
+    }
     return 0;
 }
 

@@ -27,6 +27,14 @@ typedef struct {
     int model_reruns;               /* bitwise-compared runs of kreplay's own CPU models
                                        (default 1; --reruns N sets it too) */
     int gpu_matrix;                 /* also run the matrix-unit variant where one exists */
+    /* The run's GPU worker (gpu_session.h): GPU twins, references and GPU
+     * plugins under device_gpu, persistent plugins (Python kernels) always.
+     * NULL: none (plugin kernels then run in a child per launch). */
+    struct gpu_session *gpu;
+    /* Rows of each GPU twin's output compared bit for bit with its CPU model
+     * (MODEL_MISMATCH): REPLAY_MODEL_ROWS_ALL every row, 0 none, N rows
+     * spread evenly over M (the first and last included). */
+    int64_t model_rows;
     fault_t fault;                  /* --inject: run kernels as if they had this fault */
     const char *fault_kernels;      /* only kernels matching these globs get it (NULL = all) */
     progress_t *progress;           /* the caller's progress line: each kernel's start names
@@ -66,6 +74,9 @@ typedef struct {
      * them. */
     int skip_identities;
 } replay_options_t;
+
+#define REPLAY_MODEL_ROWS_DEFAULT 32
+#define REPLAY_MODEL_ROWS_ALL (-1)
 
 /* The smallest default budget (mem_budget.h: MEM_BUDGET_MIN_BYTES). */
 #define REPLAY_DEFAULT_BLOCK_BYTES (16ll << 20)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,9 +18,12 @@
 #include "fault_inject.h"
 #include "gate_fingerprint.h"
 #include "gate_preflight.h"
+#include "gate_gpu.h"
+#include "gate_lanes.h"
 #include "gate_selection.h"
-#include "gpu_isolated.h"
 #include "kr_string.h"
+#include "partials_validate.h"
+#include "path_name.h"
 #include "judge.h"
 #include "kernel_selection.h"
 #include "policy.h"
@@ -224,6 +228,7 @@ typedef struct {
     char inject[256];
     replay_options_t ropt;
     int64_t only_n, only_k;                 /* --only-shape; 0: every shape */
+    gpu_list_t gpus;                        /* --gpus */
     plan_item_t *plan;
     int64_t n_plan;
     char **done;                            /* keys of the resumed cases */
@@ -269,7 +274,7 @@ static void gate_fill_meta(const gate_state_t *g, results_meta_t *meta)
     results_meta_init(meta);
     kr_strlcpy(meta->version, o->version ? o->version : "", sizeof meta->version);
     kr_strlcpy(meta->git_commit, o->git_commit ? o->git_commit : "unknown", sizeof meta->git_commit);
-    kr_strlcpy(meta->device, g->s.device, sizeof meta->device);
+    kr_strlcpy(meta->device, gate_gpu_device_name(o, g->s.device), sizeof meta->device);
     snprintf(meta->kernel_build_id, sizeof meta->kernel_build_id, "cpu models, kreplay %s",
              meta->git_commit);
     kr_strlcpy(meta->suite_name, g->s.name, sizeof meta->suite_name);
@@ -348,12 +353,8 @@ static int gate_replay_options(gate_state_t *g, kr_error_t *err)
     ropt->policy = &g->pol;
     ropt->band_of = gate_band_of;
     ropt->band_ctx = &g->s;
-    if (!strcmp(g->s.device, "gpu")) {
-        char why[256];
-        if (!gpu_available_isolated(why, sizeof why))
-            return kr_fail(err, "%s: device gpu: %s", g->s.path, why);
-        ropt->device_gpu = 1;
-    }
+    if (gate_gpu_setup(g->s.path, g->s.device, o, ropt, &g->gpus, err))
+        return -1;
     if (o->inject && (gate_parse_inject(g, err) || kernel_selection_check(ropt, "--inject", ropt->fault_kernels, err)))
         return -1;
     if ((o->only_shape && gate_check_only_shape(&g->s, o->only_shape, &g->only_n, &g->only_k, err)) ||
@@ -392,68 +393,172 @@ static void gate_note_input_error(gate_summary_t *sum, const plan_item_t *it, co
     sum->input_errors++;
 }
 
+/* What became of one plan item. */
+enum { ITEM_SKIPPED, ITEM_RESUMED, ITEM_INPUT_ERROR, ITEM_FILTERED, ITEM_REPLAY_ERROR, ITEM_RUN,
+       ITEM_LOST };
+
+/* The case loop's state: where each item's outcome goes. */
+typedef struct {
+    gate_state_t *g;
+    const results_meta_t *meta;
+    result_list_t *rows;
+    gate_summary_t *sum;
+    progress_t prog;
+    int64_t todo, done_count;
+} gate_loop_t;
+
+/* Plan item i read (a file or a synthetic case), filtered by shape and band,
+ * and replayed into rows. */
+static void gate_item_run(gate_state_t *g, int64_t i, result_list_t *rows, int *outcome,
+                          kr_error_t *cerr)
+{
+    const plan_item_t *it = &g->plan[i];
+    case_t c;
+    if (!gate_plan_selected(g, i)) {
+        *outcome = ITEM_SKIPPED;
+    } else if (key_done(g->done, g->n_done, it->key)) {
+        *outcome = ITEM_RESUMED;
+    } else if (load_plan_case(&g->s, it, &c, cerr)) {
+        *outcome = ITEM_INPUT_ERROR;
+    } else {
+        /* a file case's shape is known only now (in a GPU lane's process it
+         * reaches the parent's count through the outcome, not this list) */
+        gate_seen_add(&g->seen, c.N, c.K, suite_band_of(&g->s, c.M));
+        *outcome = gate_case_filtered_out(g, &c) ? ITEM_FILTERED
+                   : replay_case(&c, &g->ropt, rows, cerr) ? ITEM_REPLAY_ERROR
+                                                            : ITEM_RUN;
+        case_free(&c);
+    }
+}
+
+/* Item i's outcome in the run: the summary, its partial (the rows of a case
+ * as soon as it is done), the progress line. */
+static int gate_item_apply(gate_loop_t *lp, int64_t i, int outcome, const kr_error_t *cerr,
+                           const result_t *rows, int64_t n_rows, kr_error_t *err)
+{
+    gate_state_t *g = lp->g;
+    gate_summary_t *sum = lp->sum;
+    switch (outcome) {
+    case ITEM_SKIPPED:
+        return 0;
+    case ITEM_FILTERED:
+        sum->cases_planned--;
+        lp->prog.total = --lp->todo;
+        return 0;
+    case ITEM_RESUMED:
+        sum->cases_resumed++;
+        break;
+    case ITEM_INPUT_ERROR:
+        gate_note_input_error(sum, &g->plan[i], cerr);
+        break;
+    case ITEM_REPLAY_ERROR:
+    case ITEM_LOST:
+        fprintf(stderr, "kreplay: error: %s%s%s\n", outcome == ITEM_LOST ? g->plan[i].key : "",
+                outcome == ITEM_LOST ? ": " : "", cerr->msg);
+        sum->input_errors++;
+        break;
+    default:
+        if (results_store_append_case(g->o->run_dir, g->plan[i].key, rows, n_rows, lp->meta, err))
+            return -1;
+        sum->cases_run++;
+        break;
+    }
+    progress_update(&lp->prog, ++lp->done_count);
+    return 0;
+}
+
+/* ---- the same loop over several GPUs (gate_lanes.h) ---- */
+
+static int lane_begin(void *ctx, int device, kr_error_t *err)
+{
+    gate_loop_t *lp = ctx;
+    lp->g->ropt.progress = NULL;    /* the gate's process draws the progress line */
+    return gpu_setup_open(&lp->g->ropt, device, err) || gpu_setup_ready(&lp->g->ropt, err) ? -1 : 0;
+}
+
+static void lane_end(void *ctx)
+{
+    gpu_setup_close(&((gate_loop_t *)ctx)->g->ropt);
+}
+
+static void lane_run_item(void *ctx, int64_t i, result_list_t *rows, int *outcome, kr_error_t *cerr)
+{
+    gate_item_run(((gate_loop_t *)ctx)->g, i, rows, outcome, cerr);
+}
+
+static int lane_apply(void *ctx, int64_t i, int outcome, const kr_error_t *cerr, const result_t *rows,
+                      int64_t n_rows, kr_error_t *err)
+{
+    gate_loop_t *lp = ctx;
+    for (int64_t r = 0; r < n_rows; r++) {
+        result_t *row = result_list_add(lp->rows);
+        if (!row)
+            return kr_fail(err, "out of memory for results");
+        *row = rows[r];
+    }
+    return gate_item_apply(lp, i, outcome, cerr, rows, n_rows, err);
+}
+
 /* Replays every selected case not resumed, appending each case's rows to
- * its partial as soon as it is done. */
+ * its partial as soon as it is done: here, or over the GPUs' lanes. */
 static int gate_run_cases(gate_state_t *g, const results_meta_t *meta, result_list_t *rows,
                           gate_summary_t *sum, kr_error_t *err)
 {
-    int64_t todo = 0, done_count = 0;
+    gate_loop_t lp = {.g = g, .meta = meta, .rows = rows, .sum = sum};
     for (int64_t i = 0; i < g->n_plan; i++) {
-        todo += gate_plan_selected(g, i);
+        lp.todo += gate_plan_selected(g, i);
         if (g->plan[i].N)
             gate_seen_add(&g->seen, g->plan[i].N, g->plan[i].K, suite_band_of(&g->s, g->plan[i].M));
     }
-    sum->cases_planned = todo;
+    sum->cases_planned = lp.todo;
     /* Every input is good: only now is the earlier run's work discarded. */
     if (!g->o->resume)
         run_dir_clear_partials(g->o->run_dir);
     if (remove_stale_outputs(g->o->run_dir, err))
         return -1;
-    progress_t prog;
-    progress_start(&prog, "kreplay gate", todo);
-    g->ropt.progress = &prog;
-    int status = 0;
-    for (int64_t i = 0; i < g->n_plan && status == 0; i++) {
-        const plan_item_t *it = &g->plan[i];
-        if (!gate_plan_selected(g, i))
-            continue;
-        if (key_done(g->done, g->n_done, it->key)) {
-            sum->cases_resumed++;
-            progress_update(&prog, ++done_count);
-            continue;
-        }
-        case_t c;
+    progress_start(&lp.prog, "kreplay gate", lp.todo);
+    g->ropt.progress = &lp.prog;
+    int status = 0, devices[GPU_LIST_MAX];
+    const int lanes = gate_gpu_lanes(&g->ropt, &g->gpus, devices);
+    if (lanes > 1) {
+        gpu_setup_close(&g->ropt);  /* each lane opens its own */
+        const gate_lanes_t l = {.ctx = &lp, .n_items = g->n_plan, .lane_begin = lane_begin,
+                                .lane_end = lane_end, .run_item = lane_run_item, .apply = lane_apply,
+                                .lost_outcome = ITEM_LOST};
+        status = gate_lanes_run(&l, devices, lanes, err);
+    }
+    for (int64_t i = 0; lanes == 1 && i < g->n_plan && status == 0; i++) {
+        const int64_t first = rows->count;
+        int outcome;
         kr_error_t cerr = {{0}};
-        if (load_plan_case(&g->s, it, &c, &cerr)) {
-            gate_note_input_error(sum, it, &cerr);
-            progress_update(&prog, ++done_count);
-            continue;
-        }
-        gate_seen_add(&g->seen, c.N, c.K, suite_band_of(&g->s, c.M));
-        if (gate_case_filtered_out(g, &c)) {
-            case_free(&c);
-            sum->cases_planned--;
-            prog.total = --todo;
-            continue;
-        }
-        int64_t first = rows->count;
-        if (replay_case(&c, &g->ropt, rows, &cerr)) {
-            fprintf(stderr, "kreplay: error: %s\n", cerr.msg);
-            sum->input_errors++;
-        } else if (results_store_append_case(g->o->run_dir, it->key, rows->rows + first,
-                                             rows->count - first, meta, err)) {
-            status = -1;
-        } else {
-            sum->cases_run++;
-        }
-        case_free(&c);
-        if (status == 0)
-            progress_update(&prog, ++done_count);
+        gate_item_run(g, i, rows, &outcome, &cerr);
+        status = gate_item_apply(&lp, i, outcome, &cerr, rows->rows + first, rows->count - first, err);
     }
     if (status == 0)
-        progress_finish(&prog);
+        progress_finish(&lp.prog);
     g->ropt.progress = NULL;
     return status;
+}
+
+/* Is key a case of the plan that this run selects?  (partials_validate) */
+static int gate_key_planned(const void *ctx, const char *key)
+{
+    const gate_state_t *g = ctx;
+    for (int64_t i = 0; i < g->n_plan; i++)
+        if (!strcmp(g->plan[i].key, key))
+            return gate_plan_selected(g, i);
+    return 0;
+}
+
+/* --resume: the partials' rows are what this run would have written. */
+static int gate_check_partials(const gate_state_t *g, const result_list_t *rows, kr_error_t *err)
+{
+    const partials_plan_t plan = {
+        .run_dir = g->o->run_dir, .kernel_patterns = g->ropt.kernel_patterns,
+        .extra_kernels = g->ropt.extra_kernels, .n_extra_kernels = g->ropt.n_extra_kernels,
+        .planned = gate_key_planned, .planned_ctx = g,
+    };
+    return partials_validate(&plan, rows, g->done, g->n_done, err);
 }
 
 /* The run's rows against --baseline: the counts and the missing and new
@@ -463,8 +568,11 @@ static int gate_compare_baseline(const gate_state_t *g, result_list_t *rows, gat
 {
     const gate_options_t *o = g->o;
     result_list_t base = {0};
-    if (results_store_read(o->baseline_path, &base, NULL, err) ||
-        baseline_check_identity(&base, o->baseline_path, err)) {
+    results_meta_t base_meta;
+    if (results_store_read(o->baseline_path, &base, &base_meta, err) ||
+        baseline_check_identity(&base, o->baseline_path, err) ||
+        baseline_check_usable(&base, &base_meta, o->baseline_path, g->s.name,
+                              o->baseline_other_suite, err)) {
         result_list_free(&base);
         return -1;
     }
@@ -504,7 +612,10 @@ static int gate_write_outputs(const gate_state_t *g, const result_list_t *rows, 
         char hist[4400];
         if (make_dirs(o->history_dir, err))
             return -1;
-        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, meta->time_utc, meta->git_commit);
+        char when[64], commit[96];
+        path_component(meta->time_utc, when, sizeof when);
+        path_component(meta->git_commit, commit, sizeof commit);
+        snprintf(hist, sizeof hist, "%s/%s_%s.h5", o->history_dir, when, commit);
         if (copy_file_atomic(path, hist, err))
             return -1;
     }
@@ -534,7 +645,8 @@ static int gate_steps(gate_state_t *g, results_meta_t *meta, result_list_t *rows
     gate_fill_meta(g, meta);
     if (o->resume && gate_resume(g, meta, rows, sum, err))
         return -1;
-    if (gate_replay_options(g, err) || gate_run_cases(g, meta, rows, sum, err))
+    if (gate_replay_options(g, err) || (o->resume && gate_check_partials(g, rows, err)) ||
+        gate_run_cases(g, meta, rows, sum, err))
         return -1;
     result_list_sort(rows);
     if (o->baseline_path && !g->baseline_missing && gate_compare_baseline(g, rows, sum, err))
@@ -576,6 +688,7 @@ int gate_run(const gate_options_t *o, result_list_t *rows_out, results_meta_t *m
     if (g.have_policy)
         policy_free(&g.pol);
     suite_free(&g.s);
+    gpu_setup_close(&g.ropt);
     if (g.py)
         plugin_unload(g.py);
     return status;

@@ -26,6 +26,9 @@ typedef struct {
     const char *only_case;      /* run only the case of this name (a row's case_name), or NULL */
     const char *kernels;        /* kernel globs replacing the suite's, or NULL */
     const char *inject;         /* "[KERNELS=]FAULT": a deliberately faulty kernel, or NULL */
+    const char *device;         /* "cpu" | "gpu": overrides the suite's device, or NULL */
+    const char *gpus;           /* --gpus LIST: the GPUs the cases spread over, or NULL (all) */
+    const char *model_rows;     /* --model-rows N|all, or NULL (the default) */
     long long seed_first, seed_last;   /* > 0: every synthetic item uses these seeds instead */
     int shard_index;            /* 1-based; 0 = unsharded */
     int shard_count;
@@ -33,6 +36,7 @@ typedef struct {
     int force;                  /* RUNDIR may hold another run (run_dir_check.h): replaced */
     const char *options_fingerprint; /* the row-changing options, canonical (cli_run_options.h); NULL: none */
     int allow_missing;          /* baseline rows absent from the run do not fail it */
+    int baseline_other_suite;   /* compare with a baseline of another suite all the same */
     int threads;
     int progress;               /* a progress line on stderr */
     const char *command;        /* for provenance */

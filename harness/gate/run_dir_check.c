@@ -107,7 +107,9 @@ void run_dir_clear_partials(const char *dir)
     /* Unlinked one by one, never through a shell: dir is a user's path. */
     char pdir[4400];
     snprintf(pdir, sizeof pdir, "%s/partial", dir);
-    DIR *d = opendir(pdir);
+    /* A partial/ planted as a link is not ours to empty (its writer refuses it). */
+    struct stat ls;
+    DIR *d = lstat(pdir, &ls) == 0 && S_ISLNK(ls.st_mode) ? NULL : opendir(pdir);
     if (!d)
         return;
     int failed = 0;

@@ -1,4 +1,5 @@
 #include "suite.h"
+#include "suite_paths.h"
 
 #include "array_grow.h"
 #include "closest_name.h"
@@ -82,7 +83,7 @@ void suite_clean_path(char *path)
     free(parts);
 }
 
-/* dst = DIR/rel (or rel when absolute, or when DIR is "."), cleaned.  -1 when too long. */
+/* dst = DIR/rel (or rel when absolute, or when DIR is ".").  -1 when too long. */
 static int join_path(const char *dir, const char *rel, char *dst, size_t cap)
 {
     int n;
@@ -90,10 +91,8 @@ static int join_path(const char *dir, const char *rel, char *dst, size_t cap)
         n = snprintf(dst, cap, "%s", rel);
     else
         n = snprintf(dst, cap, "%s/%s", dir, rel);
-    if (n < 0 || (size_t)n >= cap)
-        return -1;
-    suite_clean_path(dst);
-    return 0;
+    /* Not cleaned: "link/../x" is for the OS to resolve (suite_paths.h). */
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
 /* Copies s with the glob metacharacters *?[\ escaped; -1 when too long. */
@@ -117,13 +116,10 @@ static int glob_escape(const char *s, char *dst, size_t cap)
 static int add_file(loader_t *L, const char *path)
 {
     suite_t *s = L->s;
-    if (s->n_files >= SUITE_MAX_FILES)
+    char real[SUITE_PATH_MAX];
+    if (s->n_files >= SUITE_MAX_FILES || suite_path_resolve(path, real, sizeof real))
         return -1;
-    char *d = array_append_strdup(&s->files, &s->n_files, &L->files_cap, 16, path);
-    if (!d)
-        return -1;
-    suite_clean_path(d);
-    return 0;
+    return array_append_strdup(&s->files, &s->n_files, &L->files_cap, 16, real) ? 0 : -1;
 }
 
 /* Adds the regular files PATTERN matches (a directory contributes its *.h5).
@@ -779,11 +775,11 @@ static int parse_root(loader_t *L, kr_error_t *err)
             return -1;
         if (!rel[0] || join_path(L->dir, rel, full, sizeof full))
             return kr_yaml_fail(y, v, 0, err, "policy: '%s' is not a usable path; expected a policy file", rel);
-        struct stat st;
-        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode))
-            return kr_yaml_fail(y, v, 0, err, "policy: '%s' (resolved to %s) does not exist; expected a policy file",
-                                rel, full);
-        s->policy_path = strdup(full);
+        char problem[128], real[SUITE_PATH_MAX];
+        if (suite_file_problem(full, problem, sizeof problem) || suite_path_resolve(full, real, sizeof real))
+            return kr_yaml_fail(y, v, 0, err, "policy: '%s' (resolved to %s) %s; expected a policy file", rel, full,
+                                suite_file_problem(full, problem, sizeof problem) ? problem : "cannot be resolved");
+        s->policy_path = strdup(real);
         if (!s->policy_path)
             return kr_yaml_fail(y, v, 0, err, "out of memory");
     }

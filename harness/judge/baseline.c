@@ -9,6 +9,7 @@
 #include "kr_string.h"
 #include "results_store.h"
 #include "result_order.h"
+#include "results_validate.h"
 
 void baseline_tol_default(baseline_tol_t *t)
 {
@@ -220,6 +221,25 @@ int baseline_check_identity(const result_list_t *base, const char *path, kr_erro
     return 0;
 }
 
+int baseline_check_usable(const result_list_t *base, const results_meta_t *base_meta,
+                          const char *path, const char *suite_name, int allow_other_suite,
+                          kr_error_t *err)
+{
+    if (base->count == 0)
+        return kr_fail(err, "%s: baseline: 0 rows; expected the rows of a run to compare with (every "
+                            "row would be NEW, and NEW rows never fail a gate): re-create it with "
+                            "'kreplay baseline update RUNDIR --baseline %s'", path, path);
+    if (results_check_unique(base, path, err))
+        return -1;
+    if (!allow_other_suite && base_meta && suite_name && base_meta->suite_name[0] && suite_name[0] &&
+        strcmp(base_meta->suite_name, suite_name) != 0)
+        return kr_fail(err, "%s: baseline: of suite '%s', this run is of suite '%s'; expected a "
+                            "baseline of the same suite (every row would be MISSING or NEW; "
+                            "--baseline-other-suite compares them anyway)",
+                       path, base_meta->suite_name, suite_name);
+    return 0;
+}
+
 /* dst = a + b + c, cut at cap (the note is a display string). */
 static void join3(char *dst, size_t cap, const char *a, const char *b, const char *c)
 {
@@ -356,7 +376,13 @@ void baseline_report_print(FILE *fp, const baseline_report_t *rep, const result_
                 continue;
             const result_t *r = e->run_index >= 0 ? &run->rows[e->run_index]
                                                   : &base->rows[e->base_index];
-            fprintf(fp, "%-9s  %s:%s/%s  %s\n", baseline_class_name(e->cls), r->case_name,
-                    r->kernel, r->reference, e->note);
+            /* Names from a file: never raw on a terminal. */
+            char name[128], kernel[64], ref[32], note[sizeof e->note];
+            kr_str_printable(r->case_name, name, sizeof name);
+            kr_str_printable(r->kernel, kernel, sizeof kernel);
+            kr_str_printable(r->reference, ref, sizeof ref);
+            kr_str_printable(e->note, note, sizeof note);
+            fprintf(fp, "%-9s  %s:%s/%s  %s\n", baseline_class_name(e->cls), name, kernel, ref,
+                    note);
         }
 }

@@ -44,6 +44,7 @@
 
 #include "kr_error.h"
 #include "result.h"
+#include "results_store.h"
 
 #define BASELINE_TOL_REL_DEFAULT 0.10
 #define BASELINE_TOL_ABS_DEFAULT 1e-6
@@ -99,6 +100,15 @@ int baseline_gate_failed(const baseline_report_t *rep, int allow_missing);
 /* Refuses (-1, err says how to re-create it) a baseline whose rows lack
  * case_id: written before rows carried their case's content digest. */
 int baseline_check_identity(const result_list_t *base, const char *path, kr_error_t *err);
+
+/* Refuses a baseline that cannot tell a run anything: one of 0 rows (every
+ * row of any run would be NEW, and NEW rows never fail), one with a row
+ * twice (results_validate.h), and -- unless allow_other_suite -- one of
+ * another suite than suite_name (by the provenance's suite_name; every row
+ * would be MISSING or NEW).  base_meta: the baseline file's provenance. */
+int baseline_check_usable(const result_list_t *base, const results_meta_t *base_meta,
+                          const char *path, const char *suite_name, int allow_other_suite,
+                          kr_error_t *err);
 
 /* Counts line, then one line per REGRESSED, IMPROVED, NEW and MISSING entry:
  * "REGRESSED  case:kernel/reference  note". */

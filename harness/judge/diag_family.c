@@ -31,6 +31,9 @@ const char *diag_family(const diag_result_t *r)
         return "misread";
     case DIAG_ACC_PRECISION:
         return "acc_precision";
+    case DIAG_GRAMMAR:
+        /* a composition of the grammar's primitives, checked bit for bit */
+        return "grammar";
     case DIAG_ROWS_POISONED:
         return "poison";
     case DIAG_REF_ROWS_POISONED:

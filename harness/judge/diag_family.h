@@ -20,6 +20,7 @@
  *   scale_layout    the scales read in the other layout
  *   misread         an entry of the operand misread table
  *   acc_precision   partial sums rounded to bf16 / fp16
+ *   grammar         a composition of the hypothesis grammar's primitives
  *   poison          non-finite output rows are the rows with non-finite input
  *   poison_masked   the kernel wrote finite values where its operands give
  *                   non-finite ones

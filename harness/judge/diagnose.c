@@ -16,32 +16,6 @@
 #include "quant_fp8.h"
 #include "quant_mxfp4.h"
 
-static const char *const hypothesis_names[DIAG_COUNT] = {
-    [DIAG_NONE] = "none",
-    [DIAG_CLEAN] = "clean",
-    [DIAG_ROWS_POISONED] = "rows-poisoned",
-    [DIAG_REF_ROWS_POISONED] = "ref-rows-poisoned",
-    [DIAG_SCALE_POW2] = "scale-pow2",
-    [DIAG_SCALE_CONST] = "scale-const",
-    [DIAG_COLUMNS] = "columns",
-    [DIAG_WPERM_UNDONE] = "wperm-undone",
-    [DIAG_WPERM_APPLIED] = "wperm-applied",
-    [DIAG_SCALE_LAYOUT] = "scale-layout",
-    [DIAG_SANITIZED] = "sanitized",
-    [DIAG_UNSANITIZED] = "unsanitized",
-    [DIAG_QUANT_VARIANT] = "quant-variant",
-    [DIAG_ROWS] = "rows",
-    [DIAG_TILES] = "tiles",
-    [DIAG_K_BLOCKS] = "k-blocks",
-    [DIAG_MISREAD] = "misread",
-    [DIAG_ACC_PRECISION] = "acc-precision",
-};
-
-const char *diag_hypothesis_name(diag_hypothesis_t h)
-{
-    return (unsigned)h < DIAG_COUNT ? hypothesis_names[h] : "?";
-}
-
 int diag_wanted(verdict_t v)
 {
     return v == VERDICT_WRONG || v == VERDICT_MAGNITUDE || v == VERDICT_NONFINITE_OUT ||
@@ -129,7 +103,10 @@ static int64_t input_bad_rows(const dctx_t *x, unsigned char *mask, int *nan_onl
 {
     const kernel_inputs_t *in = x->d->in;
     const int64_t M = x->M, K = x->K;
-    const float *src = in->x ? in->x : (x->d->act ? x->d->act->dequant : NULL);
+    /* The kernel's own operands where the reference is built from them: x may
+     * hold NaN its quantizer mapped to finite codes (those rows are judged). */
+    const float *src = !x->is_source && x->d->act && x->d->act->dequant ? x->d->act->dequant
+                       : in->x ? in->x : (x->d->act ? x->d->act->dequant : NULL);
     int64_t count = 0;
     *nan_only = 1;
     memset(mask, 0, (size_t)M);
@@ -385,7 +362,7 @@ static int env_has(const case_t *c, const char *flag)
 /* a: the weight read in the other order. */
 static int try_wperm(dctx_t *x)
 {
-    if (!weight_usable(x) || x->N % 16 || x->K % 16)
+    if (!weight_usable(x) || x->N % 16 || x->K % 16 || diag_gemm_too_big(x))
         return 0;
     const mxfp4_weight_t *w = &x->d->in->weight;
     const size_t bytes = (size_t)x->N * (size_t)(x->K / 2);
@@ -576,6 +553,35 @@ static int try_quant_variants(dctx_t *x)
     return result;
 }
 
+/* A row whose output is within the threshold of its reference: what its
+ * poisoned rows did, a reduced-precision accumulation, a composition of the
+ * grammar (its fine ones: roundings), a place (a worst row under a passing
+ * whole); when the row failed (another rule: the fp32 bound, a rounding
+ * bias, the worst row, identical or max_ulp) and none of those reproduces
+ * it, what is known for certain; else nothing is needed. */
+static int diagnose_close(dctx_t *x)
+{
+    diag_result_t *r = x->r;
+    int (*const close_order[])(dctx_t *) = {try_poison_agreed, diag_try_acc_precision, diag_try_grammar,
+                                             diag_try_localise_any};
+    const size_t count = x->d->failed ? sizeof close_order / sizeof close_order[0] : 2;
+    for (size_t i = 0; i < count && !r->matched; i++)
+        if (close_order[i](x) < 0)
+            return -1;
+    if (r->matched) {
+        r->verdict_hint = r->hypothesis == DIAG_ROWS_POISONED ? VERDICT_COUNT : diag_verdict_hint(r);
+        return 0;
+    }
+    if (x->d->failed) {
+        r->checked = 0;
+        return diag_facts(x, r->line, sizeof r->line);
+    }
+    r->hypothesis = DIAG_CLEAN;
+    snprintf(r->line, sizeof r->line, "no hypothesis needed: rel %.3g <= %.3g against %s", x->base.rel, x->thr,
+             diag_ref_name(x));
+    return 0;
+}
+
 int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
 {
     memset(r, 0, sizeof *r);
@@ -590,26 +596,10 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
     r->base_rel = x.base.rel;
     r->base_nonfinite_mismatch = x.base.nf_mismatch;
     r->rel = x.base.rel;
-    if (diag_good(&x, x.base)) {
-        if (try_poison_agreed(&x) < 0)
-            return -1;
-        if (r->matched)
-            return 0;
-        /* Under the threshold, a reduced-precision accumulation still fails
-         * the row (judge.h): it is named, not called clean. */
-        if (diag_try_acc_precision(&x) < 0)
-            return -1;
-        if (r->matched) {
-            r->verdict_hint = diag_verdict_hint(r);
-            return 0;
-        }
-        r->hypothesis = DIAG_CLEAN;
-        snprintf(r->line, sizeof r->line, "no hypothesis needed: rel %.3g <= %.3g against %s",
-                 x.base.rel, x.thr, diag_ref_name(&x));
-        return 0;
-    }
     x.is_source = d->ref_name && strcmp(d->ref_name, "R_source") == 0;
     x.A = x.is_source ? in->x : (d->act ? d->act->dequant : NULL);
+    if (diag_good(&x, x.base))
+        return diagnose_close(&x);
     x.alt = malloc((size_t)x.M * (size_t)x.N * sizeof(float));
     if (!x.alt)
         return kr_fail(err, "out of memory in diagnose");
@@ -628,9 +618,9 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
      * When only the poisoned rows disagree, only the hypotheses about what
      * was done to the poisoned input are left. */
     int (*const order[])(dctx_t *) = {
-        diag_try_magnitude, diag_try_acc_precision, diag_try_localise, diag_try_k_blocks, try_wperm,
-        try_scale_layout,
-        diag_try_misreads, try_sanitize, try_quant_variants, diag_try_localise_any,
+        diag_try_magnitude, diag_try_acc_precision, diag_try_localise, diag_try_k_blocks,
+        try_wperm, try_scale_layout, diag_try_grammar, try_sanitize, try_quant_variants,
+        diag_try_localise_any,
     };
     int (*const poisoned_order[])(dctx_t *) = {try_wperm, try_scale_layout, try_sanitize,
                                                try_quant_variants};
@@ -669,19 +659,18 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
         snprintf(x.prefix, sizeof x.prefix, "the finite rows match %s; the rows with non-finite "
                  "input do not: ", diag_ref_name(&x));
     free(x.alt);
+    if (status == 0 && !r->matched) {
+        r->checked = 0;
+        status = diag_facts(&x, r->line, sizeof r->line);
+    }
     free(x.poisoned_rows);
     if (status < 0)
         return -1;
-    if (!r->matched) {
-        int len = snprintf(r->line, sizeof r->line,
-                           "%sno hypothesis matches (rel %.3g, %lld non-finite mismatches against %s; "
-                           "tried %s)",
-                           x.prefix, x.base.rel, (long long)x.base.nf_mismatch, diag_ref_name(&x),
-                           x.tried[0] ? x.tried : "nothing");
-        if (x.budget_hit && len > 0 && len < (int)sizeof r->line)
-            snprintf(r->line + len, sizeof r->line - (size_t)len, "; GEMM budget of %d spent",
-                     d->max_gemms);
-    } else if (x.prefix[0]) {
+    if (x.budget_hit && !r->checked) {
+        const size_t len = strlen(r->line);
+        snprintf(r->line + len, sizeof r->line - len, "; GEMM budget of %d spent", d->max_gemms);
+    }
+    if (r->matched && x.prefix[0]) {
         char line[sizeof r->line];
         kr_strlcpy(line, x.prefix, sizeof line);
         const size_t len = strlen(line);
@@ -692,6 +681,25 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
     return 0;
 }
 
+void diag_no_output_line(verdict_t v, char *buf, int cap)
+{
+    const char *what = NULL;
+    switch (v) {
+    case VERDICT_CRASHED: what = "no output to test a hypothesis on: the kernel crashed (the note says how)"; break;
+    case VERDICT_TIMEOUT: what = "no output to test a hypothesis on: the kernel did not finish in time"; break;
+    case VERDICT_OOB_WRITE:
+        what = "the kernel wrote outside its output (the note says where)";
+        break;
+    case VERDICT_NONDETERMINISTIC:
+        what = "reruns on the same operands differ (the note says where): the output is not a function of "
+               "the operands";
+        break;
+    case VERDICT_ERROR: what = "no output to test a hypothesis on: the kernel failed (the note says why)"; break;
+    default: break;
+    }
+    snprintf(buf, (size_t)cap, "%s", what && verdict_is_failure(v) ? what : "");
+}
+
 verdict_t diag_verdict_hint(const diag_result_t *r)
 {
     if (!r->matched)
@@ -700,7 +708,7 @@ verdict_t diag_verdict_hint(const diag_result_t *r)
      * came out as; an explanation that is not a factor is WRONG. */
     if (r->hypothesis == DIAG_SCALE_POW2 || r->hypothesis == DIAG_SCALE_CONST)
         return VERDICT_MAGNITUDE;
-    if (r->hypothesis == DIAG_MISREAD || r->hypothesis == DIAG_K_BLOCKS ||
+    if (r->hypothesis == DIAG_MISREAD || r->hypothesis == DIAG_K_BLOCKS || r->hypothesis == DIAG_GRAMMAR ||
         r->hypothesis == DIAG_WPERM_UNDONE || r->hypothesis == DIAG_WPERM_APPLIED ||
         r->hypothesis == DIAG_SCALE_LAYOUT || r->hypothesis == DIAG_ACC_PRECISION)
         return VERDICT_WRONG;

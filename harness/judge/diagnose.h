@@ -31,9 +31,11 @@
  *   wperm-undone    out = R(A, unpermute_w(W))            (1 GEMM; N, K % 16)
  *   wperm-applied   out = R(A, permute_w(W))              (1 GEMM; N, K % 16)
  *   scale-layout    out = R(A, W with its scales read in the other layout) (1 GEMM)
- *   misread         the table of operand misreads (diagnosis/misread_table.c), each
- *                   re-evaluated on a sample of rows and columns, ranked by residual,
- *                   the best confirmed on a larger sample; the runner-up named when close
+ *   grammar         every composition of at most two primitives of the hypothesis grammar
+ *                   (diagnosis/grammar.c) the shape allows, screened on a small sample,
+ *                   re-evaluated bit for bit and ranked on a larger one, the best confirmed
+ *                   on a larger one still and stated only when it reproduces the output
+ *                   (diagnosis/hyp_search.c); the runner-up named when close
  *   acc-precision   out = the kernel's operands summed with partial sums rounded to bf16
  *                   or fp16 (every element, every 32/64/128-K block, split-K partials),
  *                   on a sample, against fp32 accumulation (diagnosis/acc_fit.c); also
@@ -57,6 +59,7 @@ typedef struct {
     const case_t *c;               /* provenance (weight_order, env_flags); may be NULL */
     const kernel_inputs_t *in;     /* operands as the harness gave the kernel: checkpoint-order weight */
     const kernel_act_t *act;       /* the activations R_exact was built from; may be NULL */
+    const acc_fit_t *fit;          /* the row's accumulation fit and fp32 bound; may be NULL */
     const char *kernel;            /* the row's kernel ("recorded.*" = a production output); may be NULL */
     const float *out;              /* [M, N] the output being diagnosed, fp32 (decoded bf16) */
     const float *ref;              /* [M, N] the reference it failed against */
@@ -64,6 +67,9 @@ typedef struct {
     double threshold;              /* rel_fro threshold of the row */
     const kernel_options_t *kopt;  /* the quantizer variants in use; NULL = defaults */
     int max_gemms;                 /* extra fp32 GEMMs allowed; 0 = no limit */
+    int failed;                    /* the row failed its judgement: a line is always written (an
+                                      explanation, or what is known for certain), never "none
+                                      needed" */
     int64_t row_offset;            /* out/ref are rows row_offset.. of the case's output
                                       (a row-block replay): row numbers are reported as
                                       the case's */
@@ -88,13 +94,17 @@ typedef enum {
     DIAG_K_BLOCKS,
     DIAG_MISREAD,
     DIAG_ACC_PRECISION,
+    DIAG_GRAMMAR,
     DIAG_COUNT
 } diag_hypothesis_t;
 
 typedef struct {
     int matched;                   /* 1 when a hypothesis explains the row */
     diag_hypothesis_t hypothesis;
-    char line[384];                /* one line: the match, or why none */
+    char line[384];                /* one line: the match, or what is known for certain */
+    int checked;                   /* 1: the line states an explanation checked to reproduce the
+                                      output (bit-identical on the sampled outputs, or within the
+                                      row's threshold), or a measured fact that fails the row */
     double rel;                    /* rel_fro(out, alternative) of the match; else rel_fro(out, ref) */
     double base_rel;               /* rel_fro(out, ref) over elements finite on both sides */
     int64_t base_nonfinite_mismatch; /* elements non-finite on exactly one side */
@@ -115,6 +125,12 @@ int diag_wanted(verdict_t v);
 /* Fills r.  Returns 0 (matched or not), or -1 with err set (allocation
  * failure, or a GEMM failing). */
 int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err);
+
+/* The line of a row whose verdict has no output to diagnose (CRASHED,
+ * TIMEOUT, OOB_WRITE, NONDETERMINISTIC, ERROR, ...): what that verdict
+ * establishes, the note having the particulars; "" for a verdict that is
+ * not a failure. */
+void diag_no_output_line(verdict_t v, char *buf, int cap);
 
 /* r's verdict_hint (see there). */
 verdict_t diag_verdict_hint(const diag_result_t *r);

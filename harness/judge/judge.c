@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "diagnosis/acc_fit.h"
+#include "diagnosis/fp32_bound.h"
 #include "input_health.h"
 #include "kr_string.h"
 #include "verdict.h"
@@ -39,6 +40,19 @@ int judge_poison_locate(const float *x, int64_t M, int64_t K, judge_poison_t *p,
     return 0;
 }
 
+/* An external kernel (a plugin, a Python kernel) is judged as the registry
+ * model of its family is: that model's policy rule (worst_row_rel, the
+ * bias limits, the non-finite rule) when the policy has one. */
+static const policy_rule_t *family_rule(const policy_t *p, const kernel_desc_t *k, const result_t *row)
+{
+    if (!k || !k->rules_of || kernel_find(row->kernel))
+        return NULL;
+    const policy_rule_t *m = policy_match(p, k->rules_of->name, row->reference, row->band);
+    if (!m && !strcmp(row->reference, "R_sanitized"))
+        m = policy_match(p, k->rules_of->name, "R_source", row->band);
+    return m;
+}
+
 void judge_rule_for(const policy_t *p, const kernel_desc_t *k, const result_t *row,
                     double fallback_tol, policy_rule_t *rule)
 {
@@ -49,7 +63,26 @@ void judge_rule_for(const policy_t *p, const kernel_desc_t *k, const result_t *r
         *rule = *m;
         return;
     }
+    const policy_rule_t *fam = family_rule(p, k, row);
+    if (fam) {
+        *rule = *fam;
+        /* identical_min and max_ulp measure the model's own summation order
+         * against R_exact's; another correct order may differ more in the
+         * last bit (the fp32 bound checks any order instead). */
+        rule->identical_min = NAN;
+        rule->max_ulp = -1;
+        kr_strlcpy(rule->kernel, row->kernel, sizeof rule->kernel);
+        char origin[sizeof rule->origin + 96];
+        snprintf(origin, sizeof origin, "%.63s's rule, its family's model: %s", k->rules_of->name, fam->origin);
+        kr_strlcpy(rule->origin, origin, sizeof rule->origin);
+        return;
+    }
     if (k && policy_derived_rule(k, row->reference, row->K, rule) == 0) {
+        /* An external kernel the policy has no rule for gets the worst-row
+         * rule too: the derived bound holds row by row as it does for the
+         * whole output. */
+        if (k->rules_of && !kernel_find(row->kernel) && isnan(rule->worst_row_rel))
+            rule->worst_row_rel = rule->rel_fro;
         kr_strlcpy(rule->kernel, row->kernel, sizeof rule->kernel);
         return;
     }
@@ -128,7 +161,12 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
     const char *origin = rule->origin;
     const int64_t out_bad = nf_minus(&m->out_nf, &m->out_nf_apart);
     const int64_t ref_bad = nf_minus(&m->ref_nf, &m->ref_nf_apart);
-    const int magnitude = m->mag_ratio < 1.0 / MAGNITUDE_FACTOR || m->mag_ratio > MAGNITUDE_FACTOR;
+    /* MAGNITUDE only when one factor explains the output: the best factor s
+     * leaves out - s ref with relative size sqrt(1 - cosine^2), and that must
+     * be within the rule; a ratio alone is not a scale error. */
+    const double factor_resid = isnan(m->cosine) ? INFINITY : sqrt(fmax(0.0, 1.0 - m->cosine * m->cosine));
+    const int magnitude = (m->mag_ratio < 1.0 / MAGNITUDE_FACTOR || m->mag_ratio > MAGNITUDE_FACTOR) &&
+                          factor_resid <= rule->rel_fro;
     const int forbid = rule->nonfinite == POLICY_NONFINITE_FORBID;
 
     if (m->finite_count == 0) {
@@ -204,6 +242,12 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
     }
     if (biased(rule, row, note, cap))
         return VERDICT_WRONG;
+    if (fp32_bound_exceeded(&row->acc_fit)) {
+        char lost[320];
+        fp32_bound_describe(&row->acc_fit, 1, lost, sizeof lost);
+        snprintf(note, (size_t)cap, "%s (%s)", lost, origin);
+        return VERDICT_WRONG;
+    }
     if (rule->max_ulp >= 0 && row->ulp.max_ulp > (uint64_t)rule->max_ulp) {
         snprintf(note, (size_t)cap, "max_ulp %llu > %lld (%s)", (unsigned long long)row->ulp.max_ulp,
                  (long long)rule->max_ulp, origin);

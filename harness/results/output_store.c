@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_kind.h"
 #include "h5_file.h"
 #include "h5_safety.h"
 
@@ -49,10 +50,14 @@ int output_store_save(const char *path, const char *case_name, const char *kerne
                       const kernel_act_t *act, const uint16_t *out, int64_t M, int64_t N,
                       kr_error_t *err)
 {
+    /* An existing one must be a regular file: a FIFO would block HDF5's reads. */
+    const int exists = access(path, F_OK) == 0;
+    if (exists && file_check_regular(path, "an outputs file (HDF5) to add to", err))
+        return -1;
     h5_quiet_t quiet;
     h5_quiet(&quiet);
-    hid_t file = access(path, F_OK) == 0 ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)
-                                         : H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t file = exists ? H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)
+                        : H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
     int status = -1;
     hid_t gcase = -1, gk = -1;
     if (file < 0) {

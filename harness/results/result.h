@@ -59,6 +59,12 @@ typedef struct {
     char runner_up[24];
     double resid_fp32, resid_best, resid_runner_up;
     int64_t sampled;           /* outputs compared; 0 = not measured */
+    /* The fp32 summation bound (diagnosis/fp32_bound.h): outputs checked
+     * against what any fp32 summation order of the kernel's operands gives,
+     * how many lie outside, and the first of those (row, column, output,
+     * and the interval [lo, hi] it should be in). */
+    int64_t bound_checked, bound_outside, bound_row, bound_col;
+    double bound_out, bound_lo, bound_hi;
 } acc_fit_t;
 
 typedef struct {
@@ -80,7 +86,9 @@ typedef struct {
     double seconds;           /* wall time of the kernel model */
     double ref_f32_vs_f64;    /* --oracle: rel_fro of the fp32 reference against the fp64
                                  oracle on the same operands; NaN when not computed */
-    char diagnosis[384];      /* for WRONG / MAGNITUDE: the hypothesis the output matches */
+    char diagnosis[384];      /* for a failing row: the explanation the output matches, or what
+                                 is known for certain */
+    int64_t diagnosis_checked; /* 1: the diagnosis is a checked claim (diagnose.h) */
     char diagnosis_family[24];  /* the diagnosis's family as a short stable token
                                    (diag_family.h: "magnitude", "place:rows", "misread", ...;
                                    "" = no diagnosis): what `kreplay reduce` keeps */

@@ -75,6 +75,7 @@ const result_field_t result_fields[] = {
     M_F64(ref_f32_vs_f64),
     F_STR(diagnosis),
     RF_LINE(diagnosis_family, char *, RF_STR, 1, NULL, 1, 0),
+    RF_LINE(diagnosis_checked, int64_t, RF_I64, 1, NULL, 1, 0),
     F_STR(device),
     F_INT(reruns),
     F_I64(rerun_diff),
@@ -110,6 +111,13 @@ const result_field_t result_fields[] = {
     RF_LINE(regressed_metric, char *, RF_STR, 1, NULL, 1, 0),
     RF_LINE(regressed_base, double, RF_F64, 1, NULL, 1, 0),
     RF_LINE(regressed_run, double, RF_F64, 1, NULL, 1, 0),
+    RF_LINE(acc_fit.bound_checked, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_outside, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_row, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_col, int64_t, RF_I64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_out, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_lo, double, RF_F64, 1, NULL, 1, 1),
+    RF_LINE(acc_fit.bound_hi, double, RF_F64, 1, NULL, 1, 1),
 };
 const int result_field_count = (int)(sizeof result_fields / sizeof result_fields[0]);
 

@@ -24,6 +24,9 @@
 #include "blas_info.h"
 #include "result_fields.h"
 #include "results_table.h"
+#include "results_reader.h"
+#include "results_validate.h"
+#include "file_kind.h"
 #include "h5_names.h"
 #include "result_order.h"
 #include "h5_attr.h"
@@ -62,6 +65,13 @@ static const meta_attr_t meta_attrs[] = {
 };
 #define N_META_ATTRS ((int)(sizeof meta_attrs / sizeof meta_attrs[0]))
 
+void results_meta_terminate(results_meta_t *m)
+{
+    m->schema[sizeof m->schema - 1] = '\0';
+    for (int i = 0; i < N_META_ATTRS; i++)
+        ((char *)m + meta_attrs[i].offset)[meta_attrs[i].size - 1] = '\0';
+}
+
 /* ---------------------------------------------------------------- sort */
 
 int result_key_cmp(const result_t *a, const result_t *b)
@@ -95,16 +105,6 @@ int result_list_sort(result_list_t *l)
 
 /* ---------------------------------------------------------------- HDF5 plumbing */
 
-static int sync_path(const char *p, int dir)
-{
-    int fd = open(p, dir ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-    if (fd < 0)
-        return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
 /* ---------------------------------------------------------------- write */
 
 static int write_file(const char *path, const result_t *rows, int64_t n, const results_meta_t *meta,
@@ -114,9 +114,10 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         return kr_fail(err, "(null): file: no path given; expected an output path");
     if (n < 0 || (n > 0 && !rows))
         return kr_fail(err, "%s: rows: no rows given; expected a result list", path);
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-        return kr_fail(err, "%s: file: path too long; expected under 4096 bytes", path);
+    atomic_target_t target;
+    if (atomic_target_open(&target, path, err))
+        return -1;
+    const char *tmp = target.tmp;
 
     h5_quiet_t q;
     h5_quiet(&q);
@@ -132,7 +133,7 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
         H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18) < 0)
         goto fail;
 
-    file = H5Fcreate(tmp, H5F_ACC_TRUNC, fcpl, fapl);
+    file = h5_create_exclusive(&target, fcpl, fapl);
     if (file < 0) {
         int e = errno;
         kr_fail(err, "%s: file: cannot create the temporary file %s (%s); expected a writable "
@@ -166,24 +167,8 @@ static int write_file(const char *path, const result_t *rows, int64_t n, const r
                 path, tmp, errno ? strerror(errno) : "disk full?");
         goto done;
     }
-    if (sync_path(tmp, 0) != 0) {
-        kr_fail(err, "%s: file: cannot sync %s (%s); expected a durable file", path, tmp,
-                strerror(errno));
+    if (atomic_target_commit(&target, err) != 0)
         goto done;
-    }
-    struct stat here;
-    if (stat(path, &here) == 0 && !S_ISREG(here.st_mode)) {
-        /* Renaming over a device or a directory would replace it. */
-        kr_fail(err, "%s: file: exists and is not a regular file (a rename would replace it); expected a "
-                     "file path to write", path);
-        goto done;
-    }
-    if (rename(tmp, path) != 0) {
-        kr_fail(err, "%s: file: cannot rename %s into place (%s); expected a replaceable path",
-                path, tmp, strerror(errno));
-        goto done;
-    }
-    sync_parent_dir(path);
     rc = 0;
     goto done;
 fail:
@@ -195,8 +180,7 @@ fail:
 done:
     if (file >= 0)
         H5Fclose(file);
-    if (rc != 0)
-        unlink(tmp);   /* HDF5 may have created it before failing */
+    atomic_target_abort(&target);  /* the temporary file of a failed write (HDF5's, too) */
     H5_CLOSE_ALL(dcpl, fapl, fcpl);
     h5_restore(&q);
     return rc;
@@ -272,8 +256,8 @@ done:
     return rc;
 }
 
-static int read_file(const char *path, result_list_t *rows, results_meta_t *meta, char *case_key,
-                     size_t key_cap, kr_error_t *err)
+int results_read_direct(const char *path, result_list_t *rows, results_meta_t *meta,
+                        char *case_key, size_t key_cap, int64_t *count_only, kr_error_t *err)
 {
     if (rows)
         memset(rows, 0, sizeof *rows);
@@ -281,14 +265,11 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
         memset(meta, 0, sizeof *meta);
     if (!path)
         return kr_fail(err, "(null): file: no path given; expected a results file path");
-    if (!rows)
+    if (!rows && !count_only)
         return kr_fail(err, "%s: rows: NULL list; expected a result list to fill", path);
     struct stat sb;
-    if (stat(path, &sb) != 0)
-        return kr_fail(err, "%s: file: cannot open (%s); expected an existing results file "
-                            "(schema %s)", path, strerror(errno), RESULTS_SCHEMA_V2);
-    if (S_ISDIR(sb.st_mode))
-        return kr_fail(err, "%s: file: is a directory; expected a results file", path);
+    if (file_stat_regular(path, "an existing results file (schema " RESULTS_SCHEMA_V2 ")", &sb, err))
+        return -1;
 
     h5_quiet_t q;
     h5_quiet(&q);
@@ -336,9 +317,11 @@ static int read_file(const char *path, result_list_t *rows, results_meta_t *meta
             goto done;
         }
     }
-    if (results_table_read(file, path, (int64_t)sb.st_size, &tmp, err) != 0)
+    if (count_only ? results_table_count(file, path, count_only, err) != 0
+                   : results_table_read(file, path, (int64_t)sb.st_size, &tmp, err) != 0)
         goto done;
-    *rows = tmp;
+    if (rows)
+        *rows = tmp;
     memset(&tmp, 0, sizeof tmp);
     if (meta)
         *meta = m;
@@ -354,7 +337,17 @@ done:
 int results_store_read(const char *path, result_list_t *rows, results_meta_t *meta,
                        kr_error_t *err)
 {
-    return read_file(path, rows, meta, NULL, 0, err);
+    return results_read_isolated(path, rows, meta, NULL, 0, NULL, err);
+}
+
+int results_store_read_meta(const char *path, results_meta_t *meta, int64_t *n_rows,
+                            kr_error_t *err)
+{
+    int64_t n = 0;
+    const int rc = results_read_isolated(path, NULL, meta, NULL, 0, &n, err);
+    if (n_rows)
+        *n_rows = rc == 0 ? n : 0;
+    return rc;
 }
 
 /* ---------------------------------------------------------------- merge */
@@ -388,6 +381,10 @@ int results_store_merge(const char **paths, int n, const char *out_path, kr_erro
         result_list_t part;
         if (results_store_read(paths[f], &part, &metas[f], err) != 0)
             goto done;
+        if (results_check_unique(&part, paths[f], err)) {
+            result_list_free(&part);
+            goto done;
+        }
         if (strcmp(metas[f].suite_hash, metas[0].suite_hash) != 0) {
             kr_fail(err, "%s: suite_hash: \"%s\" differs from \"%s\" in %s; expected shards of "
                          "one suite", paths[f], metas[f].suite_hash, metas[0].suite_hash,
@@ -450,6 +447,9 @@ int results_store_merge(const char **paths, int n, const char *out_path, kr_erro
     sorted.count = sorted.cap = all.count;
     for (int64_t k = 0; k < all.count; k++)
         sorted.rows[k] = all.rows[perm[k]];
+    /* One case under two paths in two shards is still one case twice. */
+    if (results_check_unique(&sorted, out_path, err))
+        goto done;
     results_meta_t out_meta = metas[0];
     snprintf(out_meta.shard, sizeof out_meta.shard, "merged %d of %d", n, sh_n[0] ? sh_n[0] : n);
     rc = results_store_write(out_path, &sorted, &out_meta, err);
@@ -494,6 +494,24 @@ static void partial_name(const char *key, char *buf, size_t cap)
     snprintf(buf, cap, "%016" PRIx64 "-%s.h5", fnv1a64(key), t);
 }
 
+void results_store_partial_path(const char *run_dir, const char *case_key, char *buf, size_t cap)
+{
+    char name[128];
+    partial_name(case_key, name, sizeof name);
+    snprintf(buf, cap, "%s/partial/%s", run_dir, name);
+}
+
+/* RUNDIR/partial planted as a symbolic link: the run's partials would be
+ * written to (and, by a fresh run, cleared from) wherever it points. */
+static int partial_dir_is_link(const char *dir, kr_error_t *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+        return kr_fail(err, "%s: is a symbolic link; refused (remove it: kreplay creates its own "
+                            "partial/ folder)", dir);
+    return 0;
+}
+
 int results_store_append_case(const char *run_dir, const char *case_key, const result_t *rows,
                               int64_t n_rows, const results_meta_t *meta, kr_error_t *err)
 {
@@ -502,7 +520,7 @@ int results_store_append_case(const char *run_dir, const char *case_key, const r
                        run_dir ? run_dir : "(null)");
     char dir[4200], name[128], path[4400];
     snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    if (make_dirs(dir, err) != 0)
+    if (partial_dir_is_link(dir, err) || make_dirs(dir, err) != 0)
         return -1;
     partial_name(case_key, name, sizeof name);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
@@ -530,6 +548,8 @@ int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, 
     *names = NULL;
     *n = 0;
     snprintf(dir, dir_cap, "%s/partial", run_dir);
+    if (partial_dir_is_link(dir, err))
+        return -1;
     DIR *d = opendir(dir);
     if (!d) {
         if (errno == ENOENT)
@@ -585,7 +605,7 @@ int results_store_load_partials(const char *run_dir, result_list_t *rows, char *
         char path[4400], key[4096];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         result_list_t part;
-        if (read_file(path, &part, NULL, key, sizeof key, err) != 0) {
+        if (results_read_isolated(path, &part, NULL, key, sizeof key, NULL, err) != 0) {
             size_t l = strlen(err ? err->msg : "");
             if (err && l + 40 < sizeof err->msg)
                 snprintf(err->msg + l, sizeof err->msg - l, " (delete it to re-run that case)");

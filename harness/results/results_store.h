@@ -68,17 +68,26 @@ int result_list_sort(result_list_t *l);
 /* The key comparison result_list_sort uses. */
 int result_key_cmp(const result_t *a, const result_t *b);
 
-/* Writes rows and meta (NULL: empty provenance) to path atomically: a
- * temporary "<path>.tmp.<pid>" in the same directory, fsync'd, renamed over
+/* Writes rows and meta (NULL: empty provenance) to path atomically: a fresh
+ * temporary "<path>.tmp.<pid>.<random>" created in the directory opened
+ * once (never through a planted link: atomic_file.h), fsync'd, renamed over
  * path, directory fsync'd.  A failure leaves any existing file untouched.
  * Rows are written in the order given (sort them first). */
 int results_store_write(const char *path, const result_list_t *rows, const results_meta_t *meta,
                         kr_error_t *err);
 
 /* Reads a results file into *rows (initialised here; free with
- * result_list_free) and *meta (may be NULL).  On error *rows is empty. */
+ * result_list_free) and *meta (may be NULL), in a separate process
+ * (results_reader.h): a file that crashes or hangs libhdf5 is one error
+ * naming it.  On error *rows is empty. */
 int results_store_read(const char *path, result_list_t *rows, results_meta_t *meta,
                        kr_error_t *err);
+
+/* The provenance of a results file and the number of rows it holds,
+ * without reading the rows (what a history of many runs is sorted by before
+ * the newest are loaded).  n_rows may be NULL. */
+int results_store_read_meta(const char *path, results_meta_t *meta, int64_t *n_rows,
+                            kr_error_t *err);
 
 /* Merges shard files into out_path (atomically).  The rows are the union,
  * sorted by result_list_sort's key, i.e. exactly those of one unsharded run.
@@ -110,6 +119,9 @@ int results_store_append_case(const char *run_dir, const char *case_key, const r
 int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
                                 int *n_done, kr_error_t *err);
 void results_store_free_keys(char **keys, int n);
+
+/* RUNDIR/partial/<file> of the case with that key (what append_case writes). */
+void results_store_partial_path(const char *run_dir, const char *case_key, char *buf, size_t cap);
 
 /* The finished partial files of RUNDIR/partial ("*.h5"; a killed write's
  * "*.h5.tmp.PID" is left out), sorted by name, into *names (*n of them;

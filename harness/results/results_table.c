@@ -613,3 +613,21 @@ done:
     H5_CLOSE_ALL(mtype, space, ftype, ds);
     return rc;
 }
+
+int results_table_count(hid_t file, const char *path, int64_t *n, kr_error_t *err)
+{
+    rd_t rdv = {.path = path, .err = err}, *rd = &rdv;
+    *n = 0;
+    if (H5Lexists(file, "rows", H5P_DEFAULT) <= 0)
+        return rfail(rd, "/rows", "no such dataset; expected the results table of schema "
+                                  "kreplay.results/2");
+    hid_t ds = H5Dopen2(file, "rows", H5P_DEFAULT), space = ds < 0 ? -1 : H5Dget_space(ds);
+    const hssize_t points = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+    const int rank = space < 0 ? -1 : H5Sget_simple_extent_ndims(space);
+    H5_CLOSE_ALL(space, ds);
+    if (points < 0 || rank != 1)
+        return rfail(rd, "/rows", "cannot read its extent (corrupt file?); expected a 1-D "
+                                  "dataset, one element per row");
+    *n = (int64_t)points;
+    return 0;
+}

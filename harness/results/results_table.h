@@ -35,4 +35,7 @@ int results_table_write(hid_t file, hid_t dcpl, const char *path, const result_t
 int results_table_read(hid_t file, const char *path, int64_t file_size, result_list_t *out,
                        kr_error_t *err);
 
+/* The number of rows /rows of file holds, without reading them. */
+int results_table_count(hid_t file, const char *path, int64_t *n, kr_error_t *err);
+
 #endif

@@ -81,6 +81,37 @@ int kr_gpu_gemm_f32_nt(const float *A, const float *B, int64_t M, int64_t N, int
                        float *C);
 int kr_gpu_gemm_f64_nt(const double *A, const double *B, int64_t M, int64_t N, int64_t K,
                        double *C);
+/* The same on operands already on the device, on `stream`, into device C:
+ * the worker's references, its operands resident for the whole case. */
+int kr_gpu_gemm_f32_nt_dev(const float *A, const float *B, int64_t M, int64_t N, int64_t K,
+                           float *C, kr_gpu_stream_t stream);
+int kr_gpu_gemm_f64_nt_dev(const double *A, const double *B, int64_t M, int64_t N, int64_t K,
+                           double *C, kr_gpu_stream_t stream);
+
+/* ---- device buffers (kr_gpu_buffers.hip; what the GPU worker computes where the data is) ----
+ * Every pointer is a device pointer; `result` is device memory the caller
+ * owns (int64 slots, downloaded after a synchronize), so no call allocates. */
+int kr_gpu_mem_info(size_t *free_bytes, size_t *total_bytes);
+/* out[n] = the fp32 value of bf16 bits in[n] (exact). */
+int kr_gpu_bf16_widen(const uint16_t *in, float *out, size_t n, kr_gpu_stream_t stream);
+/* out[n] = (double)in[n] (exact). */
+int kr_gpu_f32_widen(const float *in, double *out, size_t n, kr_gpu_stream_t stream);
+/* result[0] = elements equal to value, result[1] = the first one's index (when result[0] > 0). */
+int kr_gpu_scan_u16(const uint16_t *p, size_t n, uint16_t value, int64_t *result,
+                    kr_gpu_stream_t stream);
+/* Bytes equal to value (equal != 0) or different from it (equal == 0): result[0] = how
+ * many, result[1] = the first one's index, result[2] = the last one's (both meaningful
+ * when result[0] > 0). */
+int kr_gpu_scan_u8(const uint8_t *p, size_t n, uint8_t value, int equal, int64_t *result,
+                   kr_gpu_stream_t stream);
+/* bf16 a against b: result[0] = elements that differ (two NaNs agree whatever their
+ * payloads), result[1] = the largest bf16 ULP distance among them (pairs with a NaN
+ * or an Inf on one side only not counted in it). */
+int kr_gpu_diff_bf16(const uint16_t *a, const uint16_t *b, size_t n, int64_t *result,
+                     kr_gpu_stream_t stream);
+/* result[0] = bytes of a that differ from b. */
+int kr_gpu_diff_u8(const uint8_t *a, const uint8_t *b, size_t n, int64_t *result,
+                   kr_gpu_stream_t stream);
 
 /* ---- operand descriptors ---- */
 
@@ -95,6 +126,11 @@ typedef struct {
 } kr_gpu_mxfp4_t;
 
 /* fp8 activation codes: 0 = e4m3fn, 1 = e4m3fnuz (the same values as fp8_format_t). */
+
+/* The dequantized weight out [N, K] fp32: e2m1 * 2^(E-127) as mxfp4_dequant_row
+ * computes it (the codes 8-15 the negations of 0-7, a NaN scale's NaN signed
+ * likewise), bit for bit. */
+int kr_gpu_mxfp4_dequant(const kr_gpu_mxfp4_t *w, float *out, kr_gpu_stream_t stream);
 
 /* ---- activation quantizers ---- */
 /* vLLM dynamic_per_token_scaled_fp8_quant (variant "vllm", e4m3fn): one block

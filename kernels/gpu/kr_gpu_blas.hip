@@ -24,6 +24,7 @@ struct cublas_api {
     cublasStatus_t (*create)(cublasHandle_t *);
     cublasStatus_t (*destroy)(cublasHandle_t);
     cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
     cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                             const float *, const float *, int, const float *, int, const float *,
                             float *, int);
@@ -54,10 +55,11 @@ void cublas_open()
     cublas.create = (decltype(cublas.create))dlsym(lib, "cublasCreate_v2");
     cublas.destroy = (decltype(cublas.destroy))dlsym(lib, "cublasDestroy_v2");
     cublas.set_math_mode = (decltype(cublas.set_math_mode))dlsym(lib, "cublasSetMathMode");
+    cublas.set_stream = (decltype(cublas.set_stream))dlsym(lib, "cublasSetStream_v2");
     cublas.sgemm = (decltype(cublas.sgemm))dlsym(lib, "cublasSgemm_v2");
     cublas.dgemm = (decltype(cublas.dgemm))dlsym(lib, "cublasDgemm_v2");
-    cublas_state = cublas.create && cublas.destroy && cublas.set_math_mode && cublas.sgemm &&
-                           cublas.dgemm
+    cublas_state = cublas.create && cublas.destroy && cublas.set_math_mode && cublas.set_stream &&
+                           cublas.sgemm && cublas.dgemm
                        ? 1
                        : -1;
     if (cublas_state < 0)
@@ -99,11 +101,46 @@ int fail_blas(const char *what, cublasStatus_t s)
     return kr_gpu_internal_fail(KR_GPU_ERR_RUNTIME, what, detail);
 }
 
+// Row-major C[M,N] = A B^T is column-major C^T[N,M] = B^T(op T of the
+// col-major K x N view of B) times A (the col-major K x M view of A).
+template <typename T>
+cublasStatus_t gemm_call(const cublas_api *api, cublasHandle_t h, const T *A, const T *B, int64_t M,
+                         int64_t N, int64_t K, T *C)
+{
+    const T one = 1, zero = 0;
+    if constexpr (sizeof(T) == 4)
+        return api->sgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+                          (const float *)B, (int)K, (const float *)A, (int)K, &zero, (float *)C,
+                          (int)N);
+    else
+        return api->dgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+                          (const double *)B, (int)K, (const double *)A, (int)K, &zero,
+                          (double *)C, (int)N);
+}
+
+bool shape_ok(const void *A, const void *B, const void *C, int64_t M, int64_t N, int64_t K)
+{
+    return A && B && C && M > 0 && N > 0 && K > 0 && M <= INT32_MAX && N <= INT32_MAX &&
+           K <= INT32_MAX;
+}
+
+// A handle in pedantic math mode: no TF32 and no reduced-precision
+// reductions, a reference in IEEE fp32.
+cublasStatus_t pedantic_handle(const cublas_api *api, cublasHandle_t *h)
+{
+    cublasStatus_t s = api->create(h);
+    if (s == CUBLAS_STATUS_SUCCESS && (s = api->set_math_mode(*h, CUBLAS_PEDANTIC_MATH)) !=
+                                          CUBLAS_STATUS_SUCCESS) {
+        api->destroy(*h);
+        *h = nullptr;
+    }
+    return s;
+}
+
 template <typename T>
 int gemm_nt(const T *A, const T *B, int64_t M, int64_t N, int64_t K, T *C, const char *who)
 {
-    if (!A || !B || !C || M <= 0 || N <= 0 || K <= 0 || M > INT32_MAX || N > INT32_MAX ||
-        K > INT32_MAX)
+    if (!shape_ok(A, B, C, M, N, K))
         return kr_gpu_internal_fail(KR_GPU_ERR_ARG, who, "bad shape or NULL operand");
     gemm_buffers g;
     const char *why = "";
@@ -118,27 +155,38 @@ int gemm_nt(const T *A, const T *B, int64_t M, int64_t N, int64_t K, T *C, const
     if ((e = cudaMemcpy(g.a, A, ab, cudaMemcpyHostToDevice)) != cudaSuccess ||
         (e = cudaMemcpy(g.b, B, bb, cudaMemcpyHostToDevice)) != cudaSuccess)
         return fail_rt(who, e);
-    cublasStatus_t s = g.api->create(&g.handle);
+    cublasStatus_t s = pedantic_handle(g.api, &g.handle);
     if (s != CUBLAS_STATUS_SUCCESS)
         return fail_blas(who, s);
-    // No TF32 and no reduced-precision reductions: a reference in IEEE fp32.
-    if ((s = g.api->set_math_mode(g.handle, CUBLAS_PEDANTIC_MATH)) != CUBLAS_STATUS_SUCCESS)
-        return fail_blas(who, s);
-    const T one = 1, zero = 0;
-    // Row-major C[M,N] = A B^T is column-major C^T[N,M] = B^T(op T of the
-    // col-major K x N view of B) times A (the col-major K x M view of A).
-    if constexpr (sizeof(T) == 4)
-        s = g.api->sgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
-                        (const float *)g.b, (int)K, (const float *)g.a, (int)K, &zero,
-                        (float *)g.c, (int)N);
-    else
-        s = g.api->dgemm(g.handle, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
-                        (const double *)g.b, (int)K, (const double *)g.a, (int)K, &zero,
-                        (double *)g.c, (int)N);
-    if (s != CUBLAS_STATUS_SUCCESS)
+    if ((s = gemm_call<T>(g.api, g.handle, (const T *)g.a, (const T *)g.b, M, N, K, (T *)g.c)) !=
+        CUBLAS_STATUS_SUCCESS)
         return fail_blas(who, s);
     if ((e = cudaMemcpy(C, g.c, cb, cudaMemcpyDeviceToHost)) != cudaSuccess)
         return fail_rt(who, e);
+    return KR_GPU_OK;
+}
+
+// The device-operand GEMMs share one handle for the process: the GPU
+// worker's, on its one device, made on the first call (a handle costs a few
+// milliseconds and some memory; a worker calls it for every reference).
+cublasHandle_t dev_handle;
+
+template <typename T>
+int gemm_nt_dev(const T *A, const T *B, int64_t M, int64_t N, int64_t K, T *C,
+                kr_gpu_stream_t stream, const char *who)
+{
+    if (!shape_ok(A, B, C, M, N, K))
+        return kr_gpu_internal_fail(KR_GPU_ERR_ARG, who, "bad shape or NULL operand");
+    const char *why = "";
+    const cublas_api *api = cublas_load(&why);
+    if (!api)
+        return kr_gpu_internal_fail(KR_GPU_ERR_RUNTIME, who, why);
+    cublasStatus_t s;
+    if (!dev_handle && (s = pedantic_handle(api, &dev_handle)) != CUBLAS_STATUS_SUCCESS)
+        return fail_blas(who, s);
+    if ((s = api->set_stream(dev_handle, (cudaStream_t)stream)) != CUBLAS_STATUS_SUCCESS ||
+        (s = gemm_call<T>(api, dev_handle, A, B, M, N, K, C)) != CUBLAS_STATUS_SUCCESS)
+        return fail_blas(who, s);
     return KR_GPU_OK;
 }
 
@@ -156,6 +204,18 @@ extern "C" int kr_gpu_gemm_f64_nt(const double *A, const double *B, int64_t M, i
     return gemm_nt<double>(A, B, M, N, K, C, "gemm_f64_nt (cuBLAS DGEMM)");
 }
 
+extern "C" int kr_gpu_gemm_f32_nt_dev(const float *A, const float *B, int64_t M, int64_t N,
+                                      int64_t K, float *C, kr_gpu_stream_t stream)
+{
+    return gemm_nt_dev<float>(A, B, M, N, K, C, stream, "gemm_f32_nt_dev (cuBLAS SGEMM, pedantic)");
+}
+
+extern "C" int kr_gpu_gemm_f64_nt_dev(const double *A, const double *B, int64_t M, int64_t N,
+                                      int64_t K, double *C, kr_gpu_stream_t stream)
+{
+    return gemm_nt_dev<double>(A, B, M, N, K, C, stream, "gemm_f64_nt_dev (cuBLAS DGEMM)");
+}
+
 #else // ROCm
 
 extern "C" int kr_gpu_gemm_f32_nt(const float *, const float *, int64_t, int64_t, int64_t,
@@ -169,6 +229,20 @@ extern "C" int kr_gpu_gemm_f64_nt(const double *, const double *, int64_t, int64
                                   double *)
 {
     return kr_gpu_internal_fail(KR_GPU_ERR_UNSUPPORTED, "gemm_f64_nt",
+                                "GPU references need cuBLAS (a CUDA build)");
+}
+
+extern "C" int kr_gpu_gemm_f32_nt_dev(const float *, const float *, int64_t, int64_t, int64_t,
+                                      float *, kr_gpu_stream_t)
+{
+    return kr_gpu_internal_fail(KR_GPU_ERR_UNSUPPORTED, "gemm_f32_nt_dev",
+                                "GPU references need cuBLAS (a CUDA build)");
+}
+
+extern "C" int kr_gpu_gemm_f64_nt_dev(const double *, const double *, int64_t, int64_t, int64_t,
+                                      double *, kr_gpu_stream_t)
+{
+    return kr_gpu_internal_fail(KR_GPU_ERR_UNSUPPORTED, "gemm_f64_nt_dev",
                                 "GPU references need cuBLAS (a CUDA build)");
 }
 

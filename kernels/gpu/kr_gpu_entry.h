@@ -40,6 +40,11 @@ typedef struct {
     /* outputs */
     void *out;                  /* bf16 [M, N], or a quantizer's codes [M, K] */
     void *scale_out;            /* a quantizer's scales */
+    /* What no GPU kernel reads, but the stand-in (harness/engine/gpu_device.h),
+     * which runs the CPU model on these buffers, needs to rebuild its inputs. */
+    const float *x_dequant;     /* the activations' fp32 values [M, K] */
+    const uint8_t *case_ref;    /* the case's weight_ref [N], or NULL */
+    int64_t dispatch_M;         /* the M the configuration is picked for (0: M) */
 } kr_gpu_operands_t;
 
 /* What prepare may use, and what it says back. */

@@ -766,9 +766,16 @@ extern "C" int kr_gpu_quant_mxfp4(const float *x, int64_t M, int64_t K, uint8_t 
     return KR_GPU_OK;
 }
 
+extern "C" int kr_gpu_internal_w4a8_perblock_tiled(const uint8_t *, int, const float *, int64_t,
+                                                   const kr_gpu_mxfp4_t *, uint16_t *,
+                                                   kr_gpu_stream_t);
+
 extern "C" int kr_gpu_w4a8_perblock(const uint8_t *x, int x_fmt, const float *x_scale, int64_t M,
                                     const kr_gpu_mxfp4_t *w, uint16_t *out, kr_gpu_stream_t stream)
 {
+    /* From 32 rows the register-tiled kernel (kr_gpu_perblock_tiled.hip), same bits. */
+    if (M >= 32 && kr_check_w(w, "w4a8_perblock") == KR_GPU_OK)
+        return kr_gpu_internal_w4a8_perblock_tiled(x, x_fmt, x_scale, M, w, out, stream);
     int st = kr_check_w_rows(w, M, "w4a8_perblock");
     if (st)
         return st;

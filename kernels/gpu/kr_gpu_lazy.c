@@ -61,6 +61,32 @@
     X(int, KR_GPU_ERR_RUNTIME, kr_gpu_gemm_f64_nt,                                                  \
       (const double *A, const double *B, int64_t M, int64_t N, int64_t K, double *C),               \
       (A, B, M, N, K, C))                                                                           \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_gemm_f32_nt_dev,                                              \
+      (const float *A, const float *B, int64_t M, int64_t N, int64_t K, float *C,                   \
+       kr_gpu_stream_t stream), (A, B, M, N, K, C, stream))                                         \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_gemm_f64_nt_dev,                                              \
+      (const double *A, const double *B, int64_t M, int64_t N, int64_t K, double *C,                \
+       kr_gpu_stream_t stream), (A, B, M, N, K, C, stream))                                         \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_mem_info, (size_t *free_bytes, size_t *total_bytes),          \
+      (free_bytes, total_bytes))                                                                    \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_mxfp4_dequant,                                                \
+      (const kr_gpu_mxfp4_t *w, float *out, kr_gpu_stream_t stream), (w, out, stream))              \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_bf16_widen,                                                   \
+      (const uint16_t *in, float *out, size_t n, kr_gpu_stream_t stream), (in, out, n, stream))     \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_f32_widen,                                                    \
+      (const float *in, double *out, size_t n, kr_gpu_stream_t stream), (in, out, n, stream))       \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_scan_u16,                                                     \
+      (const uint16_t *p, size_t n, uint16_t value, int64_t *result, kr_gpu_stream_t stream),       \
+      (p, n, value, result, stream))                                                                \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_scan_u8,                                                      \
+      (const uint8_t *p, size_t n, uint8_t value, int equal, int64_t *result,                       \
+       kr_gpu_stream_t stream), (p, n, value, equal, result, stream))                               \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_diff_bf16,                                                    \
+      (const uint16_t *a, const uint16_t *b, size_t n, int64_t *result, kr_gpu_stream_t stream),    \
+      (a, b, n, result, stream))                                                                    \
+    X(int, KR_GPU_ERR_RUNTIME, kr_gpu_diff_u8,                                                      \
+      (const uint8_t *a, const uint8_t *b, size_t n, int64_t *result, kr_gpu_stream_t stream),      \
+      (a, b, n, result, stream))                                                                    \
     X(int, KR_GPU_ERR_RUNTIME, kr_gpu_quant_fp8_token,                                              \
       (const float *x, int64_t M, int64_t K, uint8_t *q, float *scale, kr_gpu_stream_t stream),     \
       (x, M, K, q, scale, stream))                                                                  \

@@ -10,14 +10,23 @@
  *   KR_FAULT_ERRNO  ENOSPC (default) | EIO | EROFS.  EROFS refuses at once
  *                   every creation, write-open, mkdir, rename and unlink below
  *                   the directory, as a read-only mount does (for root too).
+ *   KR_FAULT_SIGNAL_AT_RENAME  N: right after the N-th rename below the
+ *                   directory, the process sends itself KR_FAULT_SIGNAL (INT,
+ *                   the default, or TERM): a Ctrl-C or a kill at that exact
+ *                   point of a run.  Writes then never fail (KR_FAULT_AFTER
+ *                   defaults to no limit).
  *
  * HDF5's sec2 driver uses open/pwrite/write, which are charged as they
- * happen; stdio streams are charged when flushed or closed (below). */
+ * happen; stdio streams are charged when flushed or closed (below).  The
+ * calls relative to a directory descriptor (openat, renameat, renameat2,
+ * unlinkat, mkdirat) and fdopen are covered too, and a path through
+ * "/proc/self/fd/N/..." counts as the directory N is. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +44,9 @@ typedef struct {
     long long budget;           /* bytes left; < 0 once exhausted */
     int err;
     int active;
+    long signal_at_rename;      /* > 0: raise signal after that rename below dir */
+    int signal;
+    long renames;               /* renames below dir so far */
 } fault_cfg_t;
 
 static fault_cfg_t cfg;
@@ -58,8 +70,12 @@ static void load_cfg(void)
     cfg.dir_len = strlen(cfg.dir);
     while (cfg.dir_len > 1 && cfg.dir[cfg.dir_len - 1] == '/')
         cfg.dir[--cfg.dir_len] = '\0';
+    const char *at = getenv("KR_FAULT_SIGNAL_AT_RENAME");
+    cfg.signal_at_rename = at ? atol(at) : 0;
+    const char *sig = getenv("KR_FAULT_SIGNAL");
+    cfg.signal = sig && !strcmp(sig, "TERM") ? SIGTERM : SIGINT;
     const char *a = getenv("KR_FAULT_AFTER");
-    cfg.budget = a ? atoll(a) : 0;
+    cfg.budget = a ? atoll(a) : cfg.signal_at_rename > 0 ? LLONG_MAX : 0;
     const char *e = getenv("KR_FAULT_ERRNO");
     cfg.err = !e || !strcmp(e, "ENOSPC") ? ENOSPC : !strcmp(e, "EIO") ? EIO : EROFS;
     cfg.active = 1;
@@ -73,7 +89,19 @@ static int below(const char *path)
     if (!cfg.active || !path)
         return 0;
     char abs[2 * PATH_MAX];
-    if (path[0] == '/') {
+    static const char fd_prefix[] = "/proc/self/fd/";
+    if (!strncmp(path, fd_prefix, sizeof fd_prefix - 1)) {
+        /* A path through an open directory: that directory's own path. */
+        char *end;
+        const long fd = strtol(path + sizeof fd_prefix - 1, &end, 10);
+        char link[64], dir[PATH_MAX];
+        snprintf(link, sizeof link, "%s%ld", fd_prefix, fd);
+        const ssize_t n = readlink(link, dir, sizeof dir - 1);
+        if (n <= 0)
+            return 0;
+        dir[n] = '\0';
+        snprintf(abs, sizeof abs, "%s%s", dir, end);
+    } else if (path[0] == '/') {
         snprintf(abs, sizeof abs, "%s", path);
     } else {
         char cwd[PATH_MAX];
@@ -115,18 +143,24 @@ static int open_common(const char *name, const char *path, int flags, mode_t mod
     return fd;
 }
 
-/* open and open64 are the same wrapper; the optional mode argument exists only
- * when the flags create a file, so it can be read only in the variadic body. */
+/* The optional mode argument exists only when the flags create a file, so
+ * it can be read only in a variadic body, after its last named parameter. */
+#define FAULT_MODE(flags, last, mode)                                                              \
+    do {                                                                                           \
+        if ((flags) & (O_CREAT | O_TMPFILE)) {                                                     \
+            va_list ap;                                                                            \
+            va_start(ap, last);                                                                    \
+            mode = (mode_t)va_arg(ap, int);                                                        \
+            va_end(ap);                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* open and open64 are the same wrapper. */
 #define FAULT_OPEN_WRAPPER(fn)                                                                     \
     int fn(const char *path, int flags, ...)                                                       \
     {                                                                                              \
         mode_t mode = 0;                                                                           \
-        if (flags & (O_CREAT | O_TMPFILE)) {                                                       \
-            va_list ap;                                                                            \
-            va_start(ap, flags);                                                                   \
-            mode = (mode_t)va_arg(ap, int);                                                        \
-            va_end(ap);                                                                            \
-        }                                                                                          \
+        FAULT_MODE(flags, flags, mode);                                                            \
         return open_common(#fn, path, flags, mode);                                                \
     }
 
@@ -226,12 +260,20 @@ int mkdir(const char *path, mode_t mode)
     return refuse_if_below(path) ? -1 : real_mkdir(path, mode);
 }
 
+/* After a rename below the directory: the signal, at the rename asked for. */
+static int after_rename(int rc, const char *to)
+{
+    if (rc == 0 && cfg.signal_at_rename > 0 && below(to) && ++cfg.renames == cfg.signal_at_rename)
+        raise(cfg.signal);
+    return rc;
+}
+
 int rename(const char *from, const char *to)
 {
     REAL(rename);
     if (refuse_if_below(from) || refuse_if_below(to))
         return -1;
-    return real_rename(from, to);
+    return after_rename(real_rename(from, to), to);
 }
 
 int unlink(const char *path)
@@ -367,4 +409,101 @@ int fclose(FILE *fp)
         return EOF;
     }
     return r;
+}
+
+/* ---- calls relative to a directory descriptor ---- */
+
+/* dirfd/name as one path (dirfd AT_FDCWD: name as it is). */
+static void at_path(int dirfd, const char *name, char *out, size_t cap)
+{
+    if (!name || name[0] == '/' || dirfd == AT_FDCWD) {
+        snprintf(out, cap, "%s", name ? name : "");
+        return;
+    }
+    snprintf(out, cap, "/proc/self/fd/%d/%s", dirfd, name);
+}
+
+static int openat_common(const char *fn, int dirfd, const char *name, int flags, mode_t mode)
+{
+    typedef int (*openat_fn)(int, const char *, int, ...);
+    openat_fn real = (openat_fn)dlsym(RTLD_NEXT, fn);
+    char path[2 * PATH_MAX];
+    at_path(dirfd, name, path, sizeof path);
+    int hit = below(path) && is_write_open(flags);
+    if (hit && writes_refused()) {
+        errno = EROFS;
+        return -1;
+    }
+    int fd = real(dirfd, name, flags, mode);
+    if (fd >= 0 && fd < MAX_FDS)
+        tracked[fd] = (unsigned char)hit;
+    return fd;
+}
+
+#define FAULT_OPENAT_WRAPPER(fn)                                                                   \
+    int fn(int dirfd, const char *name, int flags, ...)                                            \
+    {                                                                                              \
+        mode_t mode = 0;                                                                           \
+        FAULT_MODE(flags, flags, mode);                                                            \
+        return openat_common(#fn, dirfd, name, flags, mode);                                       \
+    }
+
+FAULT_OPENAT_WRAPPER(openat)
+FAULT_OPENAT_WRAPPER(openat64)
+
+static int refuse_at(int dirfd, const char *name)
+{
+    char path[2 * PATH_MAX];
+    at_path(dirfd, name, path, sizeof path);
+    return refuse_if_below(path);
+}
+
+int mkdirat(int dirfd, const char *name, mode_t mode)
+{
+    REAL(mkdirat);
+    return refuse_at(dirfd, name) ? -1 : real_mkdirat(dirfd, name, mode);
+}
+
+int unlinkat(int dirfd, const char *name, int flags)
+{
+    REAL(unlinkat);
+    return refuse_at(dirfd, name) ? -1 : real_unlinkat(dirfd, name, flags);
+}
+
+int renameat(int olddir, const char *from, int newdir, const char *to)
+{
+    REAL(renameat);
+    if (refuse_at(olddir, from) || refuse_at(newdir, to))
+        return -1;
+    char path[2 * PATH_MAX];
+    at_path(newdir, to, path, sizeof path);
+    return after_rename(real_renameat(olddir, from, newdir, to), path);
+}
+
+int renameat2(int olddir, const char *from, int newdir, const char *to, unsigned flags)
+{
+    REAL(renameat2);
+    if (refuse_at(olddir, from) || refuse_at(newdir, to))
+        return -1;
+    char path[2 * PATH_MAX];
+    at_path(newdir, to, path, sizeof path);
+    return after_rename(real_renameat2(olddir, from, newdir, to, flags), path);
+}
+
+/* A stream over a descriptor opened below the directory is charged like
+ * one fopen'd there. */
+FILE *fdopen(int fd, const char *mode)
+{
+    REAL(fdopen);
+    FILE *fp = real_fdopen(fd, mode);
+    if (!fp || fd < 0 || fd >= MAX_FDS || !tracked[fd] || !strpbrk(mode, "wa+"))
+        return fp;
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (!streams[i].fp) {
+            streams[i].fp = fp;
+            streams[i].fd = fd;
+            streams[i].charged = 0;
+            break;
+        }
+    return fp;
 }

@@ -20,6 +20,12 @@ void test_synth_or_fail(const synth_params_t *p, case_t *c);
  * fails the running test with its error. */
 void test_synth_default_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c);
 
+/* The w4a8.perblock model's inputs over a default synthetic case (*c; the
+ * checkpoint-order weight in *w_owned when the case holds another order)
+ * and its activations prepared; fails the running test on any error. */
+void test_w4a8_case_or_fail(int64_t M, int64_t N, int64_t K, uint64_t seed, case_t *c, uint8_t **w_owned,
+                            kernel_inputs_t *in, kernel_act_t *act);
+
 /* Kernel inputs of shape M x N x K over the MXFP4 weight PACKED / SCALES
  * (LAYOUT, exponents read by MODE), fp8 activations e4m3fn; the test sets
  * the operands it has (x, x_fp8, weight_bf16).  For the models' hand-built

@@ -13,6 +13,19 @@
  * no h5py): ctest reports it as skipped (SKIP_RETURN_CODE), never as passed. */
 #define TEST_SKIPPED 77
 
+/* 1 in a build with AddressSanitizer (what a test that must not run under
+ * it, or must run less, asks), else 0. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef TEST_UNDER_ASAN
+#define TEST_UNDER_ASAN 0
+#endif
+
 /* splitmix64: tests must be reproducible, so every random draw is seeded. */
 typedef struct { uint64_t s; } test_rng_t;
 uint64_t test_rng_u64(test_rng_t *r);

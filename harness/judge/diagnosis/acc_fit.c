@@ -10,6 +10,7 @@
 
 #include "acc_round.h"
 #include "diag_ctx.h"
+#include "fp32_bound.h"
 #include "formats.h"
 #include "kr_string.h"
 #include "mxfp4_weight.h"
@@ -428,12 +429,14 @@ static void acc_sample_row(void *ctx, int64_t i)
     free(as);
 }
 
-int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const uint16_t *out_bits,
-                    const float *out_f32, const unsigned char *skip_rows, acc_fit_t *fit,
-                    kr_error_t *err)
+int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, weight_kind_t weight,
+                    const uint16_t *out_bits, const float *out_f32, const unsigned char *skip_rows,
+                    acc_fit_t *fit, kr_error_t *err)
 {
     memset(fit, 0, sizeof *fit);
-    if (!in || !act_usable(act) || !in->weight.packed || !in->weight.scales || in->K % 32 ||
+    if (fp32_bound_measure(in, act, weight, out_bits, out_f32, skip_rows, fit, err))
+        return -1;
+    if (!in || weight != WEIGHT_KIND_MXFP4 || !act_usable(act) || !in->weight.packed || !in->weight.scales || in->K % 32 ||
         in->K < 64 || (!out_bits && !out_f32))
         return 0;
     const int64_t M = in->M, N = in->N, K = in->K, nb = K / 32;
@@ -561,7 +564,9 @@ void acc_fit_describe(const acc_fit_t *fit, char *buf, int cap)
 int diag_try_acc_precision(dctx_t *x)
 {
     acc_fit_t fit;
-    if (acc_fit_measure(x->d->in, x->d->act, NULL, x->d->out, x->poisoned_rows, &fit, x->err))
+    const weight_kind_t wk = x->d->act && !x->d->act->codes && x->d->in->weight_bf16 ? WEIGHT_KIND_BF16
+                                                                                        : WEIGHT_KIND_MXFP4;
+    if (acc_fit_measure(x->d->in, x->d->act, wk, NULL, x->d->out, x->poisoned_rows, &fit, x->err))
         return -1;
     if (fit.sampled == 0)
         return 0;

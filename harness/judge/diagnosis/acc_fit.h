@@ -36,13 +36,15 @@
 #define ACC_FIT_MIN_SAMPLES 256
 
 /* Measures fit for the output out_bits (bf16) or out_f32 (fp32 values, when
- * not NULL) of a kernel that consumed act and in->weight.  skip_rows (may be
+ * not NULL) of a kernel that consumed act and in->weight, and checks the
+ * fp32 summation bound on it (fp32_bound.h: every route whose products are
+ * exact, bf16 included; weight: the weight the kernel reads).  skip_rows (may be
  * NULL): rows left out (their inputs are non-finite).  Leaves fit zeroed
  * (sampled = 0) when the operands are not MXFP4 weight x fp8/MXFP4
  * activations.  Returns 0, or -1 with err set (out of memory). */
-int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, const uint16_t *out_bits,
-                    const float *out_f32, const unsigned char *skip_rows, acc_fit_t *fit,
-                    kr_error_t *err);
+int acc_fit_measure(const kernel_inputs_t *in, const kernel_act_t *act, weight_kind_t weight,
+                    const uint16_t *out_bits, const float *out_f32, const unsigned char *skip_rows,
+                    acc_fit_t *fit, kr_error_t *err);
 
 /* Whether fit names a reduced-precision accumulation (the limits above). */
 int acc_fit_reduced(const acc_fit_t *fit);

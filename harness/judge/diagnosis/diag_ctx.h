@@ -62,8 +62,16 @@ typedef struct {
     char prefix[320];           /* what was said about the poisoned part, put before the line */
     char tried[320];
     int budget_hit;
+    int gemm_too_big;           /* a family that needs a whole GEMM stepped aside (DIAG_GEMM_MAX_MACS) */
     int any_place;              /* localisation may name a place whose content is only "wrong" */
+    int grammar_prims;          /* the grammar's primitives on this case, 0 = not tried */
+    int64_t grammar_tried;      /* compositions screened */
+    char nearest[256];          /* the grammar's nearest composition when none reproduces */
 } dctx_t;
+
+/* Whether v is the harness's poison (bf16 0x7FC1, decoded): an output
+ * element a kernel never wrote. */
+int diag_is_poison(float v);
 
 /* skip_rows / skip_cols (may be NULL): elements of those rows / columns are
  * left out; alt is multiplied by scale. */
@@ -86,7 +94,15 @@ void diag_tried(dctx_t *x, const char *name);
 int diag_matched(dctx_t *x, diag_hypothesis_t h, double rel, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* x->alt = R(A, W).  Returns 0, 1 when the GEMM budget is spent, -1 on error. */
+/* The largest M * N * K whose whole fp32 GEMM a family may spend on a
+ * hypothesis: about a second of two cores. */
+#define DIAG_GEMM_MAX_MACS 2e9
+
+/* Whether a whole GEMM is over DIAG_GEMM_MAX_MACS on this case (and notes it). */
+int diag_gemm_too_big(dctx_t *x);
+
+/* x->alt = R(A, W).  Returns 0, 1 when the GEMM budget is spent or the case is
+ * over DIAG_GEMM_MAX_MACS, -1 on error. */
 int diag_alt_gemm(dctx_t *x, const float *A, const mxfp4_weight_t *W);
 
 /* "R_exact", "R_source", or "the reference". */
@@ -108,7 +124,11 @@ int diag_try_localise(dctx_t *x);       /* only places whose content tells (NaN,
                                            pattern); the rest waits for diag_try_localise_any */
 int diag_try_localise_any(dctx_t *x);
 int diag_try_k_blocks(dctx_t *x);
-int diag_try_misreads(dctx_t *x);
+int diag_try_grammar(dctx_t *x);       /* hyp_search.c: the hypothesis grammar */
+
+/* facts.c: the line of a failing row no hypothesis reproduces: where, how
+ * much, and the fp32 summation bound.  Returns 0, or -1 (out of memory). */
+int diag_facts(dctx_t *x, char *buf, int cap);
 int diag_try_acc_precision(dctx_t *x);  /* acc_fit.c: partial sums rounded to bf16 / fp16 */
 
 #endif

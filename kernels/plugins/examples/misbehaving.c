@@ -17,19 +17,24 @@
  *   7 race         split-K over 8 threads adding into one fp32 buffer with
  *                  no lock (load early, store late: lost updates)
  *   8 splitk_ok    the same split-K with one partial buffer per thread,
- *                  reduced in split order after the join: deterministic */
+ *                  reduced in split order after the join: deterministic
+ *   9 daemon       launch starts a daemon the way one detaches from its
+ *                  parent: fork, setsid() (out of the launch's process group
+ *                  and session), fork again and let the middle process exit
+ *                  (its pid goes to the file $KR_TEST_PIDFILE) */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "w4a8_spec.h"
 
 #ifndef KR_MISBEHAVIOUR
-#error "build with -DKR_MISBEHAVIOUR=1..8"
+#error "build with -DKR_MISBEHAVIOUR=1..9"
 #endif
 
 #define MB_STDOUT 1
@@ -40,6 +45,7 @@
 #define MB_MTAIL 6
 #define MB_RACE 7
 #define MB_SPLITK_OK 8
+#define MB_DAEMON 9
 
 #if KR_MISBEHAVIOUR == MB_STDOUT
 #define KERNEL_NAME "misbehave.stdout"
@@ -57,6 +63,8 @@
 #define KERNEL_NAME "misbehave.race"
 #elif KR_MISBEHAVIOUR == MB_SPLITK_OK
 #define KERNEL_NAME "misbehave.splitk_ok"
+#elif KR_MISBEHAVIOUR == MB_DAEMON
+#define KERNEL_NAME "misbehave.daemon"
 #endif
 
 #if KR_MISBEHAVIOUR == MB_CTOR_CRASH
@@ -74,14 +82,35 @@ __attribute__((constructor)) static void exit_at_load(void)
 }
 #endif
 
-#if KR_MISBEHAVIOUR == MB_FORK
-/* A helper that lingers (a compile server, a profiler agent). */
+#if KR_MISBEHAVIOUR == MB_FORK || KR_MISBEHAVIOUR == MB_DAEMON
+/* A helper that lingers (a compile server, a profiler agent); as a daemon,
+ * in a session of its own and orphaned at once. */
 static void spawn_helper(void)
 {
-    const pid_t pid = fork();
+    int fds[2];
+    const int daemon = KR_MISBEHAVIOUR == MB_DAEMON && pipe(fds) == 0;
+    pid_t pid = fork();
     if (pid == 0) {
+        if (daemon) {
+            setsid();
+            const pid_t grandchild = fork();
+            if (grandchild != 0) {
+                if (write(fds[1], &grandchild, sizeof grandchild) < 0)
+                    _exit(1);
+                _exit(0);
+            }
+        }
         for (;;)
             pause();
+    }
+    if (daemon) {
+        pid_t grandchild = -1;
+        if (read(fds[0], &grandchild, sizeof grandchild) != (ssize_t)sizeof grandchild)
+            grandchild = -1;
+        close(fds[0]);
+        close(fds[1]);
+        waitpid(pid, NULL, 0);
+        pid = grandchild;
     }
     const char *file = getenv("KR_TEST_PIDFILE");
     if (pid > 0 && file) {
@@ -197,7 +226,7 @@ static KREPLAY_LAUNCH(misbehaving_launch)
     printf("debug: launch M=%lld N=%lld K=%lld\n", (long long)M, (long long)N, (long long)K);
     spec_rows(x, w, es, x_scale, o, 0, M, N, K);
     printf("debug: done\n");
-#elif KR_MISBEHAVIOUR == MB_FORK
+#elif KR_MISBEHAVIOUR == MB_FORK || KR_MISBEHAVIOUR == MB_DAEMON
     spawn_helper();
     spec_rows(x, w, es, x_scale, o, 0, M, N, K);
 #elif KR_MISBEHAVIOUR == MB_TILE_OVERRUN

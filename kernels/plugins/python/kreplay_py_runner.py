@@ -1,39 +1,56 @@
-"""kreplay's Python-kernel runner: one launch of a Python callable as a kreplay kernel.
+"""kreplay's Python-kernel runner: one interpreter serving every launch of the run's Python kernels.
 
-Started by libkr_plugin_python.so (py_kernel_plugin.c) for every launch, as
+Started once by libkr_plugin_python.so (py_kernel_plugin.c), in the worker process that
+launches the kernels, as
 
-    python3 kreplay_py_runner.py MODULE:FUNCTION
+    python3 -I kreplay_py_runner.py
 
-with descriptor 3 a socket that carries the request and the answer; stdout is the
-plugin's stderr, so a kernel's prints never mix with kreplay's tables or JSON.
+with descriptor 3 a socket carrying the requests and answers and descriptor 4 a shared
+memory file carrying the operands and the output; stdout is the plugin's stderr, so a
+kernel's prints never mix with kreplay's tables or JSON.  The interpreter stays for the
+run: modules, torch and Triton stay imported, compiled kernels stay cached.
 
-Protocol (little-endian).  The plugin sends b"KRPY", u32 version (2), i64 M, N, K.  The
-runner loads the callable, reads its signature and sends frames of i32 status, u64 length,
-payload: status 2 asks for operands by name (the payload: names separated by "\n"; the
-plugin answers each with i64 length and the bytes, or -(length) and why it has none);
-status 0 is out's bf16 bits, status 1 the error's text (the traceback's last line, with
-the kernel's file and line).
+Isolated mode (-I): neither the working directory nor the user's site directory is on
+sys.path and no PYTHON* variable steers the interpreter, so a numpy.py lying where kreplay
+runs can never stand in for numpy (_seal_path says what is put back, and where).  PYTHONPATH
+is the user's explicit choice: its entries go first, where Python puts them.  A kernel
+module is still found where the user named it: the kernel file's own directory and the
+working directory are searched after the interpreter's own packages.
+
+Protocol (little-endian).  A launch: b"KRPY", u32 version (3), i64 M, N, K, u32 n, then the
+n bytes of MODULE:FUNCTION.  The runner loads the callable (once per spec), reads its
+signature and sends frames of i32 status, u64 length, payload: status 2 asks for operands
+by name (payload: names separated by "\\n"); the plugin answers with u64 the shared file's
+size, then per name i64 length and u64 offset and u64 digest of its bytes in the shared
+file (or -(length) and the reason it has none), then u64 the offset of room for the
+output.  Status 0 says the output's M*N bf16 values are at that offset; status 1 carries
+the error's text (the traceback's last line, with the kernel's file and line).
 
 The callable.  When every parameter is a known operand name (OPERANDS, or M, N, K), each
 is passed by keyword: only those are fetched, so a kernel that takes x_mxfp4 never pays
 for w_folded.  A parameter whose operand is not available gets its default when it has
 one (weight_ref: None), else the call is an error saying why.  Any other signature is
 the ABI's launch, positionally: FUNCTION(x_fp8, weight, weight_scale, weight_ref, x_scale,
-M, N, K) with weight_ref None.  Byte operands are uint8 torch CPU tensors (numpy arrays
-without torch); bf16 ones torch.bfloat16 (numpy uint16 bits).  It returns out [M, N]: a
-torch.bfloat16 tensor, or int16/uint16 bf16 bits (torch or numpy).  Anything else is an
-error: rounding to bf16 is the kernel's own.
+M, N, K) with weight_ref None.  Byte operands are uint8 torch tensors (numpy arrays
+without torch); bf16 ones torch.bfloat16 (numpy uint16 bits).  The tensors are on the CPU,
+views of the shared file valid during the call; when KREPLAY_PY_DEVICE names a device
+(kreplay's GPU worker sets it under --device gpu) they are on that device, each operand
+uploaded once and kept while the next launches name the same bytes.  It returns out
+[M, N]: a torch.bfloat16 tensor (on any device), or int16/uint16 bf16 bits (torch or
+numpy).  Anything else is an error: rounding to bf16 is the kernel's own.
 """
 import importlib
 import importlib.util
+import mmap
 import os
 import struct
 import sys
 import traceback
 
-FD = 3
+CONTROL = 3
+SHARED = 4
 MAGIC = b"KRPY"
-VERSION = 2
+VERSION = 3
 
 
 def _operand_shapes(M, N, K):
@@ -53,7 +70,7 @@ OPERANDS = tuple(_operand_shapes(1, 1, 32))
 def _read_exact(n):
     chunks, got = [], 0
     while got < n:
-        b = os.read(FD, min(n - got, 1 << 20))
+        b = os.read(CONTROL, min(n - got, 1 << 20))
         if not b:
             raise EOFError(f"request ended after {got} of {n} bytes")
         chunks.append(b)
@@ -61,22 +78,76 @@ def _read_exact(n):
     return b"".join(chunks)
 
 
-def _frame(status, payload):
-    data = struct.pack("<iQ", status, len(payload)) + payload
+def _frame(status, payload=b"", length=None):
+    data = struct.pack("<iQ", status, len(payload) if length is None else length) + payload
     view = memoryview(data)
     while view:
-        n = os.write(FD, view)
+        n = os.write(CONTROL, view)
         view = view[n:]
 
 
+class Shared:
+    """The shared file, mapped again whenever the plugin has grown it."""
+
+    def __init__(self):
+        self.map, self.size = None, 0
+
+    def resize(self, size):
+        if size != self.size:
+            # The old mapping goes when nothing views it any more (a kernel may hold one).
+            self.map = mmap.mmap(SHARED, size) if size else None
+            self.size = size
+
+
+class DeviceCache:
+    """Operands uploaded to the device, by name, length and digest; kept while named."""
+
+    def __init__(self, device):
+        self.device = device
+        self.held, self.launch = {}, 0
+
+    def get(self, key, make):
+        entry = self.held.get(key)
+        if entry is None:
+            entry = [make(), self.launch]
+            self.held[key] = entry
+        entry[1] = self.launch
+        return entry[0]
+
+    def next_launch(self):
+        # What the last launch did not name goes: a case's operands stay for its kernels.
+        self.launch += 1
+        self.held = {k: v for k, v in self.held.items() if v[1] >= self.launch - 1}
+
+
+def _search_path(extra):
+    for p in extra:
+        if p and p not in sys.path:
+            sys.path.append(p)
+
+
+def _seal_path():
+    """sys.path of an isolated interpreter, plus what a kernel spec may need to be found.
+
+    PYTHONPATH's entries go where Python puts them, before the standard library; the
+    working directory (where a dotted MODULE is looked up) goes last, so a module there
+    never shadows an installed one.  A kernel file's own directory is added, last, when
+    the file is loaded (_load)."""
+    extra = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[0:0] = [p for p in extra if p not in sys.path]
+    _search_path([os.getcwd()])
+
+
 def _load(spec):
-    """MODULE:FUNCTION, MODULE a dotted name on sys.path or a path to a .py file."""
+    """MODULE:FUNCTION, MODULE a dotted name or a path to a .py file."""
     mod_name, sep, fn_name = spec.rpartition(":")
     if not sep or not mod_name or not fn_name:
         raise ValueError(f"{spec!r} is not MODULE:FUNCTION")
     if mod_name.endswith(".py") or os.sep in mod_name:
-        name = os.path.splitext(os.path.basename(mod_name))[0]
-        s = importlib.util.spec_from_file_location(name, mod_name)
+        path = os.path.abspath(mod_name)
+        _search_path([os.path.dirname(path)])
+        name = os.path.splitext(os.path.basename(path))[0]
+        s = importlib.util.spec_from_file_location(name, path)
         if s is None:
             raise ImportError(f"cannot load {mod_name}")
         mod = importlib.util.module_from_spec(s)
@@ -107,80 +178,94 @@ def _plan(fn):
     return ["x_fp8", "weight", "weight_scale", "x_scale"], None, {"weight_ref": None}
 
 
-def _fetch(names):
-    """Asks the plugin for the operands; name -> bytes, or name -> str (why it has none)."""
-    payload = "\n".join(names).encode()
-    _frame(2, payload)
+def _fetch(names, shared):
+    """Asks the plugin for the operands: name -> (offset, length, digest) or str (why none),
+    and the output's offset."""
+    _frame(2, "\n".join(names).encode())
+    shared.resize(struct.unpack("<Q", _read_exact(8))[0])
     got = {}
     for name in names:
         n = struct.unpack("<q", _read_exact(8))[0]
-        got[name] = _read_exact(n) if n >= 0 else _read_exact(-n).decode("utf-8", "replace")
-    return got
+        if n < 0:
+            got[name] = _read_exact(-n).decode("utf-8", "replace")
+        else:
+            offset, digest = struct.unpack("<QQ", _read_exact(16))
+            got[name] = (offset, n, digest)
+    return got, struct.unpack("<Q", _read_exact(8))[0]
 
 
-def _tensor(name, raw, M, N, K, scale_shape):
-    import numpy as np
-    dt, shape = _operand_shapes(M, N, K)[name]
-    shape = shape or scale_shape
-    bf16 = dt == "bf16"
-    arr = np.frombuffer(raw, dtype="<u2" if bf16 else dt).copy()
-    want = int(np.prod(shape))
-    if arr.size != want:
-        raise ValueError(f"operand {name}: {len(raw)} bytes; expected {list(shape)} of {dt}")
-    arr = arr.reshape(shape)
+def _torch():
     try:
         import torch
+        return torch
     except ImportError:
-        return arr, None
-    t = torch.from_numpy(arr.view(np.int16) if bf16 else arr)
-    return (t.view(torch.bfloat16) if bf16 else t), torch
+        return None
 
 
-def _call(fn, M, N, K):
-    """Fetches what fn takes, calls it; (out, torch or None)."""
+def _tensor(name, where, shared, M, N, K, torch, cache):
+    import numpy as np
+    dt, shape = _operand_shapes(M, N, K)[name]
+    shape = shape or (K // 32, N)   # weight_scale: the declared [K/32, N]
+    bf16 = dt == "bf16"
+    offset, length, digest = where
+    want = int(np.prod(shape))
+    itemsize = 2 if bf16 else np.dtype(dt).itemsize
+    if length != want * itemsize:
+        raise ValueError(f"operand {name}: {length} bytes; expected {list(shape)} of {dt}")
+
+    def host():
+        arr = np.frombuffer(shared.map, dtype="<i2" if bf16 else dt, count=want, offset=offset)
+        arr = arr.reshape(shape)
+        if torch is None:
+            return arr.view(np.uint16) if bf16 else arr
+        t = torch.from_numpy(arr)
+        return t.view(torch.bfloat16) if bf16 else t
+
+    if cache.device is None or torch is None:
+        return host()
+    return cache.get((name, length, digest), lambda: host().to(cache.device).contiguous())
+
+
+def _call(fn, M, N, K, shared, cache):
+    """Fetches what fn takes, calls it; (out, torch or None, the output's offset)."""
     names, keywords, defaults = _plan(fn)
-    raw = _fetch(names)
-    # weight_scale's layout is the kernel's declared one: [K/32, N] for Python kernels.
-    scale_shape = (K // 32, N)
-    args, torch = {}, None
+    raw, out_offset = _fetch(names, shared)
+    torch = _torch()
+    args = {}
     for name in names:
         if isinstance(raw[name], str):
             if name in defaults:
                 args[name] = defaults[name]
                 continue
             raise LookupError(f"operand {name!r} is not available: {raw[name]}")
-        args[name], t = _tensor(name, raw[name], M, N, K, scale_shape)
-        torch = torch or t
-    if torch is None:
-        try:
-            import torch
-        except ImportError:
-            torch = None
+        args[name] = _tensor(name, raw[name], shared, M, N, K, torch, cache)
     dims = {"M": M, "N": N, "K": K}
     if keywords is None:
         out = fn(args["x_fp8"], args["weight"], args["weight_scale"], None, args["x_scale"],
                  M, N, K)
     else:
         out = fn(**{p: dims[p] if p in dims else args[p] for p in keywords if p in dims or p in args})
-    return out, torch
+    return out, torch, out_offset
 
 
-def _bits(out, M, N, torch):
-    """The callable's result -> bf16 bits, or an exception saying what was wrong."""
+def _put_bits(out, M, N, torch, shared, offset):
+    """The callable's result as bf16 bits into the shared file, or an exception saying what
+    was wrong."""
     import numpy as np
     if torch is not None and isinstance(out, torch.Tensor):
         if out.dtype == torch.bfloat16:
-            out = out.detach().cpu().contiguous().view(torch.int16)
+            out = out.detach().contiguous().view(torch.int16)
         elif out.dtype != torch.int16:
             raise TypeError(f"the kernel returned a {out.dtype} tensor; expected torch.bfloat16 "
                             "(or int16 bf16 bits)")
-        out = out.detach().cpu().contiguous().numpy()
+        out = out.cpu().numpy()
     out = np.asarray(out)
     if out.dtype not in (np.uint16, np.int16):
         raise TypeError(f"the kernel returned {out.dtype} values; expected bf16 (bits as uint16)")
     if tuple(out.shape) != (M, N):
         raise ValueError(f"the kernel returned shape {list(out.shape)}; expected [{M}, {N}]")
-    return np.ascontiguousarray(out).astype("<u2", copy=False).tobytes()
+    dst = np.frombuffer(shared.map, dtype="<u2", count=M * N, offset=offset).reshape(M, N)
+    dst[...] = out.view(np.uint16) if out.dtype == np.int16 else out
 
 
 def _last_line(exc):
@@ -192,26 +277,38 @@ def _last_line(exc):
     return line
 
 
-def main():
-    sys.stdout = sys.stderr
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    spec = sys.argv[1] if len(sys.argv) > 1 else ""
+def _serve_one(head, fns, shared, cache):
+    if head[:4] != MAGIC or struct.unpack("<I", head[4:8])[0] != VERSION:
+        raise ValueError(f"not a kreplay Python-kernel request (version {VERSION})")
+    M, N, K, n = struct.unpack("<qqqI", head[8:])
+    spec = _read_exact(n).decode("utf-8", "replace")
+    cache.next_launch()
     try:
-        head = _read_exact(8 + 24)
-        if head[:4] != MAGIC or struct.unpack("<I", head[4:8])[0] != VERSION:
-            raise ValueError(f"not a kreplay Python-kernel request (version {VERSION})")
-        M, N, K = struct.unpack("<qqq", head[8:])
-        fn = _load(spec)
-        out, torch = _call(fn, M, N, K)
-        payload = _bits(out, M, N, torch)
+        fn = fns.get(spec)
+        if fn is None:
+            fn = fns[spec] = _load(spec)
+        out, torch, offset = _call(fn, M, N, K, shared, cache)
+        _put_bits(out, M, N, torch, shared, offset)
     except BaseException as e:   # SystemExit and KeyboardInterrupt are the kernel's failures too
         if os.environ.get("KREPLAY_PY_TRACEBACK") == "1":     # the whole story, on stderr
             traceback.print_exc()
         _frame(1, _last_line(e).encode("utf-8", "replace")[:900])
-        return 0
-    _frame(0, payload)
-    return 0
+        return
+    _frame(0, length=M * N * 2)
+
+
+def main():
+    sys.stdout = sys.stderr
+    _seal_path()
+    fns, shared = {}, Shared()
+    cache = DeviceCache(os.environ.get("KREPLAY_PY_DEVICE") or None)
+    while True:
+        head = os.read(CONTROL, 8 + 28)
+        if not head:
+            return 0            # the plugin is done with us
+        if len(head) < 36:
+            head += _read_exact(36 - len(head))
+        _serve_one(head, fns, shared, cache)
 
 
 if __name__ == "__main__":

@@ -2,37 +2,46 @@
  *
  * `kreplay replay --py MODULE:FUNCTION` puts the specs in KREPLAY_PY_KERNELS
  * (comma-separated) and loads this library like any --plugin; each spec is
- * one kernel, named "py.<module's last part>.<function>".  A launch starts
- *     $KREPLAY_PYTHON (default python3) kreplay_py_runner.py SPEC
- * (the runner lies next to this library), sends it the operands over a
- * socket on its descriptor 3 and reads back the output (protocol: the
- * runner's docstring).  So the Python kernel runs wherever kreplay runs a C
- * plugin's launch -- in the isolated worker, with its timeout, reruns,
- * output poison and guards -- and:
+ * one kernel, named "py.<module's last part>.<function>".  The plugin is
+ * persistent (KREPLAY_PLUGIN_PERSISTENT): kreplay launches its kernels in one
+ * worker process for the run, and the first launch there starts
+ *     $KREPLAY_PYTHON (default python3) -I kreplay_py_runner.py
+ * (the runner lies next to this library), which then serves every launch of
+ * every Python kernel of the run: torch, Triton and the kernels' modules
+ * stay imported.  The operands and the output travel through a shared
+ * memory file (descriptor 4 of the runner), the requests and answers over a
+ * socket (descriptor 3); protocol: the runner's docstring.  So a Python
+ * kernel runs wherever kreplay runs a plugin's launch -- isolated, with its
+ * timeout, reruns, output poison and guards -- and:
  *   - a Python exception is a failed launch whose last_error is the
- *     traceback's last line: an ERROR row;
- *   - a Python process killed by a signal (a ctypes segfault) re-raises that
- *     signal here, so the worker dies of it: a CRASHED row naming it;
+ *     traceback's last line: an ERROR row; the interpreter goes on;
+ *   - an interpreter killed by a signal (a ctypes segfault) re-raises that
+ *     signal here, so the worker dies of it: a CRASHED row naming it, and
+ *     the next launch starts a fresh worker and interpreter;
  *   - a hang blocks this launch until the worker's timeout kills the worker;
- *     the interpreter dies with it (PR_SET_PDEATHSIG): a TIMEOUT row.
- * Every launch starts a fresh interpreter: no state survives between
- * launches, as plugin.h asks.
+ *     the interpreter, in the worker's process group, dies with it: a
+ *     TIMEOUT row.
  *
  * Operands go by name (plugin.h's launch_named): the runner reads the
  * callable's signature and asks for what it takes; each is fetched from
- * kreplay then.  "MODULE:FUNCTION@KERNEL" declares the operands of registry
- * kernel KERNEL (operands_of): its activations, weight and references.
+ * kreplay then, with its digest when the runner keeps device copies
+ * (KREPLAY_PY_DEVICE, set by kreplay's GPU worker).  "MODULE:FUNCTION@KERNEL"
+ * declares the operands of registry kernel KERNEL (operands_of): its
+ * activations, weight and references.
  *
  * The kernel table is filled once, by the constructor, from the environment:
  * plugin.h's ABI is one data symbol and a launch has no context argument, so
- * the table (and one trampoline per slot) is the only place a spec can live. */
+ * the table (and one trampoline per slot) is the only place a spec can live;
+ * the runner is the process's one interpreter, for the same reason. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -45,6 +54,8 @@
 #define PY_SPEC_MAX 512
 #define RUNNER_NAME "kreplay_py_runner.py"
 #define CHILD_FD 3
+#define SHARED_FD 4
+#define PY_VERSION 3
 
 static kreplay_kernel_t py_kernels[PY_MAX_KERNELS];
 static char py_names[PY_MAX_KERNELS][64];
@@ -53,6 +64,17 @@ static char py_operands_of[PY_MAX_KERNELS][64];         /* KERNEL of "@KERNEL", 
 static char py_runner[4096];
 static int py_kernel_count;     /* the constructor's; kreplay_plugin.kernel_count is the same */
 static __thread char py_error[1024];
+
+/* The run's interpreter: its process, its socket, the shared file and its
+ * mapping.  pid 0: none yet (or it died and was reaped). */
+static struct {
+    pid_t pid;
+    int sock;
+    int shm;
+    unsigned char *map;
+    size_t size;
+    uint64_t out_at;            /* where the last launch's output goes in the shared file */
+} runner = {0, -1, -1, NULL, 0, 0};
 
 static const char *py_last_error(void)
 {
@@ -98,7 +120,7 @@ static int recv_all(int fd, void *p, size_t n)
     return 1;
 }
 
-static pid_t start_runner(int idx, int child_end)
+static pid_t fork_runner(int child_end, int shm)
 {
     const char *python = getenv("KREPLAY_PYTHON");
     if (!python || !*python)
@@ -111,19 +133,52 @@ static pid_t start_runner(int idx, int child_end)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(126);
-    if (dup2(child_end, CHILD_FD) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+    /* Out of the way first (either may already sit on 3 or 4), then into place:
+     * dup2 clears close-on-exec on the copies. */
+    const int sock_high = fcntl(child_end, F_DUPFD, 10), shm_high = fcntl(shm, F_DUPFD, 10);
+    if (sock_high < 0 || shm_high < 0 || dup2(sock_high, CHILD_FD) < 0 ||
+        dup2(shm_high, SHARED_FD) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
         _exit(126);
-    char *const argv[] = {(char *)python, py_runner, py_specs[idx], NULL};
+    /* -I: nothing from the working directory or the user's site shadows the
+     * modules a kernel imports (the runner puts back what a spec needs). */
+    char *const argv[] = {(char *)python, "-I", py_runner, NULL};
     execvp(python, argv);
     _exit(127);
 }
 
+/* The interpreter, started on the first launch.  0, or 1 with py_error set. */
+static int ensure_runner(int idx)
+{
+    if (runner.pid > 0)
+        return 0;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+        return fail("%s: socketpair failed (errno %ld)", py_specs[idx], errno);
+    if (runner.shm < 0 && (runner.shm = memfd_create("kreplay-py", MFD_CLOEXEC)) < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return fail("%s: memfd_create failed (errno %ld)", py_specs[idx], errno);
+    }
+    const pid_t pid = fork_runner(sv[1], runner.shm);
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        return fail("%s: fork failed (errno %ld)", py_specs[idx], errno);
+    }
+    runner.pid = pid;
+    runner.sock = sv[0];
+    return 0;
+}
+
 /* The runner ended without an answer: say how, and pass a signal on. */
-static int runner_died(int idx, pid_t pid)
+static int runner_died(int idx)
 {
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    while (waitpid(runner.pid, &st, 0) < 0 && errno == EINTR) {
     }
+    close(runner.sock);
+    runner.sock = -1;
+    runner.pid = 0;     /* the next launch starts another */
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
         fprintf(stderr, "kreplay python kernel %s: the interpreter was killed by signal %d; "
@@ -139,29 +194,114 @@ static int runner_died(int idx, pid_t pid)
                 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
-/* Sends one named operand: i64 length and the bytes, or -(length) and the
- * reason it is not available. */
-static int send_operand(int fd, const kreplay_operand_source_t *src, kreplay_get_operand_fn get,
-                        const char *name)
+/* The shared file at least `bytes` long, mapped.  0, or -1. */
+static int shared_room(size_t bytes)
 {
-    const void *data = NULL;
-    int64_t bytes = 0;
-    if (get(src, name, &data, &bytes) != 0) {
-        const char *why = data ? (const char *)data : "not available";
-        int64_t neg = -(int64_t)strlen(why);
-        return send_all(fd, &neg, 8) || send_all(fd, why, strlen(why));
-    }
-    return send_all(fd, &bytes, 8) || send_all(fd, data, (size_t)bytes);
+    if (bytes <= runner.size)
+        return 0;
+    if (runner.map)
+        munmap(runner.map, runner.size);
+    runner.map = NULL;
+    runner.size = 0;
+    if (ftruncate(runner.shm, (off_t)bytes))
+        return -1;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, runner.shm, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    runner.map = m;
+    runner.size = bytes;
+    return 0;
 }
 
-/* The runner's request: names separated by '\n'. */
-static int send_requested(int fd, char *names, const kreplay_operand_source_t *src,
-                          kreplay_get_operand_fn get)
+/* A 64-bit digest of an operand: two multiply-rotate lanes over 8-byte
+ * words.  Only where the runner keeps device copies (KREPLAY_PY_DEVICE). */
+static uint64_t digest(const unsigned char *p, size_t n)
 {
-    for (char *save = NULL, *n = strtok_r(names, "\n", &save); n; n = strtok_r(NULL, "\n", &save))
-        if (send_operand(fd, src, get, n))
+    uint64_t a = 0x9E3779B97F4A7C15ull ^ n, b = 0xC2B2AE3D27D4EB4Full;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint64_t u, v;
+        memcpy(&u, p + i, 8);
+        memcpy(&v, p + i + 8, 8);
+        a = ((a ^ u) * 0xFF51AFD7ED558CCDull) << 29 | ((a ^ u) * 0xFF51AFD7ED558CCDull) >> 35;
+        b = ((b ^ v) * 0xC4CEB9FE1A85EC53ull) << 31 | ((b ^ v) * 0xC4CEB9FE1A85EC53ull) >> 33;
+    }
+    for (; i < n; i++)
+        a = (a ^ p[i]) * 0x100000001B3ull;
+    a ^= b * 0x9E3779B97F4A7C15ull;
+    return a ^ (a >> 31);
+}
+
+#define SHARED_ALIGN(n) (((n) + 63) & ~(size_t)63)
+
+/* The operands the runner asked for (names separated by '\n'), each copied
+ * into the shared file, and room for the output after them; the answer:
+ * the file's size, each operand's length, offset and digest (or -length and
+ * why it is not available), the output's offset.  0, or -1. */
+static int send_requested(int fd, char *names, const kreplay_operand_source_t *src,
+                          kreplay_get_operand_fn get, size_t out_bytes)
+{
+    enum { MAX_NAMES = 16 };
+    const void *data[MAX_NAMES];
+    int64_t bytes[MAX_NAMES];
+    int n = 0, status = 0;
+    size_t total = 0;
+    for (char *save = NULL, *p = strtok_r(names, "\n", &save); p && n < MAX_NAMES;
+         p = strtok_r(NULL, "\n", &save), n++) {
+        data[n] = NULL;
+        status = get(src, p, &data[n], &bytes[n]);
+        if (status)
+            bytes[n] = -1;
+        else
+            total += SHARED_ALIGN((size_t)bytes[n]);
+    }
+    if (shared_room(total + out_bytes))
+        return -1;
+    const int keep = getenv("KREPLAY_PY_DEVICE") != NULL;
+    uint64_t size = runner.size, offset = 0;
+    if (send_all(fd, &size, 8))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (bytes[i] < 0) {
+            const char *why = data[i] ? (const char *)data[i] : "not available";
+            int64_t neg = -(int64_t)strlen(why);
+            if (send_all(fd, &neg, 8) || send_all(fd, why, strlen(why)))
+                return -1;
+            continue;
+        }
+        memcpy(runner.map + offset, data[i], (size_t)bytes[i]);
+        const uint64_t where[2] = {offset, keep ? digest(runner.map + offset, (size_t)bytes[i]) : 0};
+        if (send_all(fd, &bytes[i], 8) || send_all(fd, where, 16))
             return -1;
-    return 0;
+        offset += SHARED_ALIGN((size_t)bytes[i]);
+    }
+    runner.out_at = offset;
+    return send_all(fd, &offset, 8);
+}
+
+/* Frames until the answer; status 2 is a request for operands.  1 with
+ * *status and *len, or 0 when the runner's stream ended. */
+static int await_answer(const kreplay_operand_source_t *src, kreplay_get_operand_fn get,
+                        size_t out_bytes, int32_t *status, uint64_t *len)
+{
+    for (;;) {
+        unsigned char ans[12];
+        if (recv_all(runner.sock, ans, sizeof ans) != 1)
+            return 0;
+        memcpy(status, ans, 4);
+        memcpy(len, ans + 4, 8);
+        if (*status != 2)
+            return 1;
+        char *names = *len < (1u << 16) ? malloc(*len + 1) : NULL;
+        int ok = names && recv_all(runner.sock, names, (size_t)*len) == 1;
+        if (ok) {
+            names[*len] = 0;
+            ok = send_requested(runner.sock, names, src, get, out_bytes) == 0;
+        }
+        free(names);
+        if (!ok)
+            return 0;
+    }
 }
 
 static int py_launch_named(int32_t idx, const kreplay_operand_source_t *src,
@@ -172,70 +312,37 @@ static int py_launch_named(int32_t idx, const kreplay_operand_source_t *src,
     py_error[0] = 0;
     if (idx < 0 || idx >= py_kernel_count)
         return fail("no Python kernel %s%ld", "", idx);
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-        return fail("%s: socketpair failed (errno %ld)", py_specs[idx], errno);
-    pid_t pid = start_runner(idx, sv[1]);
-    close(sv[1]);
-    if (pid < 0) {
-        close(sv[0]);
-        return fail("%s: fork failed (errno %ld)", py_specs[idx], errno);
-    }
-    unsigned char head[32];
-    const uint32_t version = 2;
+    if (ensure_runner(idx))
+        return 1;
+    const uint32_t spec_len = (uint32_t)strlen(py_specs[idx]);
+    unsigned char head[36];
+    const uint32_t version = PY_VERSION;
     memcpy(head, "KRPY", 4);
     memcpy(head + 4, &version, 4);
     memcpy(head + 8, &M, 8);
     memcpy(head + 16, &N, 8);
     memcpy(head + 24, &K, 8);
-    /* A runner that dies early makes a send fail (no SIGPIPE): its status says why. */
-    int ok = send_all(sv[0], head, sizeof head) == 0;
+    memcpy(head + 32, &spec_len, 4);
+    const size_t out_bytes = (size_t)M * (size_t)N * 2;
     int32_t status = 1;
     uint64_t len = 0;
-    /* Frames until the answer: status 2 is a request for operands. */
-    while (ok) {
-        unsigned char ans[12];
-        if (recv_all(sv[0], ans, sizeof ans) != 1) {
-            ok = 0;
-            break;
-        }
-        memcpy(&status, ans, 4);
-        memcpy(&len, ans + 4, 8);
-        if (status != 2)
-            break;
-        char *names = len < (1u << 16) ? malloc(len + 1) : NULL;
-        ok = names && recv_all(sv[0], names, (size_t)len) == 1;
-        if (ok) {
-            names[len] = 0;
-            ok = send_requested(sv[0], names, src, get) == 0;
-        }
-        free(names);
+    /* A runner that died makes a send fail (no SIGPIPE) or the stream end: its status says why. */
+    if (send_all(runner.sock, head, sizeof head) || send_all(runner.sock, py_specs[idx], spec_len) ||
+        !await_answer(src, get, out_bytes, &status, &len))
+        return runner_died(idx);
+    if (status == 0 && len == out_bytes && runner.size >= out_bytes) {
+        memcpy(out, runner.map + runner.out_at, out_bytes);
+        return 0;
     }
-    if (!ok) {
-        close(sv[0]);
-        return runner_died(idx, pid);
-    }
-    int rc = 0;
-    if (status == 0 && len == (uint64_t)(M * N) * 2) {
-        if (recv_all(sv[0], out, (size_t)len) != 1)
-            rc = fail("%s: the answer ended early (%ld bytes expected)", py_specs[idx], (long)len);
-    } else if (status == 1 && len < sizeof py_error) {
+    if (status == 1 && len < sizeof py_error) {
         char msg[sizeof py_error];
-        if (recv_all(sv[0], msg, (size_t)len) == 1) {
-            msg[len] = 0;
-            snprintf(py_error, sizeof py_error, "%s", msg);
-            rc = 1;
-        } else {
-            rc = fail("%s: the error message ended early", py_specs[idx], 0);
-        }
-    } else {
-        rc = fail("%s: a malformed answer (length %ld)", py_specs[idx], (long)len);
+        if (recv_all(runner.sock, msg, (size_t)len) != 1)
+            return runner_died(idx);
+        msg[len] = 0;
+        snprintf(py_error, sizeof py_error, "%s", msg);
+        return 1;
     }
-    close(sv[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    return rc;
+    return fail("%s: a malformed answer (length %ld)", py_specs[idx], (long)len);
 }
 
 #define PY_TRAMPOLINE(i)                                                                         \
@@ -265,6 +372,7 @@ KREPLAY_PLUGIN_EXPORT kreplay_plugin_t kreplay_plugin = {
     .abi_version = KREPLAY_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(kreplay_plugin_t),
     .name = "python",
+    .flags = KREPLAY_PLUGIN_PERSISTENT,
     .kernel_count = 0,      /* the constructor sets it; 0 (refused by the loader) without specs */
     .kernels = py_kernels,
     .last_error = py_last_error,

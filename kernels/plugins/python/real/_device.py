@@ -9,11 +9,13 @@ def check(cond, what, got):
 
 
 def cuda():
+    """The device to run on: the GPU kreplay's worker uses (KREPLAY_PY_DEVICE, under
+    --device gpu, where the operands already lie there), else the current CUDA device."""
     import torch
     check(torch.cuda.is_available(), "a CUDA device (these kernels run on the GPU)",
           f"torch {torch.__version__}, cuda available False, "
           f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}")
-    return torch.device("cuda")
+    return torch.device(os.environ.get("KREPLAY_PY_DEVICE") or "cuda")
 
 
 def to_cpu_bf16(out, M, N):

@@ -1,0 +1,19 @@
+# written by make_corpus.py: the generated C bugs (id and spec); frozen
+set(KR_HELDOUT_GENERATED
+    "g01=x-k:rot64-1"
+    "g02=acc:split4-last-twice,out-rows:half"
+    "g03=acc:fp16-k16,ws-rows:tr4x4"
+    "g04=ws-rows:rot64-1"
+    "g05=w-rows:stride/8"
+    "g06=x:int8,acc:k-first-elem-twice"
+    "g07=acc:fp16-k32"
+    "g08=x-rows:rot8-1,x-k:stride*2"
+    "g09=x-rows:stride/8,xs-rows:tr8x2"
+    "g10=acc:fp16-k32,x-rows:next"
+    "g11=w-k:rev64"
+    "g12=out-rows:prev,w-k:rot16-1"
+    "g13=w-rows:reverse,ws-blocks:half"
+    "g14=ws-blocks:stride/4,x-k:tr4x8"
+    "g15=out-cols:tr4x2,ws-rows:swap4"
+    "g16=out-cols:tr8x2,ws-blocks:tr4x8"
+)
