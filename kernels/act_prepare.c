@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "parallel.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 /* Activation passes are independent per row, so they run as row ranges on
  * the thread pool: the same per-row functions, the same bits. */
@@ -92,8 +92,8 @@ static int act_alloc(kernel_act_t *act, act_kind_t kind, int64_t M, int64_t K, k
     act->M = M;
     act->K = K;
     size_t mk = (size_t)M * (size_t)K;
-    act->codes = ref_alloc_array(mk);
-    act->dequant = ref_alloc_array(mk * sizeof(float));
+    act->codes = kr_alloc_array(mk);
+    act->dequant = kr_alloc_array(mk * sizeof(float));
     if (kind == ACT_FP8_PER_TOKEN)
         act->token_scale = malloc((size_t)M * sizeof(float));
     else

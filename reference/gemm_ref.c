@@ -18,7 +18,7 @@
 
 #include "blas_threads.h"
 #include "mxfp4_dequant.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 /* OpenBLAS' blasint is int in the (non-ILP64) build we link, so every
  * dimension and leading dimension handed to it must fit in an int. */
@@ -127,7 +127,7 @@ int gemm_ref_ctx_init(gemm_ref_ctx_t **ctx, const mxfp4_weight_t *W, int64_t bud
     c->chunk_rows = gemm_ref_chunk_rows(W->N, W->K);
     c->panel_rows = GEMM_REF_PANEL_ROWS;
     c->buffer_rows = budget_rows(W->K, budget_bytes) >= W->N ? W->N : c->chunk_rows;
-    c->buffer = ref_alloc_large((size_t)c->buffer_rows * (size_t)W->K * sizeof *c->buffer);
+    c->buffer = kr_alloc_large((size_t)c->buffer_rows * (size_t)W->K * sizeof *c->buffer);
     if (!c->buffer) {
         const long long rows = (long long)c->buffer_rows;
         free(c);

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Checks two size rules over the C/C++/CUDA/HIP sources of a tree.
+"""Checks three size rules over the C/C++/CUDA/HIP (and Python) sources of a tree.
 
 1. No function is longer than --max-function-lines (default 150) lines,
    counted from the line holding its name to its closing brace.
 2. The number of duplicated place pairs is at most --max-pairs (default 40).
+3. No source file (C family or Python) is longer than --max-file-lines
+   (default 800) lines: a file that long holds more than one responsibility.
 
 Duplicates are found on normalised lines: comments, blank lines, lines of
 lone punctuation and #include lines are dropped, whitespace is folded,
@@ -15,8 +17,8 @@ scope of a file) are merged into one pair.  Initialiser blocks (`= { ... }`:
 data tables of struct initialisers) are exempt.
 
 Usage: check_code_size.py [--root DIR] [--exclude GLOB ...] [--max-pairs N]
-                          [--allow-long FILE:FUNCTION ...] [--list N]
-Exit 0 when both rules hold, 1 when one is broken, 2 on bad usage.
+                          [--max-file-lines N] [--allow-long FILE:FUNCTION ...] [--list N]
+Exit 0 when every rule holds, 1 when one is broken, 2 on bad usage.
 """
 import argparse
 import bisect
@@ -27,6 +29,7 @@ import re
 import sys
 
 SOURCE_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".hpp", ".cu", ".cuh", ".hip")
+LENGTH_ONLY_SUFFIXES = (".py",)
 SKIPPED_TOP_DIRS = ("out", "kreplay-out", "__pycache__")
 
 KEYWORDS = frozenset("""
@@ -238,7 +241,7 @@ class SourceFile:
                 self.lines.append((number, shape, places.get(number, rel)))
 
 
-def source_files(root, excludes):
+def source_files(root, excludes, suffixes=SOURCE_SUFFIXES):
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
@@ -246,7 +249,7 @@ def source_files(root, excludes):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
                              and not (top and (d.startswith("build") or d in SKIPPED_TOP_DIRS)))
         for name in sorted(filenames):
-            if not name.endswith(SOURCE_SUFFIXES):
+            if not name.endswith(suffixes):
                 continue
             rel = os.path.normpath(os.path.join(rel_dir, name))
             if any(fnmatch.fnmatch(rel, pattern) for pattern in excludes):
@@ -339,6 +342,7 @@ def main(argv):
     parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     parser.add_argument("--max-function-lines", type=int, default=150)
     parser.add_argument("--max-pairs", type=int, default=40)
+    parser.add_argument("--max-file-lines", type=int, default=800)
     parser.add_argument("--min-run", type=int, default=6)
     parser.add_argument("--min-distinct", type=int, default=4,
                         help="a run needs this many different line shapes (default 4)")
@@ -367,6 +371,16 @@ def main(argv):
                  " (allowed for now: --allow-long)" if excused else ""))
         failed |= not excused
 
+    long_files = []
+    for rel in source_files(root, args.exclude, SOURCE_SUFFIXES + LENGTH_ONLY_SUFFIXES):
+        with open(os.path.join(root, rel), "rb") as handle:
+            n_lines = handle.read().count(b"\n")
+        if n_lines > args.max_file_lines:
+            long_files.append((n_lines, rel))
+    for n_lines, rel in sorted(long_files, reverse=True):
+        print("%s: file of %d lines (limit %d)" % (rel, n_lines, args.max_file_lines))
+    failed |= bool(long_files)
+
     pairs = pair_runs(files, find_runs(files, args.min_run, args.min_distinct), args.min_run)
     shown = pairs if args.list == 0 else pairs[:args.list]
     for pair in shown:
@@ -376,8 +390,9 @@ def main(argv):
                  "" if len(pair.runs) == 1 else "s", pair.places[0], pair.places[1]))
     if len(pairs) > len(shown):
         print("... and %d more pairs (--list 0 prints all)" % (len(pairs) - len(shown)))
-    print("%d files; %d functions over %d lines; %d duplicate pairs (budget %d)"
-          % (len(files), len(long_functions), args.max_function_lines, len(pairs), args.max_pairs))
+    print("%d files; %d functions over %d lines; %d files over %d lines; %d duplicate pairs (budget %d)"
+          % (len(files), len(long_functions), args.max_function_lines, len(long_files),
+             args.max_file_lines, len(pairs), args.max_pairs))
     if len(pairs) > args.max_pairs:
         print("check_code_size: %d duplicate pairs exceed the budget of %d"
               % (len(pairs), args.max_pairs))

@@ -96,6 +96,31 @@ static void test_long_functions(void **state)
 
 /* Nine lines of logic written twice with other names, numbers and strings:
  * one pair, naming both functions; under budget 1 it passes, under 0 not. */
+/* A file over the line limit fails whatever its functions; C and Python alike. */
+static void test_long_files(void **state)
+{
+    (void)state;
+    char root[4096], *out;
+    fresh_tree(root, sizeof root, "size-files");
+    FILE *c_file = open_in(root, "big.c"), *py_file = open_in(root, "big.py"), *ok = open_in(root, "ok.c");
+    for (int i = 0; i < 900; i++) {        /* comments count as lines of the file */
+        fprintf(c_file, "/* line %d */\n", i);
+        fprintf(py_file, "# line %d\n", i);
+    }
+    for (int i = 0; i < 800; i++)          /* at the limit */
+        fprintf(ok, "/* line %d */\n", i);
+    fclose(c_file);
+    fclose(py_file);
+    fclose(ok);
+    assert_int_equal(run_checker(root, "", &out), 1);
+    assert_non_null(strstr(out, "big.c: file of 900 lines (limit 800)"));
+    assert_non_null(strstr(out, "big.py: file of 900 lines (limit 800)"));
+    assert_null(strstr(out, "ok.c: file of"));
+    free(out);
+    assert_int_equal(run_checker(root, "--max-file-lines 1000", &out), 0);
+    free(out);
+}
+
 static void test_planted_duplicate(void **state)
 {
     (void)state;
@@ -171,5 +196,5 @@ static void test_repository_within_limits(void **state)
 }
 
 KR_TEST_MAIN_UNLESS(test_python_lacks("sys", "/usr/bin/python3 is not available: skipped"),
-    test_long_functions, test_planted_duplicate, test_data_tables_exempt,
+    test_long_functions, test_long_files, test_planted_duplicate, test_data_tables_exempt,
     test_repository_within_limits);

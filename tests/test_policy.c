@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "judge.h"
 #include "load_error.h"
 #include "policy.h"
 #include "registry.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "case_io.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 /* ------------------------------------------------------------ the fields */
 
@@ -536,7 +536,7 @@ static int read_range(image_reader_t *r, void *dst, uint64_t n, uint64_t off)
  * memory.  Exact: a bf16 is the top half of its fp32. */
 static float *decode_bf16(const char *bits, uint64_t n)
 {
-    float *x = ref_alloc_array((size_t)n * sizeof *x);
+    float *x = kr_alloc_array((size_t)n * sizeof *x);
     if (!x)
         return NULL;
     for (uint64_t i = 0; i < n; i++) {

@@ -11,7 +11,7 @@
 #include "file_kind.h"
 #include "h5_file.h"
 #include "h5_safety.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -427,7 +427,7 @@ static int read_ds(rd_t *rd, const char *name, hid_t ds, elem_t e, int64_t count
         *out = mapped;
         return 0;
     }
-    void *buf = ref_alloc_array((size_t)count * es);
+    void *buf = kr_alloc_array((size_t)count * es);
     if (!buf)
         return fail(rd, name, "out of memory allocating %lld %s elements; expected to fit in "
                               "memory", (long long)count, elem_name(e));
@@ -715,7 +715,7 @@ static int read_x_bf16(rd_t *rd, case_t *c, hid_t ds)
         c->x_storage = X_STORED_BF16;
         return 0;
     }
-    float *f = ref_alloc_array((size_t)n * sizeof *f);
+    float *f = kr_alloc_array((size_t)n * sizeof *f);
     if (!f) {
         if (!case_mapping_holds(rd->map, raw, 1))
             free(raw);

@@ -10,7 +10,7 @@
 #include "isolate_kernel.h"
 #include "kr_string.h"
 #include "plugin_loader.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 static double now_seconds(void)
 {
@@ -331,7 +331,7 @@ int launch_whole_case(const kernel_desc_t *k, const kernel_inputs_t *in,
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, in, &opt->kernel, &act, &kerr))
         return 0;
-    uint16_t *out = ref_alloc_array((size_t)in->M * (size_t)in->N * sizeof(uint16_t));
+    uint16_t *out = kr_alloc_array((size_t)in->M * (size_t)in->N * sizeof(uint16_t));
     if (!out) {
         kernel_act_free(&act);
         return kr_fail(err, "out of memory for the output of %s", k->name);

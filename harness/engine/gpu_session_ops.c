@@ -12,12 +12,12 @@
 #include "isolate_kernel.h"
 #include "kr_string.h"
 #include "plugin_loader.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 #include "shm_arena.h"
 
 static void *dup_bytes(const void *src, size_t n)
 {
-    void *d = ref_alloc_array(n ? n : 1);
+    void *d = kr_alloc_array(n ? n : 1);
     if (d && n)
         gpu_bulk_copy(d, src, n);
     return d;

@@ -24,7 +24,7 @@
 #include "mem_budget.h"
 #include "plugin_loader.h"
 #include "replay_ctx.h"
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 #include "metrics.h"
 #include "row_blocks.h"
 #include "output_store.h"
@@ -51,7 +51,7 @@ const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error
     *owned = NULL;
     if (c->weight_order == WEIGHT_ORDER_CHECKPOINT)
         return c->weight;
-    uint8_t *w = ref_alloc_array((size_t)c->N * (size_t)(c->K / 2));
+    uint8_t *w = kr_alloc_array((size_t)c->N * (size_t)(c->K / 2));
     if (!w) {
         kr_fail(err, "%s: out of memory unpermuting weight", c->path);
         return NULL;
@@ -108,7 +108,7 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
                                      kr_error_t *err)
 {
     const int64_t M = rc->c->M, N = rc->c->N;
-    double *ref64 = ref_alloc_array((size_t)M * (size_t)N * sizeof(double));
+    double *ref64 = kr_alloc_array((size_t)M * (size_t)N * sizeof(double));
     if (!ref64) {
         kr_fail(err, "out of memory for the fp64 oracle");
         return NAN;
@@ -135,7 +135,7 @@ static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const flo
 
 float *replay_bf16_to_f32(const uint16_t *bits, int64_t n)
 {
-    float *f = ref_alloc_array((size_t)n * sizeof(float));
+    float *f = kr_alloc_array((size_t)n * sizeof(float));
     if (f)
         for (int64_t i = 0; i < n; i++)
             f[i] = bf16_decode(bits[i]);
@@ -365,7 +365,7 @@ static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, k
         (rc->exact_cache.A == act->dequant ||
          memcmp(rc->exact_cache.A, act->dequant, (size_t)MK * sizeof(float)) == 0))
         return rc->exact_cache.R;
-    float *r = ref_alloc_array((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
+    float *r = kr_alloc_array((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
     if (!r) {
         kr_fail(err, "out of memory for the reference");
         return NULL;
@@ -634,7 +634,7 @@ static void prepare_vs_model(replay_ctx_t *rc)
     kr_error_t kerr = {{0}};
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr))
         return;
-    rc->vs_out = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    rc->vs_out = kr_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     kernel_run_info_t info = {{0}};
     if (rc->vs_out && k->run_cpu(k, &rc->in, &act, &rc->opt->kernel, rc->vs_out, &info, &kerr)) {
         free(rc->vs_out);
@@ -703,7 +703,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         replay_release_act(rc, &act);
         return st;
     }
-    uint16_t *out = ref_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
+    uint16_t *out = kr_alloc_array((size_t)c->M * (size_t)c->N * sizeof(uint16_t));
     if (!out) {
         replay_release_act(rc, &act);
         return kr_fail(err, "out of memory for the output of %s", k->name);
@@ -903,7 +903,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         if (act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0) {
             const int64_t MN = c->M * c->N;
             const float *r_exact = reference_exact(rc, &act, err);
-            uint16_t *bits = ref_alloc_array((size_t)MN * sizeof(uint16_t));
+            uint16_t *bits = kr_alloc_array((size_t)MN * sizeof(uint16_t));
             if (!r_exact || !bits) {
                 status = -1;
             } else {
@@ -963,8 +963,8 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, float *recycled
     int status = 0;
     src->x = c->x;
     if (wk == WEIGHT_KIND_BF16) {
-        src->x_owned = ref_alloc_array((size_t)MK * sizeof(float));
-        wf = ref_alloc_array((size_t)NK * sizeof(float));
+        src->x_owned = kr_alloc_array((size_t)MK * sizeof(float));
+        wf = kr_alloc_array((size_t)NK * sizeof(float));
         if (!src->x_owned || !wf) {
             free(wf);
             return kr_fail(err, "%s: out of memory for the bf16 reference", c->path);
@@ -975,7 +975,7 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, float *recycled
             wf[i] = bf16_decode(c->weight_bf16[i]);
         src->x = src->x_owned;
     }
-    src->r_source = recycled ? recycled : ref_alloc_array((size_t)MN * sizeof(float));
+    src->r_source = recycled ? recycled : kr_alloc_array((size_t)MN * sizeof(float));
     if (!src->r_source)
         status = kr_fail(err, "%s: out of memory for R_source", c->path);
     else
@@ -984,8 +984,8 @@ static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, float *recycled
      * reference a reader wants next is the one on sanitized input (non-finite
      * -> 0, as the dispatch's SANITIZE_X does). */
     if (status == 0 && nonfinite_total(&rc->health.x_nf) > 0) {
-        src->x_sanitized = ref_alloc_array((size_t)MK * sizeof(float));
-        src->r_sanitized = ref_alloc_array((size_t)MN * sizeof(float));
+        src->x_sanitized = kr_alloc_array((size_t)MK * sizeof(float));
+        src->r_sanitized = kr_alloc_array((size_t)MN * sizeof(float));
         if (!src->x_sanitized || !src->r_sanitized) {
             status = kr_fail(err, "%s: out of memory for R_sanitized", c->path);
         } else {

@@ -365,3 +365,8 @@ verdict_t judge_row(const policy_rule_t *rule, const result_t *row, const judge_
         kr_strlcpy(note, part, (size_t)cap);
     return v;
 }
+
+verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap)
+{
+    return judge_row(rule, row, NULL, note, cap);
+}

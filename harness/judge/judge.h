@@ -54,6 +54,10 @@ void judge_rule_for(const policy_t *p, const kernel_desc_t *k, const result_t *r
 verdict_t judge_row(const policy_rule_t *rule, const result_t *row, const judge_poison_t *poison,
                     char *note, int cap);
 
+/* judge_row without poison: a row's metrics judged by a rule a policy gave
+ * (policy.h produces the rules, this judges by them). */
+verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap);
+
 /* The calibrated default policy (cases/policies/default.yaml of the source
  * tree).  Returns 0, or -1 with err naming the file. */
 int judge_default_policy(policy_t *p, kr_error_t *err);

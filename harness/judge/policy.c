@@ -1,7 +1,6 @@
 #include "policy.h"
 
 #include "kr_string.h"
-#include "judge.h"
 #include "yaml_util.h"
 
 #include <fnmatch.h>
@@ -394,9 +393,3 @@ int policy_rule_for(const policy_t *p, const char *kernel, const char *reference
     return 0;
 }
 
-/* ---- applying ---- */
-
-verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap)
-{
-    return judge_row(rule, row, NULL, note, cap);
-}

@@ -138,7 +138,5 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
 int policy_rule_for(const policy_t *p, const char *kernel, const char *reference, const char *band,
                     int64_t K, policy_rule_t *rule);
 
-/* Judges a row's metrics by a rule: judge_row (judge.h), the one judgement. */
-verdict_t policy_apply(const policy_rule_t *rule, const result_t *row, char *note, int cap);
 
 #endif

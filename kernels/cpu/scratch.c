@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 /* A slot is claimed by flipping `busy` from 0 to 1; only its claimer
  * touches data and capacity until it flips it back.  The buffers stay
@@ -18,13 +18,13 @@ typedef struct {
 
 static scratch_slot_t slots[SCRATCH_SLOTS];
 
-/* 64-byte aligned; large blocks on huge pages (ref_alloc.h), whose 2 MiB
+/* 64-byte aligned; large blocks on huge pages (kr_alloc.h), whose 2 MiB
  * alignment covers the 64. */
 static void *aligned_block(size_t bytes)
 {
     const size_t rounded = (bytes + 63) / 64 * 64;
     if (rounded >= REF_ALLOC_ARRAY_HUGE_BYTES)
-        return ref_alloc_array(rounded);
+        return kr_alloc_array(rounded);
     return aligned_alloc(64, rounded);
 }
 

@@ -3,7 +3,7 @@
  * mmap: every page is faulted in and zeroed again, which on small shapes
  * costs as much as the GEMM.  A few buffers are kept between runs instead,
  * up to SCRATCH_MAX_CACHED bytes each: larger requests are allocated per
- * run (on huge pages, ref_alloc.h), since their shapes' GEMMs
+ * run (on huge pages, kr_alloc.h), since their shapes' GEMMs
  * dwarf the page faults and keeping them would raise the process's
  * resident memory for good.
  * Thread-safe without locks; a buffer is never shared by two runs at once,

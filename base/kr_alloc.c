@@ -1,13 +1,13 @@
 /* madvise and MADV_HUGEPAGE are not POSIX: ask glibc for them. */
 #define _DEFAULT_SOURCE
-#include "ref_alloc.h"
+#include "kr_alloc.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>
 
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 
-void *ref_alloc_large(size_t bytes)
+void *kr_alloc_large(size_t bytes)
 {
     if (bytes < HUGE_PAGE_BYTES)
         return malloc(bytes ? bytes : 1);
@@ -22,7 +22,7 @@ void *ref_alloc_large(size_t bytes)
     return p;
 }
 
-void *ref_alloc_array(size_t bytes)
+void *kr_alloc_array(size_t bytes)
 {
-    return bytes >= REF_ALLOC_ARRAY_HUGE_BYTES ? ref_alloc_large(bytes) : malloc(bytes ? bytes : 1);
+    return bytes >= REF_ALLOC_ARRAY_HUGE_BYTES ? kr_alloc_large(bytes) : malloc(bytes ? bytes : 1);
 }

@@ -1,7 +1,7 @@
 /* Allocation of large buffers: the buffer the fp32 reference dequantizes
  * into, and the replay's references, outputs, activations and case arrays. */
-#ifndef KR_REF_ALLOC_H
-#define KR_REF_ALLOC_H
+#ifndef KR_ALLOC_H
+#define KR_ALLOC_H
 
 #include <stddef.h>
 
@@ -11,10 +11,10 @@
  * allocated, and first-touch page faults at 4 KiB cost several times the
  * writing itself (measured on a KVM guest: 57 MiB took 30 ms to fault in with
  * 4 KiB pages, 5.5 ms with huge pages).  NULL when out of memory. */
-void *ref_alloc_large(size_t bytes);
+void *kr_alloc_large(size_t bytes);
 
 /* An array of `bytes` (uninitialized), released with free(): on huge pages
- * as ref_alloc_large from REF_ALLOC_ARRAY_HUGE_BYTES on, a plain malloc
+ * as kr_alloc_large from REF_ALLOC_ARRAY_HUGE_BYTES on, a plain malloc
  * below.  A fresh 4 KiB page costs a fault each; on a KVM guest that traps
  * faults (2-core AVX-512 EPYC), touching a fresh 36 MiB array took 91-100 ms
  * on 4 KiB pages every time, 56 ms on huge pages the first time and 2.5-3 ms
@@ -26,6 +26,6 @@ void *ref_alloc_large(size_t bytes);
  * guest, a 2 MiB threshold had measured M = 1024 6% slower; the faults there
  * were cheaper than the heap's reuse of freed blocks.) */
 #define REF_ALLOC_ARRAY_HUGE_BYTES ((size_t)2 << 20)
-void *ref_alloc_array(size_t bytes);
+void *kr_alloc_array(size_t bytes);
 
 #endif
