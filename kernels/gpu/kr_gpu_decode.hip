@@ -1,4 +1,4 @@
-// w4a8.decode on the GPU (README.md, "w4a8.decode"): the warp-contiguous
+// w4a8.decode on the GPU (README.md, its w4a8.decode section): the warp-contiguous
 // weight layout, the split-K kernel for the decode band (M <= 64, split
 // ranges of whole 128-element steps) with its last-block reduction, the
 // one-thread-per-output fallback of the same order, and their launches.
