@@ -8,7 +8,8 @@
  * llvm-objdump-19 (or, where that is missing, reads clang's -S output) and
  * checks that
  *   - kr_gpu_wmma_gfx12.hip contains v_wmma_f32_16x16x16_fp8_fp8;
- *   - kr_gpu_kernels.hip (every SIMT kernel) compiles for gfx1201 too.
+ *   - the SIMT sources (kr_gpu_kernels.hip, kr_gpu_decode.hip,
+ *     kr_gpu_runtime.hip: every SIMT kernel) compile for gfx1201 too.
  * Skipped (exit 77) when clang-19 or ld.lld-19 is not installed
  * (scripts/setup.sh --tests installs both). */
 /* ctest-labels: gfx1201 */
@@ -103,20 +104,30 @@ static void test_wmma_kernel_uses_fp8_wmma(void **state)
     free(dis);
 }
 
+/* Each SIMT source with the kernels it must hold. */
+static const struct {
+    const char *source;
+    const char *kernels[8];
+} simt_sources[] = {
+    {"kr_gpu_kernels.hip",
+     {"kr_k_quant_fp8_token", "kr_k_quant_mxfp4", "kr_k_w4a8_perblock", "kr_k_w4a8_folded",
+      "kr_k_w4a4_aiter", "kr_k_bf16_skinny", NULL}},
+    {"kr_gpu_decode.hip", {"kr_k_w4a8_decode", NULL}},
+    {"kr_gpu_runtime.hip", {"kr_k_fill_u16", NULL}},
+};
+
 static void test_simt_kernels_compile(void **state)
 {
     (void)state;
-    char *dis = compile_and_disassemble("kr_gpu_kernels.hip");
-    assert_non_null(dis);
-    static const char *const kernels[] = {"kr_k_quant_fp8_token", "kr_k_quant_mxfp4",
-                                          "kr_k_w4a8_perblock",   "kr_k_w4a8_folded",
-                                          "kr_k_w4a8_decode",     "kr_k_w4a4_aiter",
-                                          "kr_k_bf16_skinny"};
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        if (!strstr(dis, kernels[i]))
-            fail_msg("%s missing from the gfx1201 code object", kernels[i]);
-    print_message("  kr_gpu_kernels.hip: every SIMT kernel compiled for gfx1201\n");
-    free(dis);
+    for (size_t s = 0; s < sizeof simt_sources / sizeof simt_sources[0]; s++) {
+        char *dis = compile_and_disassemble(simt_sources[s].source);
+        assert_non_null(dis);
+        for (const char *const *k = simt_sources[s].kernels; *k; k++)
+            if (!strstr(dis, *k))
+                fail_msg("%s missing from the gfx1201 code object of %s", *k, simt_sources[s].source);
+        print_message("  %s: every SIMT kernel compiled for gfx1201\n", simt_sources[s].source);
+        free(dis);
+    }
 }
 
 int main(void)

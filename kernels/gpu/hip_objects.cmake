@@ -26,7 +26,7 @@ foreach(_kr_src ${KR_GPU_HIP_SOURCES})
       OUTPUT ${_kr_obj}
       COMMAND ${KR_HIPCC} ${_kr_hip_flags} ${_kr_defs} -c ${_kr_src} -o ${_kr_obj}
       DEPENDS ${_kr_src} ${CMAKE_CURRENT_SOURCE_DIR}/vendor.h ${CMAKE_CURRENT_SOURCE_DIR}/kr_gpu.h
-              ${CMAKE_CURRENT_SOURCE_DIR}/kr_gpu_numerics.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/kr_gpu_numerics.h ${CMAKE_CURRENT_SOURCE_DIR}/kr_gpu_internal.h
       COMMENT "hipcc ${_kr_name}.hip (${KREPLAY_HIP_ARCHITECTURES})"
       VERBATIM)
   list(APPEND _kr_hip_objects ${_kr_obj})

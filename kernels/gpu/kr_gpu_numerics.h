@@ -95,6 +95,15 @@ KR_DFN float kr_w8_value(uint32_t code, int s)
     return kr_fp8_decode(kr_e4m3fn_encode_sat(shifted), 0);
 }
 
+/* The folded weight's value at (n, k) (kernels/cpu/folded_weight.c): zero in a
+ * zero-scale block under E8M0_ZERO_IS_ZERO, else e4m3fn(e2m1 * 2^(E-ref)). */
+KR_DFN float kr_folded_w(uint32_t code, uint32_t e, uint32_t ref, int zmode)
+{
+    if (zmode && e == 0)
+        return 0.0f;
+    return kr_w8_value(code, (int)ref - (int)e);
+}
+
 /* Scale byte of row n, block b. */
 KR_DFN uint32_t kr_scale_at(const uint8_t *scales, int layout, int64_t N,
                                                        int64_t K, int64_t n, int64_t b)
