@@ -1,5 +1,6 @@
 /* results_reader: results files read in a separate process
- * (results_reader.h). */
+ * (results_reader.h), and results_store_read / results_store_read_meta,
+ * the reads every caller of results_store.h makes through it. */
 #include "results_reader.h"
 
 #include <errno.h>
@@ -235,4 +236,20 @@ int results_read_isolated(const char *path, result_list_t *rows, results_meta_t 
                                err ? err : &local);
     isolate_reader_unlock(&g_reader);
     return st;
+}
+
+int results_store_read(const char *path, result_list_t *rows, results_meta_t *meta,
+                       kr_error_t *err)
+{
+    return results_read_isolated(path, rows, meta, NULL, 0, NULL, err);
+}
+
+int results_store_read_meta(const char *path, results_meta_t *meta, int64_t *n_rows,
+                            kr_error_t *err)
+{
+    int64_t n = 0;
+    const int rc = results_read_isolated(path, NULL, meta, NULL, 0, &n, err);
+    if (n_rows)
+        *n_rows = rc == 0 ? n : 0;
+    return rc;
 }

@@ -28,19 +28,8 @@
 #include "result.h"
 #include "results_store.h"
 
-/* Reads path in this process (what the reading process runs).  rows and
- * meta may be NULL when count_only is given: then only the provenance is
- * read and /rows' length goes to *count_only.  case_key (key_cap bytes):
- * the partial file's case_key attribute, required when not NULL. */
-int results_read_direct(const char *path, result_list_t *rows, results_meta_t *meta,
-                        char *case_key, size_t key_cap, int64_t *count_only, kr_error_t *err);
-
-/* results_read_direct in the reading process. */
+/* results_read_direct (results_store.h) in the reading process. */
 int results_read_isolated(const char *path, result_list_t *rows, results_meta_t *meta,
                           char *case_key, size_t key_cap, int64_t *count_only, kr_error_t *err);
-
-/* Forces the terminating NUL of every string member of m (bytes that came
- * from another process). */
-void results_meta_terminate(results_meta_t *m);
 
 #endif

@@ -1,14 +1,15 @@
 /* results_store: result_t rows <-> HDF5 results file (results_store.h):
- * the file, its provenance attributes, atomic replacement, merge and
- * partials.  The /rows table itself is results_table.c's. */
+ * the file, its provenance attributes, atomic replacement, and the read
+ * in this process that the reading process runs.  The /rows table itself
+ * is results_table.c's; reading through the reading process is
+ * results_reader.c's; merging shards results_merge.c's; the per-case
+ * partials results_partials.c's.  This is the lowest of them: it calls
+ * none of them. */
 #include "results_store.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "array_grow.h"
 #include "atomic_file.h"
 #include "h5_file.h"
 #include "h5_safety.h"
@@ -24,8 +24,6 @@
 #include "blas_info.h"
 #include "result_fields.h"
 #include "results_table.h"
-#include "results_reader.h"
-#include "results_validate.h"
 #include "file_kind.h"
 #include "h5_names.h"
 #include "result_order.h"
@@ -107,8 +105,8 @@ int result_list_sort(result_list_t *l)
 
 /* ---------------------------------------------------------------- write */
 
-static int write_file(const char *path, const result_t *rows, int64_t n, const results_meta_t *meta,
-                      const char *case_key, kr_error_t *err)
+int results_store_write_rows(const char *path, const result_t *rows, int64_t n,
+                             const results_meta_t *meta, const char *case_key, kr_error_t *err)
 {
     if (!path)
         return kr_fail(err, "(null): file: no path given; expected an output path");
@@ -191,7 +189,7 @@ int results_store_write(const char *path, const result_list_t *rows, const resul
 {
     if (!rows)
         return kr_fail(err, "%s: rows: NULL list; expected a result list", path ? path : "(null)");
-    return write_file(path, rows->rows, rows->count, meta, NULL, err);
+    return results_store_write_rows(path, rows->rows, rows->count, meta, NULL, err);
 }
 
 /* ---------------------------------------------------------------- read */
@@ -331,310 +329,5 @@ done:
     if (file >= 0)
         H5Fclose(file);
     h5_restore(&q);
-    return rc;
-}
-
-int results_store_read(const char *path, result_list_t *rows, results_meta_t *meta,
-                       kr_error_t *err)
-{
-    return results_read_isolated(path, rows, meta, NULL, 0, NULL, err);
-}
-
-int results_store_read_meta(const char *path, results_meta_t *meta, int64_t *n_rows,
-                            kr_error_t *err)
-{
-    int64_t n = 0;
-    const int rc = results_read_isolated(path, NULL, meta, NULL, 0, &n, err);
-    if (n_rows)
-        *n_rows = rc == 0 ? n : 0;
-    return rc;
-}
-
-/* ---------------------------------------------------------------- merge */
-
-/* "i/n" -> 1 with *i, *n (1 <= i <= n); anything else -> 0. */
-static int parse_shard(const char *s, int *i, int *n)
-{
-    int a, b, used = 0;
-    if (sscanf(s, "%d/%d%n", &a, &b, &used) != 2 || s[used] != '\0' || b < 1 || a < 1 || a > b)
-        return 0;
-    *i = a;
-    *n = b;
-    return 1;
-}
-
-int results_store_merge(const char **paths, int n, const char *out_path, kr_error_t *err)
-{
-    if (!paths || n < 1)
-        return kr_fail(err, "%s: merge: no input files; expected at least one shard results file",
-                       out_path ? out_path : "(null)");
-    results_meta_t *metas = calloc((size_t)n, sizeof *metas);
-    int *sh_i = calloc((size_t)n, sizeof *sh_i), *sh_n = calloc((size_t)n, sizeof *sh_n);
-    result_list_t all = {0}, sorted = {0};
-    int64_t *src = NULL, *perm = NULL;
-    int rc = -1;
-    if (!metas || !sh_i || !sh_n) {
-        kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
-        goto done;
-    }
-    for (int f = 0; f < n; f++) {
-        result_list_t part;
-        if (results_store_read(paths[f], &part, &metas[f], err) != 0)
-            goto done;
-        if (results_check_unique(&part, paths[f], err)) {
-            result_list_free(&part);
-            goto done;
-        }
-        if (strcmp(metas[f].suite_hash, metas[0].suite_hash) != 0) {
-            kr_fail(err, "%s: suite_hash: \"%s\" differs from \"%s\" in %s; expected shards of "
-                         "one suite", paths[f], metas[f].suite_hash, metas[0].suite_hash,
-                    paths[0]);
-            result_list_free(&part);
-            goto done;
-        }
-        if (parse_shard(metas[f].shard, &sh_i[f], &sh_n[f])) {
-            for (int g = 0; g < f; g++) {
-                if (!sh_n[g])
-                    continue;
-                if (sh_n[g] != sh_n[f] || sh_i[g] == sh_i[f]) {
-                    kr_fail(err, "%s: shard: \"%s\" %s shard \"%s\" of %s; expected distinct "
-                                 "shards i/n of one split", paths[f], metas[f].shard,
-                            sh_n[g] != sh_n[f] ? "is from another split than" : "repeats",
-                            metas[g].shard, paths[g]);
-                    result_list_free(&part);
-                    goto done;
-                }
-            }
-        }
-        int64_t *s2 = realloc(src, (size_t)(all.count + part.count + 1) * sizeof *s2);
-        if (!s2) {
-            result_list_free(&part);
-            kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
-            goto done;
-        }
-        src = s2;
-        for (int64_t r = 0; r < part.count; r++) {
-            result_t *row = result_list_add(&all);
-            if (!row) {
-                result_list_free(&part);
-                kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
-                goto done;
-            }
-            *row = part.rows[r];
-            src[all.count - 1] = f;
-        }
-        result_list_free(&part);
-    }
-    if ((perm = result_order(all.rows, all.count, result_key_cmp)) == NULL) {
-        kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
-        goto done;
-    }
-    for (int64_t k = 1; k < all.count; k++) {
-        const result_t *a = &all.rows[perm[k - 1]], *b = &all.rows[perm[k]];
-        if (src[perm[k - 1]] != src[perm[k]] && result_key_cmp(a, b) == 0) {
-            kr_fail(err, "%s: rows: case %s, kernel %s, reference %s is also in %s (overlapping "
-                         "shards); expected each row in exactly one shard",
-                    paths[src[perm[k]]], b->case_path, b->kernel, b->reference,
-                    paths[src[perm[k - 1]]]);
-            goto done;
-        }
-    }
-    sorted.rows = malloc((size_t)(all.count ? all.count : 1) * sizeof *sorted.rows);
-    if (!sorted.rows) {
-        kr_fail(err, "%s: merge: out of memory; expected to fit in memory", out_path);
-        goto done;
-    }
-    sorted.count = sorted.cap = all.count;
-    for (int64_t k = 0; k < all.count; k++)
-        sorted.rows[k] = all.rows[perm[k]];
-    /* One case under two paths in two shards is still one case twice. */
-    if (results_check_unique(&sorted, out_path, err))
-        goto done;
-    results_meta_t out_meta = metas[0];
-    snprintf(out_meta.shard, sizeof out_meta.shard, "merged %d of %d", n, sh_n[0] ? sh_n[0] : n);
-    rc = results_store_write(out_path, &sorted, &out_meta, err);
-done:
-    result_list_free(&all);
-    result_list_free(&sorted);
-    free(src);
-    free(perm);
-    free(metas);
-    free(sh_i);
-    free(sh_n);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- partials */
-
-static uint64_t fnv1a64(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-static void partial_name(const char *key, char *buf, size_t cap)
-{
-    /* The hash makes it unique; the tail (the key's last 48 bytes, [A-Za-z0-9._-]) makes it
-     * recognisable to a person listing the folder. */
-    size_t len = strlen(key);
-    const char *tail = key + (len > 48 ? len - 48 : 0);
-    char t[49];
-    size_t j = 0;
-    for (; *tail && j < sizeof t - 1; tail++) {
-        char c = *tail;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '-' || c == '_';
-        t[j++] = ok ? c : '_';
-    }
-    t[j] = '\0';
-    snprintf(buf, cap, "%016" PRIx64 "-%s.h5", fnv1a64(key), t);
-}
-
-void results_store_partial_path(const char *run_dir, const char *case_key, char *buf, size_t cap)
-{
-    char name[128];
-    partial_name(case_key, name, sizeof name);
-    snprintf(buf, cap, "%s/partial/%s", run_dir, name);
-}
-
-/* RUNDIR/partial planted as a symbolic link: the run's partials would be
- * written to (and, by a fresh run, cleared from) wherever it points. */
-static int partial_dir_is_link(const char *dir, kr_error_t *err)
-{
-    struct stat st;
-    if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
-        return kr_fail(err, "%s: is a symbolic link; refused (remove it: kreplay creates its own "
-                            "partial/ folder)", dir);
-    return 0;
-}
-
-int results_store_append_case(const char *run_dir, const char *case_key, const result_t *rows,
-                              int64_t n_rows, const results_meta_t *meta, kr_error_t *err)
-{
-    if (!run_dir || !case_key || !*case_key)
-        return kr_fail(err, "%s: partial: no run folder or case key given; expected both",
-                       run_dir ? run_dir : "(null)");
-    char dir[4200], name[128], path[4400];
-    snprintf(dir, sizeof dir, "%s/partial", run_dir);
-    if (partial_dir_is_link(dir, err) || make_dirs(dir, err) != 0)
-        return -1;
-    partial_name(case_key, name, sizeof name);
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-        return kr_fail(err, "%s: partial: path too long; expected under 4096 bytes", run_dir);
-    return write_file(path, rows, n_rows, meta, case_key, err);
-}
-
-void results_store_free_keys(char **keys, int n)
-{
-    if (!keys)
-        return;
-    for (int i = 0; i < n; i++)
-        free(keys[i]);
-    free(keys);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int results_store_partial_names(const char *run_dir, char *dir, size_t dir_cap, char ***names,
-                                int *n, kr_error_t *err)
-{
-    *names = NULL;
-    *n = 0;
-    snprintf(dir, dir_cap, "%s/partial", run_dir);
-    if (partial_dir_is_link(dir, err))
-        return -1;
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT)
-            return 0;
-        return kr_fail(err, "%s: cannot list (%s); expected a readable folder", dir,
-                       strerror(errno));
-    }
-    char **v = NULL;
-    int nn = 0;
-    int64_t cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        /* Finished partials only: "<hash>-<tail>.h5"; "*.h5.tmp.<pid>" is a killed write. */
-        if (len < 4 || strcmp(e->d_name + len - 3, ".h5") != 0 || strstr(e->d_name, ".tmp."))
-            continue;
-        if (!array_append_strdup(&v, &nn, &cap, 64, e->d_name)) {
-            closedir(d);
-            results_store_free_keys(v, nn);
-            return kr_fail(err, "%s: out of memory loading partial results; expected to fit in "
-                                "memory", dir);
-        }
-    }
-    closedir(d);
-    if (nn)
-        qsort(v, (size_t)nn, sizeof *v, cmp_str);
-    *names = v;
-    *n = nn;
-    return 0;
-}
-
-int results_store_load_partials(const char *run_dir, result_list_t *rows, char ***done_keys,
-                                int *n_done, kr_error_t *err)
-{
-    *done_keys = NULL;
-    *n_done = 0;
-    if (!run_dir)
-        return kr_fail(err, "(null): partial: no run folder given; expected a folder");
-    char dir[4200];
-    char **names = NULL, **keys = NULL;
-    int nn = 0, nk = 0, rc = -1;
-    if (results_store_partial_names(run_dir, dir, sizeof dir, &names, &nn, err) != 0)
-        return -1;
-    if (nn == 0) {              /* nothing finished yet: no keys, nothing to free */
-        results_store_free_keys(names, 0);
-        return 0;
-    }
-    const int64_t rows_before = rows->count;   /* restored on failure */
-    keys = calloc((size_t)nn, sizeof *keys);
-    if (!keys)
-        goto oom;
-    for (int i = 0; i < nn; i++) {
-        char path[4400], key[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        result_list_t part;
-        if (results_read_isolated(path, &part, NULL, key, sizeof key, NULL, err) != 0) {
-            size_t l = strlen(err ? err->msg : "");
-            if (err && l + 40 < sizeof err->msg)
-                snprintf(err->msg + l, sizeof err->msg - l, " (delete it to re-run that case)");
-            goto done;
-        }
-        for (int64_t r = 0; r < part.count; r++) {
-            result_t *row = result_list_add(rows);
-            if (!row) {
-                result_list_free(&part);
-                goto oom;
-            }
-            *row = part.rows[r];
-        }
-        result_list_free(&part);
-        if (!(keys[nk] = strdup(key)))
-            goto oom;
-        nk++;
-    }
-    *done_keys = keys;
-    *n_done = nk;
-    keys = NULL;
-    rc = 0;
-    goto done;
-oom:
-    kr_fail(err, "%s: out of memory loading partial results; expected to fit in memory", dir);
-done:
-    if (rc != 0)
-        rows->count = rows_before;
-    results_store_free_keys(names, nn);
-    results_store_free_keys(keys, nk);
     return rc;
 }

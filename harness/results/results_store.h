@@ -75,6 +75,22 @@ int result_key_cmp(const result_t *a, const result_t *b);
  * Rows are written in the order given (sort them first). */
 int results_store_write(const char *path, const result_list_t *rows, const results_meta_t *meta,
                         kr_error_t *err);
+/* results_store_write of n rows, with the root attribute case_key when
+ * case_key is not NULL (a partial file: results_store_append_case). */
+int results_store_write_rows(const char *path, const result_t *rows, int64_t n,
+                             const results_meta_t *meta, const char *case_key, kr_error_t *err);
+
+/* Reads path in this process (what the reading process of results_reader.h
+ * runs).  rows and meta may be NULL when count_only is given: then only the
+ * provenance is read and /rows' length goes to *count_only.  case_key
+ * (key_cap bytes): the partial file's case_key attribute, required when not
+ * NULL. */
+int results_read_direct(const char *path, result_list_t *rows, results_meta_t *meta,
+                        char *case_key, size_t key_cap, int64_t *count_only, kr_error_t *err);
+
+/* Forces the terminating NUL of every string member of m (bytes that came
+ * from another process). */
+void results_meta_terminate(results_meta_t *m);
 
 /* Reads a results file into *rows (initialised here; free with
  * result_list_free) and *meta (may be NULL), in a separate process
