@@ -66,13 +66,12 @@ const uint8_t *case_weight_checkpoint(const case_t *c, uint8_t **owned, kr_error
     return w;
 }
 
-static double now_seconds(void)
+double replay_now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
 
 void replay_row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const char *reference)
 {
@@ -92,7 +91,7 @@ void replay_row_header(replay_ctx_t *rc, result_t *r, const char *kernel, const 
 
 /* In a row-block replay, folds a finished row into the case's row (a failure
  * to allocate the accumulator is reported, not ignored). */
-static int fold_row(replay_ctx_t *rc, const result_t *r, row_kind_t kind, const metrics_sums_t *sums,
+int replay_fold_row(replay_ctx_t *rc, const result_t *r, row_kind_t kind, const metrics_sums_t *sums,
                     int64_t cols, int input_nf_blockwise, const uint16_t *out_bits, kr_error_t *err)
 {
     if (!rc->blocks)
@@ -103,36 +102,6 @@ static int fold_row(replay_ctx_t *rc, const result_t *r, row_kind_t kind, const 
     return 0;
 }
 
-/* rel_fro of an fp32 reference against the fp64 oracle on the same operands. */
-static double reference_error_vs_f64(replay_ctx_t *rc, const float *A, const float *ref_f32,
-                                     kr_error_t *err)
-{
-    const int64_t M = rc->c->M, N = rc->c->N;
-    double *ref64 = ref_alloc_array((size_t)M * (size_t)N * sizeof(double));
-    if (!ref64) {
-        kr_fail(err, "out of memory for the fp64 oracle");
-        return NAN;
-    }
-    const int f64_failed = replay_gpu_refs_here(rc)
-                               ? gpu_session_ref_mxfp4(rc->opt->gpu, A, M, &rc->in.weight, 1, 0,
-                                                       ref64, err)
-                               : gemm_ref_f64(A, M, &rc->in.weight, 0, ref64, err);
-    if (f64_failed) {
-        free(ref64);
-        return NAN;
-    }
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < M * N; i++) {
-        if (!isfinite(ref64[i]) || !isfinite(ref_f32[i]))
-            continue;
-        double d = (double)ref_f32[i] - ref64[i];
-        num += d * d;
-        den += ref64[i] * ref64[i];
-    }
-    free(ref64);
-    return den > 0 ? sqrt(num / den) : NAN;
-}
-
 float *replay_bf16_to_f32(const uint16_t *bits, int64_t n)
 {
     float *f = ref_alloc_array((size_t)n * sizeof(float));
@@ -141,7 +110,6 @@ float *replay_bf16_to_f32(const uint16_t *bits, int64_t n)
             f[i] = bf16_decode(bits[i]);
     return f;
 }
-
 
 /* The descriptor of a row's kernel: the registry's, or a plugin's; a
  * recorded output is judged as the route it was fitted to (its activations
@@ -161,7 +129,7 @@ static const kernel_desc_t *desc_of(const replay_options_t *opt, const result_t 
 
 /* The row's verdict by the one judgement; fallback_tol: the descriptor's
  * tolerance, the rule of last resort. */
-static void judge_in_replay(const replay_options_t *opt, const policy_t *policy,
+void replay_judge_row(const replay_options_t *opt, const policy_t *policy,
                             const judge_poison_t *poison, result_t *r, double fallback_tol)
 {
     policy_rule_t rule;
@@ -173,7 +141,7 @@ static void judge_in_replay(const replay_options_t *opt, const policy_t *policy,
 
 /* Rows [0, M) of activations a [M, K] that hold a non-finite value (malloc'd),
  * or NULL when none does or a is NULL; *failed set when out of memory. */
-static unsigned char *rows_nonfinite(const float *a, int64_t M, int64_t K, int *failed)
+unsigned char *replay_rows_nonfinite(const float *a, int64_t M, int64_t K, int *failed)
 {
     *failed = 0;
     if (!a)
@@ -201,7 +169,7 @@ static unsigned char *rows_nonfinite(const float *a, int64_t M, int64_t K, int *
 /* Compares an output (bf16 bits; out_f32: its fp32 values when they are not
  * the bits' decode, else NULL) with an fp32 reference
  * and appends the row. */
-static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
+int replay_add_compared_row(replay_ctx_t *rc, const char *kernel, const char *reference,
                             const kernel_act_t *act, const char *act_origin,
                             const uint16_t *out_bits, const float *out_f32,
                             const float *ref, const float *ref_operand, const float *apart_src,
@@ -225,7 +193,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     unsigned char *apart = NULL;
     if (nonfinite_total(input_nf) > 0) {
         int failed;
-        apart = rows_nonfinite(apart_src, rc->c->M, rc->c->K, &failed);
+        apart = replay_rows_nonfinite(apart_src, rc->c->M, rc->c->K, &failed);
         if (failed)
             return kr_fail(err, "out of memory for the poisoned-row mask");
     }
@@ -244,7 +212,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
     }
     free(apart);
     r->seconds = seconds;
-    judge_in_replay(rc->opt, rc->policy, rc->poison, r, threshold);
+    replay_judge_row(rc->opt, rc->policy, rc->poison, r, threshold);
     /* Only a failing row is diagnosed: no line blames a kernel whose rows pass. */
     if (rc->opt->diagnose && diag_wanted(r->verdict) && verdict_is_failure(r->verdict)) {
         float *decoded = out_f32 ? NULL : replay_bf16_to_f32(out_bits, MN);
@@ -257,11 +225,11 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
                           .row_offset = rc->blocks ? rc->blocks->block_offset : 0};
         diag_result_t dr;
         kr_error_t derr = {{0}};
-        const double t0 = now_seconds();
+        const double t0 = replay_now_seconds();
         const clock_t c0 = clock();
         const int drc = diagnose(&d, &dr, &derr);
         if (getenv("KREPLAY_DIAG_DEBUG"))   /* what a diagnosis costs, measured */
-            fprintf(stderr, "diagnosis: %.3f s wall, %.3f s CPU\n", now_seconds() - t0,
+            fprintf(stderr, "diagnosis: %.3f s wall, %.3f s CPU\n", replay_now_seconds() - t0,
                     (double)(clock() - c0) / CLOCKS_PER_SEC);
         if (drc == 0 && dr.hypothesis != DIAG_CLEAN && dr.line[0]) {
             kr_strlcpy(r->diagnosis, dr.line, sizeof r->diagnosis);
@@ -273,8 +241,8 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
         free(decoded);
     }
     if (rc->opt->oracle && ref_operand)
-        r->ref_f32_vs_f64 = reference_error_vs_f64(rc, ref_operand, ref, err);
-    if (fold_row(rc, r, ROW_KIND_COMPARED, &sums, rc->c->N, input_nf != &rc->source_nf,
+        r->ref_f32_vs_f64 = replay_reference_error_vs_f64(rc, ref_operand, ref, err);
+    if (replay_fold_row(rc, r, ROW_KIND_COMPARED, &sums, rc->c->N, input_nf != &rc->source_nf,
                  rc->opt->skip_identities ? NULL : out_bits, err))
         return -1;
     if (nonfinite_total(&rc->source_nf) > 0 && nonfinite_total(input_nf) == 0 && act) {
@@ -291,7 +259,7 @@ static int add_compared_row(replay_ctx_t *rc, const char *kernel, const char *re
 }
 
 /* Adds "; <text>" to a note. */
-static void append_text(char *note, size_t cap, const char *text)
+void replay_append_text(char *note, size_t cap, const char *text)
 {
     size_t len = strlen(note);
     if (!text || !text[0] || len + 3 >= cap)
@@ -308,7 +276,7 @@ static void append_text(char *note, size_t cap, const char *text)
  * which in a row-block replay are one block's. */
 void replay_append_note(replay_ctx_t *rc, result_t *r, const char *text, int rows_scoped)
 {
-    append_text(r->note, sizeof r->note, text);
+    replay_append_text(r->note, sizeof r->note, text);
     if (rc->blocks)
         row_blocks_extra_note(rc->blocks, r, text, rows_scoped);
 }
@@ -322,88 +290,8 @@ void replay_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const ch
     r->verdict = v;
     kr_strlcpy(r->note, note, sizeof r->note);
     kr_error_t ignored = {{0}};
-    fold_row(rc, r, ROW_KIND_NOTE, NULL, 0, 0, NULL, &ignored);
+    replay_fold_row(rc, r, ROW_KIND_NOTE, NULL, 0, 0, NULL, &ignored);
 }
-
-
-/* Memory for the fp32 reference's dequantized weight: its default (the
- * whole weight when it is at most GEMM_REF_CHUNK_N rows, else chunks), except
- * in a row-block replay, which exists to bound memory. */
-#define REPLAY_REF_CHUNK_BYTES (8ll << 20)
-
-/* C = A @ dequant(W)^T through the case's reference context (made on first
- * use). */
-static int reference_gemm(replay_ctx_t *rc, const float *A, float *C, kr_error_t *err)
-{
-    if (replay_gpu_refs_here(rc))
-        return gpu_session_ref_mxfp4(rc->opt->gpu, A, rc->c->M, &rc->in.weight, 0,
-                                     rc->opt->ref_panel_rows, C, err);
-    if (!rc->ref_ctx) {
-        if (gemm_ref_ctx_init(&rc->ref_ctx, &rc->in.weight,
-                              rc->blocks ? REPLAY_REF_CHUNK_BYTES : 0, err))
-            return -1;
-        gemm_ref_ctx_set_panel_rows(rc->ref_ctx, rc->opt->ref_panel_rows);
-        gemm_ref_ctx_set_park_blas(rc->ref_ctx, 1); /* one thread of the replay calls BLAS */
-    }
-    const int st = gemm_ref_ctx_f32(rc->ref_ctx, A, rc->c->M, C, err);
-    blas_threads_park(); /* the models run next, on their own threads */
-    return st;
-}
-
-/* R_exact for a set of activations: fp32 reference on their dequantized
- * values.  The W4A8 models share one quantizer, so most kernels of a case
- * bring bit-identical operands: the last R_exact is kept with its operands
- * and reused when the next kernel's are the same bits.  The operands are
- * not copied: the cache points at the act's own dequant, and release_act
- * hands that buffer to the cache when the act goes (so every act of this
- * file is released through it).  The result belongs to rc (freed by
- * exact_cache_free). */
-static const float *reference_exact(replay_ctx_t *rc, const kernel_act_t *act, kr_error_t *err)
-{
-    const int64_t MK = rc->c->M * rc->c->K;
-    if (rc->exact_cache.A && rc->exact_cache.n == MK &&
-        (rc->exact_cache.A == act->dequant ||
-         memcmp(rc->exact_cache.A, act->dequant, (size_t)MK * sizeof(float)) == 0))
-        return rc->exact_cache.R;
-    float *r = ref_alloc_array((size_t)rc->c->M * (size_t)rc->c->N * sizeof(float));
-    if (!r) {
-        kr_fail(err, "out of memory for the reference");
-        return NULL;
-    }
-    if (reference_gemm(rc, act->dequant, r, err)) {
-        free(r);
-        return NULL;
-    }
-    if (rc->exact_cache.A_owned)
-        free(rc->exact_cache.A);
-    free(rc->exact_cache.R);
-    rc->exact_cache.A = act->dequant;
-    rc->exact_cache.A_owned = 0;
-    rc->exact_cache.R = r;
-    rc->exact_cache.n = MK;
-    return r;
-}
-
-/* Frees an act, its dequant going to the R_exact cache when the cache
- * holds it. */
-void replay_release_act(replay_ctx_t *rc, kernel_act_t *act)
-{
-    if (act->dequant && act->dequant == rc->exact_cache.A && !rc->exact_cache.A_owned) {
-        rc->exact_cache.A_owned = 1;
-        act->dequant = NULL;
-    }
-    kernel_act_free(act);
-}
-
-static void exact_cache_free(replay_ctx_t *rc)
-{
-    if (rc->exact_cache.A_owned)
-        free(rc->exact_cache.A);
-    free(rc->exact_cache.R);
-    memset(&rc->exact_cache, 0, sizeof rc->exact_cache);
-}
-
-static int ensure_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err);
 
 /* Rows for one output against the references the options ask for. */
 int replay_compare_refs(replay_ctx_t *rc, const char *kernel, const kernel_act_t *act,
@@ -419,7 +307,7 @@ int replay_compare_refs(replay_ctx_t *rc, const char *kernel, const kernel_act_t
         bf16_digest(out_bits, rc->c->M * rc->c->N, rc->digest);
     rc->digest_bits = out_bits;
     if ((refs & REF_EXACT) && act && rc->in.weight.packed) {
-        const float *r_exact = reference_exact(rc, act, err);
+        const float *r_exact = replay_reference_exact(rc, act, err);
         if (!r_exact)
             rc_ = -1;
         else
@@ -428,19 +316,19 @@ int replay_compare_refs(replay_ctx_t *rc, const char *kernel, const kernel_act_t
              * given: its own operands decide whether the input was poisoned. */
             nonfinite_t operand_nf;
             nonfinite_count(act->dequant, act->M * act->K, &operand_nf);
-            rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act, act->origin, out_bits,
+            rc_ = replay_add_compared_row(rc, kernel, ref_kind_name(REF_EXACT), act, act->origin, out_bits,
                                    NULL, r_exact, act->dequant, act->dequant, &operand_nf, tol_exact,
                                    seconds, err);
         }
     }
     if (rc_ == 0 && (refs & REF_SOURCE))
-        rc_ = ensure_source_refs(rc, wk, err);
+        rc_ = replay_ensure_source_refs(rc, wk, err);
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_source)
-        rc_ = add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
+        rc_ = replay_add_compared_row(rc, kernel, ref_kind_name(REF_SOURCE), act, act ? act->origin : "",
                                out_bits, NULL, src->r_source, oracle_ok ? src->x : NULL, src->x,
                                &rc->source_nf, tol_source, seconds, err);
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_sanitized)
-        rc_ = add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, NULL,
+        rc_ = replay_add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, NULL,
                                src->r_sanitized, oracle_ok ? src->x_sanitized : NULL, src->x,
                                &rc->source_nf, tol_source, seconds, err);
     rc->digest_bits = NULL;
@@ -487,7 +375,7 @@ static void count_quantizer_run(replay_ctx_t *rc, const kernel_desc_t *k, const 
     }
 }
 
-static void describe_quantizer_counts(const int64_t counts[QC_COUNT], char *buf, int cap)
+void replay_describe_quantizer_counts(const int64_t *counts, char *buf, int cap)
 {
     int n = snprintf(buf, (size_t)cap, "non-finite in x: %lld -> finite codes: %lld; NaN operands: %lld (%lld rows entirely NaN)",
                      (long long)counts[QC_NAN_IN], (long long)counts[QC_NAN_TO_FINITE],
@@ -508,12 +396,12 @@ int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
     }
     kernel_act_t act;
     kr_error_t kerr = {{0}};
-    double t0 = now_seconds();
+    double t0 = replay_now_seconds();
     if (k->prepare_act(k, &rc->in, &rc->opt->kernel, &act, &kerr)) {
         replay_note_row(rc, k->name, VERDICT_ERROR, kerr.msg);
         return 0;
     }
-    double seconds = now_seconds() - t0;
+    double seconds = replay_now_seconds() - t0;
     if (rc->launches && rc->opt->model_reruns > 1) {
         launch_reruns_t rr;
         if (launch_quantizer_reruns(k, &rc->in, &rc->opt->kernel, &act, rc->opt->model_reruns,
@@ -537,7 +425,7 @@ int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
     /* Rows and columns here are the activation matrix [M, K]. */
     metrics_sums_t sums;
     int mask_failed;
-    unsigned char *apart = rows_nonfinite(c->x, c->M, c->K, &mask_failed);
+    unsigned char *apart = replay_rows_nonfinite(c->x, c->M, c->K, &mask_failed);
     if (mask_failed) {
         free(a);
         free(b);
@@ -554,15 +442,15 @@ int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
     free(a);
     free(b);
     r->seconds = seconds;
-    judge_in_replay(rc->opt, rc->policy, rc->poison, r, k->rel_tol_source);
+    replay_judge_row(rc->opt, rc->policy, rc->poison, r, k->rel_tol_source);
     int64_t counts[QC_COUNT];
     char how[384];
     count_quantizer_run(rc, k, &act, counts);
-    describe_quantizer_counts(counts, how, sizeof how);
+    replay_describe_quantizer_counts(counts, how, sizeof how);
     replay_release_act(rc, &act);
-    append_text(r->note, sizeof r->note, how);
+    replay_append_text(r->note, sizeof r->note, how);
     /* The row compares the activation matrix: its columns are K. */
-    int st = fold_row(rc, r, ROW_KIND_QUANT, &sums, c->K, 0, NULL, err);
+    int st = replay_fold_row(rc, r, ROW_KIND_QUANT, &sums, c->K, 0, NULL, err);
     if (st == 0 && rc->blocks)
         row_blocks_add_counts(rc->blocks, r, counts, QC_COUNT);
     return st;
@@ -570,7 +458,7 @@ int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 
 /* Verdict and note of a --vs row from its metrics and histogram, by the
  * one judgement (which fails an element NaN on one side only). */
-static void vs_row_finish(const replay_options_t *opt, const policy_t *policy, result_t *r,
+void replay_vs_row_finish(const replay_options_t *opt, const policy_t *policy, result_t *r,
                           const char *vs_name, double fallback_tol)
 {
     if (r->ulp.identical == r->ulp.count) {
@@ -580,7 +468,7 @@ static void vs_row_finish(const replay_options_t *opt, const policy_t *policy, r
     }
     char judged[384];
     r->verdict = VERDICT_PASS;
-    judge_in_replay(opt, policy, NULL, r, fallback_tol);
+    replay_judge_row(opt, policy, NULL, r, fallback_tol);
     kr_strlcpy(judged, r->note, sizeof judged);
     const int64_t disagree = r->ulp.bins[ULP_BIN_NONFINITE];
     snprintf(r->note, sizeof r->note,
@@ -613,13 +501,13 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
     ulp_stats_bf16(out, rc->vs_out, MN, &r->ulp);
     free(a);
     free(b);
-    vs_row_finish(rc->opt, rc->policy, r, rc->vs->name,
+    replay_vs_row_finish(rc->opt, rc->policy, r, rc->vs->name,
                   k->rel_tol_exact > 0 ? k->rel_tol_exact : k->rel_tol_source);
-    return fold_row(rc, r, ROW_KIND_VS, &sums, rc->c->N, 0, NULL, err);
+    return replay_fold_row(rc, r, ROW_KIND_VS, &sums, rc->c->N, 0, NULL, err);
 }
 
 /* Runs the --vs model once per case and keeps its output bits. */
-static void prepare_vs_model(replay_ctx_t *rc)
+void replay_prepare_vs_model(replay_ctx_t *rc)
 {
     const kernel_desc_t *k = rc->vs;
     const case_t *c = rc->c;
@@ -669,7 +557,7 @@ static int launch_cpu_or_slice(replay_ctx_t *rc, const kernel_desc_t *k, const k
     return 0;
 }
 
-static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
+int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
 {
     const case_t *c = rc->c;
     char why[256];
@@ -750,7 +638,7 @@ static int replay_kernel(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
 }
 
 /* Verdict and note of the rerun race check from its histogram. */
-static void rerun_row_finish(result_t *r)
+void replay_rerun_row_finish(result_t *r)
 {
     if (r->ulp.identical == r->ulp.count) {
         r->verdict = VERDICT_PASS;
@@ -794,7 +682,7 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
     double rel[2] = {NAN, NAN};
     const kernel_act_t *acts[2] = {w4a8_act, &a4};
     for (int i = 0; i < 2; i++) {
-        const float *r = reference_exact(rc, acts[i], err);
+        const float *r = replay_reference_exact(rc, acts[i], err);
         if (!r) {
             replay_release_act(rc, &a4);
             return -1;
@@ -819,7 +707,7 @@ static int recorded_route(replay_ctx_t *rc, const uint16_t *out, const kernel_ac
 
 /* The outputs the case recorded in production, replayed against the same
  * references: does replay reproduce what production saw? */
-static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
+int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
 {
     const case_t *c = rc->c;
     const kernel_desc_t *w4a8 = kernel_for_role(COMPARE_ROLE_W4A8_MODEL);
@@ -888,8 +776,8 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         ulp_stats_bf16(c->out, c->out_rerun, MN, &r->ulp);
         free(a);
         free(b);
-        rerun_row_finish(r);
-        status = fold_row(rc, r, ROW_KIND_RERUN, &sums, c->N, 0, NULL, err);
+        replay_rerun_row_finish(r);
+        status = replay_fold_row(rc, r, ROW_KIND_RERUN, &sums, c->N, 0, NULL, err);
     }
     if (status == 0 && c->ref_recorded && rc->in.weight.packed) {
         /* The reference the serving process computed (the bad-case dump's
@@ -902,7 +790,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
         kopt.act_source = ACT_SOURCE_AUTO;
         if (act_prepare_fp8_token(w4a8, &rc->in, &kopt, &act, &kerr) == 0) {
             const int64_t MN = c->M * c->N;
-            const float *r_exact = reference_exact(rc, &act, err);
+            const float *r_exact = replay_reference_exact(rc, &act, err);
             uint16_t *bits = ref_alloc_array((size_t)MN * sizeof(uint16_t));
             if (!r_exact || !bits) {
                 status = -1;
@@ -911,7 +799,7 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
                     bits[i] = bf16_encode(c->ref_recorded[i]);
                 nonfinite_t operand_nf;
                 nonfinite_count(act.dequant, act.M * act.K, &operand_nf);
-                status = add_compared_row(rc, "recorded.ref", ref_kind_name(REF_EXACT), &act,
+                status = replay_add_compared_row(rc, "recorded.ref", ref_kind_name(REF_EXACT), &act,
                                           "the serve's in-process reference", bits, c->ref_recorded,
                                           r_exact, NULL, act.dequant, &operand_nf, 1e-3, 0.0, err);
             }
@@ -933,105 +821,6 @@ static int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
     }
     return status;
 }
-
-/* The GEMM of the source references for one weight kind: MXFP4 through the
- * chunked dequantizing reference, bf16 through a dense sgemm on the decoded
- * weight (wf, cached by the caller). */
-static int source_gemm(replay_ctx_t *rc, weight_kind_t wk, const float *A, const float *wf,
-                       float *C, kr_error_t *err)
-{
-    const case_t *c = rc->c;
-    if (wk == WEIGHT_KIND_MXFP4)
-        return reference_gemm(rc, A, C, err);
-    if (replay_gpu_refs_here(rc))
-        return gpu_session_ref_bf16(rc->opt->gpu, A, c->M, c->weight_bf16, c->N, c->K,
-                                    rc->opt->ref_panel_rows, C, err);
-    gemm_dense_f32_panels(A, wf, c->M, c->N, c->K, rc->opt->ref_panel_rows, C);
-    blas_threads_park();
-    return 0;
-}
-
-/* R_source (and R_sanitized when x has non-finite values) for one weight
- * kind.  bf16 kernels consume bf16 activations, so their x is rounded.
- * recycled: an [M, N] fp32 buffer no longer needed, for R_source, or NULL. */
-static int build_source_refs(replay_ctx_t *rc, weight_kind_t wk, float *recycled, kr_error_t *err)
-{
-    const case_t *c = rc->c;
-    source_refs_t *src = &rc->src[wk];
-    const int64_t MK = c->M * c->K, MN = c->M * c->N, NK = c->N * c->K;
-    float *wf = NULL;
-    int status = 0;
-    src->x = c->x;
-    if (wk == WEIGHT_KIND_BF16) {
-        src->x_owned = ref_alloc_array((size_t)MK * sizeof(float));
-        wf = ref_alloc_array((size_t)NK * sizeof(float));
-        if (!src->x_owned || !wf) {
-            free(wf);
-            return kr_fail(err, "%s: out of memory for the bf16 reference", c->path);
-        }
-        for (int64_t i = 0; i < MK; i++)
-            src->x_owned[i] = bf16_decode(bf16_encode(c->x[i]));
-        for (int64_t i = 0; i < NK; i++)
-            wf[i] = bf16_decode(c->weight_bf16[i]);
-        src->x = src->x_owned;
-    }
-    src->r_source = recycled ? recycled : ref_alloc_array((size_t)MN * sizeof(float));
-    if (!src->r_source)
-        status = kr_fail(err, "%s: out of memory for R_source", c->path);
-    else
-        status = source_gemm(rc, wk, src->x, wf, src->r_source, err);
-    /* Non-finite activations make R_source non-finite where they reach; the
-     * reference a reader wants next is the one on sanitized input (non-finite
-     * -> 0, as the dispatch's SANITIZE_X does). */
-    if (status == 0 && nonfinite_total(&rc->health.x_nf) > 0) {
-        src->x_sanitized = ref_alloc_array((size_t)MK * sizeof(float));
-        src->r_sanitized = ref_alloc_array((size_t)MN * sizeof(float));
-        if (!src->x_sanitized || !src->r_sanitized) {
-            status = kr_fail(err, "%s: out of memory for R_sanitized", c->path);
-        } else {
-            for (int64_t i = 0; i < MK; i++)
-                src->x_sanitized[i] = isfinite(src->x[i]) ? src->x[i] : 0.0f;
-            status = source_gemm(rc, wk, src->x_sanitized, wf, src->r_sanitized, err);
-        }
-    }
-    free(wf);
-    return status;
-}
-
-/* The source references of weight kind wk, made on their first use: a
- * replay whose kernels never compare with them (quantizers only) never
- * computes them, and one whose only user is its last kernel computes them
- * after that kernel's R_exact row into R_exact's buffer, so the case never
- * holds both [M, N] references at once.  The calls, and so the bits, are
- * those of computing them first. */
-static int ensure_source_refs(replay_ctx_t *rc, weight_kind_t wk, kr_error_t *err)
-{
-    const case_t *c = rc->c;
-    source_refs_t *src = &rc->src[wk];
-    if (src->built)
-        return 0;
-    src->built = 1;
-    if (!c->x || !(rc->opt->refs & REF_SOURCE) ||
-        !(wk == WEIGHT_KIND_MXFP4 ? (const void *)c->weight : (const void *)c->weight_bf16))
-        return 0;
-    float *recycled = NULL;
-    if (rc->last_reference_user && rc->exact_cache.R) {
-        recycled = rc->exact_cache.R;
-        rc->exact_cache.R = NULL;
-        exact_cache_free(rc);
-    }
-    return build_source_refs(rc, wk, recycled, err);
-}
-
-static void free_source_refs(source_refs_t *src)
-{
-    free(src->r_source);
-    free(src->x_owned);
-    free(src->x_sanitized);
-    free(src->r_sanitized);
-    memset(src, 0, sizeof *src);
-}
-
 /* What a kernel is handed for c's rows (weight: in checkpoint order). */
 static kernel_inputs_t case_kernel_inputs(const case_t *c, const replay_options_t *opt,
                                           const uint8_t *weight, int64_t full_M)
@@ -1096,7 +885,7 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, const polic
         last = NULL;
     if (status == 0 && opt->vs_kernel) {
         rc.vs = kernel_find(opt->vs_kernel);
-        prepare_vs_model(&rc);
+        replay_prepare_vs_model(&rc);
     }
     for (int i = 0; status == 0 && i < kernel_count(); i++) {
         const kernel_desc_t *k = kernel_at(i);
@@ -1119,10 +908,10 @@ static int replay_rows(const case_t *c, const replay_options_t *opt, const polic
     rc.last_reference_user = 0;
     if (status == 0 && opt->include_recorded)
         status = replay_recorded(&rc, err);
-    free_source_refs(&rc.src[WEIGHT_KIND_MXFP4]);
-    free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
+    replay_free_source_refs(&rc.src[WEIGHT_KIND_MXFP4]);
+    replay_free_source_refs(&rc.src[WEIGHT_KIND_BF16]);
     free(rc.vs_out);
-    exact_cache_free(&rc);
+    replay_exact_cache_free(&rc);
     gpu_session_case_end(opt->gpu);
     if (shared_ref)
         *shared_ref = rc.ref_ctx; /* made here on first use, kept for the next block */
@@ -1193,26 +982,26 @@ static void finish_block_row(const row_block_acc_t *acc, const replay_options_t 
     switch (acc->kind) {
     case ROW_KIND_COMPARED:
         r->note[0] = '\0';
-        judge_in_replay(opt, policy, poison, r, r->threshold);
-        append_text(r->note, sizeof r->note, acc->extra_note);
+        replay_judge_row(opt, policy, poison, r, r->threshold);
+        replay_append_text(r->note, sizeof r->note, acc->extra_note);
         break;
     case ROW_KIND_QUANT: {
         char how[384];
         r->note[0] = '\0';
-        judge_in_replay(opt, policy, poison, r, r->threshold);
-        describe_quantizer_counts(acc->counts, how, sizeof how);
-        append_text(r->note, sizeof r->note, how);
+        replay_judge_row(opt, policy, poison, r, r->threshold);
+        replay_describe_quantizer_counts(acc->counts, how, sizeof how);
+        replay_append_text(r->note, sizeof r->note, how);
         break;
     }
     case ROW_KIND_VS: {
         char vs_name[32];
         const char *colon = strchr(r->reference, ':');
         kr_strlcpy(vs_name, colon ? colon + 1 : r->reference, sizeof vs_name);
-        vs_row_finish(opt, policy, r, vs_name, r->threshold);
+        replay_vs_row_finish(opt, policy, r, vs_name, r->threshold);
         break;
     }
     case ROW_KIND_RERUN:
-        rerun_row_finish(r);
+        replay_rerun_row_finish(r);
         break;
     case ROW_KIND_NOTE:
         break;
