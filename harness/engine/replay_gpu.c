@@ -14,11 +14,6 @@
 #include "model_sample.h"
 #include "replay_ctx.h"
 
-int replay_gpu_refs_here(const replay_ctx_t *rc)
-{
-    return rc->opt->device_gpu && rc->opt->gpu && gpu_session_refs_supported(rc->opt->gpu);
-}
-
 /* What the GPU runner measured, on a row it produced: device, reruns,
  * canary and timing. */
 static void gpu_stamp_measures(result_t *r, const gpu_run_result_t *gr)
