@@ -24,6 +24,8 @@ NOT_PROJECT = {"kr_test_support", "kr_bench", "kr_fault_fs"}
 def objects(build):
     found = []
     for dirpath, _, filenames in os.walk(build):
+        if os.path.relpath(dirpath, build).startswith(os.path.join("tests", "tmp")):
+            continue        # the tests' scratch trees, planted objects among them
         m = LIBRARY_DIR.search(dirpath)
         if not m or m.group(1) in NOT_PROJECT:
             continue

@@ -11,26 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "python_ready.h"
 #include "test_main.h"
 #include "test_support.h"
-
-static int run_shell(const char *cmd, char **output)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, len = 0, got;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0)
-        len += got;
-    buf[len] = '\0';
-    int status = pclose(p);
-    *output = buf;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 /* Compiles `code` as <build>/CMakeFiles/kr_planted.dir/<name>.c.o, where the
  * checker looks for a library's objects. */
@@ -44,7 +28,7 @@ static void planted_object(const char *build, const char *name, const char *code
     fclose(f);
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/CMakeFiles/kr_planted.dir' && cc -c '%s' -o '%s/CMakeFiles/kr_planted.dir/%s.c.o' 2>&1",
              build, src, build, name);
-    assert_int_equal(run_shell(cmd, &out), 0);
+    assert_int_equal(test_sh(cmd, &out), 0);
     free(out);
 }
 
@@ -53,7 +37,7 @@ static int run_checker(const char *build, char **out)
     char cmd[4400];
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/scripts/check_call_cycles.py' '%s' 2>&1", KREPLAY_SOURCE_DIR,
              build);
-    return run_shell(cmd, out);
+    return test_sh(cmd, out);
 }
 
 static void test_mutual_calls_named(void **state)
@@ -72,6 +56,9 @@ static void test_mutual_calls_named(void **state)
     assert_int_equal(run_checker(build, &out), 1);
     assert_non_null(strstr(out, "call cycle: lower.c <-> upper.c"));
     free(out);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", build);      /* not left where a build's objects are */
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_no_objects_is_an_error(void **state)

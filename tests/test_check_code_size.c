@@ -102,21 +102,23 @@ static void test_long_files(void **state)
     (void)state;
     char root[4096], *out;
     fresh_tree(root, sizeof root, "size-files");
-    FILE *c_file = open_in(root, "big.c"), *py_file = open_in(root, "big.py"), *ok = open_in(root, "ok.c");
-    for (int i = 0; i < 900; i++) {        /* comments count as lines of the file */
-        fprintf(c_file, "/* line %d */\n", i);
-        fprintf(py_file, "# line %d\n", i);
+    const struct {
+        const char *name, *format;
+        int lines;
+    } files[] = {{"big.c", "/* line %d */\n", 900}, {"big.py", "# line %d\n", 900},
+                 {"ok.c", "/* line %d */\n", 800}};    /* comments count; ok.c is at the limit */
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        FILE *fp = open_in(root, files[f].name);
+        for (int i = 0; i < files[f].lines; i++)
+            fprintf(fp, files[f].format, i);
+        fclose(fp);
     }
-    for (int i = 0; i < 800; i++)          /* at the limit */
-        fprintf(ok, "/* line %d */\n", i);
-    fclose(c_file);
-    fclose(py_file);
-    fclose(ok);
-    assert_int_equal(run_checker(root, "", &out), 1);
+    const int failed = run_checker(root, "", &out);
     assert_non_null(strstr(out, "big.c: file of 900 lines (limit 800)"));
     assert_non_null(strstr(out, "big.py: file of 900 lines (limit 800)"));
     assert_null(strstr(out, "ok.c: file of"));
     free(out);
+    assert_int_equal(failed, 1);
     assert_int_equal(run_checker(root, "--max-file-lines 1000", &out), 0);
     free(out);
 }
