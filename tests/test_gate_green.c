@@ -129,6 +129,10 @@ static void test_patterns_must_match(void **state)
               "--only-band mid: no case of suite 'green' is selected", "64x256", "256x2048");
     GATE_SAYS(run, "--only-shape 17408x5120", 2, "--only-shape 17408x5120: no case", "nothing was checked");
     assert_int_equal(partials(run), 0);
+    /* ...and leaves no results file that could pass for a run. */
+    char results[1400];
+    snprintf(results, sizeof results, "%s/results.h5", run);
+    assert_int_equal(access(results, F_OK), -1);
     /* What matches still runs... */
     gate_expect(run, "--only-case moe_gate_N256_K2048_M8", 0, "gate PASSED");
     /* ...unless every row is UNSUPPORTED: the run compared nothing. */

@@ -651,7 +651,9 @@ static int gate_steps(gate_state_t *g, results_meta_t *meta, result_list_t *rows
     result_list_sort(rows);
     if (o->baseline_path && !g->baseline_missing && gate_compare_baseline(g, rows, sum, err))
         return -1;
-    if (gate_write_outputs(g, rows, meta, sum, err))
+    /* A run that selected no case writes nothing: gate_run refuses it, and an
+     * empty results.h5 left behind could pass for a run. */
+    if (sum->cases_planned > 0 && gate_write_outputs(g, rows, meta, sum, err))
         return -1;
     sum->rows = rows->count;
     for (int64_t i = 0; i < rows->count; i++)
