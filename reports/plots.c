@@ -11,6 +11,7 @@
 #include "row_kernel.h"
 #include "shape_order.h"
 #include "verdict.h"
+#include "row_reference.h"
 
 /* ------------------------------------------------------------ ULP histograms */
 
@@ -209,7 +210,7 @@ int plots_from_rows(plot_list_t *pl, const result_list_t *rows, kr_error_t *err)
     for (int i = 0; i < n_shapes && rc == 0; i++)
         rc = plot_relerr(pl, rows, &kernels, &bands, shapes[i].N, shapes[i].K);
     /* ULP histograms: the references in a fixed order, then the others. */
-    static const char *const first_refs[] = {"R_exact", "R_source", "R_sanitized", "out_rerun"};
+    static const char *const first_refs[] = {"R_exact", "R_source", ROW_REF_SANITIZED, ROW_REF_RERUN};
     for (size_t j = 0; j < sizeof first_refs / sizeof first_refs[0] && rc == 0; j++)
         if (strset_find(&refs, first_refs[j]) >= 0)
             rc = plot_ulp(pl, rows, &kernels, first_refs[j]);

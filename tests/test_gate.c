@@ -17,6 +17,7 @@
 
 #include "kreplay_checks.h"
 #include "results_store.h"
+#include "row_reference.h"
 #include "suite_file.h"
 #include "test_main.h"
 #include "test_support.h"
@@ -33,7 +34,7 @@ static int setup(void **state)
     const test_suite_spec_t spec = {
         .name = "gate-test", .files = KREPLAY_SOURCE_DIR "/cases/samples/moe_gate_N256_K2048_M8.h5",
         .shapes = "64x256, gdn_in_proj_ba_tp2", .m = "1, 8, 80", .seeds = "1, 2",
-        .kernels = "\"w4a8.perblock\", \"w4a8.folded\", \"w4a4.aiter\"",
+        .kernels = "\"w4a8.perblock\", \"w4a8.folded\", \"w4a4.aiter\", \"quant.fp8_token\"",
     };
     test_write_suite(suite, &spec);
     return 0;
@@ -223,6 +224,12 @@ static void test_resume_after_kill(void **state)
     read_run_rows("whole", &whole);
     read_run_rows("killed", &resumed);
     assert_same_rows(&whole, &resumed);
+    /* The resumed partials held more than GEMM rows: a quantizer's rows
+     * (against x) too, which --resume once refused as unknown. */
+    int quantizer_rows = 0;
+    for (int64_t i = 0; i < resumed.count; i++)
+        quantizer_rows += !strcmp(resumed.rows[i].reference, ROW_REF_INPUT);
+    assert_true(quantizer_rows > 0);
     result_list_free(&whole);
     result_list_free(&resumed);
 }
@@ -243,7 +250,7 @@ static void test_bad_suite_and_list(void **state)
     snprintf(args, sizeof args, "gate '%s' --list-shapes", suite);
     assert_int_equal(test_run_kreplay(args, &out), 0);
     /* Then one line per shape x band, for ctest's per-band labels. */
-    TEST_EXPECT_PHRASES(out, "64x256 bands=decode,mid", "48x5120 ", "families=w4a8,w4a4",
+    TEST_EXPECT_PHRASES(out, "64x256 bands=decode,mid", "48x5120 ", "families=quant,w4a8,w4a4",
                         "\n64x256 band=decode families=", "\n64x256 band=mid families=");
     assert_null(strstr(out, "64x256 band=prefill"));
     free(out);

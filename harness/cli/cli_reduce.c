@@ -25,6 +25,7 @@
 #include "py_kernels.h"
 #include "reduce.h"
 #include "suite.h"
+#include "row_reference.h"
 
 static int cli_reduce(int argc, char **argv);
 
@@ -228,8 +229,8 @@ static int apply_option(void *args, const cli_value_t *v)
     switch (v->id) {
     case OPT_REF:
         st->ref = !strcmp(v->arg, "exact") ? "R_exact" : !strcmp(v->arg, "source") ? "R_source" : v->arg;
-        if (strcmp(st->ref, "R_exact") && strcmp(st->ref, "R_source") && strcmp(st->ref, "R_sanitized") &&
-            strcmp(st->ref, "out_rerun"))
+        if (strcmp(st->ref, "R_exact") && strcmp(st->ref, "R_source") && strcmp(st->ref, ROW_REF_SANITIZED) &&
+            strcmp(st->ref, ROW_REF_RERUN))
             return cli_option_error(st->cmd, "ref", "'%s' is not R_exact, R_source, R_sanitized or out_rerun",
                                     v->arg);
         return CLI_GO_ON;
@@ -435,7 +436,7 @@ static void print_replay_command(const reduce_cli_t *st, const char *out)
         append_word(cmd, sizeof cmd, st->kernel);
         append_word(cmd, sizeof cmd, "--no-recorded");
     }
-    const int source = !strcmp(st->ref, "R_source") || !strcmp(st->ref, "R_sanitized");
+    const int source = !strcmp(st->ref, "R_source") || !strcmp(st->ref, ROW_REF_SANITIZED);
     append_word(cmd, sizeof cmd, "--refs");
     append_word(cmd, sizeof cmd, source ? "source" : "exact");
     char reruns[32];

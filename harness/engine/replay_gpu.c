@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "model_sample.h"
 #include "replay_ctx.h"
+#include "row_reference.h"
 
 /* What the GPU runner measured, on a row it produced: device, reruns,
  * canary and timing. */
@@ -43,7 +44,7 @@ static void add_model_row(replay_ctx_t *rc, const char *kernel, const kernel_des
         return;
     }
     char ref[32], scope[96] = "";
-    snprintf(ref, sizeof ref, "model:%.24s", k->name);
+    snprintf(ref, sizeof ref, ROW_REF_MODEL_PREFIX "%.24s", k->name);
     if (ms->n < rc->c->M)
         snprintf(scope, sizeof scope, " on %lld of %lld rows (--model-rows)", (long long)ms->n,
                  (long long)rc->c->M);
@@ -223,7 +224,7 @@ int replay_gpu_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *e
         if (!r) {
             status = kr_fail(err, "out of memory");
         } else {
-            replay_row_header(rc, r, gr.kernel, "model:codes");
+            replay_row_header(rc, r, gr.kernel, ROW_REF_MODEL_PREFIX "codes");
             quantizer_row(rc, &act, &gr, r);
             stamp_gpu_rows(rc, rc->out->count - 1, &gr);
         }

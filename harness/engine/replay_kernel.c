@@ -18,6 +18,7 @@
 #include "output_store.h"
 #include "kr_alloc.h"
 #include "replay_ctx.h"
+#include "row_reference.h"
 
 /* How a quantizer treated the case's non-finite inputs, and whether its
  * codes reproduce the fp8 activations the case recorded: counts over the
@@ -104,7 +105,7 @@ int replay_quantizer(replay_ctx_t *rc, const kernel_desc_t *k, kr_error_t *err)
         replay_release_act(rc, &act);
         return kr_fail(err, "out of memory");
     }
-    replay_row_header(rc, r, k->name, "x");
+    replay_row_header(rc, r, k->name, ROW_REF_INPUT);
     kr_strlcpy(r->act_origin, act.origin, sizeof r->act_origin);
     /* Rows and columns here are the activation matrix [M, K]. */
     metrics_sums_t sums;
@@ -178,7 +179,7 @@ static int add_vs_row(replay_ctx_t *rc, const kernel_desc_t *k, const uint16_t *
         return kr_fail(err, "out of memory");
     }
     char ref[32];
-    snprintf(ref, sizeof ref, "model:%.24s", rc->vs->name);
+    snprintf(ref, sizeof ref, ROW_REF_MODEL_PREFIX "%.24s", rc->vs->name);
     replay_row_header(rc, r, k->name, ref);
     metrics_sums_t sums;
     metrics_compute_sums(a, b, rc->c->M, rc->c->N, &r->metrics, &sums);

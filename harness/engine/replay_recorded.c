@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "kr_alloc.h"
 #include "replay_ctx.h"
+#include "row_reference.h"
 
 /* Verdict and note of the rerun race check from its histogram. */
 void replay_rerun_row_finish(result_t *r)
@@ -147,7 +148,7 @@ int replay_recorded(replay_ctx_t *rc, kr_error_t *err)
             free(b);
             return kr_fail(err, "out of memory");
         }
-        replay_row_header(rc, r, "recorded.out", "out_rerun");
+        replay_row_header(rc, r, "recorded.out", ROW_REF_RERUN);
         metrics_sums_t sums;
         metrics_compute_sums(a, b, c->M, c->N, &r->metrics, &sums);
         ulp_stats_bf16(c->out, c->out_rerun, MN, &r->ulp);

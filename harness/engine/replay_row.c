@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "kr_alloc.h"
 #include "replay_ctx.h"
+#include "row_reference.h"
 #include "verdict.h"
 
 double replay_now_seconds(void)
@@ -244,7 +245,7 @@ void replay_note_row(replay_ctx_t *rc, const char *kernel, verdict_t v, const ch
     result_t *r = result_list_add(rc->out);
     if (!r)
         return;
-    replay_row_header(rc, r, kernel, "-");
+    replay_row_header(rc, r, kernel, ROW_REF_NONE);
     r->verdict = v;
     kr_strlcpy(r->note, note, sizeof r->note);
     kr_error_t ignored = {{0}};
@@ -287,7 +288,7 @@ int replay_compare_refs(replay_ctx_t *rc, const char *kernel, const kernel_act_t
                                out_bits, NULL, src->r_source, oracle_ok ? src->x : NULL, src->x,
                                &rc->source_nf, tol_source, seconds, err);
     if (rc_ == 0 && (refs & REF_SOURCE) && src->r_sanitized)
-        rc_ = replay_add_compared_row(rc, kernel, "R_sanitized", act, act ? act->origin : "", out_bits, NULL,
+        rc_ = replay_add_compared_row(rc, kernel, ROW_REF_SANITIZED, act, act ? act->origin : "", out_bits, NULL,
                                src->r_sanitized, oracle_ok ? src->x_sanitized : NULL, src->x,
                                &rc->source_nf, tol_source, seconds, err);
     rc->digest_bits = NULL;

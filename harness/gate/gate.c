@@ -36,6 +36,7 @@
 #include "run_dir_check.h"
 #include "suite.h"
 #include "synth.h"
+#include "row_reference.h"
 
 /* One case of the plan: a file, or synthetic case j of item i. */
 typedef struct {
@@ -157,7 +158,7 @@ static void judge_rows(const suite_t *s, const policy_t *pol, result_t *rows, in
     for (int64_t i = 0; i < n; i++) {
         result_t *r = &rows[i];
         kr_strlcpy(r->band, suite_band_of(s, r->M), sizeof r->band);
-        if (!strcmp(r->reference, "-") || !strcmp(r->reference, "out_rerun"))
+        if (!strcmp(r->reference, ROW_REF_NONE) || !strcmp(r->reference, ROW_REF_RERUN))
             continue;
         policy_rule_t rule;
         judge_rule_for(pol, kernel_find(r->kernel), r, r->threshold, &rule);

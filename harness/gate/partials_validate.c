@@ -10,6 +10,7 @@
 
 #include "results_store.h"
 #include "results_validate.h"
+#include "row_reference.h"
 
 static int kernel_in_run(const partials_plan_t *p, const char *name)
 {
@@ -23,15 +24,6 @@ static int kernel_in_run(const partials_plan_t *p, const char *name)
         if (p->extra_kernels[i] && !strcmp(p->extra_kernels[i]->name, name))
             return 1;
     return 0;
-}
-
-static int known_reference(const char *ref)
-{
-    static const char *const refs[] = {"R_exact", "R_source", "R_sanitized", "out_rerun", "-"};
-    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
-        if (!strcmp(ref, refs[i]))
-            return 1;
-    return !strncmp(ref, "model:", 6);
 }
 
 static int key_index(char *const *keys, int n, const char *key)
@@ -73,7 +65,7 @@ static int row_problem(const partials_plan_t *p, const result_t *row, char *cons
         snprintf(why, cap, "a row of case '%.512s', which no partial is for", row->case_path);
     else if (!kernel_in_run(p, row->kernel))
         snprintf(why, cap, "a row of kernel '%.128s', which this run does not run", row->kernel);
-    else if (!known_reference(row->reference))
+    else if (!row_reference_known(row->reference))
         snprintf(why, cap, "a row against reference '%.128s', which no run writes",
                  row->reference);
     else

@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "kr_string.h"
+#include "row_reference.h"
 
 static int metric_row(const result_t *r)
 {
-    if (!strcmp(r->reference, "-") || !strcmp(r->reference, "out_rerun") ||
-        !strncmp(r->reference, "model:", 6))
+    if (!strcmp(r->reference, ROW_REF_NONE) || !strcmp(r->reference, ROW_REF_RERUN) ||
+        !strncmp(r->reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX)))
         return 0;
     if (r->input_nf.nan + r->input_nf.pos_inf + r->input_nf.neg_inf > 0)
         return 0;

@@ -9,6 +9,7 @@
 #include "input_health.h"
 #include "kr_string.h"
 #include "verdict.h"
+#include "row_reference.h"
 
 #ifndef KREPLAY_SOURCE_DIR
 #define KREPLAY_SOURCE_DIR "."
@@ -48,7 +49,7 @@ static const policy_rule_t *family_rule(const policy_t *p, const kernel_desc_t *
     if (!k || !k->rules_of || kernel_find(row->kernel))
         return NULL;
     const policy_rule_t *m = policy_match(p, k->rules_of->name, row->reference, row->band);
-    if (!m && !strcmp(row->reference, "R_sanitized"))
+    if (!m && !strcmp(row->reference, ROW_REF_SANITIZED))
         m = policy_match(p, k->rules_of->name, "R_source", row->band);
     return m;
 }
@@ -57,7 +58,7 @@ void judge_rule_for(const policy_t *p, const kernel_desc_t *k, const result_t *r
                     double fallback_tol, policy_rule_t *rule)
 {
     const policy_rule_t *m = policy_match(p, row->kernel, row->reference, row->band);
-    if (!m && !strcmp(row->reference, "R_sanitized"))
+    if (!m && !strcmp(row->reference, ROW_REF_SANITIZED))
         m = policy_match(p, row->kernel, "R_source", row->band);
     if (m) {
         *rule = *m;
@@ -119,7 +120,7 @@ static int64_t nf_minus(const nonfinite_t *all, const nonfinite_t *apart)
  * differing elements lean to one side, and which rounding they fit. */
 static int biased(const policy_rule_t *rule, const result_t *row, char *note, int cap)
 {
-    if (strcmp(row->reference, "R_exact") && strncmp(row->reference, "model:", 6))
+    if (strcmp(row->reference, "R_exact") && strncmp(row->reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX)))
         return 0;
     const ulp_stats_t *u = &row->ulp;
     const int64_t t = u->toward_zero, a = u->away_zero, n = t + a;
@@ -227,7 +228,7 @@ static verdict_t judge_finite_part(const policy_rule_t *rule, const result_t *ro
                  (long long)(m->out_nf.neg_inf - m->out_nf_apart.neg_inf), (long long)ref_bad, origin);
         return VERDICT_NONFINITE_OUT;
     }
-    if (!strncmp(row->reference, "model:", 6) && row->ulp.bins[ULP_BIN_NONFINITE] > 0) {
+    if (!strncmp(row->reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX)) && row->ulp.bins[ULP_BIN_NONFINITE] > 0) {
         /* Two models on the same operands: NaN (or Inf) on one side only is
          * a disagreement, whichever side. */
         snprintf(note, (size_t)cap, "%lld elements are NaN or Inf on one side only (%s)",
@@ -301,7 +302,7 @@ static void describe_apart(const result_t *row, const judge_poison_t *poison, ch
  * the elements masked (at least: counts, not positions), 0 when none. */
 static int64_t poison_masked(const result_t *row)
 {
-    if (strcmp(row->reference, "R_exact") && strncmp(row->reference, "model:", 6))
+    if (strcmp(row->reference, "R_exact") && strncmp(row->reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX)))
         return 0;
     const int64_t masked =
         nonfinite_total(&row->metrics.ref_nf_apart) - nonfinite_total(&row->metrics.out_nf_apart);

@@ -1,6 +1,7 @@
 #include "policy.h"
 
 #include "kr_string.h"
+#include "row_reference.h"
 #include "yaml_util.h"
 
 #include <fnmatch.h>
@@ -18,8 +19,6 @@ static const char *const rule_keys[] = {"kernel",        "reference", "band",   
                                         "worst_row_rel", "max_ulp",   "identical_min", "nonfinite",
                                         "bias_z",        "bias_frac", "bias_share", NULL};
 static const char *const recorded_names[] = {"recorded.out", "recorded.out_rerun", "recorded.aiter", NULL};
-static const char *const reference_names[] = {"R_exact", "R_source", "R_sanitized", "out_rerun", "x",
-                                              NULL};
 static const char *const band_names[] = {"decode", "mid", "prefill", "tiled", "none", NULL};
 
 void policy_rule_init(policy_rule_t *rule, const char *kernel, const char *reference)
@@ -38,6 +37,28 @@ void policy_rule_init(policy_rule_t *rule, const char *kernel, const char *refer
 }
 
 /* ---- loading ---- */
+
+/* Does a rule's reference glob match a reference rows are written against
+ * (row_reference.h; "-", a row that compared nothing, has no threshold)?
+ * The names it could match go into expect. */
+static int reference_glob_ok(const char *glob_, char *expect, size_t cap)
+{
+    int ok = !strncmp(glob_, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX));
+    size_t o = 0;
+    expect[0] = 0;
+    for (int i = 0; row_reference_name(i); i++) {
+        const char *name = row_reference_name(i);
+        if (!strcmp(name, ROW_REF_NONE))
+            continue;
+        ok |= fnmatch(glob_, name, 0) == 0;
+        int w = snprintf(expect + o, cap - o, "%s, ", name);
+        if (w < 0 || (size_t)w >= cap - o)
+            return ok;
+        o += (size_t)w;
+    }
+    snprintf(expect + o, cap - o, "%sNAME", ROW_REF_MODEL_PREFIX);
+    return ok;
+}
 
 static int glob_matches_any(const char *glob_, const char *const *names)
 {
@@ -85,8 +106,8 @@ static int get_glob(kr_yaml_t *y, yaml_node_t *rule, const char *field, const ch
             snprintf(names + o, sizeof names - o, "recorded.out, recorded.out_rerun, recorded.aiter");
         expect = names;
     } else if (!strcmp(field, "reference")) {
-        ok = glob_matches_any(buf, reference_names) || !strncmp(buf, "model:", 6);
-        expect = "R_exact, R_source, R_sanitized, out_rerun, x, model:NAME";
+        ok = reference_glob_ok(buf, names, sizeof names);
+        expect = names;
     } else {
         ok = glob_matches_any(buf, band_names);
         expect = "decode, mid, prefill, tiled";
@@ -350,11 +371,11 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
     policy_rule_init(rule, k->name, reference);
     rule->line = 0;
     const int act = act_mantissa(k);
-    if (!strcmp(reference, "R_exact") || !strncmp(reference, "model:", 6)) {
+    if (!strcmp(reference, "R_exact") || !strncmp(reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX))) {
         rule->rel_fro = policy_derived_rel(OUT_MANT_BF16, ACC_MANT_FP32, -1, K);
         snprintf(rule->origin, sizeof rule->origin, "derived: 2^-8 (bf16 out) + K=%lld x 2^-24 (fp32 sum)",
                  (long long)K);
-    } else if (!strcmp(reference, "R_source") || !strcmp(reference, "R_sanitized")) {
+    } else if (!strcmp(reference, "R_source") || !strcmp(reference, ROW_REF_SANITIZED)) {
         rule->rel_fro = policy_derived_rel(OUT_MANT_BF16, ACC_MANT_FP32, act, K);
         snprintf(rule->origin, sizeof rule->origin,
                  "derived: 2^-8 (bf16 out) + K=%lld x 2^-24 (fp32 sum) + 2^-%d (activations, %d mantissa bits)",
@@ -362,7 +383,7 @@ int policy_derived_rule(const kernel_desc_t *k, const char *reference, int64_t K
     } else if (!strcmp(reference, "x")) {
         rule->rel_fro = unit_roundoff(act);
         snprintf(rule->origin, sizeof rule->origin, "derived: 2^-%d (activations, %d mantissa bits)", act + 1, act);
-    } else if (!strcmp(reference, "out_rerun")) {
+    } else if (!strcmp(reference, ROW_REF_RERUN)) {
         rule->rel_fro = 0.0;
         rule->identical_min = 1.0;
         snprintf(rule->origin, sizeof rule->origin, "derived: a rerun is bit-identical");

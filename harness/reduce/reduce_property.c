@@ -4,6 +4,7 @@
 
 #include "kr_string.h"
 #include "reduce.h"
+#include "row_reference.h"
 
 int reduce_row_is_recorded(const char *kernel)
 {
@@ -17,7 +18,7 @@ static replay_options_t row_options(const reduce_options_t *o)
     const int recorded = reduce_row_is_recorded(o->kernel);
     /* No kernel name holds '/' (plugin_loader.c), so "/" runs no kernel. */
     r.kernel_patterns = recorded ? "/" : o->kernel;
-    r.refs = strcmp(o->reference, "R_source") == 0 || strcmp(o->reference, "R_sanitized") == 0
+    r.refs = strcmp(o->reference, "R_source") == 0 || strcmp(o->reference, ROW_REF_SANITIZED) == 0
                  ? REF_SOURCE
                  : REF_EXACT;
     r.include_recorded = recorded;
@@ -46,7 +47,7 @@ int reduce_replay_row(const case_t *c, const reduce_options_t *o, reduce_outcome
         /* A kernel that crashed, hung or wrote out of bounds has one row
          * (reference "-") in place of its compared rows. */
         if (strcmp(row->kernel, o->kernel) != 0 ||
-            (strcmp(row->reference, o->reference) != 0 && strcmp(row->reference, "-") != 0))
+            (strcmp(row->reference, o->reference) != 0 && strcmp(row->reference, ROW_REF_NONE) != 0))
             continue;
         out->verdict = row->verdict;
         out->over_threshold = row->metrics.rel_fro > row->threshold;

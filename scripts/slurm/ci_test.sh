@@ -41,7 +41,7 @@ pids=()
 jobs_submitted=()
 fail() {
     echo "slurm test: FAILED: $*" >&2
-    for log in "$tmp"/*.log; do
+    for log in "$tmp"/*.log "$tmp"/runs/*/slurm-*.out; do
         [[ -f "$log" ]] && { echo "--- $log (last lines)"; tail -n 15 "$log"; } >&2
     done
     exit 1
@@ -133,8 +133,13 @@ echo "slurm test: slurmctld and slurmd up ($(sinfo -h -o '%P %D %c %T'))"
 # Waits until the jobs have left the queue; then each must have exit code 0.
 wait_jobs() {
     local deadline=$(($(date +%s) + wait_s)) j info
-    while [[ -n "$(squeue -h -j "$(IFS=,; echo "$*")" 2>/dev/null)" ]]; do
+    local list
+    list=$(IFS=,; echo "$*")
+    while [[ -n "$(squeue -h -j "$list" 2>/dev/null)" ]]; do
         (($(date +%s) < deadline)) || fail "jobs $* still queued after ${wait_s} s"
+        # A dependent job whose dependency failed waits forever: say so now.
+        squeue -h -j "$list" -o '%i %r' 2>/dev/null | grep -q DependencyNeverSatisfied &&
+            fail "jobs $*: a job failed, so its dependent can never run ($(squeue -h -j "$list" -o '%i %T %r' | tr '\n' ';'))"
         sleep 1
     done
     for j in "$@"; do
