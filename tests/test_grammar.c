@@ -150,27 +150,46 @@ static double ws_at(const setup_t *s, int64_t n, int64_t b)
 }
 
 typedef enum { F_NIBBLE, F_SCALE_K_NEXT, F_ROW_NEXT_K_TAIL, F_OUT_REV4, F_ACC_BF16_K32, F_XS_BF16,
-               F_WS_SWAP4_X_REV8 } hand_fault_t;
+               F_WS_SWAP4_X_REV8, F_TILE_BASE16, F_HI_NEG_ZERO, F_FP16_CHUNK8, F_CARRY_N16 } hand_fault_t;
 
-/* Output (m, n) of the kernel with fault f, per 32-block in fp32, as bf16. */
-static float hand(const setup_t *s, hand_fault_t f, int64_t m, int64_t n)
+/* A weight element as a kernel with fault f reads it: the high nibble's
+ * negative codes (8..15 at odd k) read through a signed index into zeros. */
+static float w_read(const setup_t *s, hand_fault_t f, int64_t n, int64_t k)
+{
+    const uint8_t byte = s->in.weight.packed[n * (s->K / 2) + k / 2];
+    if (f == F_HI_NEG_ZERO && (k & 1) && (byte >> 4) >= 8)
+        return 0.0f;
+    return (float)w_at(s, n, k);
+}
+
+/* The fp32 accumulator of output (m, n) with fault f, per 32-block, before
+ * the epilogue. */
+static float hand_acc(const setup_t *s, hand_fault_t f, int64_t m, int64_t n)
 {
     const int64_t K = s->K, nb = K / 32;
-    if (f == F_OUT_REV4 && m / 4 * 4 + 4 <= s->M)     /* reversed within aligned groups of 4 rows */
-        m = m / 4 * 4 + 3 - m % 4;
     const int64_t xm = f == F_ROW_NEXT_K_TAIL && m + 1 < s->M ? m + 1 : m;
-    float acc = 0.0f, xs = s->act.token_scale[m];
+    const int64_t wn = f == F_TILE_BASE16 ? n % 16 : n;    /* the tile's base forgotten */
+    float acc = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         if (f == F_ROW_NEXT_K_TAIL && b == nb - 1)
             continue;
         float t = 0.0f;
-        for (int64_t k = 32 * b; k < 32 * b + 32; k++) {
-            int64_t kw = f == F_NIBBLE ? k ^ 1 : k, kx = k;
-            if (f == F_WS_SWAP4_X_REV8)
-                kx = k / 8 * 8 + 7 - k % 8;
-            t += (float)x_at(s, xm, kx) * (float)w_at(s, n, kw);
+        for (int64_t k8 = 32 * b; k8 < 32 * b + 32; k8 += 8) {
+            _Float16 h = 0;     /* F_FP16_CHUNK8: 8 products summed in a half register */
+            for (int64_t k = k8; k < k8 + 8; k++) {
+                int64_t kw = f == F_NIBBLE ? k ^ 1 : k, kx = k;
+                if (f == F_WS_SWAP4_X_REV8)
+                    kx = k / 8 * 8 + 7 - k % 8;
+                const float p = (float)x_at(s, xm, kx) * w_read(s, f, wn, kw);
+                if (f == F_FP16_CHUNK8)
+                    h = (_Float16)((float)h + p);
+                else
+                    t += p;
+            }
+            if (f == F_FP16_CHUNK8)
+                t += (float)h;
         }
-        int64_t sb = b, sn = n;
+        int64_t sb = b, sn = wn;
         if (f == F_SCALE_K_NEXT && b + 1 < nb)
             sb = b + 1;
         if (f == F_WS_SWAP4_X_REV8 && n / 4 * 4 + 4 <= s->N)
@@ -178,6 +197,21 @@ static float hand(const setup_t *s, hand_fault_t f, int64_t m, int64_t n)
         acc += t * (float)ws_at(s, sn, sb);
         if (f == F_ACC_BF16_K32)
             acc = spec_bf16(spec_bf16_rne(acc));
+    }
+    return acc;
+}
+
+/* Output (m, n) of the kernel with fault f, per 32-block in fp32, as bf16. */
+static float hand(const setup_t *s, hand_fault_t f, int64_t m, int64_t n)
+{
+    if (f == F_OUT_REV4 && m / 4 * 4 + 4 <= s->M)     /* reversed within aligned groups of 4 rows */
+        m = m / 4 * 4 + 3 - m % 4;
+    float acc = hand_acc(s, f, m, n), xs = s->act.token_scale[m];
+    if (f == F_CARRY_N16) {
+        /* the accumulator never reset within a 16-column tile */
+        acc = 0.0f;
+        for (int64_t q = n / 16 * 16; q <= n; q++)
+            acc += hand_acc(s, f, m, q);
     }
     if (f == F_XS_BF16)
         xs = spec_bf16(spec_bf16_rne(xs));
@@ -200,6 +234,10 @@ static void test_eval_against_hand(void **state)
         {F_ACC_BF16_K32, "acc:bf16-k32", NULL},
         {F_XS_BF16, "xs:round-bf16", NULL},
         {F_WS_SWAP4_X_REV8, "ws-rows:swap4", "x-k:rev8"},
+        {F_TILE_BASE16, "w-rows:mod16", "ws-rows:mod16"},
+        {F_HI_NEG_ZERO, "w:hi-neg-zero", NULL},
+        {F_FP16_CHUNK8, "acc:fp16-chunk8", NULL},
+        {F_CARRY_N16, "acc:carry-n16", NULL},
     };
     const int64_t count = s.M * s.N;
     int64_t *pm = malloc((size_t)count * sizeof(int64_t)), *pn = malloc((size_t)count * sizeof(int64_t));

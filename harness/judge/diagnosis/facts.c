@@ -140,9 +140,12 @@ int diag_facts(dctx_t *x, char *buf, int cap)
                  "order of the kernel's operands gives", (long long)fp->bound_checked);
     }
     char much[200], tried[96] = "";
-    snprintf(much, sizeof much, "rel %.3g (threshold %.3g), %.3g%% of outputs off by more than it, max |err| %.3g "
-             "at (%lld, %lld)", x->base.rel, x->thr, f.finite ? 100.0 * (double)f.over / (double)f.finite : 0.0,
-             f.max_abs, (long long)(f.max_m + x->d->row_offset), (long long)f.max_n);
+    if (f.finite)
+        snprintf(much, sizeof much, "rel %.3g (threshold %.3g), %.3g%% of outputs off by more than it, max |err| "
+                 "%.3g at (%lld, %lld)", x->base.rel, x->thr, 100.0 * (double)f.over / (double)f.finite,
+                 f.max_abs, (long long)(f.max_m + x->d->row_offset), (long long)f.max_n);
+    else    /* no output to measure an error on: say so, not "rel 0" */
+        snprintf(much, sizeof much, "no finite output to measure an error on");
     if (f.nf_out || f.nf_ref) {
         const size_t len = strlen(much);
         snprintf(much + len, sizeof much - len, ", %lld non-finite where %s is finite", (long long)f.nf_out,

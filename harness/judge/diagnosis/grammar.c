@@ -79,6 +79,14 @@ static int64_t ix_group_transpose(int64_t i, int64_t len, int j, int a)
     return base + (r % cols) * ((int64_t)1 << a) + r / cols;
 }
 
+/* The index within its aligned group of 2^j: a tile-relative index whose
+ * tile base was forgotten. */
+static int64_t ix_mod(int64_t i, int64_t len, int j, int b)
+{
+    (void)len, (void)b;
+    return i & (((int64_t)1 << j) - 1);
+}
+
 static int64_t ix_stride_mul(int64_t i, int64_t len, int j, int b)
 {
     (void)b;
@@ -241,6 +249,11 @@ const g_index_row_t g_index_rows[] = {
     {"stride/2", "index divided by 2", ix_stride_div, NULL, 1, 0, 4, AX_1D, 0, 0},
     {"stride/4", "index divided by 4", ix_stride_div, NULL, 2, 0, 8, AX_1D, 0, 0},
     {"stride/8", "index divided by 8", ix_stride_div, NULL, 3, 0, 16, AX_1D, 0, 0},
+    {"mod4", "reads i mod 4 (the tile base of a 4-tile forgotten)", ix_mod, NULL, 2, 0, 5, AX_1D, 0, 0},
+    {"mod8", "reads i mod 8 (the tile base of an 8-tile forgotten)", ix_mod, NULL, 3, 0, 9, AX_1D, 0, 0},
+    {"mod16", "reads i mod 16 (the tile base of a 16-tile forgotten)", ix_mod, NULL, 4, 0, 17, AX_1D, 0, 0},
+    {"mod32", "reads i mod 32 (the tile base of a 32-tile forgotten)", ix_mod, NULL, 5, 0, 33, AX_1D, 0, 0},
+    {"mod64", "reads i mod 64 (the tile base of a 64-tile forgotten)", ix_mod, NULL, 6, 0, 65, AX_1D, 0, 0},
     {"half", "reads the other half (i + len/2)", ix_other_half, NULL, 0, 0, 2, AX_1D, 0, 0},
     {"nbr16", "reads the neighbouring 16-tile (i xor 16)", ix_neighbour_tile, NULL, 16, 0, 32,
      AX_MN, 0, 0},
@@ -258,6 +271,10 @@ const g_index_row_t g_index_rows[] = {
          2, G_WS, 0),
     MAP2("nk-as-kn", "its [N, K/32] bytes read as [K/32, N] (layout transposed)", ix2_nk_as_kn, 0,
          2, G_WS, 0),
+    MAP2("nk-as-kn", "its [N, K] elements read as a [K, N] buffer transposed (element (n, k) from k N + n)",
+         ix2_nk_as_kn, 0, 2, G_WC, G_R(G_ROUTE_BF16)),
+    MAP2("mk-as-km", "its [M, K] elements read as a [K, M] buffer transposed (element (m, k) from k M + m)",
+         ix2_nk_as_kn, 0, 2, G_XC, G_R(G_ROUTE_BF16)),
     MAP2("wperm-undone", "checkpoint-order bytes indexed as WPERM fragment order", ix2_wperm, 0, 16,
          G_WC, G_R_MX),
     MAP2("wperm-applied", "fragment-order indexing undone on checkpoint-order bytes", ix2_wperm, 1,
@@ -283,40 +300,50 @@ const int g_index_row_count = (int)(sizeof g_index_rows / sizeof g_index_rows[0]
 
 #define E_CODES (G_E_FP8 | G_E_E2M1 | G_E_BF16)
 const g_value_row_t g_value_rows[] = {
-    {"e5m2", "fp8 codes decoded as e5m2, not e4m3", GV_DECODE_E5M2, 0, G_E_FP8, 0},
+    {"e5m2", "fp8 codes decoded as e5m2, not e4m3", GV_DECODE_E5M2, 0, G_E_FP8, 0, 0},
     {"e4m3fnuz", "fp8 codes decoded as e4m3fnuz (bias 8), not e4m3fn", GV_DECODE_E4M3FNUZ, 0,
-     G_E_FP8, 0},
-    {"e4m3fn", "fp8 codes decoded as e4m3fn, not e4m3fnuz", GV_DECODE_E4M3FN, 0, G_E_FP8, 0},
-    {"int8", "fp8 codes read as signed 8-bit integers", GV_DECODE_INT8, 0, G_E_FP8, 0},
-    {"int4", "e2m1 codes read as two's complement 4-bit integers", GV_DECODE_INT4, 0, G_E_E2M1, 0},
-    {"fp16", "bf16 bits read as fp16", GV_DECODE_FP16, 0, G_E_BF16, 0},
-    {"flush", "subnormal values read as 0", GV_FLUSH_SUBNORMAL, 0, G_E_E2M1, 0},
-    {"flush", "subnormal values read as 0", GV_FLUSH_SUBNORMAL, 0, G_E_FP8 | G_E_BF16 | G_E_OUT, 1},
-    {"abs", "the sign dropped", GV_ABS, 0, E_CODES | G_E_OUT, 0},
-    {"neg", "the sign flipped", GV_NEG, 0, E_CODES | G_E_OUT, 0},
-    {"round-e5m2", "rounded through e5m2", GV_ROUND, G_FMT_E5M2, G_E_FP8 | G_E_BF16, 0},
-    {"round-e4m3", "rounded through e4m3", GV_ROUND, G_FMT_E4M3, G_E_BF16, 0},
-    {"round-fp16", "rounded through fp16", GV_ROUND, G_FMT_FP16, G_E_BF16 | G_E_FP32, 1},
-    {"round-bf16", "rounded through bf16", GV_ROUND, G_FMT_BF16, G_E_FP32, 1},
-    {"inverted", "divided by instead of multiplied by", GV_INVERT, 0, G_E_FP32, 0},
-    {"missing", "never applied", GV_ONE, 0, G_E_FP32 | G_E_E8M0, 0},
-    {"twice", "applied twice", GV_TWICE, 0, G_E_FP32 | G_E_E8M0, 0},
-    {"bias128", "e8m0 decoded with bias 128 (2^(E-128))", GV_EXP_BIAS, 1, G_E_E8M0, 0},
-    {"bias126", "e8m0 decoded with bias 126 (2^(E-126))", GV_EXP_BIAS, -1, G_E_E8M0, 0},
-    {"zero-byte", "e8m0 byte 0 read as 0, not 2^-127", GV_E8M0_ZERO, 0, G_E_E8M0, 1},
-    {"trunc", "rounded toward zero to bf16, not to nearest even", GV_TRUNC_BF16, 0, G_E_OUT, 1},
-    {"double-round", "rounded to fp16 first, then to bf16", GV_DOUBLE_ROUND_FP16, 0, G_E_OUT, 1},
-    {"fp16-bits", "written as fp16 bits into the bf16 output", GV_ENCODE_FP16, 0, G_E_OUT, 0},
+     G_E_FP8, 0, 0},
+    {"e4m3fn", "fp8 codes decoded as e4m3fn, not e4m3fnuz", GV_DECODE_E4M3FN, 0, G_E_FP8, 0, 0},
+    {"int8", "fp8 codes read as signed 8-bit integers", GV_DECODE_INT8, 0, G_E_FP8, 0, 0},
+    {"int4", "e2m1 codes read as two's complement 4-bit integers", GV_DECODE_INT4, 0, G_E_E2M1, 0, 0},
+    {"fp16", "bf16 bits read as fp16", GV_DECODE_FP16, 0, G_E_BF16, 0, 0},
+    {"flush", "subnormal values read as 0", GV_FLUSH_SUBNORMAL, 0, G_E_E2M1, 0, 0},
+    {"flush", "subnormal values read as 0", GV_FLUSH_SUBNORMAL, 0, G_E_FP8 | G_E_BF16 | G_E_OUT, 1, 0},
+    {"abs", "the sign dropped", GV_ABS, 0, E_CODES | G_E_OUT, 0, 0},
+    {"neg", "the sign flipped", GV_NEG, 0, E_CODES | G_E_OUT, 0, 0},
+    {"round-e5m2", "rounded through e5m2", GV_ROUND, G_FMT_E5M2, G_E_FP8 | G_E_BF16, 0, 0},
+    {"round-e4m3", "rounded through e4m3", GV_ROUND, G_FMT_E4M3, G_E_BF16, 0, 0},
+    {"round-fp16", "rounded through fp16", GV_ROUND, G_FMT_FP16, G_E_BF16 | G_E_FP32, 1, 0},
+    {"round-bf16", "rounded through bf16", GV_ROUND, G_FMT_BF16, G_E_FP32, 1, 0},
+    {"inverted", "divided by instead of multiplied by", GV_INVERT, 0, G_E_FP32, 0, 0},
+    {"missing", "never applied", GV_ONE, 0, G_E_FP32 | G_E_E8M0, 0, 0},
+    {"twice", "applied twice", GV_TWICE, 0, G_E_FP32 | G_E_E8M0, 0, 0},
+    {"bias128", "e8m0 decoded with bias 128 (2^(E-128))", GV_EXP_BIAS, 1, G_E_E8M0, 0, 0},
+    {"bias126", "e8m0 decoded with bias 126 (2^(E-126))", GV_EXP_BIAS, -1, G_E_E8M0, 0, 0},
+    {"zero-byte", "e8m0 byte 0 read as 0, not 2^-127", GV_E8M0_ZERO, 0, G_E_E8M0, 1, 0},
+    {"trunc", "rounded toward zero to bf16, not to nearest even", GV_TRUNC_BF16, 0, G_E_OUT, 1, 0},
+    {"double-round", "rounded to fp16 first, then to bf16", GV_DOUBLE_ROUND_FP16, 0, G_E_OUT, 1, 0},
+    {"fp16-bits", "written as fp16 bits into the bf16 output", GV_ENCODE_FP16, 0, G_E_OUT, 0, 0},
+    {"neg-zero", "negative values read as 0", GV_NEG_ZERO, 0, E_CODES, 0, 0},
+    {"hi-neg-zero", "at odd K (the high nibble), negative values read as 0", GV_NEG_ZERO, 0, G_E_E2M1, 0, 1},
+    {"hi-abs", "at odd K (the high nibble), the sign dropped", GV_ABS, 0, G_E_E2M1, 0, 1},
+    {"hi-neg", "at odd K (the high nibble), the sign flipped", GV_NEG, 0, G_E_E2M1, 0, 1},
+    {"lo-neg-zero", "at even K (the low nibble), negative values read as 0", GV_NEG_ZERO, 0, G_E_E2M1, 0, 2},
+    {"lo-abs", "at even K (the low nibble), the sign dropped", GV_ABS, 0, G_E_E2M1, 0, 2},
+    {"lo-neg", "at even K (the low nibble), the sign flipped", GV_NEG, 0, G_E_E2M1, 0, 2},
+    {"exp-wrap8", "e8m0 exponent E - 127 taken in unsigned 8 bits (bytes below 127 give +Inf)",
+     GV_EXP_WRAP8, 0, G_E_E8M0, 0, 0},
 };
 const int g_value_row_count = (int)(sizeof g_value_rows / sizeof g_value_rows[0]);
 
 /* ---- structure ---- */
 
 #define W8 G_R(G_ROUTE_W4A8)
-#define SUM(nm, f, every, xs, what) {nm, "running sum rounded to " what, GS_ROUND_SUM, f, every, xs, 0, 0, 0, 0, xs ? W8 : G_R_ALL, 0, 0}
+#define SUM(nm, f, every, xs, what) {nm, "running sum rounded to " what, GS_ROUND_SUM, f, every, xs, 0, 0, 0, 0, xs ? W8 : G_R_ALL, 0, 0, 0, 0}
 #define XS_IN ", x_scale applied to each product"
-#define SPLIT(nm, f, parts, what) {nm, "split-K in " #parts " parts, each partial stored as " what " before the reduction", GS_SPLIT_STORE, f, 0, 0, parts, 0, 0, 0, G_R_ALL, 0, 0}
-#define KW(nm, what, unit, parts, last, weight) {nm, what, GS_K_WEIGHT, G_FMT_BF16, 0, 0, parts, unit, last, weight, G_R_ALL, 0, 0}
+#define SPLIT(nm, f, parts, what) {nm, "split-K in " #parts " parts, each partial stored as " what " before the reduction", GS_SPLIT_STORE, f, 0, 0, parts, 0, 0, 0, G_R_ALL, 0, 0, 0, 0}
+#define KW(nm, what, unit, parts, last, weight) {nm, what, GS_K_WEIGHT, G_FMT_BF16, 0, 0, parts, unit, last, weight, G_R_ALL, 0, 0, 0, 0}
+#define CARRY(nm, what, along, tile) {nm, what, GS_CARRY, G_FMT_BF16, 0, 0, 0, 0, 0, 0, G_R_ALL, 0, 0, along, tile}
 const g_struct_row_t g_struct_rows[] = {
     SUM("bf16-elem", G_FMT_BF16, 1, 0, "bf16 after every element"),
     SUM("bf16-k16", G_FMT_BF16, 16, 0, "bf16 every 16-K block"),
@@ -337,11 +364,11 @@ const g_struct_row_t g_struct_rows[] = {
     SUM("fp16-k32-xs", G_FMT_FP16, 32, 1, "fp16 every 32-K block" XS_IN),
     SUM("fp16-k128-xs", G_FMT_FP16, 128, 1, "fp16 every 128-K block" XS_IN),
     {"prod-bf16", "each product rounded to bf16 before it is added", GS_ROUND_PRODUCT, G_FMT_BF16,
-     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16), 0, 0},
+     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16), 0, 0, 0, 0},
     {"prod-fp16", "each product rounded to fp16 before it is added", GS_ROUND_PRODUCT, G_FMT_FP16,
-     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16), 0, 0},
+     0, 0, 0, 0, 0, 0, G_R(G_ROUTE_BF16), 0, 0, 0, 0},
     {"prod-bf16-xs", "each product, x_scale applied, rounded to bf16 before it is added",
-     GS_ROUND_PRODUCT, G_FMT_BF16, 0, 1, 0, 0, 0, 0, W8, 0, 0},
+     GS_ROUND_PRODUCT, G_FMT_BF16, 0, 1, 0, 0, 0, 0, W8, 0, 0, 0, 0},
     SPLIT("bf16-split2", G_FMT_BF16, 2, "bf16"),
     SPLIT("bf16-split4", G_FMT_BF16, 4, "bf16"),
     SPLIT("bf16-split8", G_FMT_BF16, 8, "bf16"),
@@ -372,14 +399,24 @@ const g_struct_row_t g_struct_rows[] = {
     KW("split8-first-dropped", "split-K in 8: the first part's partial lost", 0, 8, 0, 0),
     KW("split8-last-twice", "split-K in 8: the last part's partial added twice", 0, 8, 1, 2),
     KW("split8-first-twice", "split-K in 8: the first part's partial added twice", 0, 8, 0, 2),
+    {"fp16-chunk4", "K in chunks of 4, each summed in fp16 (every addition rounded)", GS_CHUNK, G_FMT_FP16, 4, 0, 0, 0, 0, 0, G_R_ALL, 0, 0, 0, 0},
+    {"fp16-chunk8", "K in chunks of 8, each summed in fp16 (every addition rounded)", GS_CHUNK, G_FMT_FP16, 8, 0, 0, 0, 0, 0, G_R_ALL, 0, 0, 0, 0},
+    {"fp16-chunk16", "K in chunks of 16, each summed in fp16 (every addition rounded)", GS_CHUNK, G_FMT_FP16, 16, 0, 0, 0, 0, 0, G_R_ALL, 0, 0, 0, 0},
+    {"bf16-chunk8", "K in chunks of 8, each summed in bf16 (every addition rounded)", GS_CHUNK, G_FMT_BF16, 8, 0, 0, 0, 0, 0, G_R_ALL, 0, 0, 0, 0},
+    {"bf16-chunk16", "K in chunks of 16, each summed in bf16 (every addition rounded)", GS_CHUNK, G_FMT_BF16, 16, 0, 0, 0, 0, 0, G_R_ALL, 0, 0, 0, 0},
+    CARRY("carry-n", "the accumulator not reset between output columns (each starts from the previous column's)", 1, 0),
+    CARRY("carry-n16", "the accumulator not reset between output columns within each 16-column tile", 1, 16),
+    CARRY("carry-n64", "the accumulator not reset between output columns within each 64-column tile", 1, 64),
+    CARRY("carry-m", "the accumulator not reset between output rows (each starts from the previous row's)", 2, 0),
+    CARRY("carry-m16", "the accumulator not reset between output rows within each 16-row tile", 2, 16),
     {"k-first-quarter-only", "the K loop covers only the first quarter of K", GS_K_WEIGHT, G_FMT_BF16, 0,
-     0, 4, 0, 1, 0, G_R_ALL, 3, 0},
+     0, 4, 0, 1, 0, G_R_ALL, 3, 0, 0, 0},
     {"k-first-eighth-only", "the K loop covers only the first eighth of K", GS_K_WEIGHT, G_FMT_BF16, 0, 0,
-     8, 0, 1, 0, G_R_ALL, 7, 0},
+     8, 0, 1, 0, G_R_ALL, 7, 0, 0, 0},
     {"k-odd-dropped", "the odd K elements skipped (a loop stepping by 2)", GS_K_WEIGHT, G_FMT_BF16, 0, 0, 0,
-     1, 0, 0, G_R_ALL, 0, 1},
+     1, 0, 0, G_R_ALL, 0, 1, 0, 0},
     {"k-even-dropped", "the even K elements skipped (a loop stepping by 2 from 1)", GS_K_WEIGHT,
-     G_FMT_BF16, 0, 0, 0, 1, 0, 0, G_R_ALL, 0, 2},
+     G_FMT_BF16, 0, 0, 0, 1, 0, 0, G_R_ALL, 0, 2, 0, 0},
 };
 const int g_struct_row_count = (int)(sizeof g_struct_rows / sizeof g_struct_rows[0]);
 
@@ -394,7 +431,7 @@ const g_slot_t g_slots[] = {
     {G_XS, G_AX_2D, G_R(G_ROUTE_W4A8), "xs", "x_scale"},
     {G_WC, G_AX_N, G_R_ALL, "w-rows", "weight rows (output columns)"},
     {G_WC, G_AX_K, G_R_ALL, "w-k", "weight codes along K"},
-    {G_WC, G_AX_2D, G_R_MX, "w", "the packed weight"},
+    {G_WC, G_AX_2D, G_R_ALL, "w", "the weight"},
     {G_WS, G_AX_N, G_R_MX, "ws-rows", "weight scales, row index"},
     {G_WS, G_AX_B, G_R_MX, "ws-blocks", "weight scales along K"},
     {G_WS, G_AX_2D, G_R_MX, "ws", "the weight scales"},
@@ -538,6 +575,12 @@ static int struct_row_applies(const g_shape_t *s, const g_struct_row_t *r)
         return nb % r->parts == 0 && nb / r->parts >= 1 && r->parts < nb;
     case GS_K_WEIGHT:
         return r->unit ? s->K >= 2 * r->unit : nb % r->parts == 0 && r->parts < nb;
+    case GS_CHUNK:
+        return r->every < s->K && s->K % r->every == 0;
+    case GS_CARRY: {
+        const int64_t len = r->carry == 1 ? s->N : s->M;
+        return len >= 2 && (r->tile == 0 || r->tile < len);
+    }
     }
     return 0;
 }

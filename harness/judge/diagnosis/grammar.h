@@ -23,7 +23,9 @@
  *            missing or applied twice.
  *   structure  (g_struct_row_t) of the computation: partial sums held in bf16
  *            or fp16 at a granularity, products rounded, split-K partials
- *            stored in a narrower format, a K range dropped or counted twice.
+ *            stored in a narrower format, a K range dropped or counted twice,
+ *            short K chunks summed in a narrow format, an accumulator carried
+ *            from one output to the next (not reset).
  *
  * The primitives of a case are the rows crossed with the (operand, axis)
  * slots of its route (g_slot_t) that its shape allows; a hypothesis is the
@@ -90,6 +92,8 @@ typedef enum {
     GV_ONE,                 /* never applied */
     GV_TWICE,               /* applied twice */
     GV_E8M0_ZERO,           /* e8m0 byte 0 read as 0, not 2^-127 */
+    GV_NEG_ZERO,            /* negative values read as 0 */
+    GV_EXP_WRAP8,           /* e8m0: E - 127 in unsigned 8 bits (E < 127 gives 2^(E+129): +Inf) */
 } g_value_kind_t;
 
 /* The element formats a value map applies to (the operand's on the route). */
@@ -111,6 +115,8 @@ typedef struct {
     int fine;               /* 1: moves the output by rounding-sized amounts only, so the
                                real-arithmetic screen cannot see it; tried with the
                                bit-faithful re-evaluation only */
+    int parity;             /* 0: every element; 1: the elements at odd K only (an e2m1
+                               byte's high nibble); 2: at even K only (its low nibble) */
 } g_value_row_t;
 
 /* ---- structure of the computation ---- */
@@ -120,6 +126,12 @@ typedef enum {
     GS_ROUND_PRODUCT,       /* each product rounded to fmt before it is added */
     GS_SPLIT_STORE,         /* K in `parts` equal splits, each partial stored in fmt, added in fp32 */
     GS_K_WEIGHT,            /* a K range counted `weight` times (0: dropped, 2: twice) */
+    GS_CHUNK,               /* K in aligned chunks of `every`, each summed in fmt (every
+                               addition rounded), the chunks added in fp32 where the
+                               kernel adds elements */
+    GS_CARRY,               /* the fp32 accumulator (before the epilogue) of an output
+                               starts from the previous output's along `carry` instead of
+                               0; reset at each tile of `tile` (0: never) */
 } g_struct_kind_t;
 
 typedef struct {
@@ -136,6 +148,8 @@ typedef struct {
     unsigned routes;
     int span;               /* GS_K_WEIGHT with unit 0: the range is this many parts (0: one) */
     int parity;             /* GS_K_WEIGHT: 1 the odd elements, 2 the even ones (unit 1), not a range */
+    int carry;              /* GS_CARRY: 1 along N (output columns), 2 along M (rows) */
+    int tile;               /* GS_CARRY: the accumulator is reset every `tile` outputs (0: never) */
 } g_struct_row_t;
 
 /* ---- the slots and the primitives of a case ---- */

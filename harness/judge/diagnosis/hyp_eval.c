@@ -85,7 +85,7 @@ void g_plan_make(const g_ops_t *g, const g_hyp_t *h, g_plan_t *p)
             break;
         }
         case G_KIND_VALUE:
-            p->values[q->op] |= 1u << q->row;
+            p->values[q->op] |= (uint64_t)1 << q->row;
             break;
         case G_KIND_STRUCT:
             if (g_struct_rows[q->row].kind == GS_K_WEIGHT) {
@@ -129,7 +129,7 @@ static void plan_index2(const g_plan_t *p, g_operand_t op, int64_t *r, int64_t *
 
 /* ---- values ---- */
 
-static int has_kind(uint32_t mask, g_value_kind_t kind)
+static int has_kind(uint64_t mask, g_value_kind_t kind)
 {
     for (int r = 0; mask >> r; r++)
         if ((mask >> r & 1u) && g_value_rows[r].kind == kind)
@@ -138,7 +138,7 @@ static int has_kind(uint32_t mask, g_value_kind_t kind)
 }
 
 /* The value maps of one operand that are not decodings, in table order. */
-static float transform(uint32_t mask, float v, float min_normal)
+static float transform(uint64_t mask, float v, float min_normal)
 {
     for (int r = 0; mask >> r; r++) {
         if (!(mask >> r & 1u))
@@ -151,6 +151,7 @@ static float transform(uint32_t mask, float v, float min_normal)
             break;
         case GV_ABS: v = fabsf(v); break;
         case GV_NEG: v = -v; break;
+        case GV_NEG_ZERO: v = v < 0.0f ? 0.0f : v; break;
         case GV_ROUND: v = g_round(v, (g_fmt_t)row->param); break;
         case GV_INVERT: v = 1.0f / v; break;
         case GV_ONE: v = 1.0f; break;
@@ -162,7 +163,18 @@ static float transform(uint32_t mask, float v, float min_normal)
     return v;
 }
 
-static float fp8_value(const g_ops_t *g, uint32_t mask, uint8_t c)
+/* The value maps of mask that apply at element k: a row restricted to odd
+ * (or even) K is left out at the other parity. */
+static uint64_t mask_at_parity(uint64_t mask, int odd)
+{
+    uint64_t m = mask;
+    for (int r = 0; mask >> r; r++)
+        if ((mask >> r & 1u) && g_value_rows[r].parity == (odd ? 2 : 1))
+            m &= ~((uint64_t)1 << r);
+    return m;
+}
+
+static float fp8_value(const g_ops_t *g, uint64_t mask, uint8_t c)
 {
     if (has_kind(mask, GV_DECODE_E5M2))
         return e5m2_value(c);
@@ -173,29 +185,31 @@ static float fp8_value(const g_ops_t *g, uint32_t mask, uint8_t c)
     return e4m3fn_decode(c);
 }
 
-static float e2m1_value(uint32_t mask, uint8_t c)
+static float e2m1_value(uint64_t mask, uint8_t c)
 {
     if (has_kind(mask, GV_DECODE_INT4))
         return (float)((c & 8) ? (int)(c & 15) - 16 : (int)(c & 15));
     return e2m1_decode(c);
 }
 
-static float bf16_bits_value(uint32_t mask, uint16_t bits)
+static float bf16_bits_value(uint64_t mask, uint16_t bits)
 {
     return has_kind(mask, GV_DECODE_FP16) ? half_value(bits) : bf16_decode(bits);
 }
 
-static float e8m0_value(uint32_t mask, uint8_t b, e8m0_mode_t mode)
+static float e8m0_value(uint64_t mask, uint8_t b, e8m0_mode_t mode)
 {
     if (b == 0 && has_kind(mask, GV_E8M0_ZERO))
         return 0.0f;
+    if (b < 127 && has_kind(mask, GV_EXP_WRAP8))
+        return INFINITY;
     return transform(mask, e8m0_decode(b, mode), 0.0f);
 }
 
 /* ---- operands ---- */
 
 /* An activation code's value on the route (W4A8 fp8, W4A4 e2m1). */
-static float code_value(const g_ops_t *g, uint32_t mask, uint8_t c)
+static float code_value(const g_ops_t *g, uint64_t mask, uint8_t c)
 {
     return g->shape.route == G_ROUTE_W4A8 ? fp8_value(g, mask, c) : e2m1_value(mask, c);
 }
@@ -209,27 +223,29 @@ void g_ops_ready(g_ops_t *g)
 void g_x_row(const g_ops_t *g, const g_plan_t *p, int64_t m, const int32_t *kidx, float *a, float *xb)
 {
     const int64_t M = g->M, K = g->K, nb = g->nb;
-    const uint32_t mask = p->values[G_XC];
+    const uint64_t mask = p->values[G_XC];
     const g_route_t route = g->shape.route;
     if (a) {
         const int64_t m1 = g_plan_index(p, G_XC, G_AX_M, m, M);
         const float min_normal = route == G_ROUTE_W4A8 ? (g->fp8_fnuz ? 0x1p-7f : 0x1p-6f)
                                  : route == G_ROUTE_W4A4 ? 1.0f : 0x1p-126f;
         const int k_maps = p->n_maps[G_XC][G_AX_K] > 0, two_d = p->n_maps[G_XC][G_AX_2D] > 0;
-        /* The codes' values, once for all 256 (or 16) codes. */
-        float own[256];
-        const float *lut = g->xlut;
-        if (route != G_ROUTE_BF16 && mask) {
+        /* The codes' values, once for all 256 (or 16) codes, at even and odd K
+         * (the maps of one nibble apply at one parity). */
+        float own[2][256];
+        const float *lut[2] = {g->xlut, g->xlut};
+        for (int odd = 0; odd < 2 && route != G_ROUTE_BF16 && mask; odd++) {
+            const uint64_t at = mask_at_parity(mask, odd);
             for (int c = 0; c < 256; c++)
-                own[c] = transform(mask, code_value(g, mask, (uint8_t)c), min_normal);
-            lut = own;
+                own[odd][c] = transform(at, code_value(g, at, (uint8_t)c), min_normal);
+            lut[odd] = own[odd];
         }
         for (int64_t k = 0; k < K; k++) {
             int64_t mm = m1, k1 = kidx ? kidx[k] : k_maps ? g_plan_index(p, G_XC, G_AX_K, k, K) : k;
             if (two_d)
                 plan_index2(p, G_XC, &mm, &k1, M, K);
             if (route != G_ROUTE_BF16) {
-                a[k] = lut[g->xcodes[mm * K + k1]];
+                a[k] = lut[k1 & 1][g->xcodes[mm * K + k1]];
             } else {
                 const float v = g->xvals[mm * K + k1];
                 a[k] = mask ? transform(mask, bf16_bits_value(mask, bf16_encode(v)), min_normal) : v;
@@ -251,18 +267,21 @@ void g_w_col(const g_ops_t *g, const g_plan_t *p, int64_t n, const int32_t *kidx
     const int bf16 = g->shape.route == G_ROUTE_BF16;
     if (w) {
         const int64_t n1 = g_plan_index(p, G_WC, G_AX_N, n, N);
-        const uint32_t mask = p->values[G_WC];
+        const uint64_t mask = p->values[G_WC];
         const int k_maps = p->n_maps[G_WC][G_AX_K] > 0, two_d = p->n_maps[G_WC][G_AX_2D] > 0;
         const float min_normal = bf16 ? 0x1p-126f : 1.0f;
-        float lut[16];
-        for (int c = 0; c < 16 && !bf16; c++)
-            lut[c] = mask ? transform(mask, e2m1_value(mask, (uint8_t)c), min_normal) : e2m1_decode((uint8_t)c);
+        float lut[2][16];
+        for (int odd = 0; odd < 2 && !bf16; odd++) {
+            const uint64_t at = mask_at_parity(mask, odd);
+            for (int c = 0; c < 16; c++)
+                lut[odd][c] = at ? transform(at, e2m1_value(at, (uint8_t)c), min_normal) : e2m1_decode((uint8_t)c);
+        }
         for (int64_t k = 0; k < K; k++) {
             int64_t nn = n1, kk = kidx ? kidx[k] : k_maps ? g_plan_index(p, G_WC, G_AX_K, k, K) : k;
             if (two_d)
                 plan_index2(p, G_WC, &nn, &kk, N, K);
             if (!bf16) {
-                w[k] = lut[mxfp4_code_at(g->w->packed, K, nn, kk)];
+                w[k] = lut[kk & 1][mxfp4_code_at(g->w->packed, K, nn, kk)];
             } else {
                 const float v = bf16_bits_value(mask, g->wbf16[nn * K + kk]);
                 w[k] = mask ? transform(mask, v, min_normal) : v;
@@ -322,14 +341,26 @@ static float acc_round_to(const g_struct_row_t *r, float v)
     return g_round(v, r->fmt);
 }
 
-/* bf16: one sequential sum, or the structure row's. */
-static float value_bf16(const g_plan_t *p, const float *a, const float *w, const float *c, int64_t K)
+/* Elements k0..k0+len summed in r's format, every addition rounded. */
+static float chunk_sum(const g_struct_row_t *r, const float *a, const float *w, const float *c, int64_t k0,
+                       int64_t len)
 {
-    const g_struct_row_t *r = p->acc;
+    float h = 0.0f;
+    for (int64_t k = k0; k < k0 + len; k++)
+        h = acc_round_to(r, h + (a[k] * w[k]) * c[k]);
+    return h;
+}
+
+/* bf16: one sequential sum, or the structure row r's. */
+static float value_bf16(const g_struct_row_t *r, const float *a, const float *w, const float *c, int64_t K)
+{
     float acc = 0.0f;
     if (!r) {
         for (int64_t k = 0; k < K; k++)
             acc += (a[k] * w[k]) * c[k];
+    } else if (r->kind == GS_CHUNK) {
+        for (int64_t k0 = 0; k0 < K; k0 += r->every)
+            acc += chunk_sum(r, a, w, c, k0, r->every < K - k0 ? r->every : K - k0);
     } else if (r->kind == GS_ROUND_PRODUCT) {
         for (int64_t k = 0; k < K; k++)
             acc += acc_round_to(r, (a[k] * w[k]) * c[k]);
@@ -365,14 +396,22 @@ static float block_sum(const float *a, const float *w, const float *c, int64_t k
 
 /* The MXFP4 routes with a rounding structure: a running sum rounded every
  * `every` K, products rounded, or split-K partials stored narrow. */
-static float value_mx_rounded(const g_ops_t *g, const g_plan_t *p, const float *a, const float *w,
+static float value_mx_rounded(const g_ops_t *g, const g_struct_row_t *r, const float *a, const float *w,
                               const float *c, const float *bs, float xs)
 {
-    const g_struct_row_t *r = p->acc;
     const int64_t nb = g->nb;
     const int w4a8 = g->shape.route == G_ROUTE_W4A8;
     const float in = r->xs_inside ? xs : 1.0f;
     float acc = 0.0f;
+    if (r->kind == GS_CHUNK) {
+        for (int64_t b = 0; b < nb; b++) {
+            float sb = 0.0f;
+            for (int64_t k0 = 32 * b; k0 < 32 * b + 32; k0 += r->every)
+                sb += chunk_sum(r, a, w, c, k0, r->every);
+            acc += sb * bs[b];
+        }
+        return w4a8 ? acc * xs : acc;
+    }
     if (r->kind == GS_SPLIT_STORE) {
         const int64_t per = nb / r->parts;
         for (int s = 0; s < r->parts; s++) {
@@ -409,8 +448,10 @@ static float value_mx_rounded(const g_ops_t *g, const g_plan_t *p, const float *
 float g_value(const g_ops_t *g, const g_plan_t *p, const float *a, const float *xb, const float *w,
               const float *ws, const float *c, float xs)
 {
+    /* A carried accumulator is the plain sum here; g_eval carries it. */
+    const g_struct_row_t *r = p->acc && p->acc->kind != GS_CARRY ? p->acc : NULL;
     if (g->shape.route == G_ROUTE_BF16)
-        return value_bf16(p, a, w, c, g->K);
+        return value_bf16(r, a, w, c, g->K);
     const int64_t nb = g->nb;
     float bs_local[512], *bs = bs_local, *heap = NULL;
     if (nb > 512 && !(bs = heap = malloc((size_t)nb * sizeof(float))))
@@ -418,8 +459,8 @@ float g_value(const g_ops_t *g, const g_plan_t *p, const float *a, const float *
     for (int64_t b = 0; b < nb; b++)
         bs[b] = g->shape.route == G_ROUTE_W4A4 ? xb[b] * ws[b] : ws[b];
     float v;
-    if (p->acc) {
-        v = value_mx_rounded(g, p, a, w, c, bs, xs);
+    if (r) {
+        v = value_mx_rounded(g, r, a, w, c, bs, xs);
     } else {
         float acc = 0.0f;
         for (int64_t b = 0; b < nb; b++)
@@ -432,7 +473,7 @@ float g_value(const g_ops_t *g, const g_plan_t *p, const float *a, const float *
 
 float g_store(const g_plan_t *p, float v)
 {
-    const uint32_t mask = p->values[G_OUT];
+    const uint64_t mask = p->values[G_OUT];
     if (!mask)
         return bf16_decode(bf16_encode(v));
     for (int r = 0; mask >> r; r++)
@@ -470,6 +511,56 @@ static int64_t distinct(const int64_t *idx, int64_t count, int64_t *uniq, int64_
     return u;
 }
 
+/* Multiply-adds a carried accumulator may cost one evaluation. */
+#define G_CARRY_BUDGET 400000000LL
+
+/* The outputs at (mm[i], nn[i]) under a carried accumulator (GS_CARRY):
+ * each one's fp32 accumulator summed, in index order, with those of the
+ * outputs before it along the carry's axis back to its tile's start, then
+ * the epilogue.  When that would cost more than G_CARRY_BUDGET, every
+ * output reads NaN: the hypothesis is not evaluated (so never claimed). */
+static int eval_carry(const g_ops_t *g, const g_plan_t *p, const int64_t *mm, const int64_t *nn,
+                      int64_t count, const float *c, float *alt)
+{
+    const g_struct_row_t *r = p->acc;
+    const int64_t K = g->K, nb = g->nb;
+    const int along_n = r->carry == 1;
+    int64_t work = 0;
+    for (int64_t i = 0; i < count && work <= G_CARRY_BUDGET; i++) {
+        const int64_t pos = along_n ? nn[i] : mm[i];
+        work += (pos - (r->tile ? pos / r->tile * r->tile : 0) + 1) * K;
+    }
+    if (work > G_CARRY_BUDGET) {
+        for (int64_t i = 0; i < count; i++)
+            alt[i] = NAN;
+        return 0;
+    }
+    float *xa = malloc((size_t)(K + nb) * sizeof(float)), *wa = malloc((size_t)(K + nb) * sizeof(float));
+    int32_t *kx = g_k_index(p, G_XC, K), *kw = g_k_index(p, G_WC, K);
+    if (!xa || !wa) {
+        free(xa), free(wa), free(kx), free(kw);
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t pos = along_n ? nn[i] : mm[i], start = r->tile ? pos / r->tile * r->tile : 0;
+        if (along_n)
+            g_x_row(g, p, mm[i], kx, xa, xa + K);
+        else
+            g_w_col(g, p, nn[i], kw, wa, wa + K);
+        float acc = 0.0f;
+        for (int64_t q = start; q <= pos; q++) {
+            if (along_n)
+                g_w_col(g, p, q, kw, wa, wa + K);
+            else
+                g_x_row(g, p, q, kx, xa, xa + K);
+            acc += g_value(g, p, xa, xa + K, wa, wa + K, c, 1.0f);
+        }
+        alt[i] = g_store(p, acc * g_x_scale(g, p, mm[i], nn[i]));
+    }
+    free(xa), free(wa), free(kx), free(kw);
+    return 0;
+}
+
 int g_eval(const g_ops_t *g, const g_hyp_t *h, const int64_t *pm, const int64_t *pn, int64_t count,
            float *alt)
 {
@@ -489,6 +580,12 @@ int g_eval(const g_ops_t *g, const g_hyp_t *h, const int64_t *pm, const int64_t 
         mm[i] = pm[i];
         nn[i] = pn[i];
         g_out_position(g, &p, &mm[i], &nn[i]);
+    }
+    if (p.acc && p.acc->kind == GS_CARRY) {
+        g_k_weights(g, &p, c);
+        const int rc = eval_carry(g, &p, mm, nn, count, c, alt);
+        free(mm), free(c);
+        return rc;
     }
     const int64_t nr = distinct(mm, count, rows, rs), nc = distinct(nn, count, cols, cs);
     float *xa = malloc((size_t)(nr * (K + nb)) * sizeof(float)),

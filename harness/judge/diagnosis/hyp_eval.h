@@ -47,7 +47,7 @@ void g_ops_ready(g_ops_t *g);
 typedef struct {
     const g_index_row_t *maps[G_OPERAND_COUNT][G_AXIS_COUNT][G_PLAN_MAPS];
     int n_maps[G_OPERAND_COUNT][G_AXIS_COUNT];
-    uint32_t values[G_OPERAND_COUNT];       /* 1 << value row */
+    uint64_t values[G_OPERAND_COUNT];       /* 1 << value row */
     const g_struct_row_t *acc;              /* a rounding or split structure, or NULL */
     const g_struct_row_t *kw[2];            /* K ranges dropped or doubled */
     int n_kw;

@@ -612,7 +612,7 @@ static void screen_block_pairs(scr_t *sc)
 typedef struct {
     int64_t img[4];
     int k[2], two_d, kw[2];
-    uint32_t mask;
+    uint64_t mask;
 } side_sig_t;
 
 static void side_signature(const scr_t *sc, const g_hyp_t *h, int side, side_sig_t *sg)
