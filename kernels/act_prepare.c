@@ -214,9 +214,9 @@ int act_prepare_bf16_values(const kernel_inputs_t *in, kernel_act_t *act, kr_err
         act->dequant[i] = v;
     }
     if (rounded)
-        snprintf(act->origin, sizeof act->origin, "x as bf16 (%zu values rounded from fp32)",
+        snprintf(act->origin, sizeof act->origin, ACT_ORIGIN_X_BF16 " (%zu values rounded from fp32)",
                  rounded);
     else
-        snprintf(act->origin, sizeof act->origin, "x as bf16");
+        snprintf(act->origin, sizeof act->origin, ACT_ORIGIN_X_BF16);
     return 0;
 }

@@ -19,6 +19,10 @@ int act_prepare_mxfp4(const kernel_desc_t *k, const kernel_inputs_t *in,
  * says how many fp32 values the rounding changed. */
 int act_prepare_bf16_values(const kernel_inputs_t *in, kernel_act_t *act, kr_error_t *err);
 
+/* How that origin begins: the kernel's activations are x itself (rounded to
+ * bf16), so R_source is the reference on the kernel's own operands. */
+#define ACT_ORIGIN_X_BF16 "x as bf16"
+
 /* The fp8 value of every activation code, before the per-token scale, into
  * the caller's [M, K] buffer; on up to `threads` threads. */
 void act_fp8_values(const kernel_act_t *act, float *value, int threads);

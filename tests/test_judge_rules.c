@@ -7,7 +7,10 @@
  *   - MAGNITUDE only when one factor explains the output (the best factor's
  *     residual, sqrt(1 - cosine^2), within the rule); a ratio alone is WRONG;
  *   - a row whose sampled outputs leave the fp32 summation bound fails on it
- *     alone ("lost precision"), a handful of outliers does not. */
+ *     alone ("lost precision"), a handful of outliers does not;
+ *   - a bf16 kernel (its activations are x itself) that writes finite values
+ *     where x's NaN makes R_source NaN hid the poison and fails; a quantized
+ *     kernel's R_source says nothing of the kind. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "act_prepare.h"
 #include "diagnosis/fp32_bound.h"
 #include "judge.h"
 #include "registry.h"
@@ -121,5 +125,59 @@ static void test_lost_precision_fails_alone(void **state)
     assert_int_equal(judge_row(&rule, &r, NULL, note, sizeof note), VERDICT_PASS);
 }
 
+/* out = x w^T summed in double, row by row, NaN products skipped when
+ * nan_to_zero (a kernel that sanitizes its activations). */
+static void small_gemm(const float *x, const float *w, int M, int N, int K, int nan_to_zero, float *out)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double acc = 0.0;
+            for (int k = 0; k < K; k++) {
+                const float a = x[m * K + k];
+                acc += (nan_to_zero && isnan(a) ? 0.0 : (double)a) * w[n * K + k];
+            }
+            out[m * N + n] = (float)acc;
+        }
+}
+
+static void test_bf16_kernel_hiding_poison_fails(void **state)
+{
+    (void)state;
+    enum { M = 4, N = 8, K = 32 };
+    float x[M * K], w[N * K], ref[M * N], hid[M * N];
+    for (int i = 0; i < M * K; i++)
+        x[i] = (float)((i * 37 % 29) - 14) / 8.0f;
+    for (int i = 0; i < N * K; i++)
+        w[i] = (float)((i * 53 % 31) - 15) / 16.0f;
+    x[1 * K + 5] = NAN;     /* row 1 poisoned */
+    small_gemm(x, w, M, N, K, 0, ref);
+    small_gemm(x, w, M, N, K, 1, hid);
+    const unsigned char apart[M] = {0, 1, 0, 0};
+    policy_t p;
+    kr_error_t err = {{0}};
+    assert_int_equal(judge_default_policy(&p, &err), 0);
+    const policy_rule_t *rule = policy_match(&p, "bf16.sequential", "R_source", "decode");
+    assert_non_null(rule);
+    char note[1024];
+    for (int origin = 0; origin < 2; origin++)
+        for (int hides = 0; hides < 2; hides++) {
+            result_t r = row_of("bf16.sequential", "decode", 0, 0);
+            snprintf(r.reference, sizeof r.reference, "R_source");
+            snprintf(r.act_origin, sizeof r.act_origin, "%s", origin ? ACT_ORIGIN_X_BF16 : "x quantized (vllm)");
+            r.M = M, r.N = N, r.K = K;
+            r.input_nf.nan = 1;
+            metrics_sums_t sums;
+            metrics_compute_apart(hides ? hid : ref, NULL, ref, M, N, apart, &r.metrics, &sums);
+            const verdict_t v = judge_row(rule, &r, NULL, note, sizeof note);
+            if (origin && hides) {
+                assert_int_equal(v, VERDICT_WRONG);
+                assert_non_null(strstr(note, "poison masked: the kernel's operands give 8 non-finite R_source"));
+            } else {
+                assert_int_equal(v, VERDICT_POISONED_INPUT);
+            }
+        }
+    policy_free(&p);
+}
+
 KR_TEST_MAIN(test_external_kernel_takes_its_family_rule, test_magnitude_needs_a_factor,
-             test_lost_precision_fails_alone);
+             test_lost_precision_fails_alone, test_bf16_kernel_hiding_poison_fails);

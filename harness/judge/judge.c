@@ -1,5 +1,7 @@
 #include "judge.h"
 
+#include "act_prepare.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -295,14 +297,21 @@ static void describe_apart(const result_t *row, const judge_poison_t *poison, ch
 }
 
 /* Rows judged apart against a reference built from the kernel's own operands
- * (R_exact, model:): where those operands give NaN/Inf the reference is
+ * (R_exact, model:, and R_source for a kernel whose activations are x itself,
+ * a bf16 GEMM): where those operands give NaN/Inf the reference is
  * non-finite, and a kernel that writes finite values there masks the poison
- * instead of propagating it.  A reference on other operands (R_source,
- * R_sanitized) is finite there by construction and says nothing.  Returns
- * the elements masked (at least: counts, not positions), 0 when none. */
+ * instead of propagating it.  A reference on other operands (R_source of a
+ * quantized kernel, whose quantizer may legitimately map NaN to a finite
+ * code; R_sanitized) says nothing.  Returns the elements masked (at least:
+ * counts, not positions), 0 when none. */
 static int64_t poison_masked(const result_t *row)
 {
-    if (strcmp(row->reference, "R_exact") && strncmp(row->reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX)))
+    const int own_operands =
+        !strcmp(row->reference, ref_kind_name(REF_EXACT)) ||
+        !strncmp(row->reference, ROW_REF_MODEL_PREFIX, strlen(ROW_REF_MODEL_PREFIX)) ||
+        (!strcmp(row->reference, ref_kind_name(REF_SOURCE)) &&
+         !strncmp(row->act_origin, ACT_ORIGIN_X_BF16, strlen(ACT_ORIGIN_X_BF16)));
+    if (!own_operands)
         return 0;
     const int64_t masked =
         nonfinite_total(&row->metrics.ref_nf_apart) - nonfinite_total(&row->metrics.out_nf_apart);
