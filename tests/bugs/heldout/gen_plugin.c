@@ -5,7 +5,10 @@
  * grammar's definitions (harness/judge/diagnosis/grammar.h), not from its
  * code: an index map on an operand's axis (two on one axis in spec order,
  * then a 2-D map), value maps in table order, one structure row, then the
- * output's value and index maps.  grammar_ref.py is the same in numpy.
+ * output's value and index maps.  grammar_ref.py is the same in numpy.  The
+ * second round's rows (mod maps, the e2m1 and fp8 sign maps, exp-wrap8, the
+ * carry and narrow-chunk structures) included: ../heldout2/ builds its C bugs
+ * from this file too.
  *
  * The kernel without primitives, per output (m, n), IEEE fp32, no FMA:
  *     acc = 0; for each 32-block b: s = sum over k in b of x[m][k] * w[n][k];
@@ -58,11 +61,22 @@ static int has(const char *slot, const char *row)
     return 0;
 }
 
+/* The structure row of the spec whose name holds `part` ("carry-", "-chunk"). */
+static const char *acc_row_with(const char *part)
+{
+    for (int i = 0; i < n_prims; i++)
+        if (!strcmp(prims[i].slot, "acc") && strstr(prims[i].row, part))
+            return prims[i].row;
+    return NULL;
+}
+
+/* The rounding structure row (sum, product, split), if any. */
 static const char *struct_row(void)
 {
     for (int i = 0; i < n_prims; i++)
         if (!strcmp(prims[i].slot, "acc") && strncmp(prims[i].row, "k-", 2) &&
-            !strstr(prims[i].row, "-dropped") && !strstr(prims[i].row, "-twice"))
+            !strstr(prims[i].row, "-dropped") && !strstr(prims[i].row, "-twice") &&
+            !strstr(prims[i].row, "carry-") && !strstr(prims[i].row, "-chunk"))
             return prims[i].row;
     return NULL;
 }
@@ -103,6 +117,7 @@ static int64_t map1(const char *r, int64_t i, int64_t L)
         return c >= 0 && i > c ? c : i;
     }
     if (sscanf(r, "first%d", &a) == 1) return i / a * a;
+    if (sscanf(r, "mod%d", &a) == 1) return i % a;
     int64_t g = 0;
     if (sscanf(r, "swap%d", &a) == 1 || sscanf(r, "rev%d", &a) == 1 ||
         sscanf(r, "rot%d%c1", &a, &sign) == 2)
@@ -229,10 +244,32 @@ static float x_value(uint8_t c)
         v = -v;
     if (has("x", "round-e5m2"))
         v = round_fmt(v, "e5m2");
+    if (has("x", "neg-zero") && v < 0.0f)
+        v = 0.0f;
     return v;
 }
 
-static float w_value(uint8_t c)
+/* The second round's maps on the weight codes: on every element, or on those
+ * at odd K (hi: the high nibble) or even K (lo) alone. */
+static float w_value_r2(float v, int64_t k)
+{
+    static const char *const sides[2] = {"lo", "hi"};
+    char row[32];
+    if (has("w", "neg-zero") && v < 0.0f)
+        v = 0.0f;
+    snprintf(row, sizeof row, "%s-neg-zero", sides[k & 1]);
+    if (has("w", row) && v < 0.0f)
+        v = 0.0f;
+    snprintf(row, sizeof row, "%s-abs", sides[k & 1]);
+    if (has("w", row))
+        v = fabsf(v);
+    snprintf(row, sizeof row, "%s-neg", sides[k & 1]);
+    if (has("w", row))
+        v = -v;
+    return v;
+}
+
+static float w_value(uint8_t c, int64_t k)
 {
     static const float int4[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
     float v = has("w", "int4") ? int4[c & 15] : kreplay_e2m1_value(c);
@@ -242,7 +279,7 @@ static float w_value(uint8_t c)
         v = fabsf(v);
     if (has("w", "neg"))
         v = -v;
-    return v;
+    return w_value_r2(v, k);
 }
 
 static float ws_value(uint8_t b)
@@ -250,6 +287,8 @@ static float ws_value(uint8_t b)
     float v = kreplay_e8m0_value(b);
     if (has("ws", "zero-byte") && b == 0)
         v = 0.0f;
+    if (has("ws", "exp-wrap8") && b < 127)
+        v = INFINITY;     /* E - 127 in unsigned 8 bits: 2^(E + 129), past fp32's range */
     if (has("ws", "missing"))
         v = 1.0f;
     if (has("ws", "twice"))
@@ -317,6 +356,23 @@ static float dot(const float *a, const float *w, const float *c, const float *ws
     int every = 0, parts = 0;
     const int inside = row && strstr(row, "-xs") != NULL;
     const float in = inside ? xs : 1.0f;
+    const char *chunk = acc_row_with("-chunk");
+    if (chunk) {
+        /* each aligned chunk summed in the narrow format, every addition rounded;
+         * the chunks added in fp32 inside the block sum */
+        const int size = atoi(strstr(chunk, "-chunk") + 6);
+        for (int64_t b = 0; b < nb; b++) {
+            float s = 0.0f;
+            for (int64_t k0 = 32 * b; k0 < 32 * b + 32; k0 += size) {
+                float h = 0.0f;
+                for (int64_t k = k0; k < k0 + size; k++)
+                    h = acc_round(h + a[k] * w[k] * c[k], chunk);
+                s = s + h;
+            }
+            acc = acc + s * ws[b];
+        }
+        return acc * xs;
+    }
     if (row && sscanf(row, "%*4s-split%d", &parts) == 1) {
         const int64_t per = nb / parts;
         for (int s = 0; s < parts; s++) {
@@ -388,6 +444,26 @@ static uint16_t out_bits(float v)
     return bits;
 }
 
+/* carry-n, carry-n16, carry-n64, carry-m, carry-m16: output (m, n)'s fp32
+ * accumulator (pre[], before x_scale) starts from the previous output's final
+ * one along N (or M), from 0 at each tile of 16 or 64 (never without one). */
+static void carry_out(const char *row, const float *pre, const float *xsv, uint16_t *res, int64_t M, int64_t N)
+{
+    const int along_n = row[6] == 'n';
+    const int tile = atoi(row + 7);
+    const int64_t lines = along_n ? M : N, len = along_n ? N : M;
+    for (int64_t l = 0; l < lines; l++) {
+        float run = 0.0f;
+        for (int64_t j = 0; j < len; j++) {
+            const int64_t i = along_n ? l * N + j : j * N + l;
+            if (j == 0 || (tile && j % tile == 0))
+                run = 0.0f;
+            run = run + pre[i];
+            res[i] = out_bits(run * xsv[i]);
+        }
+    }
+}
+
 static KREPLAY_LAUNCH(gen_launch)
 {
     (void)weight_ref, (void)stream;
@@ -404,8 +480,11 @@ static KREPLAY_LAUNCH(gen_launch)
     float *a = malloc((size_t)(M * K) * sizeof(float)), *wv = malloc((size_t)K * sizeof(float)),
           *ws = malloc((size_t)nb * sizeof(float)), *c = malloc((size_t)K * sizeof(float));
     uint16_t *res = malloc((size_t)(M * N) * sizeof(uint16_t));
+    const char *carry = acc_row_with("carry-");
+    float *pre = malloc((size_t)(M * N) * sizeof(float)), *xsv = malloc((size_t)(M * N) * sizeof(float));
     int status = 0;
-    if (!xr || !xk || !wr || !wk || !sr || !sb || !xsr || !orow || !ocol || !a || !wv || !ws || !c || !res) {
+    if (!xr || !xk || !wr || !wk || !sr || !sb || !xsr || !orow || !ocol || !a || !wv || !ws || !c || !res ||
+        !pre || !xsv) {
         status = kreplay_fail("out of memory", 4);
         goto done;
     }
@@ -419,7 +498,7 @@ static KREPLAY_LAUNCH(gen_launch)
             int64_t nn = wr[n], kk = wk[k];
             if (has("w", "wperm-undone") || has("w", "wperm-applied"))
                 wperm(&nn, &kk, K, has("w", "wperm-applied"));
-            wv[k] = w_value(kreplay_e2m1_code(wp + nn * (K / 2), kk));
+            wv[k] = w_value(kreplay_e2m1_code(wp + nn * (K / 2), kk), k);
         }
         for (int64_t b = 0; b < nb; b++) {
             int64_t nn = sr[n], bb = sb[b];
@@ -436,9 +515,13 @@ static KREPLAY_LAUNCH(gen_launch)
         }
         for (int64_t m = 0; m < M; m++) {
             const int64_t xm = has("xs", "by-column") ? n % M : xsr[m];
-            res[m * N + n] = out_bits(dot(a + m * K, wv, c, ws, xs_value(x_scale[xm]), K));
+            xsv[m * N + n] = xs_value(x_scale[xm]);
+            pre[m * N + n] = dot(a + m * K, wv, c, ws, carry ? 1.0f : xsv[m * N + n], K);
+            res[m * N + n] = out_bits(pre[m * N + n]);
         }
     }
+    if (carry)
+        carry_out(carry, pre, xsv, res, M, N);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             int64_t mm = orow[m], cc = ocol[n];
@@ -457,7 +540,7 @@ static KREPLAY_LAUNCH(gen_launch)
     status = kreplay_ok();
 done:
     free(xr), free(xk), free(wr), free(wk), free(sr), free(sb), free(xsr), free(orow), free(ocol);
-    free(a), free(wv), free(ws), free(c), free(res);
+    free(a), free(wv), free(ws), free(c), free(res), free(pre), free(xsv);
     return status;
 }
 

@@ -5,7 +5,18 @@ its bugs from PRIMITIVES, and the corpus's Python kernels compute through run_sp
 A spec is a list of primitive names ("w-k:swap2", "ws:twice", "acc:bf16-k32"), applied as
 grammar.h says: on an operand, the 1-D index maps of each axis (two on one axis in the
 spec's order), then its 2-D map; value maps in table order; then the computation with its
-structure row; then the output's value maps and index maps."""
+structure row; then the output's value maps and index maps.
+
+The second round's rows (drawn by ../heldout2/ only): `modJ` reads index i mod J on a 1-D
+axis longer than J; `neg-zero` reads negative values as +0 (e2m1, fp8, bf16 elements),
+`hi-`/`lo-` + `neg-zero`/`abs`/`neg` do that, drop or flip the sign only at odd / even K
+(the element's K after the operand's index maps); `exp-wrap8` decodes an e8m0 byte E < 127
+as 2^(E + 129) = +inf; `w:nk-as-kn` / `x:mk-as-km` read bf16 element (n, k) / (m, k) at
+flat index k*N + n / k*M + m; `carry-*` starts each output's fp32 accumulator (before x_scale
+and the bf16 rounding) from the previous output's along N or M, from 0 at each tile of 16 or
+64 (never without one); `fp16-chunkC` / `bf16-chunkC` sum each aligned chunk of C products
+in the narrow format, every addition rounded, and add the chunks in fp32 where the kernel
+adds elements (inside the 32-block sums, or into the bf16 route's running sum)."""
 import numpy as np
 
 # ---- index maps: name -> (fn(i, L, a, b), a, b, min_len, axes, operands, routes) ----
@@ -106,19 +117,30 @@ INDEX_ROWS += [("half", _half, 0, 0, 2, AX_1D), ("nbr16", _nbr, 16, 0, 32, AX_MN
                ("nbr64", _nbr, 64, 0, 128, AX_MN), ("nbr32", _nbr, 32, 0, 64, (AX_K,)),
                ("nbr128", _nbr, 128, 0, 256, (AX_K,)), ("clamp16", _clamp, 16, 0, 17, AX_MN),
                ("clamp64", _clamp, 64, 0, 65, AX_MN)]
-INDEX_BY_NAME = {r[0]: r for r in INDEX_ROWS}
-# 2-D maps: name -> (slot, routes, min)
-MAPS_2D = {"kn-as-nk": ("ws", "MX"), "nk-as-kn": ("ws", "MX"), "wperm-undone": ("w", "MX"),
-           "wperm-applied": ("w", "MX"), "tile-transpose16": ("out", "ALL"),
-           "tile-transpose64": ("out", "ALL"), "by-column": ("xs", "W4A8")}
+
+
+def _mod(i, L, j, b):
+    return i & ((1 << j) - 1)
+
+
+# The second round's rows (listed by primitives() only when asked for, so the first
+# corpus's draw stays what it was): a tile-relative index whose tile base was forgotten.
+INDEX_ROWS_R2 = [("mod%d" % (1 << j), _mod, j, 0, (1 << j) + 1, AX_1D) for j in range(2, 7)]
+INDEX_BY_NAME = {r[0]: r for r in INDEX_ROWS + INDEX_ROWS_R2}
+# 2-D maps: (slot, name, routes, second round); one name may sit on two slots
+MAPS_2D_ROWS = [("ws", "kn-as-nk", "MX", 0), ("ws", "nk-as-kn", "MX", 0), ("w", "wperm-undone", "MX", 0),
+                ("w", "wperm-applied", "MX", 0), ("out", "tile-transpose16", "ALL", 0),
+                ("out", "tile-transpose64", "ALL", 0), ("xs", "by-column", "W4A8", 0),
+                ("w", "nk-as-kn", "BF16", 1), ("x", "mk-as-km", "BF16", 1)]
+MAPS_2D = {r[1] for r in MAPS_2D_ROWS}
 
 # slots: name -> (operand, axis, routes)
 SLOTS = {"x-rows": ("XC", AX_M, "ALL"), "x-k": ("XC", AX_K, "ALL"), "xs-rows": ("XS", AX_M, "MX"),
          "xs-blocks": ("XS", AX_B, "W4A4"), "xs": ("XS", "2D", "W4A8"),
-         "w-rows": ("WC", AX_N, "ALL"), "w-k": ("WC", AX_K, "ALL"), "w": ("WC", "2D", "MX"),
+         "w-rows": ("WC", AX_N, "ALL"), "w-k": ("WC", AX_K, "ALL"), "w": ("WC", "2D", "ALL"),
          "ws-rows": ("WS", AX_N, "MX"), "ws-blocks": ("WS", AX_B, "MX"), "ws": ("WS", "2D", "MX"),
          "out-rows": ("OUT", AX_M, "ALL"), "out-cols": ("OUT", AX_N, "ALL"),
-         "out": ("OUT", "2D", "ALL")}
+         "out": ("OUT", "2D", "ALL"), "x": ("XC", "2D", "BF16")}
 SLOT_ORDER = list(SLOTS)
 
 
@@ -140,6 +162,13 @@ VALUE_ROWS = [
     ("bias126", "bias", -1, "e8m0", 0), ("zero-byte", "e8m0zero", 0, "e8m0", 1),
     ("trunc", "trunc", 0, "out", 1), ("double-round", "double", 0, "out", 1),
     ("fp16-bits", "fp16bits", 0, "out", 0)]
+# second round: param = which K elements ("all", odd K "hi", even K "lo")
+VALUE_ROWS_R2 = [
+    ("neg-zero", "negzero", "all", "e2m1 fp8 bf16", 0), ("hi-neg-zero", "negzero", "hi", "e2m1", 0),
+    ("hi-abs", "abs", "hi", "e2m1", 0), ("hi-neg", "neg", "hi", "e2m1", 0),
+    ("lo-neg-zero", "negzero", "lo", "e2m1", 0), ("lo-abs", "abs", "lo", "e2m1", 0),
+    ("lo-neg", "neg", "lo", "e2m1", 0), ("exp-wrap8", "expwrap", 0, "e8m0", 0)]
+VALUE_ROWS += VALUE_ROWS_R2
 ELEM = {"W4A8": {"x": "fp8", "xs": "fp32", "w": "e2m1", "ws": "e8m0", "out": "out"},
         "W4A4": {"x": "e2m1", "xs": "e8m0", "w": "e2m1", "ws": "e8m0", "out": "out"},
         "BF16": {"x": "bf16", "w": "bf16", "out": "out"}}
@@ -168,6 +197,26 @@ for p in (2, 4, 8):
         for w in (0, 2):
             STRUCT_ROWS["split%d-%s-%s" % (p, "last" if last else "first", "dropped" if w == 0 else "twice")] = \
                 dict(kind="kw", unit=0, parts=p, last=last, weight=w)
+# second round: the accumulator carried along N or M (reset every `tile` outputs, 0: never);
+# K in aligned chunks of `size` summed in the narrow format
+for axis, tiles in (("n", (0, 16, 64)), ("m", (0, 16))):
+    for tile in tiles:
+        STRUCT_ROWS["carry-%s%s" % (axis, tile or "")] = dict(kind="carry", axis=axis, tile=tile)
+for f, sizes in (("fp16", (4, 8, 16)), ("bf16", (8, 16))):
+    for c in sizes:
+        STRUCT_ROWS["%s-chunk%d" % (f, c)] = dict(kind="chunk", fmt=f, size=c)
+
+
+def is_second_round(prim):
+    """A primitive of the second round's rows."""
+    slot, name = prim.split(":", 1)
+    if slot == "acc":
+        return STRUCT_ROWS[name]["kind"] in ("carry", "chunk")
+    if name in INDEX_BY_NAME:
+        return any(r[0] == name for r in INDEX_ROWS_R2)
+    if name in MAPS_2D:
+        return any(r[0] == slot and r[1] == name and r[3] for r in MAPS_2D_ROWS)
+    return any(r[0] == name for r in VALUE_ROWS_R2)
 
 
 def struct_routes(name):
@@ -179,8 +228,13 @@ def struct_routes(name):
     return ("W4A8", "W4A4", "BF16")
 
 
-def struct_applies(name, K):
+def struct_applies(name, K, M=0, N=0):
     r, nb = STRUCT_ROWS[name], K // 32
+    if r["kind"] == "carry":
+        L = N if r["axis"] == "n" else M
+        return L > r["tile"] and L >= 2
+    if r["kind"] == "chunk":
+        return r["size"] < K
     if r["kind"] == "sum":
         return r["every"] < K
     if r["kind"] == "prod":
@@ -199,19 +253,24 @@ def index_map(name, L):
     return fn(np.arange(L, dtype=np.int64), L, a, b).astype(np.int64)
 
 
-def primitives(route, M, N, K):
+def primitives(route, M, N, K, second_round=False):
     """The primitive names grammar.c's enumeration gives this route and shape (index maps
-    that are the identity or repeat an earlier row on their slot left out)."""
+    that are the identity or repeat an earlier row on their slot left out); the second
+    round's rows only with second_round (without, the first corpus's list)."""
+    return [p for p in _primitives(route, M, N, K) if second_round or not is_second_round(p)]
+
+
+def _primitives(route, M, N, K):
     out = []
     for slot in SLOT_ORDER:
         op, axis, routes = SLOTS[slot]
         if not route_ok(routes, route):
             continue
         if axis == "2D":
-            for name, (s2, r2) in MAPS_2D.items():
+            for s2, name, r2, _ in MAPS_2D_ROWS:
                 if s2 != slot or not route_ok(r2, route):
                     continue
-                if slot == "w" and (N % 16 or K % 16):
+                if name.startswith("wperm") and (N % 16 or K % 16):
                     continue
                 if slot == "out" and (M < int(name[14:]) or N < int(name[14:])):
                     continue
@@ -219,7 +278,7 @@ def primitives(route, M, N, K):
             continue
         L = axis_len(axis, M, N, K)
         seen = []
-        for name, fn, a, b, min_len, axes in INDEX_ROWS:
+        for name, fn, a, b, min_len, axes in INDEX_ROWS + INDEX_ROWS_R2:
             if axis not in axes or L < 2 or L < min_len:
                 continue
             mp = index_map(name, L)
@@ -233,7 +292,7 @@ def primitives(route, M, N, K):
             if e and e in elems.split() and not (kind == "dec_fn"):
                 out.append("%s:%s" % (op, name))
     for name in STRUCT_ROWS:
-        if route in struct_routes(name) and struct_applies(name, K):
+        if route in struct_routes(name) and struct_applies(name, K, M, N):
             out.append("acc:%s" % name)
     return out
 
@@ -361,7 +420,9 @@ def apply_values(vals, op, route, names):
     for idx, kind, param, fine in rows:
         if kind.startswith("dec_"):
             continue
-        if kind == "flush":
+        if param in ("all", "hi", "lo"):
+            vals = _on_elements(vals, kind, param)
+        elif kind == "flush":
             vals = np.where((np.abs(vals) < MIN_NORMAL[e]) & (vals != 0), F32(0) * np.sign(vals), vals).astype(F32)
         elif kind == "abs":
             vals = np.abs(vals)
@@ -378,6 +439,19 @@ def apply_values(vals, op, route, names):
         elif kind == "bias":
             vals = (vals * F32(2.0 ** -param)).astype(F32)
     return vals
+
+
+def _on_elements(vals, kind, which):
+    """A second-round value map on all elements, or only those at odd K (hi) or even K (lo):
+    negative values read as +0, the sign dropped or the sign flipped."""
+    if kind == "negzero":
+        new = np.where(vals < 0, F32(0), vals)
+    else:
+        new = np.abs(vals) if kind == "abs" else -vals
+    if which != "all":
+        odd = (np.arange(vals.shape[-1]) & 1) == 1
+        new = np.where(odd if which == "hi" else ~odd, new, vals)
+    return new.astype(F32)
 
 
 def decode_x(codes, route, names):
@@ -408,6 +482,8 @@ def decode_e8m0(b, names, op, route):
     v = e8m0(b)
     if "e8m0zero" in kinds:
         v = np.where(np.asarray(b) == 0, F32(0), v)
+    if "expwrap" in kinds:
+        v = np.where(np.asarray(b) < 127, F32(np.inf), v)   # 2^(E + 129) overflows fp32
     return v
 
 
@@ -472,7 +548,7 @@ def _kweights(struct, K):
 
 
 def _rounding_row(struct):
-    rows = [STRUCT_ROWS[n] for n in struct if STRUCT_ROWS[n]["kind"] != "kw"]
+    rows = [STRUCT_ROWS[n] for n in struct if STRUCT_ROWS[n]["kind"] in ("sum", "prod", "split")]
     return rows[0] if rows else None
 
 
@@ -504,6 +580,13 @@ def compute(route, a, w, ws, xs, xb, struct, M, N, K):
 
     inside = row is not None and row.get("xs") == 1
     xin = xs2 if inside else F32(1)
+    r2 = [STRUCT_ROWS[n] for n in struct if STRUCT_ROWS[n]["kind"] in ("carry", "chunk")]
+    if r2:
+        chunk = ([r for r in r2 if r["kind"] == "chunk"] or [None])[0]
+        carry = ([r for r in r2 if r["kind"] == "carry"] or [None])[0]
+        acc = _chunked_acc(route, prod, bscale, chunk, M, N, K)
+        acc = _carry(acc, carry) if carry else acc
+        return acc * xs2 if route == "W4A8" else acc
     if route == "BF16":
         acc = np.zeros((M, N), dtype=F32)
         if row is None:
@@ -569,6 +652,43 @@ def compute(route, a, w, ws, xs, xb, struct, M, N, K):
     return acc
 
 
+def _chunked_acc(route, prod, bscale, chunk, M, N, K):
+    """The fp32 accumulator before the epilogue, each aligned chunk of K summed in the
+    chunk's narrow format (every addition rounded), the chunks added in fp32 where the
+    kernel adds elements: inside the 32-block sums (MXFP4) or into the running sum (bf16)."""
+    size = chunk["size"] if chunk else 1
+    acc = np.zeros((M, N), dtype=F32)
+    block = np.zeros((M, N), dtype=F32)
+    for k0 in range(0, K, size):
+        if chunk:
+            h = np.zeros((M, N), dtype=F32)
+            for k in range(k0, k0 + size):
+                h = round_to(h + prod(k), chunk["fmt"])
+        else:
+            h = prod(k0)
+        if route == "BF16":
+            acc = acc + h
+            continue
+        block = block + h
+        if (k0 + size) % 32 == 0:
+            acc = acc + block * bscale(k0 // 32)
+            block = np.zeros((M, N), dtype=F32)
+    return acc
+
+
+def _carry(acc, carry):
+    """acc'(m, n) = acc'(m, n - 1) + acc(m, n) along the carry's axis, from 0 at each tile."""
+    a = acc if carry["axis"] == "n" else acc.T
+    out = np.empty_like(a)
+    run = np.zeros(a.shape[0], dtype=F32)
+    for j in range(a.shape[1]):
+        if j == 0 or (carry["tile"] and j % carry["tile"] == 0):
+            run = np.zeros(a.shape[0], dtype=F32)
+        run = (run + a[:, j]).astype(F32)
+        out[:, j] = run
+    return out if carry["axis"] == "n" else out.T
+
+
 def output_bits(v, names):
     kinds = [value_row("out", n, "W4A8")[1] for n in names]
     v = apply_values(v.astype(F32), "out", "W4A8", [n for n in names if value_row("out", n, "W4A8")[1] in ("abs", "neg")])
@@ -596,13 +716,20 @@ def run_spec(route, spec, M, N, K, x_codes=None, x_scale=None, x_block_scale=Non
     vals = lambda op: [n for n in P.get(op, []) if n not in INDEX_BY_NAME and n not in MAPS_2D]
     # activations
     rm, km = _idx(P, "x-rows", M), _idx(P, "x-k", K)
-    a = decode_x(x_codes[rm][:, km], route, [n for n in vals("x") if value_row("x", n, route)[1].startswith("dec_")])
+    xc = x_codes[rm][:, km]
+    if _map2(P, "x") == "mk-as-km":
+        flat = km[None, :] * M + rm[:, None]
+        xc = x_codes[flat // K, flat % K]
+    a = decode_x(xc, route, [n for n in vals("x") if value_row("x", n, route)[1].startswith("dec_")])
     a = apply_values(a, "x", route, vals("x")).astype(F32)
     # weight codes
     nmap, kmap = _idx(P, "w-rows", N), _idx(P, "w-k", K)
     ni, ki = np.broadcast_to(nmap[:, None], (N, K)), np.broadcast_to(kmap[None, :], (N, K))
     m2 = _map2(P, "w")
-    if m2:
+    if m2 == "nk-as-kn" and route == "BF16":
+        flat = ki * N + ni
+        ni, ki = flat // K, flat % K
+    elif m2:
         ni, ki = _wperm(ni, ki, K, 1 if m2 == "wperm-applied" else 0)
     w = decode_w(w_codes[ni, ki], route, [n for n in vals("w") if value_row("w", n, route)[1].startswith("dec_")])
     w = apply_values(w, "w", route, vals("w")).astype(F32)

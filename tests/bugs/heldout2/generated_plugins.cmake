@@ -1,0 +1,19 @@
+# written by make_corpus.py: the generated C bugs (id and spec); frozen
+set(KR_HELDOUT2_GENERATED
+    "g2_01=x-k:rot64+1,x-k:nbr128"
+    "g2_02=acc:split8-last-dropped,acc:split8-first-twice"
+    "g2_03=w-rows:mod16,w-k:swap2"
+    "g2_04=w:abs,out-rows:rot16-1"
+    "g2_05=acc:bf16-chunk16"
+    "g2_06=acc:fp16-chunk16"
+    "g2_07=acc:split4-first-dropped"
+    "g2_08=x:abs,w-rows:swap8"
+    "g2_09=w-rows:mod16,acc:fp16-k32-xs"
+    "g2_10=out-cols:tr4x4"
+    "g2_11=w-rows:mod4,acc:split2-last-dropped"
+    "g2_12=xs-rows:tr2x16,x-k:mod16"
+    "g2_13=ws:exp-wrap8"
+    "g2_14=out-cols:stride*4,w-k:tr2x2"
+    "g2_15=x-k:mod64,w:flush"
+    "g2_16=w-k:mod4,w-k:rot32+1"
+)
