@@ -262,30 +262,58 @@ static void test_eval_against_hand(void **state)
     teardown(&s);
 }
 
+/* A diagnosis of an output against R_exact on a setup's operands. */
+typedef struct {
+    setup_t s;
+    float *out, *ref;
+    diag_input_t d;
+    diag_result_t r;
+} hand_diag_t;
+
+/* Diagnoses hd->out; the line is printed with its rel. */
+static void hand_diag_run(hand_diag_t *hd)
+{
+    kr_error_t err = {{0}};
+    assert_int_equal(diagnose(&hd->d, &hd->r, &err), 0);
+    print_message("  rel %.3g: %s\n", hd->r.base_rel, hd->r.line);
+}
+
+/* The operands of seed (24 x 128 x 1024), out = the kernel with fault f
+ * (hand()), ref = R_exact; diagnosed once. */
+static void hand_diag_start(hand_diag_t *hd, uint64_t seed, hand_fault_t f)
+{
+    setup_t *s = &hd->s;
+    setup(s, 24, 128, 1024, seed);
+    const int64_t MN = s->M * s->N;
+    hd->out = malloc((size_t)MN * sizeof(float));
+    hd->ref = malloc((size_t)MN * sizeof(float));
+    assert_non_null(hd->out), assert_non_null(hd->ref);
+    for (int64_t i = 0; i < MN; i++)
+        hd->out[i] = hand(s, f, i / s->N, i % s->N);
+    kr_error_t err = {{0}};
+    assert_int_equal(gemm_ref_f32(s->act.dequant, s->M, &s->in.weight, 0, hd->ref, &err), 0);
+    hd->d = (diag_input_t){.in = &s->in, .act = &s->act, .kernel = "test.hand", .out = hd->out,
+                           .ref = hd->ref, .ref_name = "R_exact", .threshold = 0.005, .failed = 1};
+    hand_diag_run(hd);
+}
+
+static void hand_diag_end(hand_diag_t *hd)
+{
+    free(hd->out), free(hd->ref);
+    teardown(&hd->s);
+}
+
 static void test_diagnose_names_a_composition(void **state)
 {
     (void)state;
-    setup_t s;
-    setup(&s, 24, 128, 1024, 22);
-    const int64_t MN = s.M * s.N;
-    float *out = malloc((size_t)MN * sizeof(float)), *ref = malloc((size_t)MN * sizeof(float));
-    assert_non_null(out), assert_non_null(ref);
-    for (int64_t i = 0; i < MN; i++)
-        out[i] = hand(&s, F_WS_SWAP4_X_REV8, i / s.N, i % s.N);
-    kr_error_t err = {{0}};
-    assert_int_equal(gemm_ref_f32(s.act.dequant, s.M, &s.in.weight, 0, ref, &err), 0);
-    diag_input_t d = {.in = &s.in, .act = &s.act, .kernel = "test.hand", .out = out, .ref = ref,
-                      .ref_name = "R_exact", .threshold = 0.005, .failed = 1};
-    diag_result_t r;
-    assert_int_equal(diagnose(&d, &r, &err), 0);
-    print_message("  %s\n", r.line);
-    assert_true(r.matched && r.checked);
-    assert_int_equal(r.hypothesis, DIAG_GRAMMAR);
-    assert_non_null(strstr(r.line, "'ws-rows:swap4'"));
-    assert_non_null(strstr(r.line, "'x-k:rev8'"));
-    assert_non_null(strstr(r.line, "(checked: bit-identical on all "));
-    free(out), free(ref);
-    teardown(&s);
+    hand_diag_t hd;
+    hand_diag_start(&hd, 22, F_WS_SWAP4_X_REV8);
+    assert_true(hd.r.matched && hd.r.checked);
+    assert_int_equal(hd.r.hypothesis, DIAG_GRAMMAR);
+    assert_non_null(strstr(hd.r.line, "'ws-rows:swap4'"));
+    assert_non_null(strstr(hd.r.line, "'x-k:rev8'"));
+    assert_non_null(strstr(hd.r.line, "(checked: bit-identical on all "));
+    hand_diag_end(&hd);
 }
 
 /* A failing row whose whole-output error is under the threshold (it failed on
@@ -295,36 +323,22 @@ static void test_diagnose_names_a_composition(void **state)
 static void test_diagnose_a_row_close_to_its_reference(void **state)
 {
     (void)state;
-    setup_t s;
-    setup(&s, 24, 128, 1024, 23);
-    const int64_t MN = s.M * s.N;
-    float *out = malloc((size_t)MN * sizeof(float)), *ref = malloc((size_t)MN * sizeof(float));
-    assert_non_null(out), assert_non_null(ref);
-    for (int64_t i = 0; i < MN; i++)
-        out[i] = hand(&s, F_FP16_CHUNK8, i / s.N, i % s.N);
-    kr_error_t err = {{0}};
-    assert_int_equal(gemm_ref_f32(s.act.dequant, s.M, &s.in.weight, 0, ref, &err), 0);
-    diag_input_t d = {.in = &s.in, .act = &s.act, .kernel = "test.hand", .out = out, .ref = ref,
-                      .ref_name = "R_exact", .threshold = 0.005, .failed = 1};
-    diag_result_t r;
-    assert_int_equal(diagnose(&d, &r, &err), 0);
-    print_message("  rel %.3g: %s\n", r.base_rel, r.line);
-    assert_true(r.base_rel < d.threshold);
-    assert_true(r.line[0] != '\0');
-    assert_non_null(strstr(r.line, "fp16-chunk8"));
-    assert_true(r.checked);
+    hand_diag_t hd;
+    hand_diag_start(&hd, 23, F_FP16_CHUNK8);
+    assert_true(hd.r.base_rel < hd.d.threshold);
+    assert_non_null(strstr(hd.r.line, "fp16-chunk8"));
+    assert_true(hd.r.checked);
     /* No hypothesis for this one: one 16x16 tile 1% off (the places are
      * tried, and nothing may crash). */
-    for (int64_t i = 0; i < MN; i++) {
-        const int64_t m = i / s.N, n = i % s.N;
-        out[i] = spec_bf16(spec_bf16_rne(ref[i] * (m < 16 && n >= 32 && n < 48 ? 1.01f : 1.0f)));
+    const int64_t N = hd.s.N;
+    for (int64_t i = 0; i < hd.s.M * N; i++) {
+        const int in_tile = i / N < 16 && i % N >= 32 && i % N < 48;
+        hd.out[i] = spec_bf16(spec_bf16_rne(hd.ref[i] * (in_tile ? 1.01f : 1.0f)));
     }
-    assert_int_equal(diagnose(&d, &r, &err), 0);
-    print_message("  rel %.3g: %s\n", r.base_rel, r.line);
-    assert_true(r.base_rel < d.threshold);
-    assert_true(r.line[0] != '\0');
-    free(out), free(ref);
-    teardown(&s);
+    hand_diag_run(&hd);
+    assert_true(hd.r.base_rel < hd.d.threshold);
+    assert_true(hd.r.line[0] != '\0');
+    hand_diag_end(&hd);
 }
 
 KR_TEST_MAIN(test_enumeration, test_eval_against_hand, test_diagnose_names_a_composition,
