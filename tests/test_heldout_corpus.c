@@ -145,7 +145,7 @@ static void make_cases(void)
     test_tmp_path(g_dir, sizeof g_dir, corpus.scratch);
     mkdir(g_dir, 0755);
     for (int i = 0; i < n_cases; i++) {
-        char args[768], *out = NULL;
+        char args[1024], *out = NULL;
         snprintf(args, sizeof args, "synth %s --out '%s' --name %s", cases[i].args, g_dir, cases[i].name);
         if (test_run_kreplay(args, &out) != 0) {
             print_error("kreplay %s failed:\n%s\n", args, out ? out : "");

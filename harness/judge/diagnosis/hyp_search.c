@@ -521,7 +521,7 @@ static int report(g_search_t *s, g_run_t *r, int nr)
                  best.rel, (long long)best.same, (long long)best.count);
         return 0;
     }
-    char run[240] = "";
+    char run[384] = "";
     int ri = 1;
     while (ri < nr && contains(&r->ranked[ri].h, &best.h))
         ri++;
