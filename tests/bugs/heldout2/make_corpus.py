@@ -126,9 +126,10 @@ def run_on(ops, route, spec):
     return g.run_spec(route, spec, M, N, K, **kw)
 
 
-def first_corpus_specs():
+def corpus_specs(folder):
+    """The specs of the corpus in folder, each as a set (a pair in either order is one)."""
     specs = set()
-    with open(os.path.join(FIRST, "corpus.tsv")) as f:
+    with open(os.path.join(folder, "corpus.tsv")) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
             if not line.startswith("#") and len(cols) > 5 and cols[5]:
@@ -136,9 +137,9 @@ def first_corpus_specs():
     return specs
 
 
-def hand_rows(path):
-    """corpus rows of hand_bugs.tsv: hand-written bugs (held out) and, for ids starting c2_,
-    correct variants on every case."""
+def hand_rows(path, correct_prefix="c2_"):
+    """corpus rows of hand_bugs.tsv: hand-written bugs (held out) and, for ids starting with
+    correct_prefix, correct variants on every case."""
     if not os.path.exists(path):
         return []
     rows, seen = [], set()
@@ -152,7 +153,7 @@ def hand_rows(path):
             sys.exit("make_corpus.py: %s: row %d: expected id, language (c or py), route (%s), case, "
                      "expect, description" % (path, n, " ".join(CAPTURE)))
         bug_id, lang, route, case, expect = cols[:5]
-        if bug_id.startswith("c2_"):
+        if bug_id.startswith(correct_prefix):
             if bug_id not in seen:
                 rows += [(bug_id, "correct", lang, route, c, "", -1, "") for c in first.CASES]
             seen.add(bug_id)
@@ -163,8 +164,9 @@ def hand_rows(path):
     return rows
 
 
-def draw_generated(rng, ops):
-    """The generated rows, each spec new and changing its case's output."""
+def draw_generated(rng, ops, taken=None, prefix="g2_"):
+    """The generated rows (ids prefix01, ...), each spec new (not in taken, the first
+    corpus's specs unless given) and changing its case's output."""
     plan = [(route, lang) for route, lang, count in first.GENERATED for _ in range(count)]
     forced = set()
     for route, lang, count in first.GENERATED:
@@ -172,7 +174,7 @@ def draw_generated(rng, ops):
         forced |= set(rng.sample(at, SECOND_ROUND_SHARE[route, lang]))
     cases = [list(first.CASES)[i % len(first.CASES)] for i in range(len(plan))]
     rng.shuffle(cases)
-    taken, rows, correct = first_corpus_specs(), [], {}
+    taken, rows, correct = set(corpus_specs(FIRST) if taken is None else taken), [], {}
     for i, ((route, lang), case) in enumerate(zip(plan, cases)):
         if (case, route) not in correct:
             correct[case, route] = run_on(ops[case, route], route, [])
@@ -184,7 +186,7 @@ def draw_generated(rng, ops):
                 break
             print("redrawn (output unchanged): %s %s %s" % (route, case, ",".join(spec)), flush=True)
         taken.add(frozenset(spec))
-        rows.append(("g2_%02d" % (i + 1), "generated", lang, route, case, ",".join(spec), 1, ""))
+        rows.append(("%s%02d" % (prefix, i + 1), "generated", lang, route, case, ",".join(spec), 1, ""))
     return rows
 
 
@@ -203,25 +205,27 @@ def main():
     write(rows, generated)
 
 
-def write(rows, generated):
-    with open(os.path.join(HERE, "corpus.tsv"), "w") as f:
-        f.write("# written by make_corpus.py (seed %d); frozen: do not edit by hand\n" % SEED)
+def write(rows, generated, folder=HERE, seed=SEED, ordinal="second", cmake_list="KR_HELDOUT2_GENERATED"):
+    """corpus.tsv, gen_kernels.py and generated_plugins.cmake of the corpus in folder (the
+    ordinal-th held-out corpus, drawn with seed; its C bugs listed in cmake_list)."""
+    with open(os.path.join(folder, "corpus.tsv"), "w") as f:
+        f.write("# written by make_corpus.py (seed %d); frozen: do not edit by hand\n" % seed)
         f.write("# id\torigin\tlanguage\troute\tcase\tspec\thalf (0 tune, 1 held-out, -1 correct)\texpect\n")
         for r in rows:
             f.write("\t".join(str(x) for x in r) + "\n")
         for name, (args, M, N, K) in first.CASES.items():
             f.write("#case\t%s\t%s --weight-format both\n" % (name, args))
     makers = {"W4A8": "w4a8_kernel", "W4A4": "w4a4_kernel", "BF16": "bf16_kernel"}
-    with open(os.path.join(HERE, "gen_kernels.py"), "w") as f:
-        f.write('"""The generated Python kernels of the second held-out corpus (written by\n'
-                'make_corpus.py; frozen).  Each computes through grammar_ref.run_spec with its spec."""\n')
+    with open(os.path.join(folder, "gen_kernels.py"), "w") as f:
+        f.write('"""The generated Python kernels of the %s held-out corpus (written by\n'
+                'make_corpus.py; frozen).  Each computes through grammar_ref.run_spec with its spec."""\n' % ordinal)
         f.write("from heldout_operands import bf16_kernel, w4a4_kernel, w4a8_kernel\n")
         for bug_id, _, lang, route, _, spec, _, _ in generated:
             if lang == "py":
                 f.write("\n%s = %s(%r)\n" % (bug_id, makers[route], spec.split(",")))
-    with open(os.path.join(HERE, "generated_plugins.cmake"), "w") as f:
+    with open(os.path.join(folder, "generated_plugins.cmake"), "w") as f:
         f.write("# written by make_corpus.py: the generated C bugs (id and spec); frozen\n")
-        f.write("set(KR_HELDOUT2_GENERATED\n")
+        f.write("set(%s\n" % cmake_list)
         for bug_id, _, lang, _, _, spec, _, _ in generated:
             if lang == "c":
                 f.write('    "%s=%s"\n' % (bug_id, spec))
