@@ -1,0 +1,19 @@
+# written by make_corpus.py: the generated C bugs (id and spec); frozen
+set(KR_HELDOUT3_GENERATED
+    "g3_01=xs-rows:tr8x2,x-rows:rev4"
+    "g3_02=ws-blocks:mod64,acc:bf16-k16"
+    "g3_03=acc:carry-n16,x-k:rev16"
+    "g3_04=w-rows:rot16+1,acc:bf16-split8"
+    "g3_05=acc:fp16-chunk16,ws-blocks:next"
+    "g3_06=out-cols:swap32,xs-rows:mod4"
+    "g3_07=x-rows:prev"
+    "g3_08=w-k:rev64,acc:fp16-elem-xs"
+    "g3_09=out-rows:swap2"
+    "g3_10=x-k:swap8,acc:k-first-elem-twice"
+    "g3_11=acc:k-first-elem-dropped"
+    "g3_12=acc:carry-n16,w-k:rot8-1"
+    "g3_13=acc:fp16-chunk4,x-k:tr16x4"
+    "g3_14=xs-rows:mod8,ws-rows:rot64-1"
+    "g3_15=w:lo-neg-zero"
+    "g3_16=out-cols:next"
+)
