@@ -24,7 +24,12 @@
  * frozen before the diagnosis was tuned further; every bug of it is held out,
  * its Python kernels find the first corpus's modules too, and the first
  * corpus's correct variants (ids c_*) are replayed from the first corpus's
- * plugins and files.  Same table, score and assertions, its own floor. */
+ * plugins and files.  Same table, score and assertions, its own floor.
+ *
+ * Built a third time as test_heldout3_corpus (-DHELDOUT3_NAMED_FLOOR): the
+ * third corpus (tests/bugs/heldout3/), drawn and frozen before the diagnosis
+ * was tuned on the second; every bug held out, the first and second corpora's
+ * correct variants (c_*, c2_*) replayed from their own corpora. */
 /* ctest-labels: slow;corpus */
 /* The held-out half's first measured score: a floor against regressions. */
 #define HELDOUT_NAMED_FLOOR 19
@@ -47,24 +52,37 @@
 #include "test_support.h"
 
 #define HELDOUT_DIR KREPLAY_SOURCE_DIR "/tests/bugs/heldout"
-#define MAX_ENTRIES 128
+#define HELDOUT2_DIR KREPLAY_SOURCE_DIR "/tests/bugs/heldout2"
+#define HELDOUT3_DIR KREPLAY_SOURCE_DIR "/tests/bugs/heldout3"
+#define MAX_ENTRIES 192
 
-/* Which corpus this build replays: its folder, its plugins' prefix
- * (libkr_<prefix>_<id>.so), its Python path, its floor and how many entries
- * it has at least. */
+/* Each corpus's folder, its plugins' prefix (libkr_<prefix>_<id>.so) and the
+ * id prefix of its correct variants, which the later corpora list again. */
 typedef struct {
-    const char *dir, *prefix, *pythonpath, *scratch;
+    const char *dir, *prefix, *correct_ids;
+} home_t;
+
+static const home_t homes[] = {
+    {HELDOUT_DIR, "heldout", "c_"}, {HELDOUT2_DIR, "heldout2", "c2_"}, {HELDOUT3_DIR, "heldout3", "c3_"}};
+
+/* Which corpus this build replays (an index of homes), its Python path, its
+ * floor and how many entries it has at least. */
+typedef struct {
+    int home;
+    const char *pythonpath, *scratch;
     int named_floor, min_entries;
 } corpus_t;
 
-#ifdef HELDOUT2_NAMED_FLOOR
-#define HELDOUT2_DIR KREPLAY_SOURCE_DIR "/tests/bugs/heldout2"
+#if defined HELDOUT3_NAMED_FLOOR
+/* 36 generated bugs, the first corpus's six and the second's two correct variants on four cases */
+static const corpus_t corpus = {2, HELDOUT3_DIR ":" HELDOUT2_DIR ":" HELDOUT_DIR, "heldout3_corpus",
+                                HELDOUT3_NAMED_FLOOR, 36 + 8 * 4};
+#elif defined HELDOUT2_NAMED_FLOOR
 /* 36 generated bugs, the first corpus's six correct variants on four cases */
-static const corpus_t corpus = {HELDOUT2_DIR, "heldout2", HELDOUT2_DIR ":" HELDOUT_DIR, "heldout2_corpus",
-                                HELDOUT2_NAMED_FLOOR, 36 + 6 * 4};
+static const corpus_t corpus = {1, HELDOUT2_DIR ":" HELDOUT_DIR, "heldout2_corpus", HELDOUT2_NAMED_FLOOR,
+                                36 + 6 * 4};
 #else
-static const corpus_t corpus = {HELDOUT_DIR, "heldout", HELDOUT_DIR, "heldout_corpus", HELDOUT_NAMED_FLOOR,
-                                40 + 6};
+static const corpus_t corpus = {0, HELDOUT_DIR, "heldout_corpus", HELDOUT_NAMED_FLOOR, 40 + 6};
 #endif
 
 typedef struct {
@@ -108,7 +126,7 @@ static void field(char **p, char *dst, size_t cap)
 static void load_corpus(void)
 {
     char path[600];
-    snprintf(path, sizeof path, "%s/corpus.tsv", corpus.dir);
+    snprintf(path, sizeof path, "%s/corpus.tsv", homes[corpus.home].dir);
     FILE *f = fopen(path, "r");
     if (!f)
         print_error("cannot open %s\n", path);
@@ -123,8 +141,12 @@ static void load_corpus(void)
             n_cases++;
             continue;
         }
-        if (line[0] == '#' || line[0] == '\n' || n_entries == MAX_ENTRIES)
+        if (line[0] == '#' || line[0] == '\n')
             continue;
+        if (n_entries == MAX_ENTRIES) {
+            print_error("%s: more than %d entries: raise MAX_ENTRIES\n", path, MAX_ENTRIES);
+            fail();
+        }
         entry_t *e = &entries[n_entries++];
         char half[8];
         field(&p, e->id, sizeof e->id);
@@ -155,10 +177,15 @@ static void make_cases(void)
     }
 }
 
-/* The first corpus's correct variants, listed again by the second. */
-static int from_first_corpus(const entry_t *e)
+/* The corpus an entry's files are in: a correct variant's by its id's prefix
+ * (an earlier corpus's, listed again), every other entry's this one's. */
+static const home_t *home_of(const entry_t *e)
 {
-    return strcmp(corpus.dir, HELDOUT_DIR) && !strcmp(e->origin, "correct") && strncmp(e->id, "c2_", 3);
+    if (!strcmp(e->origin, "correct"))
+        for (size_t i = 0; i < sizeof homes / sizeof homes[0]; i++)
+            if (!strncmp(e->id, homes[i].correct_ids, strlen(homes[i].correct_ids)))
+                return &homes[i];
+    return &homes[corpus.home];
 }
 
 /* The replay of one entry as JSON (stderr left out). */
@@ -167,15 +194,15 @@ static json_t *replay(const entry_t *e)
     char cmd[4096], path[1200], kernel[1024];
     snprintf(path, sizeof path, "%s/%s.h5", g_dir, e->cas);
     const char *bin = KREPLAY_BINARY, *slash = strrchr(bin, '/');
-    const int first = from_first_corpus(e);
+    const home_t *home = home_of(e);
     if (!strcmp(e->lang, "c")) {
         snprintf(kernel, sizeof kernel, "--plugin '%.*s/plugins/libkr_%s_%s.so' --kernels 'bug.*' --refs exact",
-                 (int)(slash - bin), bin, first ? "heldout" : corpus.prefix, e->id);
+                 (int)(slash - bin), bin, home->prefix, e->id);
     } else {
         const char *file = e->origin[0] == 'g' ? "gen_kernels.py" : "hand_bugs.py";
         const char *as = !strcmp(e->route, "W4A4") ? "@w4a4.aiter" : !strcmp(e->route, "BF16") ? "@bf16.sequential" : "";
         snprintf(kernel, sizeof kernel, "--py '%s/%s:%s%s' --kernels 'py.*' --refs %s",
-                 first ? HELDOUT_DIR : corpus.dir, file, e->id, as, !strcmp(e->route, "BF16") ? "source" : "exact");
+                 home->dir, file, e->id, as, !strcmp(e->route, "BF16") ? "source" : "exact");
     }
     snprintf(cmd, sizeof cmd,
              "PYTHONPATH='%s' KREPLAY_PYTHON=/usr/bin/python3 '%s' replay %s --no-recorded --reruns 1 "
