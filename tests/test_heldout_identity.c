@@ -1,6 +1,6 @@
-/* The held-out corpora's generated W4A8 bugs computed twice, independently:
- * each C plugin (tests/bugs/heldout/gen_plugin.c built with its spec) and
- * the Python kernel of the same spec (grammar_ref.run_spec through
+/* The three held-out corpora's generated W4A8 bugs computed twice,
+ * independently: each C plugin (tests/bugs/heldout/gen_plugin.c built with
+ * its spec) and the Python kernel of the same spec (grammar_ref.run_spec through
  * heldout_operands.w4a8_kernel) replayed on the bug's case; their outputs
  * must be bit-identical (kreplay's out_digest), so a change to one of the
  * two definitions of the grammar's semantics that the other does not share
@@ -129,6 +129,7 @@ static void test_c_and_python_bit_identical(void **state)
     /* 16 generated C bugs in each corpus */
     assert_int_equal(compare_corpus("heldout", tmp), 16);
     assert_int_equal(compare_corpus("heldout2", tmp), 16);
+    assert_int_equal(compare_corpus("heldout3", tmp), 16);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);     /* the cases: a quarter of a GB */
     assert_int_equal(system(cmd), 0);
