@@ -2,6 +2,7 @@
  * bit in the route's canonical order (hyp_eval.h). */
 #include "hyp_eval.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,8 +175,31 @@ static uint64_t mask_at_parity(uint64_t mask, int odd)
     return m;
 }
 
+/* The code a single-bit or byte fault makes of c (width 4, 8 or 16 bits; on
+ * 16 the bit rows act on the high byte). */
+static unsigned code_bits(uint64_t mask, unsigned c, int width)
+{
+    for (int r = 0; mask >> r; r++) {
+        if (!(mask >> r & 1u))
+            continue;
+        const g_value_row_t *row = &g_value_rows[r];
+        const unsigned bit = 1u << (row->param + (width == 16 ? 8 : 0));
+        switch (row->kind) {
+        case GV_BIT_CLEAR: c &= ~bit; break;
+        case GV_BIT_SET: c |= bit; break;
+        case GV_BIT_FLIP: c ^= bit; break;
+        case GV_BYTES:
+            c = row->param == 0 ? c & 0xff00u : row->param == 1 ? c & 0xffu : ((c & 0xffu) << 8) | (c >> 8);
+            break;
+        default: break;
+        }
+    }
+    return c & ((1u << width) - 1);
+}
+
 static float fp8_value(const g_ops_t *g, uint64_t mask, uint8_t c)
 {
+    c = (uint8_t)code_bits(mask, c, 8);
     if (has_kind(mask, GV_DECODE_E5M2))
         return e5m2_value(c);
     if (has_kind(mask, GV_DECODE_INT8))
@@ -187,6 +211,7 @@ static float fp8_value(const g_ops_t *g, uint64_t mask, uint8_t c)
 
 static float e2m1_value(uint64_t mask, uint8_t c)
 {
+    c = (uint8_t)code_bits(mask, c & 15u, 4);
     if (has_kind(mask, GV_DECODE_INT4))
         return (float)((c & 8) ? (int)(c & 15) - 16 : (int)(c & 15));
     return e2m1_decode(c);
@@ -194,11 +219,13 @@ static float e2m1_value(uint64_t mask, uint8_t c)
 
 static float bf16_bits_value(uint64_t mask, uint16_t bits)
 {
+    bits = (uint16_t)code_bits(mask, bits, 16);
     return has_kind(mask, GV_DECODE_FP16) ? half_value(bits) : bf16_decode(bits);
 }
 
 static float e8m0_value(uint64_t mask, uint8_t b, e8m0_mode_t mode)
 {
+    b = (uint8_t)code_bits(mask, b, 8);
     if (b == 0 && has_kind(mask, GV_E8M0_ZERO))
         return 0.0f;
     if (b < 127 && has_kind(mask, GV_EXP_WRAP8))
@@ -518,7 +545,8 @@ static int64_t distinct(const int64_t *idx, int64_t count, int64_t *uniq, int64_
  * each one's fp32 accumulator summed, in index order, with those of the
  * outputs before it along the carry's axis back to its tile's start, then
  * the epilogue.  When that would cost more than G_CARRY_BUDGET, every
- * output reads NaN: the hypothesis is not evaluated (so never claimed). */
+ * output reads -FLT_MAX, a value no bf16 output holds: the hypothesis is
+ * not evaluated, and matches nothing (not even a NaN output). */
 static int eval_carry(const g_ops_t *g, const g_plan_t *p, const int64_t *mm, const int64_t *nn,
                       int64_t count, const float *c, float *alt)
 {
@@ -532,7 +560,7 @@ static int eval_carry(const g_ops_t *g, const g_plan_t *p, const int64_t *mm, co
     }
     if (work > G_CARRY_BUDGET) {
         for (int64_t i = 0; i < count; i++)
-            alt[i] = NAN;
+            alt[i] = -FLT_MAX;
         return 0;
     }
     float *xa = malloc((size_t)(K + nb) * sizeof(float)), *wa = malloc((size_t)(K + nb) * sizeof(float));

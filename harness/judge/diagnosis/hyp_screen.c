@@ -751,8 +751,10 @@ int g_screen_run(g_screen_t *s)
     int status = 0;
     if (alloc_scr(&sc) == 0) {
         screen_singles(&sc);
-        screen_block_pairs(&sc);
-        screen_code_pairs(&sc);
+        if (!s->singles_only) {
+            screen_block_pairs(&sc);
+            screen_code_pairs(&sc);
+        }
         status = sc.failed ? -1 : 0;
     } else {
         status = -1;
