@@ -642,22 +642,31 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
         families = poisoned_order;
         count = sizeof poisoned_order / sizeof poisoned_order[0];
     }
-    diag_result_t place = {0};
+    diag_result_t place = {0}, k_fit = {0};
     for (size_t i = 0; i < count && status == 0 && !r->matched; i++) {
         status = families[i](&x) < 0 ? -1 : 0;
         /* A place (rows, columns, tiles) says where, not why: when a later
-         * hypothesis explains every element, it wins. */
-        if (status == 0 && r->matched && !place.matched &&
-            (r->hypothesis == DIAG_ROWS || r->hypothesis == DIAG_COLUMNS ||
-             (r->hypothesis == DIAG_TILES && !strstr(r->line, "transposed")))) {
+         * hypothesis explains every element, it wins.  A least-squares fit
+         * of K blocks says which blocks, to a residual: a composition of the
+         * grammar that reproduces the output bit for bit says it better, so
+         * the fit waits for the grammar (and outranks a place). */
+        if (status == 0 && r->matched && r->hypothesis == DIAG_K_BLOCKS && !k_fit.matched) {
+            k_fit = *r;
+            r->matched = 0;
+            r->hypothesis = DIAG_NONE;
+        } else if (status == 0 && r->matched && !place.matched &&
+                   (r->hypothesis == DIAG_ROWS || r->hypothesis == DIAG_COLUMNS ||
+                    (r->hypothesis == DIAG_TILES && !strstr(r->line, "transposed")))) {
             place = *r;
             r->matched = 0;
             r->hypothesis = DIAG_NONE;
         }
+        if (k_fit.matched && families[i] == diag_try_grammar)
+            break;
     }
-    if (status == 0 && !r->matched && place.matched) {
+    if (status == 0 && !r->matched && (k_fit.matched || place.matched)) {
         const int gemms = r->gemms;
-        *r = place;
+        *r = k_fit.matched ? k_fit : place;
         r->gemms = gemms;
     }
     if (finite_part_clean && !r->matched)

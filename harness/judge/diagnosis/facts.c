@@ -139,7 +139,7 @@ int diag_facts(dctx_t *x, char *buf, int cap)
         snprintf(bound, sizeof bound, "fp32 bound: all %lld sampled outputs within what an fp32 summation "
                  "order of the kernel's operands gives", (long long)fp->bound_checked);
     }
-    char much[200], tried[96] = "";
+    char much[480], tried[96] = "";
     if (f.finite)
         snprintf(much, sizeof much, "rel %.3g (threshold %.3g), %.3g%% of outputs off by more than it, max |err| "
                  "%.3g at (%lld, %lld)", x->base.rel, x->thr, 100.0 * (double)f.over / (double)f.finite,
@@ -150,6 +150,10 @@ int diag_facts(dctx_t *x, char *buf, int cap)
         const size_t len = strlen(much);
         snprintf(much + len, sizeof much - len, ", %lld non-finite where %s is finite", (long long)f.nf_out,
                  diag_ref_name(x));
+    }
+    if (x->nearest[0]) {
+        const size_t len = strlen(much);
+        snprintf(much + len, sizeof much - len, "; %s", x->nearest);
     }
     if (x->grammar_prims)
         snprintf(tried, sizeof tried, " (%lld compositions of %d grammar primitives)", (long long)x->grammar_tried,

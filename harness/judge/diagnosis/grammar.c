@@ -299,6 +299,14 @@ const int g_index_row_count = (int)(sizeof g_index_rows / sizeof g_index_rows[0]
 /* ---- value maps ---- */
 
 #define E_CODES (G_E_FP8 | G_E_E2M1 | G_E_BF16)
+/* Single-bit faults of a code: each bit stuck at 0, stuck at 1, inverted
+ * (value_row_applies keeps the bits a format has, and leaves the sign's
+ * stuck-at-0 and inversion to abs and neg). */
+#define BIT_ELEMS (G_E_FP8 | G_E_E2M1 | G_E_BF16 | G_E_E8M0)
+#define BITS(b) \
+    {"bit" #b "-clear", "bit " #b " of each code (of a bf16 word's high byte) stuck at 0", GV_BIT_CLEAR, b, BIT_ELEMS, 0, 0}, \
+    {"bit" #b "-set", "bit " #b " of each code (of a bf16 word's high byte) stuck at 1", GV_BIT_SET, b, BIT_ELEMS, 0, 0}, \
+    {"bit" #b "-flip", "bit " #b " of each code (of a bf16 word's high byte) inverted", GV_BIT_FLIP, b, BIT_ELEMS, 0, 0}
 const g_value_row_t g_value_rows[] = {
     {"e5m2", "fp8 codes decoded as e5m2, not e4m3", GV_DECODE_E5M2, 0, G_E_FP8, 0, 0},
     {"e4m3fnuz", "fp8 codes decoded as e4m3fnuz (bias 8), not e4m3fn", GV_DECODE_E4M3FNUZ, 0,
@@ -333,8 +341,14 @@ const g_value_row_t g_value_rows[] = {
     {"lo-neg", "at even K (the low nibble), the sign flipped", GV_NEG, 0, G_E_E2M1, 0, 2},
     {"exp-wrap8", "e8m0 exponent E - 127 taken in unsigned 8 bits (bytes below 127 give +Inf)",
      GV_EXP_WRAP8, 0, G_E_E8M0, 0, 0},
+    BITS(0), BITS(1), BITS(2), BITS(3), BITS(4), BITS(5), BITS(6), BITS(7),
+    {"lo-byte-zero", "each bf16 word's low byte read as 0 (its high byte only)", GV_BYTES, 0, G_E_BF16, 0, 0},
+    {"hi-byte-zero", "each bf16 word's high byte read as 0 (its low byte only)", GV_BYTES, 1, G_E_BF16, 0, 0},
+    {"bytes-swapped", "each bf16 word's two bytes swapped", GV_BYTES, 2, G_E_BF16, 0, 0},
 };
 const int g_value_row_count = (int)(sizeof g_value_rows / sizeof g_value_rows[0]);
+/* a plan holds an operand's value maps as a 64-bit mask of rows */
+_Static_assert(sizeof g_value_rows / sizeof g_value_rows[0] <= 64, "value rows beyond a 64-bit mask");
 
 /* ---- structure ---- */
 
@@ -558,6 +572,11 @@ static int value_row_applies(const g_shape_t *s, g_operand_t op, const g_value_r
         return 0;
     if (r->kind == GV_DECODE_E4M3FN && !s->fp8_fnuz)
         return 0;
+    if (r->kind >= GV_BIT_CLEAR && r->kind <= GV_BIT_FLIP) {
+        const int width = e == G_E_E2M1 ? 4 : 8;
+        if (r->param >= width || (r->param == width - 1 && r->kind != GV_BIT_SET && e != G_E_E8M0))
+            return 0;
+    }
     return 1;
 }
 

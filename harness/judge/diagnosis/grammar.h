@@ -94,6 +94,11 @@ typedef enum {
     GV_E8M0_ZERO,           /* e8m0 byte 0 read as 0, not 2^-127 */
     GV_NEG_ZERO,            /* negative values read as 0 */
     GV_EXP_WRAP8,           /* e8m0: E - 127 in unsigned 8 bits (E < 127 gives 2^(E+129): +Inf) */
+    GV_BIT_CLEAR,           /* bit `param` of the code stuck at 0 (a bf16 word: of its high byte) */
+    GV_BIT_SET,             /* ... stuck at 1 */
+    GV_BIT_FLIP,            /* ... inverted */
+    GV_BYTES,               /* a bf16 word's bytes: param 0 the low byte read as 0, 1 the high
+                               byte read as 0, 2 the two swapped */
 } g_value_kind_t;
 
 /* The element formats a value map applies to (the operand's on the route). */

@@ -2,6 +2,7 @@
  * bit in the route's canonical order (hyp_eval.h). */
 #include "hyp_eval.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,9 @@ float g_round(float x, g_fmt_t fmt)
 
 /* ---- plans ---- */
 
+static float x_min_normal(const g_ops_t *g);
+static void x_lut(const g_ops_t *g, uint64_t mask, int odd, float min_normal, float *lut);
+
 void g_plan_make(const g_ops_t *g, const g_hyp_t *h, g_plan_t *p)
 {
     memset(p, 0, sizeof *p);
@@ -96,6 +100,12 @@ void g_plan_make(const g_ops_t *g, const g_hyp_t *h, g_plan_t *p)
             }
             break;
         }
+    }
+    /* the activation codes' values once a plan, not once a row */
+    if (p->values[G_XC] && g->shape.route != G_ROUTE_BF16) {
+        for (int odd = 0; odd < 2; odd++)
+            x_lut(g, p->values[G_XC], odd, x_min_normal(g), p->xlut[odd]);
+        p->has_xlut = 1;
     }
 }
 
@@ -131,8 +141,8 @@ static void plan_index2(const g_plan_t *p, g_operand_t op, int64_t *r, int64_t *
 
 static int has_kind(uint64_t mask, g_value_kind_t kind)
 {
-    for (int r = 0; mask >> r; r++)
-        if ((mask >> r & 1u) && g_value_rows[r].kind == kind)
+    for (uint64_t bits = mask; bits; bits &= bits - 1)
+        if (g_value_rows[r_of(bits)].kind == kind)
             return 1;
     return 0;
 }
@@ -140,9 +150,8 @@ static int has_kind(uint64_t mask, g_value_kind_t kind)
 /* The value maps of one operand that are not decodings, in table order. */
 static float transform(uint64_t mask, float v, float min_normal)
 {
-    for (int r = 0; mask >> r; r++) {
-        if (!(mask >> r & 1u))
-            continue;
+    for (uint64_t bits = mask; bits; bits &= bits - 1) {
+        const int r = r_of(bits);
         const g_value_row_t *row = &g_value_rows[r];
         switch (row->kind) {
         case GV_FLUSH_SUBNORMAL:
@@ -168,14 +177,36 @@ static float transform(uint64_t mask, float v, float min_normal)
 static uint64_t mask_at_parity(uint64_t mask, int odd)
 {
     uint64_t m = mask;
-    for (int r = 0; mask >> r; r++)
-        if ((mask >> r & 1u) && g_value_rows[r].parity == (odd ? 2 : 1))
-            m &= ~((uint64_t)1 << r);
+    for (uint64_t bits = mask; bits; bits &= bits - 1)
+        if (g_value_rows[r_of(bits)].parity == (odd ? 2 : 1))
+            m &= ~((uint64_t)1 << r_of(bits));
     return m;
+}
+
+/* The code a single-bit or byte fault makes of c (width 4, 8 or 16 bits; on
+ * 16 the bit rows act on the high byte). */
+static unsigned code_bits(uint64_t mask, unsigned c, int width)
+{
+    for (uint64_t bits = mask; bits; bits &= bits - 1) {
+        const int r = r_of(bits);
+        const g_value_row_t *row = &g_value_rows[r];
+        const unsigned bit = 1u << (row->param + (width == 16 ? 8 : 0));
+        switch (row->kind) {
+        case GV_BIT_CLEAR: c &= ~bit; break;
+        case GV_BIT_SET: c |= bit; break;
+        case GV_BIT_FLIP: c ^= bit; break;
+        case GV_BYTES:
+            c = row->param == 0 ? c & 0xff00u : row->param == 1 ? c & 0xffu : ((c & 0xffu) << 8) | (c >> 8);
+            break;
+        default: break;
+        }
+    }
+    return c & ((1u << width) - 1);
 }
 
 static float fp8_value(const g_ops_t *g, uint64_t mask, uint8_t c)
 {
+    c = (uint8_t)code_bits(mask, c, 8);
     if (has_kind(mask, GV_DECODE_E5M2))
         return e5m2_value(c);
     if (has_kind(mask, GV_DECODE_INT8))
@@ -187,6 +218,7 @@ static float fp8_value(const g_ops_t *g, uint64_t mask, uint8_t c)
 
 static float e2m1_value(uint64_t mask, uint8_t c)
 {
+    c = (uint8_t)code_bits(mask, c & 15u, 4);
     if (has_kind(mask, GV_DECODE_INT4))
         return (float)((c & 8) ? (int)(c & 15) - 16 : (int)(c & 15));
     return e2m1_decode(c);
@@ -194,11 +226,13 @@ static float e2m1_value(uint64_t mask, uint8_t c)
 
 static float bf16_bits_value(uint64_t mask, uint16_t bits)
 {
+    bits = (uint16_t)code_bits(mask, bits, 16);
     return has_kind(mask, GV_DECODE_FP16) ? half_value(bits) : bf16_decode(bits);
 }
 
 static float e8m0_value(uint64_t mask, uint8_t b, e8m0_mode_t mode)
 {
+    b = (uint8_t)code_bits(mask, b, 8);
     if (b == 0 && has_kind(mask, GV_E8M0_ZERO))
         return 0.0f;
     if (b < 127 && has_kind(mask, GV_EXP_WRAP8))
@@ -220,6 +254,20 @@ void g_ops_ready(g_ops_t *g)
         g->xlut[c] = g->shape.route == G_ROUTE_BF16 ? 0.0f : code_value(g, 0, (uint8_t)c);
 }
 
+static float x_min_normal(const g_ops_t *g)
+{
+    const g_route_t route = g->shape.route;
+    return route == G_ROUTE_W4A8 ? (g->fp8_fnuz ? 0x1p-7f : 0x1p-6f) : route == G_ROUTE_W4A4 ? 1.0f : 0x1p-126f;
+}
+
+/* The activation codes' values under value maps `mask`, at odd or even K. */
+static void x_lut(const g_ops_t *g, uint64_t mask, int odd, float min_normal, float *lut)
+{
+    const uint64_t at = mask_at_parity(mask, odd);
+    for (int c = 0; c < 256; c++)
+        lut[c] = transform(at, code_value(g, at, (uint8_t)c), min_normal);
+}
+
 void g_x_row(const g_ops_t *g, const g_plan_t *p, int64_t m, const int32_t *kidx, float *a, float *xb)
 {
     const int64_t M = g->M, K = g->K, nb = g->nb;
@@ -227,19 +275,19 @@ void g_x_row(const g_ops_t *g, const g_plan_t *p, int64_t m, const int32_t *kidx
     const g_route_t route = g->shape.route;
     if (a) {
         const int64_t m1 = g_plan_index(p, G_XC, G_AX_M, m, M);
-        const float min_normal = route == G_ROUTE_W4A8 ? (g->fp8_fnuz ? 0x1p-7f : 0x1p-6f)
-                                 : route == G_ROUTE_W4A4 ? 1.0f : 0x1p-126f;
+        const float min_normal = x_min_normal(g);
         const int k_maps = p->n_maps[G_XC][G_AX_K] > 0, two_d = p->n_maps[G_XC][G_AX_2D] > 0;
         /* The codes' values, once for all 256 (or 16) codes, at even and odd K
          * (the maps of one nibble apply at one parity). */
         float own[2][256];
         const float *lut[2] = {g->xlut, g->xlut};
-        for (int odd = 0; odd < 2 && route != G_ROUTE_BF16 && mask; odd++) {
-            const uint64_t at = mask_at_parity(mask, odd);
-            for (int c = 0; c < 256; c++)
-                own[odd][c] = transform(at, code_value(g, at, (uint8_t)c), min_normal);
-            lut[odd] = own[odd];
-        }
+        if (p->has_xlut)
+            lut[0] = p->xlut[0], lut[1] = p->xlut[1];
+        else if (route != G_ROUTE_BF16 && mask)
+            for (int odd = 0; odd < 2; odd++) {
+                x_lut(g, mask, odd, min_normal, own[odd]);
+                lut[odd] = own[odd];
+            }
         for (int64_t k = 0; k < K; k++) {
             int64_t mm = m1, k1 = kidx ? kidx[k] : k_maps ? g_plan_index(p, G_XC, G_AX_K, k, K) : k;
             if (two_d)
@@ -476,9 +524,11 @@ float g_store(const g_plan_t *p, float v)
     const uint64_t mask = p->values[G_OUT];
     if (!mask)
         return bf16_decode(bf16_encode(v));
-    for (int r = 0; mask >> r; r++)
-        if ((mask >> r & 1u) && (g_value_rows[r].kind == GV_ABS || g_value_rows[r].kind == GV_NEG))
-            v = g_value_rows[r].kind == GV_ABS ? fabsf(v) : -v;
+    for (uint64_t rows = mask; rows; rows &= rows - 1) {
+        const g_value_kind_t kind = g_value_rows[r_of(rows)].kind;
+        if (kind == GV_ABS || kind == GV_NEG)
+            v = kind == GV_ABS ? fabsf(v) : -v;
+    }
     uint16_t bits;
     if (has_kind(mask, GV_TRUNC_BF16)) {
         const uint32_t u = f32_bits(v);
@@ -518,7 +568,8 @@ static int64_t distinct(const int64_t *idx, int64_t count, int64_t *uniq, int64_
  * each one's fp32 accumulator summed, in index order, with those of the
  * outputs before it along the carry's axis back to its tile's start, then
  * the epilogue.  When that would cost more than G_CARRY_BUDGET, every
- * output reads NaN: the hypothesis is not evaluated (so never claimed). */
+ * output reads -FLT_MAX, a value no bf16 output holds: the hypothesis is
+ * not evaluated, and matches nothing (not even a NaN output). */
 static int eval_carry(const g_ops_t *g, const g_plan_t *p, const int64_t *mm, const int64_t *nn,
                       int64_t count, const float *c, float *alt)
 {
@@ -532,7 +583,7 @@ static int eval_carry(const g_ops_t *g, const g_plan_t *p, const int64_t *mm, co
     }
     if (work > G_CARRY_BUDGET) {
         for (int64_t i = 0; i < count; i++)
-            alt[i] = NAN;
+            alt[i] = -FLT_MAX;
         return 0;
     }
     float *xa = malloc((size_t)(K + nb) * sizeof(float)), *wa = malloc((size_t)(K + nb) * sizeof(float));

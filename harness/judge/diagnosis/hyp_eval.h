@@ -39,6 +39,13 @@ typedef struct {
     float xlut[256];            /* the activation codes' values as read as specified (g_ops_ready) */
 } g_ops_t;
 
+/* The lowest value row set in a mask of rows (loops over a plan's value
+ * maps visit only the rows it holds). */
+static inline int r_of(uint64_t rows)
+{
+    return __builtin_ctzll(rows);
+}
+
 /* Fills g->xlut once the operands are set. */
 void g_ops_ready(g_ops_t *g);
 
@@ -51,6 +58,9 @@ typedef struct {
     const g_struct_row_t *acc;              /* a rounding or split structure, or NULL */
     const g_struct_row_t *kw[2];            /* K ranges dropped or doubled */
     int n_kw;
+    int has_xlut;                           /* xlut holds the activation codes' values under
+                                               the plan's value maps (MXFP4/fp8 routes) */
+    float xlut[2][256];                     /* [odd K][code] */
 } g_plan_t;
 
 void g_plan_make(const g_ops_t *g, const g_hyp_t *h, g_plan_t *p);

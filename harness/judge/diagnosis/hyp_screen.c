@@ -233,11 +233,10 @@ static void part_target(const scr_t *sc, const g_hyp_t *h, float *t, unsigned ch
     g_plan_make(g, h, &p);
     *abs_alt = 0;
     int fp16 = 0;
-    for (int r = 0; (p.values[G_OUT] >> r) != 0; r++)
-        if (p.values[G_OUT] >> r & 1u) {
-            *abs_alt |= g_value_rows[r].kind == GV_ABS;
-            fp16 |= g_value_rows[r].kind == GV_ENCODE_FP16;
-        }
+    for (uint64_t rows = p.values[G_OUT]; rows; rows &= rows - 1) {
+        *abs_alt |= g_value_rows[r_of(rows)].kind == GV_ABS;
+        fp16 |= g_value_rows[r_of(rows)].kind == GV_ENCODE_FP16;
+    }
     for (int r = 0; r < sc->r0; r++)
         for (int c = 0; c < sc->c0; c++) {
             int64_t mr = sc->s->rows[r], nc = sc->s->cols[c];
@@ -751,8 +750,10 @@ int g_screen_run(g_screen_t *s)
     int status = 0;
     if (alloc_scr(&sc) == 0) {
         screen_singles(&sc);
-        screen_block_pairs(&sc);
-        screen_code_pairs(&sc);
+        if (!s->singles_only) {
+            screen_block_pairs(&sc);
+            screen_code_pairs(&sc);
+        }
         status = sc.failed ? -1 : 0;
     } else {
         status = -1;

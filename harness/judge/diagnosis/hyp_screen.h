@@ -41,6 +41,7 @@ typedef struct {
     double base_rel;                /* the kernel as specified, on the sample */
     int64_t base_nf;
     int64_t screened;               /* compositions evaluated */
+    int singles_only;               /* 1: the primitives alone, no pairs */
 } g_screen_t;
 
 /* Screens every coarse composition of depth <= 2 (and the empty one).

@@ -17,6 +17,8 @@
 #include "diag_ctx.h"
 #include "hyp_eval.h"
 #include "hyp_screen.h"
+#include "learned_map.h"
+#include "learned_table.h"
 
 #define G_MAX_PRIMS 2048
 #define G_SCREEN_KEEP 0.05      /* the screen keeps a composition within this residual */
@@ -365,6 +367,113 @@ static int stage_small(g_search_t *s, const g_sample_t *p, const g_screen_t *scr
     return 0;
 }
 
+/* Whether the outputs a carried accumulator leaves alone (the first of each
+ * tile along its axis) are much less wrong than the others. */
+static int carry_signature(const g_search_t *s, const g_struct_row_t *r)
+{
+    const int along_n = r->carry == 1;
+    const double *bad = along_n ? s->col_bad : s->row_bad;
+    const int64_t len = along_n ? s->x->N : s->x->M;
+    double at_start = 0, rest = 0;
+    int64_t n_start = 0, n_rest = 0;
+    for (int64_t i = 0; i < len; i++) {
+        if (bad[i] < 0)
+            continue;
+        const int start = r->tile ? i % r->tile == 0 : i == 0;
+        *(start ? &at_start : &rest) += bad[i];
+        *(start ? &n_start : &n_rest) += 1;
+    }
+    return n_start > 0 && n_rest > 0 && at_start / (double)n_start * 4 < rest / (double)n_rest;
+}
+
+/* A carried accumulator hides its partner from the screen (every output
+ * moved by the ones before it): the output is un-carried (each output less
+ * the one before it in its tile, the epilogue's x_scale undone), the
+ * primitives alone screened against that, and each one that comes close
+ * joined with the carry and re-evaluated bit for bit.  Only for a carry
+ * whose signature the output shows, and a case small enough to un-carry
+ * whole. */
+static int stage_carry(g_search_t *s, const g_sample_t *p0, const g_sample_t *p, const g_score_t *base,
+                       g_score_t *kept, int *nk)
+{
+    const g_ops_t *g = &s->ops;
+    const int64_t M = s->x->M, N = s->x->N;
+    if (M * N > (int64_t)1 << 22)
+        return 0;
+    float *un = malloc((size_t)(M * N) * sizeof(float));
+    if (!un)
+        return -1;
+    g_plan_t plan;
+    const g_hyp_t none = {0, {0, 0}};
+    g_plan_make(g, &none, &plan);
+    g_cand_t cands[G_SCREEN_CAP];
+    int status = 0;
+    for (int c = 0; c < g->n_prims && status == 0; c++) {
+        const g_prim_t *pc = &g->prims[c];
+        if (pc->kind != G_KIND_STRUCT || g_struct_rows[pc->row].kind != GS_CARRY ||
+            !carry_signature(s, &g_struct_rows[pc->row]))
+            continue;
+        const g_struct_row_t *r = &g_struct_rows[pc->row];
+        const float *out = s->x->d->out;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                const int64_t i = r->carry == 1 ? n : m, prev = r->carry == 1 ? m * N + n - 1 : (m - 1) * N + n;
+                const int start = r->tile ? i % r->tile == 0 : i == 0;
+                float before = 0.0f;
+                if (!start)
+                    before = r->carry == 1 ? out[prev]
+                                           : out[prev] * (g_x_scale(g, &plan, m, n) / g_x_scale(g, &plan, m - 1, n));
+                un[m * N + n] = out[m * N + n] - before;
+            }
+        g_screen_t scr = {.g = g, .out = un, .rows = p0->rows, .cols = p0->cols, .r0 = (int)p0->nr,
+                          .c0 = (int)p0->nc, .keep_rel = G_SCREEN_KEEP, .cands = cands, .cap = G_SCREEN_CAP,
+                          .singles_only = 1};
+        status = g_screen_run(&scr);
+        for (int i = 0; i < scr.n_cands && status == 0; i++) {
+            if (scr.cands[i].h.n != 1 || !joinable(g, &scr.cands[i].h, c))
+                continue;
+            const g_hyp_t h = join1(scr.cands[i].h, c);
+            g_score_t v;
+            status = score_on(s, p, &h, NULL, &v);
+            if (status == 0 && v.nf <= base->nf && (v.same > base->same || v.rel < base->rel))
+                insert(kept, nk, G_RANK_CAP * 2, v);
+        }
+    }
+    free(un);
+    return status;
+}
+
+/* Every output of the sample non-finite where the kernel as specified is
+ * finite: the screen's real arithmetic has nothing to fit, so each
+ * primitive alone is evaluated bit for bit, and those that give the same
+ * non-finite value (NaN, or Inf of the sign) at every output are kept. */
+static int stage_nonfinite(g_search_t *s, const g_sample_t *p, g_score_t *base, g_score_t *kept, int *nk)
+{
+    const g_hyp_t none = {0, {0, 0}};
+    if (score_on(s, p, &none, NULL, base))
+        return -1;
+    *nk = 0;
+    for (int f = 0; f < s->ops.n_prims; f++) {
+        const g_hyp_t h = {1, {f, 0}};
+        g_score_t v;
+        if (score_on(s, p, &h, NULL, &v))
+            return -1;
+        if (v.nf == 0 && v.same == v.count)
+            insert(kept, nk, G_RANK_CAP * 2, v);
+    }
+    return 0;
+}
+
+/* Whether the sample's outputs are all non-finite (the kernel as specified
+ * is then checked to be finite there by the caller's ranking). */
+static int all_nonfinite(const g_search_t *s, const g_sample_t *p)
+{
+    for (int64_t i = 0; i < p->count; i++)
+        if (isfinite(s->x->d->out[p->pm[i] * s->x->N + p->pn[i]]))
+            return 0;
+    return p->count > 0;
+}
+
 /* Whether w reproduces the output on its sample, against the kernel as
  * specified (base). */
 static int reproduces(const dctx_t *x, const g_ops_t *g, const g_score_t *w, const g_score_t *base)
@@ -372,6 +481,9 @@ static int reproduces(const dctx_t *x, const g_ops_t *g, const g_score_t *w, con
     /* Agreeing on NaN alone tells no reading from another: some finite
      * outputs must be reproduced too. */
     const int64_t min_finite = w->count / 100 > 8 ? w->count / 100 : 8;
+    if (w->nf == 0 && w->h.n == 1 && w->finite == 0 && w->count >= 64 && w->same == w->count &&
+        base->nf == base->count)
+        return 1;   /* non-finite everywhere the kernel as specified is finite, the same value each */
     if (w->nf > 0 || w->count == 0 || w->h.n == 0 || w->finite < min_finite)
         return 0;
     const int all = w->same == w->count;
@@ -400,6 +512,10 @@ static void prim_meaning(const g_ops_t *g, const g_prim_t *p, char *buf, int cap
     const size_t used = strlen(buf);
     if (len == 1)
         snprintf(buf + used, (size_t)cap - used, ": k %lld %s", (long long)k0, r->weight ? "counted twice" : "missing");
+    else if (len == 32)     /* in the words of the K-block fit, which names blocks so */
+        snprintf(buf + used, (size_t)cap - used, ": block %lld (k %lld-%lld) %s [the %s]", (long long)(k0 / 32),
+                 (long long)k0, (long long)(k0 + 31), r->weight ? "x 2^1 (counted twice)" : "missing",
+                 r->last ? "last" : "first");
     else
         snprintf(buf + used, (size_t)cap - used, ": k %lld-%lld %s", (long long)k0, (long long)(k0 + len - 1),
                  r->weight ? "counted twice" : "missing");
@@ -421,6 +537,30 @@ static void hyp_text(const g_ops_t *g, const g_hyp_t *h, int meanings, char *buf
     }
 }
 
+/* One K map on both the activation and the weight codes moves each product
+ * x_k w_k whole: the same output as codes read in order with each
+ * element's block scale taken through the inverse map.  When the map moves
+ * elements across 32-blocks, that reading (a scale indexing fault, the
+ * likelier one in a kernel) is said beside the names. */
+static void same_k_map_on_both(const g_ops_t *g, const g_hyp_t *h, char *names, int cap)
+{
+    if (h->n != 2)
+        return;
+    const g_prim_t *a = &g->prims[h->p[0]], *b = &g->prims[h->p[1]];
+    if (a->kind != G_KIND_INDEX || b->kind != G_KIND_INDEX || a->axis != G_AX_K || b->axis != G_AX_K ||
+        a->row != b->row || a->op == b->op || g->shape.route == G_ROUTE_BF16)
+        return;
+    const g_index_row_t *r = &g_index_rows[a->row];
+    int across = 0;
+    for (int64_t k = 0; k < g->K && !across; k++)
+        across = r->fn(k, g->K, r->a, r->b) / 32 != k / 32;
+    if (!across)
+        return;
+    const size_t len = strlen(names);
+    snprintf(names + len, (size_t)cap - len, " (equivalently, codes in order and block scales indexed along K "
+             "through the inverse: elements take another 32-block's scale)");
+}
+
 static const char *lead_of(const g_ops_t *g, const g_hyp_t *h)
 {
     int operand = 1, out = 1, acc = 1;
@@ -435,7 +575,10 @@ static const char *lead_of(const g_ops_t *g, const g_hyp_t *h)
 
 static void evidence(const dctx_t *x, const g_score_t *w, char *buf, int cap)
 {
-    if (w->same == w->count)
+    if (w->same == w->count && w->finite == 0)
+        snprintf(buf, (size_t)cap, "the same non-finite value (NaN, or Inf of the sign) at all %lld sampled outputs",
+                 (long long)w->count);
+    else if (w->same == w->count)
         snprintf(buf, (size_t)cap, "bit-identical on all %lld sampled outputs", (long long)w->count);
     else
         snprintf(buf, (size_t)cap,
@@ -510,29 +653,35 @@ static int report(g_search_t *s, g_run_t *r, int nr)
         r->ranked[0] = r->ranked[bi];
         r->ranked[bi] = t;
     }
-    char names[200], meaning[400], ev[160];
+    char names[400], meaning[400], ev[160];
     hyp_text(&s->ops, &best.h, 0, names, sizeof names);
     if (getenv("KREPLAY_DIAG_DEBUG"))
         fprintf(stderr, "grammar: best %s rel %g nf %lld same %lld/%lld finite %lld; base rel %g nf %lld same %lld\n",
                 names, best.rel, (long long)best.nf, (long long)best.same, (long long)best.count,
                 (long long)best.finite, base.rel, (long long)base.nf, (long long)base.same);
-    if (!reproduces(x, &s->ops, &best, &base)) {
-        snprintf(x->nearest, sizeof x->nearest, "%s, residual %.3g, bit-identical on %lld of %lld", names,
-                 best.rel, (long long)best.same, (long long)best.count);
+    if (!reproduces(x, &s->ops, &best, &base))
         return 0;
-    }
     char run[384] = "";
     int ri = 1;
     while (ri < nr && contains(&r->ranked[ri].h, &best.h))
         ri++;
-    if (ri < nr && score_on(s, &r->s2, &r->ranked[ri].h, NULL, &runner) == 0 && runner.nf == 0 &&
-        (runner.rel <= 2 * best.rel + 1e-12 || runner.same * 100 >= best.same * 99)) {
+    const int scored = ri < nr && score_on(s, &r->s2, &r->ranked[ri].h, NULL, &runner) == 0;
+    if (scored && best.finite == 0 && runner.nf == 0 && runner.same == runner.count) {
+        /* NaN everywhere, and another reading gives it too: nothing to tell them apart by */
+        char rn[200];
+        hyp_text(&s->ops, &runner.h, 0, rn, sizeof rn);
+        snprintf(x->nearest, sizeof x->nearest, "%s and %s (and maybe more) give the same non-finite outputs "
+                 "alone: the output cannot tell them apart", names, rn);
+        return 0;
+    }
+    if (scored && runner.nf == 0 && (runner.rel <= 2 * best.rel + 1e-12 || runner.same * 100 >= best.same * 99)) {
         char rn[200];
         hyp_text(&s->ops, &runner.h, 0, rn, sizeof rn);
         snprintf(run, sizeof run, "; runner-up %s (bit-identical on %lld of %lld, residual %.3g)", rn,
                  (long long)runner.same, (long long)runner.count, runner.rel);
     }
     hyp_text(&s->ops, &best.h, 1, meaning, sizeof meaning);
+    same_k_map_on_both(&s->ops, &best.h, names, sizeof names);
     evidence(x, &best, ev, sizeof ev);
     char against[64];
     if (base.nf > 0)
@@ -587,7 +736,10 @@ int diag_try_grammar(dctx_t *x)
     }
     g_score_t base;
     int nk = 0, nr = 0;
-    if (stage_small(&s, &r.sf, &scr, &base, r.kept, &nk))
+    if (all_nonfinite(&s, &r.sf) ? stage_nonfinite(&s, &r.sf, &base, r.kept, &nk)
+                                 : stage_small(&s, &r.sf, &scr, &base, r.kept, &nk))
+        goto done;
+    if ((nk == 0 || r.kept[0].same < r.kept[0].count) && stage_carry(&s, &r.s0, &r.sf, &base, r.kept, &nk))
         goto done;
     for (int i = 0; i < nk && i < G_RANK_CAP; i++) {
         g_score_t v;
@@ -596,6 +748,10 @@ int diag_try_grammar(dctx_t *x)
         insert(r.ranked, &nr, G_RANK_CAP, v);
     }
     result = nr > 0 ? report(&s, &r, nr) : 0;
+    if (result == 0 && !x->r->matched)
+        result = g_learned_line_map(x, &s.ops);
+    if (result == 0 && !x->r->matched)
+        result = g_learned_table(x, &s.ops);
 done:
     run_free(&s, &r);
     return result < 0 ? kr_fail(x->err, "out of memory in diagnose") : result;
