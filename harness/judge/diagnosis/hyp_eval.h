@@ -11,9 +11,11 @@
  * of an operand's axes (two on one slot in the hypothesis's order), then its
  * 2-D map; its value maps in table order (decodings first); the structure
  * row; the output's value maps, then its index maps (the output at (m, n) is
- * what the kernel computed for the mapped position).  The same definitions
- * are written in C and numpy for the held-out corpus's kernels
- * (tests/bugs/heldout/gen_plugin.c, grammar_ref.py). */
+ * what the kernel computed for the mapped position).  A single-bit or byte
+ * fault acts on the code before it is decoded.  The definitions of the rows
+ * the held-out corpora draw from are written in C and numpy for their
+ * kernels (tests/bugs/heldout/gen_plugin.c, grammar_ref.py); the single-bit
+ * and byte rows are checked against a hand computation (tests/test_grammar.c). */
 #ifndef KR_HYP_EVAL_H
 #define KR_HYP_EVAL_H
 
