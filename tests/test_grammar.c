@@ -164,7 +164,7 @@ static double ws_at(const setup_t *s, int64_t n, int64_t b)
 
 typedef enum { F_NIBBLE, F_SCALE_K_NEXT, F_ROW_NEXT_K_TAIL, F_OUT_REV4, F_ACC_BF16_K32, F_XS_BF16,
                F_WS_SWAP4_X_REV8, F_TILE_BASE16, F_HI_NEG_ZERO, F_FP16_CHUNK8, F_CARRY_N16, F_X_BIT2_SET,
-               F_W_SIX_AS_FOUR, F_WS_FLOOR, F_TAIL_READS_LAST } hand_fault_t;
+               F_W_SIX_AS_FOUR, F_WS_FLOOR, F_TAIL_READS_LAST, F_HALF_BATCH } hand_fault_t;
 
 /* A weight element as a kernel with fault f reads it: the high nibble's
  * negative codes (8..15 at odd k) read through a signed index into zeros. */
@@ -184,7 +184,9 @@ static float w_read(const setup_t *s, hand_fault_t f, int64_t n, int64_t k)
 static float hand_acc(const setup_t *s, hand_fault_t f, int64_t m, int64_t n)
 {
     const int64_t K = s->K, nb = K / 32;
-    const int64_t xm = f == F_ROW_NEXT_K_TAIL && m + 1 < s->M ? m + 1 : m;
+    int64_t xm = f == F_ROW_NEXT_K_TAIL && m + 1 < s->M ? m + 1 : m;
+    if (f == F_HALF_BATCH && m >= s->M / 2)     /* the second half's rows from h rows back */
+        xm = m - s->M / 2;
     int64_t wn = f == F_TILE_BASE16 ? n % 16 : n;    /* the tile's base forgotten */
     if (f == F_TAIL_READS_LAST && n >= s->N - 16)    /* the last 16-tile reads the last row */
         wn = s->N - 1;
@@ -231,7 +233,7 @@ static float hand(const setup_t *s, hand_fault_t f, int64_t m, int64_t n)
 {
     if (f == F_OUT_REV4 && m / 4 * 4 + 4 <= s->M)     /* reversed within aligned groups of 4 rows */
         m = m / 4 * 4 + 3 - m % 4;
-    float acc = hand_acc(s, f, m, n), xs = s->act.token_scale[m];
+    float acc = hand_acc(s, f, m, n), xs = s->act.token_scale[f == F_HALF_BATCH && m >= s->M / 2 ? m - s->M / 2 : m];
     if (f == F_CARRY_N16) {
         /* the accumulator never reset within a 16-column tile */
         acc = 0.0f;
@@ -386,6 +388,7 @@ static void test_diagnose_learns_what_no_row_names(void **state)
         {F_TAIL_READS_LAST, {"output columns 112-126 ", "what column 127 should", "learned from the output"}},
         {F_W_SIX_AS_FOUR, {"weight e2m1 codes decoded through another table", "code 7: 4 (not 6)", NULL}},
         {F_WS_FLOOR, {"weight block scales", "clamped from below at 2^", NULL}},
+        {F_HALF_BATCH, {"output rows 12-23 ", "each holds what the row 12 before it should (index i-12 read)", NULL}},
     };
     for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
         hand_diag_t hd;

@@ -133,8 +133,6 @@ static void describe(const int64_t *f, int64_t lines, const char *word, char *wh
     for (int64_t l = 0; l < lines; l++) {
         if (f[l] == l)
             continue;
-        konst = konst == -2 ? f[l] : konst == f[l] ? konst : -1;
-        shift = shift == INT64_MIN ? f[l] - l : shift == f[l] - l ? shift : INT64_MIN + 1;
         int64_t e = l;
         while (e + 1 < lines && f[e + 1] != e + 1)
             e++;
@@ -143,6 +141,11 @@ static void describe(const int64_t *f, int64_t lines, const char *word, char *wh
                            (long long)l, (long long)e);
         l = e;
     }
+    for (int64_t l = 0; l < lines; l++)     /* what every moved line reads, not each range's first */
+        if (f[l] != l) {
+            konst = konst == -2 ? f[l] : konst == f[l] ? konst : -1;
+            shift = shift == INT64_MIN ? f[l] - l : shift == f[l] - l ? shift : INT64_MIN + 1;
+        }
     if (pieces > 4 && wl < wcap)
         snprintf(where + wl, (size_t)(wcap - wl), ", ... (%d ranges)", pieces);
     if (konst >= 0)
