@@ -71,18 +71,21 @@ typedef struct {
     int home;
     const char *pythonpath, *scratch;
     int named_floor, min_entries;
+    const char *held_word;      /* what its half 1 is now: still held out, or tuned on since */
 } corpus_t;
 
 #if defined HELDOUT3_NAMED_FLOOR
 /* 36 generated bugs, the first corpus's six and the second's two correct variants on four cases */
 static const corpus_t corpus = {2, HELDOUT3_DIR ":" HELDOUT2_DIR ":" HELDOUT_DIR, "heldout3_corpus",
-                                HELDOUT3_NAMED_FLOOR, 36 + 8 * 4};
+                                HELDOUT3_NAMED_FLOOR, 36 + 8 * 4, "held-out"};
 #elif defined HELDOUT2_NAMED_FLOOR
 /* 36 generated bugs, the first corpus's six correct variants on four cases */
+/* held out when first scored (40 of 51), tuned on since */
 static const corpus_t corpus = {1, HELDOUT2_DIR ":" HELDOUT_DIR, "heldout2_corpus", HELDOUT2_NAMED_FLOOR,
-                                36 + 6 * 4};
+                                36 + 6 * 4, "once held-out, since tuned"};
 #else
-static const corpus_t corpus = {0, HELDOUT_DIR, "heldout_corpus", HELDOUT_NAMED_FLOOR, 40 + 6};
+/* its held-out half was looked at and tuned on after its first score */
+static const corpus_t corpus = {0, HELDOUT_DIR, "heldout_corpus", HELDOUT_NAMED_FLOOR, 40 + 6, "once held-out, since tuned"};
 #endif
 
 typedef struct {
@@ -288,7 +291,7 @@ static void test_corpus(void **state)
         if (!rows)
             continue;     /* the second corpus has no tuned half */
         printf("\n### %s\n\n| bug | route | case | spec | verdict | named | diagnosis |\n|---|---|---|---|---|---|---|\n",
-               h < 0 ? "correct variants" : h == 0 ? "tuned half" : "held-out half");
+               h < 0 ? "correct variants" : h == 0 ? "tuned half" : corpus.held_word);
         for (int i = 0; i < n_entries; i++) {
             const entry_t *e = &entries[i];
             if (e->half != h || !wanted(e, half))
@@ -320,7 +323,7 @@ static void test_corpus(void **state)
     for (int h = 0; h < 2; h++)
         if (total[h])
             printf("\n%s half: %d bugs, %d caught, %d caught with the fault named and checked (%.0f%%)\n",
-                   h ? "held-out" : "tuned", total[h], caught[h], named[h], 100.0 * named[h] / total[h]);
+                   h ? corpus.held_word : "tuned", total[h], caught[h], named[h], 100.0 * named[h] / total[h]);
     printf("correct variants failing: %d; failing rows without a diagnosis line: %d\n", false_alarms, silent);
     fflush(stdout);
     char path[4096];
@@ -332,7 +335,7 @@ static void test_corpus(void **state)
     assert_int_equal(false_alarms, 0);
     assert_int_equal(silent, 0);
     if (total[1]) {
-        printf("held-out target 80%%: %s\n", named[1] * 5 >= total[1] * 4 ? "met" : "not met");
+        printf("%s half, target 80%%: %s\n", corpus.held_word, named[1] * 5 >= total[1] * 4 ? "met" : "not met");
         assert_true(named[1] >= corpus.named_floor);
     }
 }

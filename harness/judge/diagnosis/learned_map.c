@@ -198,6 +198,22 @@ static int check(const lm_view_t *v, const g_ops_t *g, const int64_t *f, int64_t
     return rc;
 }
 
+/* Whether every moved line holds a reference line that is zero throughout
+ * (what it holds is then zero, whichever zero line is named). */
+static int reads_zero_lines(const lm_view_t *v, const int64_t *f)
+{
+    int moved = 0;
+    for (int64_t l = 0; l < v->lines; l++) {
+        if (f[l] == l)
+            continue;
+        moved = 1;
+        for (int64_t j = 0; j < v->span; j++)
+            if (at(v, v->ref, f[l], j) != 0.0f)
+                return 0;
+    }
+    return moved;
+}
+
 static int try_axis(dctx_t *x, const g_ops_t *g, int by_rows)
 {
     lm_view_t v = {x->d->out, x->d->ref, x->M, x->N, by_rows, by_rows ? x->M : x->N, by_rows ? x->N : x->M,
@@ -218,6 +234,10 @@ static int try_axis(dctx_t *x, const g_ops_t *g, int by_rows)
     if (moved > 0 && check(&v, g, f, &count, &same) == 0 && count > 0 && same == count) {
         char where[160], reads[200];
         describe(f, v.lines, by_rows ? "row" : "column", where, sizeof where, reads, sizeof reads);
+        if (reads_zero_lines(&v, f)) {   /* a line of zeros read: the output there is zero, say so */
+            const size_t len = strlen(reads);
+            snprintf(reads + len, sizeof reads - len, ", all zero");
+        }
         const char *line = by_rows ? "row" : "column";
         x->r->checked = 1;
         result = diag_matched(x, DIAG_GRAMMAR, 0.0,
