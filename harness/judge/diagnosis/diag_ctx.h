@@ -66,7 +66,7 @@ typedef struct {
     int any_place;              /* localisation may name a place whose content is only "wrong" */
     int grammar_prims;          /* the grammar's primitives on this case, 0 = not tried */
     int64_t grammar_tried;      /* compositions screened */
-    char nearest[256];          /* readings the output cannot tell apart (NaN everywhere), when none is stated */
+    char nearest[320];          /* readings the output cannot tell apart (NaN everywhere), when none is stated */
 } dctx_t;
 
 /* Whether v is the harness's poison (bf16 0x7FC1, decoded): an output

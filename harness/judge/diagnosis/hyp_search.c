@@ -670,8 +670,8 @@ static int report(g_search_t *s, g_run_t *r, int nr)
         /* NaN everywhere, and another reading gives it too: nothing to tell them apart by */
         char rn[200];
         hyp_text(&s->ops, &runner.h, 0, rn, sizeof rn);
-        snprintf(x->nearest, sizeof x->nearest, "%s and %s (and maybe more) give the same non-finite outputs "
-                 "alone: the output cannot tell them apart", names, rn);
+        snprintf(x->nearest, sizeof x->nearest, "%.80s and %.80s (and maybe more) give the same non-finite "
+                 "outputs alone: the output cannot tell them apart", names, rn);
         return 0;
     }
     if (scored && runner.nf == 0 && (runner.rel <= 2 * best.rel + 1e-12 || runner.same * 100 >= best.same * 99)) {
