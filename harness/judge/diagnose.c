@@ -658,6 +658,7 @@ int diagnose(const diag_input_t *d, diag_result_t *r, kr_error_t *err)
                    (r->hypothesis == DIAG_ROWS || r->hypothesis == DIAG_COLUMNS ||
                     (r->hypothesis == DIAG_TILES && !strstr(r->line, "transposed")))) {
             place = *r;
+            x.place_checked = r->checked;
             r->matched = 0;
             r->hypothesis = DIAG_NONE;
         }

@@ -62,6 +62,7 @@ typedef struct {
     char prefix[320];           /* what was said about the poisoned part, put before the line */
     char tried[320];
     int budget_hit;
+    int place_checked;          /* a place whose content reproduces the output there waits (diagnose) */
     int gemm_too_big;           /* a family that needs a whole GEMM stepped aside (DIAG_GEMM_MAX_MACS) */
     int any_place;              /* localisation may name a place whose content is only "wrong" */
     int grammar_prims;          /* the grammar's primitives on this case, 0 = not tried */

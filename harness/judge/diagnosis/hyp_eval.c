@@ -190,7 +190,9 @@ static unsigned code_bits(uint64_t mask, unsigned c, int width)
     for (uint64_t bits = mask; bits; bits &= bits - 1) {
         const int r = r_of(bits);
         const g_value_row_t *row = &g_value_rows[r];
-        const unsigned bit = 1u << (row->param + (width == 16 ? 8 : 0));
+        const int is_bit = row->kind == GV_BIT_CLEAR || row->kind == GV_BIT_SET || row->kind == GV_BIT_FLIP;
+        /* only a bit row's parameter is a bit index (another row's may be negative) */
+        const unsigned bit = is_bit ? 1u << (row->param + (width == 16 ? 8 : 0)) : 0u;
         switch (row->kind) {
         case GV_BIT_CLEAR: c &= ~bit; break;
         case GV_BIT_SET: c |= bit; break;

@@ -748,7 +748,8 @@ int diag_try_grammar(dctx_t *x)
         insert(r.ranked, &nr, G_RANK_CAP, v);
     }
     result = nr > 0 ? report(&s, &r, nr) : 0;
-    if (result == 0 && !x->r->matched)
+    /* a place that already says what the wrong lines hold needs no map of them */
+    if (result == 0 && !x->r->matched && !x->place_checked)
         result = g_learned_line_map(x, &s.ops);
     if (result == 0 && !x->r->matched)
         result = g_learned_table(x, &s.ops);
