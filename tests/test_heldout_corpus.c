@@ -283,6 +283,10 @@ static void test_corpus(void **state)
     assert_true(n_entries >= corpus.min_entries);
     make_cases();
     const char *half = getenv("KREPLAY_HELDOUT_HALF");
+    if (half && strcmp(half, "all") && strcmp(half, "tune") && strcmp(half, "heldout")) {
+        print_error("KREPLAY_HELDOUT_HALF='%s': expected all, tune or heldout\n", half);
+        fail();    /* a misspelt half would run the other one and pass */
+    }
     int total[2] = {0, 0}, named[2] = {0, 0}, caught[2] = {0, 0}, silent = 0, false_alarms = 0;
     for (int h = -1; h <= 1; h++) {
         int rows = 0;
@@ -332,6 +336,10 @@ static void test_corpus(void **state)
         remove(path);
     }
     rmdir(g_dir);
+    if (total[0] + total[1] == 0) {
+        print_error("KREPLAY_HELDOUT_HALF='%s' selects no bug of this corpus: nothing was scored\n", half);
+        fail();
+    }
     assert_int_equal(false_alarms, 0);
     assert_int_equal(silent, 0);
     if (total[1]) {
