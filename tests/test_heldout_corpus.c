@@ -337,7 +337,7 @@ static void test_corpus(void **state)
     }
     rmdir(g_dir);
     if (total[0] + total[1] == 0) {
-        print_error("KREPLAY_HELDOUT_HALF='%s' selects no bug of this corpus: nothing was scored\n", half);
+        print_error("KREPLAY_HELDOUT_HALF='%s' selects no bug of this corpus: nothing was scored\n", half ? half : "");
         fail();
     }
     assert_int_equal(false_alarms, 0);
